@@ -1,0 +1,74 @@
+"""Shared helpers of the schema scripts: locate the pinned protoc and the include roots.
+
+Nothing is vendored and nothing is fetched: `google/api/*.proto` come from the installed
+googleapis-common-protos wheel, the well-known types from grpcio-tools. This module is imported
+by `scripts/generate` and `scripts/check-proto`; it is not part of the installed package.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PROTO_PACKAGE_DIR = Path("projectops") / "v1"
+# Descriptor set with source info, shipped as package data: runtime descriptors carry no comments.
+DESCRIPTOR_SET_NAME = "projectops.binpb"
+
+
+def ensure_dev_python() -> None:
+    """Re-run the calling script with the repo's `.venv` interpreter if the tools are missing."""
+    try:
+        import grpc_tools  # noqa: F401
+    except ImportError:
+        venv_python = REPO / ".venv" / "bin" / "python"
+        if venv_python.exists() and Path(sys.executable) != venv_python:
+            os.execv(str(venv_python), [str(venv_python), *sys.argv])
+        sys.exit("error: grpcio-tools is not installed; run `pip install -e '.[dev]'` first")
+
+
+def include_roots() -> list[Path]:
+    """The -I roots for protoc: googleapis-common-protos' and grpcio-tools' .proto sources."""
+    import google.api.annotations_pb2 as annotations
+    import grpc_tools
+
+    googleapis_root = Path(annotations.__file__).resolve().parent.parent.parent
+    wkt_root = Path(grpc_tools.__file__).resolve().parent / "_proto"
+    return [googleapis_root, wkt_root]
+
+
+def proto_files(proto_root: Path) -> list[str]:
+    """Our .proto files, relative to `proto_root`, sorted so every run passes the same order."""
+    return sorted(
+        p.relative_to(proto_root).as_posix() for p in (proto_root / PROTO_PACKAGE_DIR).glob("*.proto")
+    )
+
+
+def protoc(proto_root: Path, args: list[str]) -> None:
+    """Run grpcio-tools' protoc on our files with the include roots; exit on failure."""
+    from grpc_tools import protoc as grpc_protoc
+
+    includes = [f"-I{proto_root}", *(f"-I{root}" for root in include_roots())]
+    argv = ["protoc", *includes, *args, *proto_files(proto_root)]
+    if grpc_protoc.main(argv) != 0:
+        sys.exit(f"error: protoc failed: {' '.join(argv)}")
+
+
+def build_image(proto_root: Path, out: Path) -> None:
+    """Write a buf-compatible image (a FileDescriptorSet with imports and source info)."""
+    protoc(proto_root, ["--include_imports", "--include_source_info", f"--descriptor_set_out={out}"])
+
+
+def buf_binary() -> str:
+    """Path of the pinned `buf` binary installed by the `buf-bin` wheel."""
+    candidate = Path(sys.executable).parent / "buf"
+    if candidate.exists():
+        return str(candidate)
+    sys.exit("error: buf is not installed; run `pip install -e '.[dev]'` first")
+
+
+def run(argv: list[str], cwd: Path) -> int:
+    """Run a command, streaming its output; return its exit code."""
+    return subprocess.run(argv, cwd=cwd, check=False).returncode
