@@ -1,1 +1,81 @@
-"""projectops."""
+"""projectops: the protobuf-first schema of the Project-Scoped Operations API.
+
+The core every server and client package imports: the generated messages (``projectops.v1``),
+the operation registry derived from the proto service, the JSON codec (protobuf JSON mapping),
+REQUIRED-field validation, the error model and the HTTP conventions of the spec.
+
+    >>> import projectops
+    >>> op = projectops.operation("get-release-details")
+    >>> op.path
+    '/api/mcp/get_release_details'
+    >>> request = projectops.from_json('{"version": "1.0.0"}', op.request_type)
+    >>> projectops.validate(request)
+    >>> projectops.to_json(request)
+    '{"version":"1.0.0"}'
+
+The HTTP client, CLI and MCP tool server live in ``projectops.client`` (extras ``client`` and
+``mcp``); the ASGI server adapter and the mock server in ``projectops.server`` (extra ``server``).
+"""
+
+from projectops.codec import from_json, to_dict, to_json
+from projectops.conventions import (
+    API_KEY_ENV,
+    API_KEY_HEADER,
+    BASE_URL_ENV,
+    DEFAULT_BASE_URL,
+    normalize_base_url,
+    operation_name,
+    operation_path,
+    tool_name,
+)
+from projectops.descriptions import description
+from projectops.errors import (
+    HTTP_STATUS_BY_CODE,
+    ApiError,
+    DeadlineExceeded,
+    FailedPrecondition,
+    FieldViolation,
+    Internal,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    Unauthenticated,
+    Unavailable,
+    Unimplemented,
+)
+from projectops.registry import Operation, UnknownOperationError, operation, operations
+from projectops.validation import validate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "API_KEY_ENV",
+    "API_KEY_HEADER",
+    "BASE_URL_ENV",
+    "DEFAULT_BASE_URL",
+    "HTTP_STATUS_BY_CODE",
+    "ApiError",
+    "DeadlineExceeded",
+    "FailedPrecondition",
+    "FieldViolation",
+    "Internal",
+    "InvalidArgument",
+    "NotFound",
+    "Operation",
+    "ResourceExhausted",
+    "Unauthenticated",
+    "Unavailable",
+    "Unimplemented",
+    "UnknownOperationError",
+    "description",
+    "from_json",
+    "normalize_base_url",
+    "operation",
+    "operation_name",
+    "operation_path",
+    "operations",
+    "to_dict",
+    "to_json",
+    "tool_name",
+    "validate",
+]

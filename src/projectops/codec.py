@@ -1,0 +1,182 @@
+"""The JSON codec of the API: the protobuf JSON mapping with this API's options, in one place.
+
+Output (``to_json``/``to_dict``): lowerCamelCase names, enum values as their names, 64-bit
+integers as strings, Timestamp as RFC 3339 and Duration as ``"<seconds>s"``. Fields without
+presence are always written, so a count of zero reads ``"failed": "0"`` rather than being absent
+and every enum carries a name (`*_UNSPECIFIED` when unset).
+
+Input (``from_json``): lowerCamelCase or original proto names, 64-bit integers as strings or
+numbers (exact beyond 2**53), enum names. Unknown fields are ignored (forward compatibility, as
+Connect and grpc-gateway servers do), and so are unknown enum names, which read as the enum's
+zero value (``*_UNSPECIFIED``: "not known to this version of the schema") as protojson's
+DiscardUnknown does, so adding an enum value never breaks an older reader. ``strict=True``
+rejects unknown fields, unknown enum names and integer enum values. Every failure raises
+:class:`~projectops.errors.InvalidArgument` whose message and single violation name the field
+path (camelCase, ``a.b[0].c``) and what was expected.
+
+This is the only module that calls ``json_format``; nothing else sets mapping options.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from projectops._wire import is_map, value_form
+from projectops.errors import FieldViolation, InvalidArgument
+
+__all__ = ["from_json", "to_dict", "to_json"]
+
+M = TypeVar("M", bound=Message)
+
+_OPTIONS_OUT: dict[str, Any] = {
+    "preserving_proto_field_name": False,
+    "always_print_fields_with_no_presence": True,
+    "use_integers_for_enums": False,
+}
+
+
+def to_dict(message: Message) -> dict[str, Any]:
+    """The JSON object of `message` as Python values (64-bit integers as ``str``)."""
+    return json_format.MessageToDict(message, **_OPTIONS_OUT)
+
+
+def to_json(message: Message, *, indent: int | None = None) -> str:
+    """Encode `message` as JSON text in the protobuf JSON mapping.
+
+    Args:
+        message: any generated message.
+        indent: spaces per level for human output (the CLI uses 2); ``None`` writes compact
+            JSON, the form sent on the wire.
+    """
+    separators = (",", ": ") if indent is not None else (",", ":")
+    return json.dumps(to_dict(message), indent=indent, separators=separators, ensure_ascii=False)
+
+
+def from_json(
+    data: str | bytes | bytearray | Mapping[str, Any],
+    message_type: type[M],
+    *,
+    strict: bool = False,
+) -> M:
+    """Decode a JSON object into a new `message_type` message.
+
+    Args:
+        data: JSON text (``str``, or UTF-8 ``bytes``), or an already parsed JSON object.
+        message_type: the generated message class, e.g. ``GetReleaseDetailsRequest``.
+        strict: reject unknown fields, integer enum values and unknown enum names instead of
+            ignoring them (unknown names read as the zero value otherwise).
+
+    Returns:
+        The decoded message (REQUIRED fields are not checked here; see ``validate``).
+
+    Raises:
+        InvalidArgument: the text is not JSON, not an object, or a field has the wrong form;
+            the message names the field path and what was expected.
+    """
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _invalid("", "UTF-8 JSON text", f"bytes that are not UTF-8 ({exc.reason})") from None
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidArgument(
+                f"the body is not valid JSON: {exc}", [FieldViolation(description="is not valid JSON")]
+            ) from None
+    if not isinstance(data, Mapping):
+        raise _invalid("", "a JSON object", _describe(data))
+    descriptor = message_type.DESCRIPTOR
+    if strict:
+        _raise_if_misplaced(data, descriptor, "", strict=True)
+    message = message_type()
+    try:
+        json_format.ParseDict(data, message, ignore_unknown_fields=not strict)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        _raise_if_misplaced(data, descriptor, "", strict=strict)
+        raise InvalidArgument(f"invalid {descriptor.name}: {exc}") from None
+    return message
+
+
+def _raise_if_misplaced(value: Mapping[str, Any], descriptor: Descriptor, path: str, *,
+                        strict: bool) -> None:
+    """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field."""
+    fields: dict[str, FieldDescriptor] = {}
+    for fd in descriptor.fields:
+        fields[fd.name] = fd
+        fields[fd.json_name] = fd
+    for key, item in value.items():
+        fd = fields.get(key)
+        if fd is None:
+            if strict:
+                known = ", ".join(f.json_name for f in descriptor.fields) or "none"
+                raise _invalid(_join(path, key), f"a known field of {descriptor.name} ({known})",
+                               "an unknown field")
+            continue
+        if item is None:  # null means "default" in the protobuf JSON mapping
+            continue
+        field_path = _join(path, fd.json_name)
+        if is_map(fd):
+            if not isinstance(item, Mapping):
+                raise _invalid(field_path, "a JSON object", _describe(item))
+            for k, v in item.items():
+                _check_value(fd, v, f"{field_path}[{json.dumps(k)}]", {k: v}, strict)
+        elif fd.is_repeated:
+            if not isinstance(item, list):
+                raise _invalid(field_path, f"a JSON list of {value_form(fd).expected}s",
+                               _describe(item))
+            for i, v in enumerate(item):
+                _check_value(fd, v, f"{field_path}[{i}]", [v], strict)
+        else:
+            _check_value(fd, item, field_path, item, strict)
+
+
+def _check_value(fd: FieldDescriptor, value: Any, path: str, wrapped: Any, strict: bool) -> None:
+    form = value_form(fd)
+    if form.message is not None:
+        if not isinstance(value, Mapping):
+            raise _invalid(path, form.expected, _describe(value))
+        _raise_if_misplaced(value, form.message, path, strict=strict)
+        return
+    if strict and fd.type == FieldDescriptor.TYPE_ENUM and not isinstance(value, str):
+        raise _invalid(path, form.expected, _describe(value))
+    # The leaf itself is judged by json_format, on a message holding only this field.
+    holder = message_factory.GetMessageClass(fd.containing_type)()
+    try:
+        json_format.ParseDict({fd.json_name: wrapped}, holder, ignore_unknown_fields=not strict)
+    except (json_format.ParseError, ValueError, TypeError):
+        raise _invalid(path, form.expected, _describe(value)) from None
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {json.dumps(value)}"
+    if isinstance(value, (int, float)):
+        return f"the number {json.dumps(value)}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {json.dumps(shown, ensure_ascii=False)}"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return "null" if value is None else type(value).__name__
+
+
+def _invalid(path: str, expected: str, got: str) -> InvalidArgument:
+    where = path or "the body"
+    return InvalidArgument(
+        f"{where}: expected {expected}, got {got}",
+        [FieldViolation(field=path, description=f"expected {expected}, got {got}")],
+    )

@@ -1,0 +1,71 @@
+"""The HTTP conventions of the API (spec sections 4.1 and 5), as constants and small helpers.
+
+Every operation is ``POST {base_url}/api/mcp/<operation_name>`` with a JSON object body and the
+API key in the ``Service-Api-Key`` header. Tool names are operation names in kebab-case.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+__all__ = [
+    "API_KEY_ENV",
+    "API_KEY_HEADER",
+    "BASE_URL_ENV",
+    "CONTENT_TYPE",
+    "DEFAULT_BASE_URL",
+    "MAX_BODY_BYTES",
+    "PATH_PREFIX",
+    "normalize_base_url",
+    "operation_name",
+    "operation_path",
+    "tool_name",
+]
+
+#: Request header that carries the project API key (spec 5).
+API_KEY_HEADER = "Service-Api-Key"
+#: Environment variable the CLI and the tool server read the API key from (spec 5).
+API_KEY_ENV = "SERVICE_API_KEY"
+#: Environment variable that overrides the base URL (spec 4.1.8).
+BASE_URL_ENV = "SERVICE_BACKEND_URL"
+#: Content type of every request and response body (spec 4.1.3).
+CONTENT_TYPE = "application/json"
+#: Path prefix of every operation (spec 4.1.2).
+PATH_PREFIX = "/api/mcp/"
+#: Address of the bundled mock server; the client's base URL when none is configured.
+DEFAULT_BASE_URL = "http://127.0.0.1:8787"
+#: Largest request body the server adapter accepts, in bytes (1 MiB); larger ones get 413.
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def operation_path(name: str) -> str:
+    """``/api/mcp/<name>`` for an operation name in snake_case (spec 4.1.2)."""
+    return PATH_PREFIX + name
+
+
+def tool_name(name: str) -> str:
+    """The kebab-case tool name of a snake_case operation name (spec 4.1.7)."""
+    return name.replace("_", "-")
+
+
+def operation_name(tool: str) -> str:
+    """The snake_case operation name of a kebab-case tool name (spec 4.1.7)."""
+    return tool.replace("-", "_")
+
+
+def normalize_base_url(url: str) -> str:
+    """Check and normalise a base URL (spec 4.1.8): absolute http(s), no trailing slash.
+
+    ``"http://127.0.0.1:8787//"`` becomes ``"http://127.0.0.1:8787"``.
+
+    Raises:
+        ValueError: the URL is not absolute, its scheme is not http or https, or it carries a
+            query or fragment.
+    """
+    stripped = url.strip().rstrip("/")
+    parts = urlsplit(stripped)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"base URL must be an absolute http(s) URL, got {url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError(f"base URL must not have a query or fragment, got {url!r}")
+    return stripped

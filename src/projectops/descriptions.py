@@ -1,0 +1,125 @@
+"""The proto comments of the schema, as documentation at run time.
+
+Runtime descriptors carry no comments, so `scripts/generate` ships a descriptor set with source
+info (``projectops/v1/projectops.binpb``). This module reads it once and answers the leading
+comment of any element by its full name. The comments are the API's documentation: they become
+the CLI help, the MCP tool descriptions and the JSON Schema descriptions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import (
+    Descriptor,
+    EnumDescriptor,
+    EnumValueDescriptor,
+    FieldDescriptor,
+    MethodDescriptor,
+    ServiceDescriptor,
+)
+
+__all__ = ["description", "summary"]
+
+AnyDescriptor = (
+    Descriptor | FieldDescriptor | EnumDescriptor | EnumValueDescriptor | MethodDescriptor
+    | ServiceDescriptor
+)
+
+# FileDescriptorProto / DescriptorProto / ... field numbers used in SourceCodeInfo paths.
+_FILE_MESSAGE, _FILE_ENUM, _FILE_SERVICE = 4, 5, 6
+_MSG_FIELD, _MSG_NESTED, _MSG_ENUM = 2, 3, 4
+_ENUM_VALUE, _SERVICE_METHOD = 2, 2
+
+# `[Text][full.name]` cross-references (AIP-192) read as their text.
+_XREF = re.compile(r"\[([^\]]+)\]\[[\w.]*\]")
+
+
+def description(element: AnyDescriptor) -> str:
+    """The leading comment of a message, field, enum, enum value, service or rpc.
+
+    Returns the comment as plain text: lines of a paragraph joined with spaces, paragraphs
+    separated by a blank line, cross-references reduced to their text. Returns ``""`` for
+    elements outside this package's schema (e.g. well-known types).
+    """
+    return _comments().get(element.full_name, "")
+
+
+def summary(element: AnyDescriptor) -> str:
+    """The first sentence of :func:`description` (for one-line listings)."""
+    text = description(element).split("\n\n", 1)[0]
+    match = re.match(r"(.+?[.:])(\s|$)", text)
+    return match.group(1) if match else text
+
+
+@cache
+def _comments() -> dict[str, str]:
+    data = resources.files("projectops.v1").joinpath("projectops.binpb").read_bytes()
+    files = descriptor_pb2.FileDescriptorSet.FromString(data)
+    out: dict[str, str] = {}
+    for file in files.file:
+        by_path = {
+            tuple(loc.path): loc.leading_comments
+            for loc in file.source_code_info.location
+            if loc.leading_comments
+        }
+        for name, path in _elements(file):
+            comment = by_path.get(path)
+            if comment:
+                out[name] = _clean(comment)
+    return out
+
+
+def _elements(file: descriptor_pb2.FileDescriptorProto) -> Iterator[tuple[str, tuple[int, ...]]]:
+    pkg = file.package
+    for i, msg in enumerate(file.message_type):
+        yield from _message_elements(msg, pkg, (_FILE_MESSAGE, i))
+    for i, enum in enumerate(file.enum_type):
+        yield from _enum_elements(enum, pkg, (_FILE_ENUM, i))
+    for i, service in enumerate(file.service):
+        name = f"{pkg}.{service.name}"
+        yield name, (_FILE_SERVICE, i)
+        for j, method in enumerate(service.method):
+            yield f"{name}.{method.name}", (_FILE_SERVICE, i, _SERVICE_METHOD, j)
+
+
+def _message_elements(
+    msg: descriptor_pb2.DescriptorProto, scope: str, path: tuple[int, ...]
+) -> Iterator[tuple[str, tuple[int, ...]]]:
+    name = f"{scope}.{msg.name}"
+    yield name, path
+    for i, field in enumerate(msg.field):
+        yield f"{name}.{field.name}", (*path, _MSG_FIELD, i)
+    for i, nested in enumerate(msg.nested_type):
+        yield from _message_elements(nested, name, (*path, _MSG_NESTED, i))
+    for i, enum in enumerate(msg.enum_type):
+        yield from _enum_elements(enum, name, (*path, _MSG_ENUM, i))
+
+
+def _enum_elements(
+    enum: descriptor_pb2.EnumDescriptorProto, scope: str, path: tuple[int, ...]
+) -> Iterator[tuple[str, tuple[int, ...]]]:
+    name = f"{scope}.{enum.name}"
+    yield name, path
+    for i, value in enumerate(enum.value):
+        # Enum values are scoped beside their enum, as protobuf names them.
+        yield f"{scope}.{value.name}", (*path, _ENUM_VALUE, i)
+
+
+def _clean(comment: str) -> str:
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for line in comment.splitlines():
+        stripped = line.strip()
+        if stripped:
+            current.append(stripped)
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    if current:
+        paragraphs.append(" ".join(current))
+    return _XREF.sub(r"\1", "\n\n".join(paragraphs))

@@ -1,0 +1,110 @@
+"""The operation registry, derived from the proto service at import time (never listed by hand).
+
+Each rpc of ``projectops.v1.OperationsService`` is one :class:`Operation`: its operation name is
+the rpc name in snake_case (``GetReleaseDetails`` -> ``get_release_details``), its path comes
+from the rpc's ``google.api.http`` option, its tool name is the operation name in kebab-case
+(spec 4.1.7), and its description is the rpc's proto comment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from google.api import annotations_pb2
+from google.protobuf import message_factory
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.message import Message
+
+from projectops.conventions import operation_name, tool_name
+from projectops.descriptions import description, summary
+from projectops.v1 import operations_pb2
+
+__all__ = ["SERVICE", "Operation", "UnknownOperationError", "operation", "operations"]
+
+#: The service descriptor every operation is derived from.
+SERVICE: ServiceDescriptor = operations_pb2.DESCRIPTOR.services_by_name["OperationsService"]
+
+
+class UnknownOperationError(LookupError):
+    """No operation has that name, tool name or path; the message lists the known names."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the API.
+
+    Attributes:
+        name: operation name in snake_case, e.g. ``get_release_details``.
+        tool_name: the CLI and MCP tool name in kebab-case, e.g. ``get-release-details``.
+        path: HTTP path from the rpc's ``google.api.http`` option, e.g.
+            ``/api/mcp/get_release_details``.
+        request_type: generated request message class (``<Rpc>Request``).
+        response_type: generated response message class (``<Rpc>Response``).
+        description: the rpc's proto comment, as plain text.
+        method: the rpc's method descriptor.
+    """
+
+    name: str
+    tool_name: str
+    path: str
+    request_type: type[Message]
+    response_type: type[Message]
+    description: str
+    method: MethodDescriptor
+
+    @property
+    def summary(self) -> str:
+        """First sentence of :attr:`description`."""
+        return summary(self.method)
+
+
+def _snake_case(rpc_name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", rpc_name).lower()
+
+
+def _build(service: ServiceDescriptor) -> dict[str, Operation]:
+    ops: dict[str, Operation] = {}
+    for method in service.methods:
+        name = _snake_case(method.name)
+        ops[name] = Operation(
+            name=name,
+            tool_name=tool_name(name),
+            path=method.GetOptions().Extensions[annotations_pb2.http].post,
+            request_type=message_factory.GetMessageClass(method.input_type),
+            response_type=message_factory.GetMessageClass(method.output_type),
+            description=description(method),
+            method=method,
+        )
+    return ops
+
+
+_BY_NAME: Mapping[str, Operation] = MappingProxyType(_build(SERVICE))
+_BY_KEY: Mapping[str, Operation] = MappingProxyType(
+    {key: op for op in _BY_NAME.values() for key in (op.name, op.tool_name, op.path)}
+)
+
+
+def operations() -> tuple[Operation, ...]:
+    """Every operation of the API, in the order of the proto service."""
+    return tuple(_BY_NAME.values())
+
+
+def operation(key: str | Operation) -> Operation:
+    """Look an operation up by operation name, tool name or path.
+
+    ``"get_release_details"``, ``"get-release-details"`` and ``"/api/mcp/get_release_details"``
+    all name the same operation; an :class:`Operation` is returned as it is.
+
+    Raises:
+        UnknownOperationError: nothing matches; the message lists the known tool names.
+    """
+    if isinstance(key, Operation):
+        return key
+    found = _BY_KEY.get(key) or _BY_KEY.get(operation_name(key))
+    if found is None:
+        known = ", ".join(op.name for op in _BY_NAME.values())
+        raise UnknownOperationError(f"unknown operation {key!r}; known operations: {known}")
+    return found
