@@ -42,7 +42,8 @@ def include_roots() -> list[Path]:
 def proto_files(proto_root: Path) -> list[str]:
     """Our .proto files, relative to `proto_root`, sorted so every run passes the same order."""
     return sorted(
-        p.relative_to(proto_root).as_posix() for p in (proto_root / PROTO_PACKAGE_DIR).glob("*.proto")
+        p.relative_to(proto_root).as_posix()
+        for p in (proto_root / PROTO_PACKAGE_DIR).glob("*.proto")
     )
 
 
@@ -58,7 +59,9 @@ def protoc(proto_root: Path, args: list[str]) -> None:
 
 def build_image(proto_root: Path, out: Path) -> None:
     """Write a buf-compatible image (a FileDescriptorSet with imports and source info)."""
-    protoc(proto_root, ["--include_imports", "--include_source_info", f"--descriptor_set_out={out}"])
+    protoc(
+        proto_root, ["--include_imports", "--include_source_info", f"--descriptor_set_out={out}"]
+    )
 
 
 def buf_binary() -> str:

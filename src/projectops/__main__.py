@@ -17,15 +17,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             from projectops.server.mock import main as mock_main
         except ImportError as exc:
-            print(f"error: the mock server needs the 'server' extra ({exc.name} is missing): "
-                  "pip install 'projectops[server]'", file=sys.stderr)
+            print(
+                f"error: the mock server needs the 'server' extra ({exc.name} is missing): "
+                "pip install 'projectops[server]'",
+                file=sys.stderr,
+            )
             return 2
         return mock_main(args[1:])
     try:
         from projectops.client.cli import main as cli_main
     except ImportError as exc:
-        print(f"error: the CLI needs the 'client' extra ({exc.name} is missing): "
-              "pip install 'projectops[client]'", file=sys.stderr)
+        print(
+            f"error: the CLI needs the 'client' extra ({exc.name} is missing): "
+            "pip install 'projectops[client]'",
+            file=sys.stderr,
+        )
         return 2
     return cli_main(args)
 

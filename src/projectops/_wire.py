@@ -53,12 +53,23 @@ _WELL_KNOWN: dict[str, tuple[dict[str, Any], str]] = {
     "google.protobuf.BoolValue": ({"type": "boolean"}, "true or false"),
     "google.protobuf.DoubleValue": ({"type": "number"}, "a number"),
     "google.protobuf.FloatValue": ({"type": "number"}, "a number"),
-    "google.protobuf.BytesValue": ({"type": "string", "contentEncoding": "base64"}, "a base64 string"),
+    "google.protobuf.BytesValue": (
+        {"type": "string", "contentEncoding": "base64"},
+        "a base64 string",
+    ),
     "google.protobuf.Int32Value": ({"type": "integer"}, "a 32-bit integer"),
-    "google.protobuf.UInt32Value": ({"type": "integer", "minimum": 0}, "an unsigned 32-bit integer"),
-    "google.protobuf.Int64Value": ({"type": "string", "pattern": _INT64_PATTERN}, "a 64-bit integer"),
-    "google.protobuf.UInt64Value": ({"type": "string", "pattern": _UINT64_PATTERN},
-                                    "an unsigned 64-bit integer"),
+    "google.protobuf.UInt32Value": (
+        {"type": "integer", "minimum": 0},
+        "an unsigned 32-bit integer",
+    ),
+    "google.protobuf.Int64Value": (
+        {"type": "string", "pattern": _INT64_PATTERN},
+        "a 64-bit integer",
+    ),
+    "google.protobuf.UInt64Value": (
+        {"type": "string", "pattern": _UINT64_PATTERN},
+        "an unsigned 64-bit integer",
+    ),
 }
 
 
@@ -88,15 +99,15 @@ def is_map(fd: FieldDescriptor) -> bool:
 def value_form(fd: FieldDescriptor) -> ValueForm:
     """The JSON form of one value of `fd` (for a map field: of one map value)."""
     if is_map(fd):
-        fd = fd.message_type.fields_by_name["value"]
+        fd = fd.message_type.fields_by_name["value"]  # type: ignore[union-attr]  # is_map
     kind = fd.type
-    if kind == FieldDescriptor.TYPE_MESSAGE:
+    if fd.message_type is not None:
         known = _WELL_KNOWN.get(fd.message_type.full_name)
         if known is not None:
             schema, expected = known
             return ValueForm(expected, schema, schema)
         return ValueForm("a JSON object", message=fd.message_type)
-    if kind == FieldDescriptor.TYPE_ENUM:
+    if fd.enum_type is not None:
         names = [v.name for v in fd.enum_type.values]
         shown = ", ".join(names[1:] if len(names) > 1 else names)
         schema = {"type": "string", "enum": names}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -83,42 +83,49 @@ def from_json(
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _invalid("", "UTF-8 JSON text", f"bytes that are not UTF-8 ({exc.reason})") from None
+            raise _invalid(
+                "", "UTF-8 JSON text", f"bytes that are not UTF-8 ({exc.reason})"
+            ) from None
     if isinstance(data, str):
         try:
             data = json.loads(data)
         except (ValueError, RecursionError) as exc:
             raise InvalidArgument(
-                f"the body is not valid JSON: {exc}", [FieldViolation(description="is not valid JSON")]
+                f"the body is not valid JSON: {exc}",
+                [FieldViolation(description="is not valid JSON")],
             ) from None
     if not isinstance(data, Mapping):
         raise _invalid("", "a JSON object", _describe(data))
-    descriptor = message_type.DESCRIPTOR
+    descriptor = cast(Descriptor, message_type.DESCRIPTOR)
     if strict:
         _raise_if_misplaced(data, descriptor, "", strict=True)
     message = message_type()
     try:
-        json_format.ParseDict(data, message, ignore_unknown_fields=not strict)
+        json_format.ParseDict(dict(data), message, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         _raise_if_misplaced(data, descriptor, "", strict=strict)
         raise InvalidArgument(f"invalid {descriptor.name}: {exc}") from None
     return message
 
 
-def _raise_if_misplaced(value: Mapping[str, Any], descriptor: Descriptor, path: str, *,
-                        strict: bool) -> None:
+def _raise_if_misplaced(
+    value: Mapping[str, Any], descriptor: Descriptor, path: str, *, strict: bool
+) -> None:
     """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field."""
     fields: dict[str, FieldDescriptor] = {}
-    for fd in descriptor.fields:
-        fields[fd.name] = fd
-        fields[fd.json_name] = fd
+    for f in descriptor.fields:
+        fields[f.name] = f
+        fields[f.json_name] = f
     for key, item in value.items():
         fd = fields.get(key)
         if fd is None:
             if strict:
                 known = ", ".join(f.json_name for f in descriptor.fields) or "none"
-                raise _invalid(_join(path, key), f"a known field of {descriptor.name} ({known})",
-                               "an unknown field")
+                raise _invalid(
+                    _join(path, key),
+                    f"a known field of {descriptor.name} ({known})",
+                    "an unknown field",
+                )
             continue
         if item is None:  # null means "default" in the protobuf JSON mapping
             continue
@@ -130,8 +137,9 @@ def _raise_if_misplaced(value: Mapping[str, Any], descriptor: Descriptor, path: 
                 _check_value(fd, v, f"{field_path}[{json.dumps(k)}]", {k: v}, strict)
         elif fd.is_repeated:
             if not isinstance(item, list):
-                raise _invalid(field_path, f"a JSON list of {value_form(fd).expected}s",
-                               _describe(item))
+                raise _invalid(
+                    field_path, f"a JSON list of {value_form(fd).expected}s", _describe(item)
+                )
             for i, v in enumerate(item):
                 _check_value(fd, v, f"{field_path}[{i}]", [v], strict)
         else:
@@ -148,7 +156,7 @@ def _check_value(fd: FieldDescriptor, value: Any, path: str, wrapped: Any, stric
     if strict and fd.type == FieldDescriptor.TYPE_ENUM and not isinstance(value, str):
         raise _invalid(path, form.expected, _describe(value))
     # The leaf itself is judged by json_format, on a message holding only this field.
-    holder = message_factory.GetMessageClass(fd.containing_type)()
+    holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
     try:
         json_format.ParseDict({fd.json_name: wrapped}, holder, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError):

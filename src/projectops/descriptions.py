@@ -26,7 +26,11 @@ from google.protobuf.descriptor import (
 __all__ = ["description", "summary"]
 
 AnyDescriptor = (
-    Descriptor | FieldDescriptor | EnumDescriptor | EnumValueDescriptor | MethodDescriptor
+    Descriptor
+    | FieldDescriptor
+    | EnumDescriptor
+    | EnumValueDescriptor
+    | MethodDescriptor
     | ServiceDescriptor
 )
 
@@ -46,7 +50,7 @@ def description(element: AnyDescriptor) -> str:
     separated by a blank line, cross-references reduced to their text. Returns ``""`` for
     elements outside this package's schema (e.g. well-known types).
     """
-    return _comments().get(element.full_name, "")
+    return _comments().get(_full_name(element), "")
 
 
 def summary(element: AnyDescriptor) -> str:
@@ -54,6 +58,15 @@ def summary(element: AnyDescriptor) -> str:
     text = description(element).split("\n\n", 1)[0]
     match = re.match(r"(.+?[.:])(\s|$)", text)
     return match.group(1) if match else text
+
+
+def _full_name(element: AnyDescriptor) -> str:
+    if isinstance(element, EnumValueDescriptor):
+        # Enum values have no full_name in upb; protobuf scopes them beside their enum.
+        enum = element.type
+        scope = enum.containing_type.full_name if enum.containing_type else enum.file.package
+        return f"{scope}.{element.name}"
+    return element.full_name
 
 
 @cache

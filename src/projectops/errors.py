@@ -7,18 +7,16 @@ service answers with; the client and the server both read it. Every non-2xx answ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from google.protobuf import json_format
 
 from projectops.v1.error_pb2 import ErrorResponse, FieldViolation
 
 __all__ = [
     "HTTP_STATUS_BY_CODE",
     "ApiError",
+    "DeadlineExceeded",
     "FailedPrecondition",
     "FieldViolation",
-    "DeadlineExceeded",
     "Internal",
     "InvalidArgument",
     "NotFound",
@@ -44,8 +42,14 @@ HTTP_STATUS_BY_CODE: Mapping[str, int] = {
 }
 
 # For bodies without a usable code: the code a bare status most likely means.
-_CODE_BY_HTTP_STATUS = {400: "invalid_argument", 401: "unauthenticated", 404: "not_found",
-                        405: "unimplemented", 413: "resource_exhausted", 500: "internal"}
+_CODE_BY_HTTP_STATUS = {
+    400: "invalid_argument",
+    401: "unauthenticated",
+    404: "not_found",
+    405: "unimplemented",
+    413: "resource_exhausted",
+    500: "internal",
+}
 
 
 class ApiError(Exception):
@@ -175,6 +179,15 @@ class DeadlineExceeded(ApiError):
 
 _ERROR_CLASSES: Mapping[str, type[ApiError]] = {
     cls.code: cls
-    for cls in (InvalidArgument, FailedPrecondition, Unauthenticated, NotFound, Unimplemented,
-                ResourceExhausted, Internal, Unavailable, DeadlineExceeded)
+    for cls in (
+        InvalidArgument,
+        FailedPrecondition,
+        Unauthenticated,
+        NotFound,
+        Unimplemented,
+        ResourceExhausted,
+        Internal,
+        Unavailable,
+        DeadlineExceeded,
+    )
 }

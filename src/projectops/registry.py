@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from google.api import annotations_pb2
+import google.api.annotations_pb2 as annotations_pb2
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
@@ -72,7 +72,8 @@ def _build(service: ServiceDescriptor) -> dict[str, Operation]:
         ops[name] = Operation(
             name=name,
             tool_name=tool_name(name),
-            path=method.GetOptions().Extensions[annotations_pb2.http].post,
+            # googleapis-common-protos types its extensions as plain FieldDescriptors.
+            path=method.GetOptions().Extensions[annotations_pb2.http].post,  # type: ignore[index]
             request_type=message_factory.GetMessageClass(method.input_type),
             response_type=message_factory.GetMessageClass(method.output_type),
             description=description(method),

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import cache
+from typing import cast
 
-from google.api import field_behavior_pb2
-from google.protobuf.descriptor import FieldDescriptor
+import google.api.field_behavior_pb2 as field_behavior_pb2
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops._wire import is_map
@@ -25,7 +26,8 @@ _REQUIRED = field_behavior_pb2.REQUIRED
 @cache
 def is_required(fd: FieldDescriptor) -> bool:
     """Whether `fd` carries ``(google.api.field_behavior) = REQUIRED``."""
-    return _REQUIRED in fd.GetOptions().Extensions[field_behavior_pb2.field_behavior]
+    behaviors: list[int] = fd.GetOptions().Extensions[field_behavior_pb2.field_behavior]  # type: ignore[index]
+    return _REQUIRED in behaviors
 
 
 def validate(message: Message) -> None:
@@ -48,7 +50,8 @@ def validate(message: Message) -> None:
 
 def violations(message: Message, path: str = "") -> Iterator[FieldViolation]:
     """Yield a :class:`FieldViolation` for each missing REQUIRED field under `message`."""
-    for fd in message.DESCRIPTOR.fields:
+    descriptor = cast(Descriptor, message.DESCRIPTOR)
+    for fd in descriptor.fields:
         field_path = f"{path}.{fd.json_name}" if path else fd.json_name
         if is_required(fd) and _is_missing(message, fd):
             yield FieldViolation(field=field_path, description="is required")

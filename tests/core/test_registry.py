@@ -1,0 +1,56 @@
+"""The registry is derived from the proto service and holds every path to the naming rule."""
+
+import re
+
+import pytest
+
+import projectops
+from projectops.registry import SERVICE
+
+
+def test_every_rpc_is_an_operation_in_service_order() -> None:
+    assert [op.method.name for op in projectops.operations()] == [m.name for m in SERVICE.methods]
+    assert [op.name for op in projectops.operations()] == [
+        "list_rum_environments",
+        "get_release_details",
+    ]
+
+
+@pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.name)
+def test_path_tool_name_and_message_names_follow_the_rules(op: projectops.Operation) -> None:
+    rpc = op.method.name
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", rpc).lower()
+    # DESIGN.md: the path of the google.api.http option is /api/mcp/<rpc in snake_case>.
+    assert op.path == f"/api/mcp/{snake}" == projectops.operation_path(op.name)
+    assert op.tool_name == snake.replace("_", "-")
+    assert op.request_type.DESCRIPTOR.name == f"{rpc}Request"
+    assert op.response_type.DESCRIPTOR.name == f"{rpc}Response"
+    assert op.description and op.summary and op.description.startswith(op.summary)
+
+
+@pytest.mark.parametrize(
+    "key", ["get_release_details", "get-release-details", "/api/mcp/get_release_details"]
+)
+def test_lookup_by_name_tool_name_or_path(key: str) -> None:
+    op = projectops.operation(key)
+    assert op.name == "get_release_details"
+    assert projectops.operation(op) is op
+    from projectops.v1.operations_pb2 import GetReleaseDetailsRequest, GetReleaseDetailsResponse
+
+    assert op.request_type is GetReleaseDetailsRequest
+    assert op.response_type is GetReleaseDetailsResponse
+
+
+@pytest.mark.parametrize("key", ["get_release", "", "/api/mcp/", "GetReleaseDetails"])
+def test_unknown_operation_lists_known_names(key: str) -> None:
+    with pytest.raises(projectops.UnknownOperationError) as info:
+        projectops.operation(key)
+    assert isinstance(info.value, LookupError)
+    assert "list_rum_environments" in str(info.value)
+    assert "get_release_details" in str(info.value)
+
+
+def test_description_is_the_rpc_comment() -> None:
+    op = projectops.operation("list_rum_environments")
+    assert op.description.startswith("List the RUM environments of the project")
+    assert "\n" not in op.summary

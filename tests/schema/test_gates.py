@@ -1,0 +1,119 @@
+"""The schema gates bite: stale generated code, an undocumented field, a breaking change."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RUM = Path("proto/projectops/v1/rum_environment.proto")
+
+
+def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / script), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    """A scratch copy of the schema, the config and the committed generated code."""
+    shutil.copytree(REPO / "proto", tmp_path / "proto")
+    shutil.copy(REPO / "buf.yaml", tmp_path / "buf.yaml")
+    shutil.copytree(
+        REPO / "src" / "projectops" / "v1",
+        tmp_path / "src" / "projectops" / "v1",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    return tmp_path
+
+
+def edit(root: Path, old: str, new: str) -> None:
+    path = root / RUM
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_committed_generated_code_is_current() -> None:
+    result = run("generate", "--check")
+    assert result.returncode == 0, result.stderr
+
+
+def test_generate_check_names_stale_files(copy: Path) -> None:
+    edit(
+        copy,
+        "  int64 session_count = 4;",
+        "  int64 session_count = 4;\n  // A new count.\n  int64 page_view_count = 5;",
+    )
+    (copy / "src/projectops/v1/stray_pb2.py").write_text("")
+    result = run("generate", "--check", "--root", str(copy))
+    assert result.returncode == 1
+    assert "src/projectops/v1/rum_environment_pb2.py" in result.stderr
+    assert "src/projectops/v1/rum_environment_pb2.pyi" in result.stderr
+    assert "src/projectops/v1/projectops.binpb" in result.stderr
+    assert "src/projectops/v1/stray_pb2.py" in result.stderr
+    assert "operations_pb2.py" not in result.stderr
+
+
+def test_generation_is_deterministic(copy: Path) -> None:
+    assert run("generate", "--root", str(copy)).returncode == 0
+    assert run("generate", "--check", "--root", str(copy)).returncode == 0
+    for name in ("release_pb2.py", "release_pb2.pyi", "projectops.binpb"):
+        assert (copy / "src/projectops/v1" / name).read_bytes() == (
+            REPO / "src/projectops/v1" / name
+        ).read_bytes()
+
+
+def test_gates_pass_on_the_committed_schema() -> None:
+    result = run("check-proto")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_undocumented_field_fails_lint(copy: Path) -> None:
+    edit(copy, "  int64 session_count = 4;", "  int64 session_count = 4;\n  int64 page_views = 5;")
+    result = run("check-proto", "--root", str(copy))
+    assert result.returncode == 1
+    assert 'Field "page_views" should have a non-empty comment' in result.stdout
+    assert "buf lint" in result.stderr and "buf breaking" not in result.stderr
+
+
+def test_a_documented_added_field_passes(copy: Path) -> None:
+    edit(
+        copy,
+        "  int64 session_count = 4;",
+        "  int64 session_count = 4;\n  // Page views in the last 30 days. Zero when none.\n"
+        "  int64 page_view_count = 5;",
+    )
+    result = run("check-proto", "--root", str(copy))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_renaming_a_released_field_fails_breaking(copy: Path) -> None:
+    edit(copy, "first_seen_time = 2;", "first_seen = 2;")
+    result = run("check-proto", "--root", str(copy))
+    assert result.returncode == 1
+    assert 'changed name from "first_seen_time" to "first_seen"' in result.stdout
+    assert 'changed option "json_name" from "firstSeenTime"' in result.stdout
+    assert "buf breaking" in result.stderr
+
+
+def test_renumbering_a_released_field_fails_breaking(copy: Path) -> None:
+    edit(copy, "int64 session_count = 4;", "int64 session_count = 9;")
+    result = run("check-proto", "--root", str(copy))
+    assert result.returncode == 1
+    assert "buf breaking" in result.stderr
+    assert '"4" with name "session_count"' in result.stdout or "deleted" in result.stdout
+
+
+def test_misformatted_proto_fails_format(copy: Path) -> None:
+    edit(copy, "  int64 session_count = 4;", "  int64    session_count   =   4;")
+    result = run("check-proto", "--root", str(copy))
+    assert result.returncode == 1
+    assert "buf format" in result.stderr

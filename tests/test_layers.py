@@ -1,0 +1,40 @@
+"""DESIGN.md's layers: core never imports client or server; those never import each other."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "projectops"
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def _layer(path: Path) -> str:
+    rel = path.relative_to(SRC).parts
+    if rel[0] in ("client", "server", "v1"):
+        return rel[0]
+    return "entry" if rel == ("__main__.py",) else "core"
+
+
+FORBIDDEN = {
+    "core": ("projectops.client", "projectops.server"),
+    "v1": ("projectops.client", "projectops.server"),
+    "client": ("projectops.server",),
+    "server": ("projectops.client",),
+}
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_module_respects_its_layer(path: Path) -> None:
+    forbidden = FORBIDDEN.get(_layer(path), ())
+    bad = sorted(n for n in _imports(path) if n.startswith(forbidden))
+    assert bad == []
