@@ -34,7 +34,13 @@ _INT_TYPES_32 = {
 # Well-known types with a special JSON form (protobuf JSON mapping, "JSON Mapping" table).
 _WELL_KNOWN: dict[str, tuple[dict[str, Any], str]] = {
     "google.protobuf.Timestamp": (
-        {"type": "string", "format": "date-time"},
+        # The pattern too: format is only an annotation unless a validator opts in.
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
+            r"(Z|[+-][0-9]{2}:[0-9]{2})$",
+        },
         'an RFC 3339 timestamp string such as "2026-01-31T09:30:00Z"',
     ),
     "google.protobuf.Duration": (

@@ -1,0 +1,137 @@
+"""JSON Schema derived from descriptors: valid 2020-12 schemas that the golden payloads satisfy."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
+
+import projectops
+from projectops import json_schema
+from projectops.v1.operations_pb2 import GetReleaseDetailsResponse
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+OPS = projectops.operations()
+
+
+def validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+@pytest.mark.parametrize("side", ["input", "output"])
+def test_every_operation_schema_is_valid_2020_12(op: projectops.Operation, side: str) -> None:
+    schema = json_schema.input_schema(op) if side == "input" else json_schema.output_schema(op)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == json_schema.DIALECT
+    assert schema["type"] == "object" and "$ref" not in schema  # MCP: an object schema on top
+    json.dumps(schema)  # serialisable as it is
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_golden_payloads_validate_against_their_schemas(op: projectops.Operation) -> None:
+    request = json.loads((GOLDEN / f"{op.name}.request.json").read_text())
+    response = json.loads((GOLDEN / f"{op.name}.response.json").read_text())
+    validator(json_schema.input_schema(op)).validate(request)
+    validator(json_schema.output_schema(op)).validate(response)
+
+
+def test_error_golden_validates_against_the_error_response_schema() -> None:
+    from projectops.v1.error_pb2 import ErrorResponse
+
+    body = json.loads((GOLDEN / "error.invalid_argument.json").read_text())
+    validator(json_schema.message_schema(ErrorResponse)).validate(body)
+
+
+def test_request_schema_shape() -> None:
+    schema = json_schema.input_schema("get-release-details")
+    assert schema["required"] == ["version"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["version"]["type"] == "string"
+    assert schema["properties"]["version"]["description"].startswith("The release's version")
+    assert schema["description"] == "Request of GetReleaseDetails."
+    assert json_schema.input_schema("list_rum_environments")["properties"] == {}
+
+
+def test_response_schema_maps_each_wire_form() -> None:
+    schema = json_schema.output_schema("get_release_details")
+    defs = schema["$defs"]
+    assert schema["properties"]["summary"]["$ref"] == "#/$defs/projectops.v1.ReleaseSummary"
+    issue = defs["projectops.v1.Issue"]["properties"]
+    assert issue["issueId"]["type"] == "string" and issue["issueId"]["pattern"] == "^-?[0-9]+$"
+    assert issue["status"]["enum"][1:] == [
+        "ACTIVE",
+        "IGNORED",
+        "FIXED",
+        "DUPLICATE",
+        "IN_PROGRESS_BUG",
+        "ARCHIVED_BUG",
+        "BLOCKED",
+    ]
+    assert issue["createTime"]["format"] == "date-time"
+    result = defs["projectops.v1.ScenarioResult"]["properties"]
+    assert result["runDuration"]["pattern"].endswith("s$")
+    release = defs["projectops.v1.Release"]["properties"]
+    assert release["focusAreas"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": release["focusAreas"]["description"],
+    }
+    assert "additionalProperties" not in defs["projectops.v1.Release"]  # output: open
+
+
+@pytest.mark.parametrize(
+    ("payload", "valid"),
+    [
+        ({"detailedResults": {"issues": [{"issueId": "12"}]}}, True),
+        ({"detailedResults": {"issues": [{"issueId": 12}]}}, False),  # output: strings only
+        ({"detailedResults": {"issues": [{"status": "RESOLVED"}]}}, False),
+        ({"summary": {"release": {"createTime": "yesterday"}}}, False),
+    ],
+)
+def test_output_schema_rejects_what_the_codec_never_writes(payload: Any, valid: bool) -> None:
+    errors = list(validator(json_schema.output_schema("get_release_details")).iter_errors(payload))
+    assert (errors == []) is valid
+    if valid:
+        projectops.from_json(payload, GetReleaseDetailsResponse, strict=True)
+
+
+def test_input_schema_accepts_64_bit_numbers_and_rejects_unknown_properties() -> None:
+    schema = json_schema.message_schema(GetReleaseDetailsResponse, "input")
+    v = validator(schema)
+    assert v.is_valid({"detailedResults": {"issues": [{"issueId": 9007199254740993}]}})
+    assert v.is_valid({"detailedResults": {"issues": [{"issueId": "9007199254740993"}]}})
+    assert not v.is_valid({"detailedResults": {"issues": [{"issueId": "12a"}]}})
+    assert not v.is_valid({"summary": {"unknown": 1}})
+
+
+def test_well_known_struct_types_use_their_json_form() -> None:
+    schema = json_schema.message_schema(struct_pb2.ListValue)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["values"]["items"] == {}  # any JSON value
+
+
+def test_recursive_messages_go_through_defs() -> None:
+    T = descriptor_pb2.FieldDescriptorProto
+    f = descriptor_pb2.FileDescriptorProto(name="schema_test.proto", package="st", syntax="proto3")
+    node = f.message_type.add(name="Node")
+    node.field.add(name="name", number=1, type=T.TYPE_STRING, label=1)
+    node.field.add(name="children", number=2, type=T.TYPE_MESSAGE, type_name=".st.Node", label=3)
+    node.field.add(name="edge", number=3, type=T.TYPE_MESSAGE, type_name=".st.Edge", label=1)
+    edge = f.message_type.add(name="Edge")
+    edge.field.add(name="target", number=1, type=T.TYPE_MESSAGE, type_name=".st.Edge", label=1)
+    edge.field.add(name="weight", number=2, type=T.TYPE_UINT64, label=1)
+    descriptor_pool.Default().Add(f)
+    schema = json_schema.message_schema(
+        descriptor_pool.Default().FindMessageTypeByName("st.Node"), "input"
+    )
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["children"]["items"] == {"$ref": "#"}
+    assert schema["$defs"]["st.Edge"]["properties"]["target"] == {"$ref": "#/$defs/st.Edge"}
+    v = validator(schema)
+    assert v.is_valid({"name": "a", "children": [{"edge": {"target": {"weight": "3"}}}]})
+    assert not v.is_valid({"children": [{"edge": {"target": {"weight": "-3"}}}]})
