@@ -1,0 +1,308 @@
+"""The HTTP client of the API (spec sections 4.1, 5 and 7), synchronous and asynchronous.
+
+One call is ``POST {base_url}/api/mcp/<operation_name>`` with the request message as a JSON
+object in the protobuf JSON mapping, ``Content-Type: application/json`` and the project API key
+in ``Service-Api-Key``; nothing else identifies the project. The answer is decoded into the
+operation's response message, or raised as the :class:`~projectops.ApiError` subclass of its
+``ErrorResponse`` body. Redirects are never followed and nothing is retried.
+
+:class:`Client` and :class:`AsyncClient` differ only in how they wait for the answer: both
+build the request and read the answer with the methods of :class:`_CallBuilder`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self, TypeVar, overload
+
+import httpx
+from google.protobuf.message import Message
+
+import projectops
+from projectops import (
+    API_KEY_ENV,
+    API_KEY_HEADER,
+    BASE_URL_ENV,
+    DEFAULT_BASE_URL,
+    ApiError,
+    DeadlineExceeded,
+    Operation,
+    Unauthenticated,
+    Unavailable,
+    from_json,
+    normalize_base_url,
+    operation,
+    to_json,
+    validate,
+)
+from projectops.conventions import CONTENT_TYPE
+
+__all__ = ["AsyncClient", "Client", "MissingApiKey", "OperationKey", "RequestLike",
+           "prepare_request"]
+
+R = TypeVar("R", bound=Message)
+
+#: What names an operation: operation name, tool name, path or the :class:`Operation` itself.
+OperationKey = str | Operation
+#: What a request can be given as: the request message, a JSON object, or ``None`` for ``{}``.
+RequestLike = Message | Mapping[str, Any] | None
+
+# A key must travel as an HTTP header value: visible ASCII only. Checked locally so that no
+# HTTP library ever gets to quote an unusable key in its own error message.
+_KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
+_ERRNO_PREFIX = re.compile(r"^\[Errno -?\d+\]\s*")
+
+
+class MissingApiKey(Unauthenticated):
+    """No usable API key is configured; raised locally before anything is sent (spec 5).
+
+    The key comes from the ``api_key`` argument or the ``SERVICE_API_KEY`` environment
+    variable; it is missing when neither is set, or when it is blank or holds characters an
+    HTTP header cannot carry. A subclass of :class:`~projectops.Unauthenticated` (so also of
+    :class:`~projectops.ApiError`), but no server answered: callers that need to tell the two
+    apart (the CLI exits 2 here and 3 on a 401 answer) catch this class first.
+    """
+
+
+class _CallBuilder:
+    """Everything of a call but the waiting: configuration, request building, answer decoding.
+
+    Shared by :class:`Client` and :class:`AsyncClient` so the two cannot drift.
+    """
+
+    def __init__(self, base_url: str | None, api_key: str | None, timeout: float | None) -> None:
+        # An empty environment variable counts as unset; an explicit argument is checked as is.
+        url = base_url if base_url is not None else (os.environ.get(BASE_URL_ENV) or
+                                                     DEFAULT_BASE_URL)
+        self._base_url = normalize_base_url(url)
+        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        self._api_key = key.strip() if key else None
+        self._timeout = timeout
+
+    @property
+    def base_url(self) -> str:
+        """The base URL every path is appended to: absolute http(s), no trailing slash."""
+        return self._base_url
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds to wait for each phase of a call (connect, send, receive); None: no limit."""
+        return self._timeout
+
+    @property
+    def has_api_key(self) -> bool:
+        """Whether an API key is configured (its value is never exposed)."""
+        return bool(self._api_key)
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "unset"
+        return f"{type(self).__name__}(base_url={self._base_url!r}, api_key=<{key}>)"
+
+    def _request(self, key: OperationKey, request: RequestLike,
+                 response_type: type[Message] | None) -> tuple[Operation, httpx.Request]:
+        """Check everything locally, then build the HTTP request of one call."""
+        op = operation(key)
+        if response_type is not None and response_type is not op.response_type:
+            raise TypeError(f"{op.name} answers with {op.response_type.__name__}, "
+                            f"not {response_type.__name__}")
+        message = prepare_request(op, request)
+        if not self._api_key or not _KEY_PATTERN.fullmatch(self._api_key):
+            problem = "is not set" if not self._api_key else "is not a valid HTTP header value"
+            raise MissingApiKey(f"no usable API key: {API_KEY_ENV} {problem}; set it to the "
+                                "project's API key (from the project settings, key management)")
+        headers = {
+            "Content-Type": CONTENT_TYPE,
+            "Accept": CONTENT_TYPE,
+            "User-Agent": f"projectops/{projectops.__version__}",
+            API_KEY_HEADER: self._api_key,
+        }
+        body = to_json(message).encode("utf-8")
+        return op, httpx.Request("POST", self._base_url + op.path, headers=headers, content=body)
+
+    def _response(self, op: Operation, response: httpx.Response) -> Message:
+        """The response message of a 2xx answer; raise the ApiError of any other answer."""
+        status = response.status_code
+        if not 200 <= status < 300:
+            if 300 <= status < 400:
+                where = response.headers.get("Location", "elsewhere")
+                raise ApiError(f"HTTP {status}: redirect to {where} not followed (a POST is "
+                               "never redirected; check the base URL)", http_status=status)
+            raise ApiError.from_response(status, response.content)
+        try:
+            # Not strict: a newer server may add fields this version does not know.
+            return from_json(response.content, op.response_type)
+        except ApiError as exc:
+            raise ApiError(f"the answer of {op.path} is not a {op.response_type.__name__}: "
+                           f"{exc.message}", http_status=status, code="internal") from None
+
+    def _no_answer(self, exc: httpx.RequestError) -> ApiError:
+        """The error to raise when a call got no answer; `exc` must not be chained to it,
+        since it holds the request, API key header included."""
+        if isinstance(exc, httpx.TimeoutException):
+            return DeadlineExceeded(f"no answer from {self._base_url} within {self._timeout} s")
+        reason = _ERRNO_PREFIX.sub("", str(exc)) or type(exc).__name__
+        return Unavailable(f"cannot reach {self._base_url}: {reason[:1].lower()}{reason[1:]}")
+
+
+def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
+    """The validated request message of one call, built without any I/O.
+
+    Args:
+        key: the operation (name, tool name, path or :class:`~projectops.Operation`).
+        request: the operation's request message; a JSON object (``Mapping``) decoded strictly
+            with :func:`projectops.from_json` (unknown fields are a mistake of local input);
+            or ``None`` for the empty request ``{}``.
+
+    Raises:
+        projectops.UnknownOperationError: no such operation.
+        TypeError: `request` is a message of another type, or neither a message nor a mapping.
+        projectops.InvalidArgument: a field has the wrong form, is unknown, or a REQUIRED field
+            is missing or blank; the message names the field.
+    """
+    op = operation(key)
+    if request is None:
+        message = op.request_type()
+    elif isinstance(request, Message):
+        if request.DESCRIPTOR.full_name != op.request_type.DESCRIPTOR.full_name:
+            raise TypeError(f"{op.name} takes a {op.request_type.__name__}, "
+                            f"not a {type(request).__name__}")
+        message = request
+    elif isinstance(request, Mapping):
+        message = from_json(request, op.request_type, strict=True)
+    else:
+        raise TypeError(f"a request is a {op.request_type.__name__}, a mapping or None, "
+                        f"not {type(request).__name__}")
+    validate(message)
+    return message
+
+
+class Client(_CallBuilder):
+    """Synchronous client of the API (spec 4.1, 5, 7).
+
+    Args:
+        base_url: the service's base address, e.g. ``https://ops.example.com``. Defaults to
+            the ``SERVICE_BACKEND_URL`` environment variable, then to
+            :data:`~projectops.DEFAULT_BASE_URL` (``http://127.0.0.1:8787``, where
+            ``projectops mock-server`` listens). Trailing slashes are stripped.
+        api_key: the project API key. Defaults to the ``SERVICE_API_KEY`` environment
+            variable. A missing key is not an error here (a tool server starts without one);
+            :meth:`call` raises :class:`MissingApiKey` instead. Never shown by ``repr``.
+        timeout: seconds to wait for each of connecting, sending and receiving; ``None``
+            waits forever. Exceeding it raises :class:`~projectops.DeadlineExceeded`.
+        transport: an ``httpx.BaseTransport`` to send through instead of the network (for
+            tests, e.g. ``httpx.MockTransport``, or to embed the client).
+
+    Raises:
+        ValueError: the base URL is not an absolute http(s) URL.
+
+    Use as a context manager, or call :meth:`close` when done.
+    """
+
+    def __init__(self, base_url: str | None = None, api_key: str | None = None, *,
+                 timeout: float | None = 30.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        super().__init__(base_url, api_key, timeout)
+        self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
+
+    @overload
+    def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
+
+    @overload
+    def call(self, operation: OperationKey, request: RequestLike = None, *,
+             response_type: type[R]) -> R: ...
+
+    def call(self, operation: OperationKey, request: RequestLike = None, *,
+             response_type: type[Message] | None = None) -> Message:
+        """Call one operation and return its response message.
+
+        Args:
+            operation: operation name, tool name, path or :class:`~projectops.Operation`.
+            request: the request message, a JSON object, or ``None`` (``{}``); see
+                :func:`prepare_request`.
+            response_type: the operation's response class, only to type the result
+                statically: ``call(op, req, response_type=GetReleaseDetailsResponse)`` is
+                typed ``GetReleaseDetailsResponse`` (TypeError if it is not the operation's).
+
+        Returns:
+            The decoded response message (unknown fields of a newer server are ignored).
+
+        Raises:
+            projectops.UnknownOperationError: no such operation.
+            TypeError: the request or `response_type` is not the operation's.
+            projectops.InvalidArgument: invalid request, found locally (nothing is sent).
+            MissingApiKey: no usable API key (nothing is sent).
+            projectops.ApiError: the server answered with a non-2xx status (the subclass of
+                its code: ``Unauthenticated`` for 401, ``InvalidArgument`` or
+                ``FailedPrecondition`` for 400, ...; ``http_status`` is the answer's); a
+                redirect (3xx, not followed); or a 2xx answer that is not the response type
+                (code ``internal``).
+            projectops.Unavailable: no answer: the service could not be reached.
+            projectops.DeadlineExceeded: no answer within `timeout` seconds.
+        """
+        op, http_request = self._request(operation, request, response_type)
+        try:
+            response = self._http.send(http_request)
+        except httpx.RequestError as exc:
+            failure = self._no_answer(exc)
+        else:
+            return self._response(op, response)
+        raise failure  # outside the handler: no __context__ holding the request's headers
+
+    def close(self) -> None:
+        """Close the connection pool; the client cannot be used afterwards."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class AsyncClient(_CallBuilder):
+    """Asynchronous client of the API: :class:`Client` with ``await client.call(...)``.
+
+    Same arguments and errors as :class:`Client`; `transport` is an
+    ``httpx.AsyncBaseTransport``. Use as an async context manager, or ``await aclose()``.
+    """
+
+    def __init__(self, base_url: str | None = None, api_key: str | None = None, *,
+                 timeout: float | None = 30.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        super().__init__(base_url, api_key, timeout)
+        self._http = httpx.AsyncClient(timeout=timeout, transport=transport,
+                                       follow_redirects=False)
+
+    @overload
+    async def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
+
+    @overload
+    async def call(self, operation: OperationKey, request: RequestLike = None, *,
+                   response_type: type[R]) -> R: ...
+
+    async def call(self, operation: OperationKey, request: RequestLike = None, *,
+                   response_type: type[Message] | None = None) -> Message:
+        """Call one operation; see :meth:`Client.call` for arguments, result and errors."""
+        op, http_request = self._request(operation, request, response_type)
+        try:
+            response = await self._http.send(http_request)
+        except httpx.RequestError as exc:
+            failure = self._no_answer(exc)
+        else:
+            return self._response(op, response)
+        raise failure  # outside the handler: no __context__ holding the request's headers
+
+    async def aclose(self) -> None:
+        """Close the connection pool; the client cannot be used afterwards."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
