@@ -8,6 +8,7 @@ Messages other than the well-known types are left to the caller (they recurse).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -102,8 +103,12 @@ def is_map(fd: FieldDescriptor) -> bool:
     return fd.message_type is not None and fd.message_type.GetOptions().map_entry
 
 
+@cache
 def value_form(fd: FieldDescriptor) -> ValueForm:
-    """The JSON form of one value of `fd` (for a map field: of one map value)."""
+    """The JSON form of one value of `fd` (for a map field: of one map value).
+
+    Cached per descriptor; callers copy the schema dicts before changing them.
+    """
     if is_map(fd):
         fd = fd.message_type.fields_by_name["value"]  # type: ignore[union-attr]  # is_map
     kind = fd.type

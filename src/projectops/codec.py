@@ -97,21 +97,32 @@ def from_json(
     if not isinstance(data, Mapping):
         raise _invalid("", "a JSON object", _describe(data))
     descriptor = cast(Descriptor, message_type.DESCRIPTOR)
-    if strict:
-        _raise_if_misplaced(data, descriptor, "", strict=True)
     message = message_type()
     try:
         json_format.ParseDict(dict(data), message, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        # Only now walk the input, to name the field and what it should be.
         _raise_if_misplaced(data, descriptor, "", strict=strict)
         raise InvalidArgument(f"invalid {descriptor.name}: {exc}") from None
+    if strict:
+        # json_format accepts integer enum values even without ignore_unknown_fields.
+        _raise_if_misplaced(data, descriptor, "", strict=True, leaves=False)
     return message
 
 
 def _raise_if_misplaced(
-    value: Mapping[str, Any], descriptor: Descriptor, path: str, *, strict: bool
+    value: Mapping[str, Any],
+    descriptor: Descriptor,
+    path: str,
+    *,
+    strict: bool,
+    leaves: bool = True,
 ) -> None:
-    """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field."""
+    """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field.
+
+    With ``leaves=False`` only the structure and (when strict) integer enum values are checked,
+    not each scalar's form: the cheap pass after json_format has accepted the input.
+    """
     fields: dict[str, FieldDescriptor] = {}
     for f in descriptor.fields:
         fields[f.name] = f
@@ -134,27 +145,31 @@ def _raise_if_misplaced(
             if not isinstance(item, Mapping):
                 raise _invalid(field_path, "a JSON object", _describe(item))
             for k, v in item.items():
-                _check_value(fd, v, f"{field_path}[{json.dumps(k)}]", {k: v}, strict)
+                _check_value(fd, v, f"{field_path}[{json.dumps(k)}]", {k: v}, strict, leaves)
         elif fd.is_repeated:
             if not isinstance(item, list):
                 raise _invalid(
                     field_path, f"a JSON list of {value_form(fd).expected}s", _describe(item)
                 )
             for i, v in enumerate(item):
-                _check_value(fd, v, f"{field_path}[{i}]", [v], strict)
+                _check_value(fd, v, f"{field_path}[{i}]", [v], strict, leaves)
         else:
-            _check_value(fd, item, field_path, item, strict)
+            _check_value(fd, item, field_path, item, strict, leaves)
 
 
-def _check_value(fd: FieldDescriptor, value: Any, path: str, wrapped: Any, strict: bool) -> None:
+def _check_value(
+    fd: FieldDescriptor, value: Any, path: str, wrapped: Any, strict: bool, leaves: bool
+) -> None:
     form = value_form(fd)
     if form.message is not None:
         if not isinstance(value, Mapping):
             raise _invalid(path, form.expected, _describe(value))
-        _raise_if_misplaced(value, form.message, path, strict=strict)
+        _raise_if_misplaced(value, form.message, path, strict=strict, leaves=leaves)
         return
     if strict and fd.type == FieldDescriptor.TYPE_ENUM and not isinstance(value, str):
         raise _invalid(path, form.expected, _describe(value))
+    if not leaves:
+        return
     # The leaf itself is judged by json_format, on a message holding only this field.
     holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
     try:
