@@ -30,9 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 import projectops
 from projectops import (
@@ -81,7 +81,7 @@ EXIT_CODES: Mapping[int, str] = {
 #: Modules imported before the parser is built; each registers its subcommands by calling
 #: :func:`add_command` at import. Keep such modules cheap to import: import optional
 #: dependencies (``mcp``, ...) inside the command's ``run``.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["projectops.client.mcp_commands"]
 
 #: Options every operation subcommand defines itself; a request field whose flag would be one
 #: of these is settable through ``--json-input`` only.
@@ -172,17 +172,24 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
         help="seconds to wait for connecting, sending and receiving each (default: 30)")
 
 
-def _add_field_options(parser: argparse.ArgumentParser,
-                       op: Operation) -> dict[str, FieldDescriptor]:
-    """One flag per top-level scalar, enum or repeated-scalar field; returns dest -> field."""
-    fields: dict[str, FieldDescriptor] = {}
+def _flag_fields(op: Operation) -> list[FieldDescriptor]:
+    """The request fields that have a flag: top-level scalars, enums and repeated scalars."""
+    descriptor = cast(Descriptor, op.request_type.DESCRIPTOR)
+    # Messages and maps have no flag form (--json-input sets them), nor do fields whose flag
+    # would be one of the subcommand's own options.
+    return [fd for fd in descriptor.fields
+            if fd.message_type is None and _flag(fd) not in _RESERVED_FLAGS]
+
+
+def _flag(fd: FieldDescriptor) -> str:
+    return "--" + fd.name.replace("_", "-")
+
+
+def _add_request_options(parser: argparse.ArgumentParser, op: Operation) -> None:
+    """One flag per field of :func:`_flag_fields`, and ``--json-input``."""
     group = parser.add_argument_group("request")
-    for fd in op.method.input_type.fields:
-        flag = "--" + fd.name.replace("_", "-")
-        if fd.message_type is not None or flag in _RESERVED_FLAGS:
-            continue  # messages and maps have no flag form: --json-input sets them
-        dest = _FIELD_DEST + fd.name
-        options: dict[str, Any] = {"dest": dest, "default": None,
+    for fd in _flag_fields(op):
+        options: dict[str, Any] = {"dest": _FIELD_DEST + fd.name, "default": None,
                                    "help": _help_text(description(fd))}
         if fd.is_repeated:
             options["action"] = "append"
@@ -197,13 +204,11 @@ def _add_field_options(parser: argparse.ArgumentParser,
             options["choices"] = [v.name for v in fd.enum_type.values if v.number != 0]
         if "choices" not in options and options.get("action") is not argparse.BooleanOptionalAction:
             options["metavar"] = fd.name.upper()
-        fields[dest] = fd
-        group.add_argument(flag, **options)
+        group.add_argument(_flag(fd), **options)
     group.add_argument(
         "--json-input", metavar="JSON",
         help="the request as a JSON object, inline or @path/to/file.json (@- reads stdin); "
              "merged over the flags, its fields win")
-    return fields
 
 
 def _json_bool(text: str) -> bool:
@@ -242,9 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     for op in operations():
         sub = commands.add_parser(op.tool_name, help=_help_text(op.summary),
                                   description=op.description, formatter_class=_Formatter)
-        fields = _add_field_options(sub, op)
+        _add_request_options(sub, op)
         _add_connection_options(sub, top_level=False)
-        sub.set_defaults(run=partial(_run_operation, op, fields))
+        sub.set_defaults(run=partial(_run_operation, op))
     listing = commands.add_parser("operations", help="list every operation: tool name, path, "
                                   "summary", description="List every operation of the API.")
     listing.set_defaults(run=_run_operations)
@@ -277,13 +282,12 @@ def _read_json_input(text: str) -> dict[str, Any]:
     return value
 
 
-def _request_object(args: argparse.Namespace,
-                    fields: Mapping[str, FieldDescriptor]) -> dict[str, Any]:
+def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
     """The request as a JSON object: the flags given, then ``--json-input`` over them."""
     data = _read_json_input(args.json_input) if args.json_input is not None else {}
     request: dict[str, Any] = {}
-    for dest, fd in fields.items():
-        value = getattr(args, dest)
+    for fd in _flag_fields(op):
+        value = getattr(args, _FIELD_DEST + fd.name)
         # JSON wins, under either name of the field.
         if value is not None and fd.name not in data and fd.json_name not in data:
             request[fd.json_name] = value
@@ -291,10 +295,9 @@ def _request_object(args: argparse.Namespace,
     return request
 
 
-def _run_operation(op: Operation, fields: Mapping[str, FieldDescriptor],
-                   args: argparse.Namespace) -> int:
+def _run_operation(op: Operation, args: argparse.Namespace) -> int:
     try:
-        request = prepare_request(op, _request_object(args, fields))
+        request = prepare_request(op, _request_object(op, args))
         client = Client(args.base_url, timeout=args.timeout)
     except (ValueError, TypeError) as exc:  # InvalidArgument is a ValueError
         raise _UsageError(f"invalid request: {exc}" if isinstance(exc, ApiError) else str(exc)

@@ -1,0 +1,69 @@
+"""Fixtures of the client tests: a recording HTTP server, dead and silent ports, the CLI runner.
+
+Everything listens on 127.0.0.1 only. The CLI always runs as a real subprocess,
+``python -m projectops ...``, with an environment the test controls.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+
+import pytest
+from client_support import CLI_TIMEOUT, KEY, LOOPBACK, Recorder, RunCli, cli_env, make_handler
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    """A recording server on 127.0.0.1 for the duration of the test."""
+    rec = Recorder()
+    server = ThreadingHTTPServer((LOOPBACK, 0), make_handler(rec))
+    server.daemon_threads = True
+    rec.base_url = f"http://{LOOPBACK}:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield rec
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def dead_url() -> Iterator[str]:
+    """A base URL whose port refuses connections: bound (so nobody else takes it), not
+    listening."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        yield f"http://{LOOPBACK}:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A base URL that accepts connections (kernel backlog) but never answers."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        sock.listen(8)
+        yield f"http://{LOOPBACK}:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def run_cli() -> RunCli:
+    """``run_cli(*args, key=KEY, base_url=None, stdin=None, cwd=None)`` runs
+    ``python -m projectops *args`` and returns the finished process (text output).
+
+    `key` and `base_url` set SERVICE_API_KEY and SERVICE_BACKEND_URL (``None``: unset).
+    """
+
+    def run(*args: str, key: str | None = KEY, base_url: str | None = None,
+            stdin: str | None = None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "projectops", *args], env=cli_env(key, base_url),
+            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=CLI_TIMEOUT, cwd=cwd, check=False)
+
+    return run

@@ -1,0 +1,308 @@
+"""The HTTP client, sync and async: what a caller of `Client.call` relies on.
+
+Most tests run twice (the `call` fixture): through `Client` and through `AsyncClient`. Real
+sockets where behaviour depends on the network (mock server, dead and silent ports);
+`httpx.MockTransport` where a test needs to see or shape the exact HTTP exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from client_support import KEY, OTHER_KEY, Recorder
+
+import projectops
+from projectops import (
+    ApiError,
+    DeadlineExceeded,
+    FailedPrecondition,
+    Internal,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+    Unavailable,
+)
+from projectops.client import AsyncClient, Client, MissingApiKey
+from projectops.v1.operations_pb2 import (
+    GetReleaseDetailsRequest,
+    GetReleaseDetailsResponse,
+    ListRumEnvironmentsRequest,
+    ListRumEnvironmentsResponse,
+)
+
+Handler = Callable[[httpx.Request], httpx.Response]
+Call = Callable[..., Any]
+
+LIST = projectops.operation("list_rum_environments")
+GET = projectops.operation("get_release_details")
+
+
+@pytest.fixture(params=["sync", "async"])
+def call(request: pytest.FixtureRequest) -> Call:
+    """``call(operation, req=None, *, handler=None, **client_kwargs)``: one call through a fresh
+    `Client` or `AsyncClient` (the fixture's param); `handler` answers via MockTransport."""
+
+    def run(operation: Any, req: Any = None, *, handler: Handler | None = None,
+            response_type: Any = None, **kwargs: Any) -> Any:
+        extra = {} if response_type is None else {"response_type": response_type}
+        transport = httpx.MockTransport(handler) if handler is not None else None
+        if request.param == "sync":
+            with Client(**kwargs, transport=transport) as client:
+                return client.call(operation, req, **extra)
+
+        async def go() -> Any:
+            async with AsyncClient(**kwargs, transport=transport) as client:
+                return await client.call(operation, req, **extra)
+
+        return asyncio.run(go())
+
+    return run
+
+
+class Exchanges:
+    """A MockTransport handler that records requests and gives one fixed answer."""
+
+    def __init__(self, status: int = 200, body: bytes | str = b"{}",
+                 headers: dict[str, str] | None = None) -> None:
+        self.requests: list[httpx.Request] = []
+        self.status, self.body, self.headers = status, body, headers or {}
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return httpx.Response(self.status, content=self.body, headers=self.headers)
+
+
+def assert_clean(exc: BaseException, key: str = KEY) -> None:
+    """No key in the error's text, and no chained exception that could show the request."""
+    assert key not in str(exc) and key not in repr(exc)
+    assert exc.__cause__ is None and exc.__context__ is None
+
+
+# --- against the mock server (real socket) -------------------------------------------------
+
+
+def test_both_operations_against_the_mock_server(call: Call, mock_server: Any) -> None:
+    envs = call("list-rum-environments", base_url=mock_server.base_url, api_key=OTHER_KEY)
+    assert isinstance(envs, ListRumEnvironmentsResponse)
+    assert [e.environment for e in envs.environments] == ["staging", "prod-eu"]
+
+    details = call(GET, {"version": "1.0.0"}, base_url=mock_server.base_url,
+                   api_key="demo-key", response_type=GetReleaseDetailsResponse)
+    assert details.summary.release.version == "1.0.0"
+    assert details.summary.release.git_sha  # the fixture's SHA came through
+
+
+def test_server_errors_are_the_subclass_of_their_code(call: Call, mock_server: Any) -> None:
+    with pytest.raises(Unauthenticated) as wrong_key:
+        call(LIST, base_url=mock_server.base_url, api_key=KEY)
+    assert not isinstance(wrong_key.value, MissingApiKey)  # the server answered
+    assert wrong_key.value.http_status == 401
+    assert_clean(wrong_key.value)
+
+    with pytest.raises(FailedPrecondition) as unknown:
+        call(GET, GetReleaseDetailsRequest(version="9.9.9"), base_url=mock_server.base_url,
+             api_key=OTHER_KEY)
+    assert unknown.value.http_status == 400
+    assert "9.9.9" in unknown.value.message
+
+
+def test_trailing_slashes_of_the_base_url_are_ignored(call: Call, mock_server: Any) -> None:
+    envs = call(LIST, base_url=mock_server.base_url + "//", api_key="demo-key")
+    assert len(envs.environments) > 0
+
+
+# --- the exact HTTP exchange ----------------------------------------------------------------
+
+
+def test_request_is_a_post_with_exactly_the_spec_headers(call: Call) -> None:
+    exchanges = Exchanges(body=b'{"environments": []}')
+    call(LIST, base_url="http://127.0.0.1:9/base/", api_key=KEY, handler=exchanges)
+
+    (sent,) = exchanges.requests
+    assert sent.method == "POST"
+    assert str(sent.url) == "http://127.0.0.1:9/base" + LIST.path
+    assert sent.headers.get_list("Content-Type") == ["application/json"]
+    assert sent.headers.get_list("Service-Api-Key") == [KEY]
+    assert "project-id" not in sent.headers and "organization-id" not in sent.headers
+    assert "cookie" not in sent.headers and "authorization" not in sent.headers
+    assert sent.content == b"{}"  # an operation without input sends the empty object
+
+
+def test_request_body_is_the_protobuf_json_of_the_request(call: Call) -> None:
+    exchanges = Exchanges()
+    call(GET, GetReleaseDetailsRequest(version="1.2.0"), api_key=KEY, handler=exchanges)
+    call(GET, {"version": "1.2.0"}, api_key=KEY, handler=exchanges)
+    assert [json.loads(r.content) for r in exchanges.requests] == [{"version": "1.2.0"}] * 2
+
+
+def test_redirects_are_errors_and_never_followed(call: Call) -> None:
+    exchanges = Exchanges(307, b"", {"Location": "http://127.0.0.1:9/elsewhere"})
+    with pytest.raises(ApiError) as caught:
+        call(LIST, api_key=KEY, handler=exchanges)
+    assert caught.value.http_status == 307
+    assert "not followed" in caught.value.message
+    assert len(exchanges.requests) == 1
+
+
+@pytest.mark.parametrize(("status", "body", "error", "message"), [
+    (400, '{"code": "invalid_argument", "message": "version: is required", '
+          '"violations": [{"field": "version", "description": "is required"}]}',
+     InvalidArgument, "version: is required"),
+    (400, '{"code": "failed_precondition", "message": "no release 9"}', FailedPrecondition,
+     "no release 9"),
+    (401, '{"code": "unauthenticated", "message": "bad key"}', Unauthenticated, "bad key"),
+    (404, '{"code": "not_found", "message": "no such operation"}', NotFound,
+     "no such operation"),
+    (502, "<html>Bad Gateway</html>", ApiError, "<html>Bad Gateway</html>"),  # raw text
+    (500, "", Internal, "HTTP 500"),
+])
+def test_non_2xx_answers_raise_the_error_of_their_body(
+        call: Call, status: int, body: str, error: type[ApiError], message: str) -> None:
+    with pytest.raises(error) as caught:
+        call(LIST, api_key=KEY, handler=Exchanges(status, body))
+    assert caught.value.http_status == status
+    assert caught.value.message == message
+    assert_clean(caught.value)
+
+
+def test_violations_of_an_error_body_are_kept(call: Call) -> None:
+    body = ('{"code": "invalid_argument", "message": "bad", '
+            '"violations": [{"field": "version", "description": "is required"}]}')
+    with pytest.raises(InvalidArgument) as caught:
+        call(LIST, api_key=KEY, handler=Exchanges(400, body))
+    assert [(v.field, v.description) for v in caught.value.violations] == [
+        ("version", "is required")]
+
+
+def test_2xx_answer_that_is_not_the_response_type_is_an_internal_error(call: Call) -> None:
+    with pytest.raises(ApiError) as caught:
+        call(LIST, api_key=KEY, handler=Exchanges(200, "not json"))
+    assert caught.value.code == "internal"
+    assert not isinstance(caught.value, InvalidArgument)  # not the caller's mistake
+
+
+def test_unknown_response_fields_are_ignored(call: Call) -> None:
+    body = '{"environments": [{"environment": "QA", "addedLater": 1}], "newField": true}'
+    envs = call(LIST, api_key=KEY, handler=Exchanges(200, body))
+    assert [e.environment for e in envs.environments] == ["QA"]
+
+
+# --- local checks: nothing is sent ----------------------------------------------------------
+
+
+def test_missing_key_fails_locally_and_says_how_to_set_it(
+        call: Call, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SERVICE_API_KEY", raising=False)
+    exchanges = Exchanges()
+    with pytest.raises(MissingApiKey) as caught:
+        call(LIST, handler=exchanges)
+    assert isinstance(caught.value, Unauthenticated)
+    assert "SERVICE_API_KEY" in caught.value.message
+    assert exchanges.requests == []
+
+
+def test_key_that_cannot_be_a_header_value_fails_locally_without_quoting_it(call: Call) -> None:
+    exchanges = Exchanges()
+    bad = KEY + "\n" + KEY
+    with pytest.raises(MissingApiKey) as caught:
+        call(LIST, api_key=bad, handler=exchanges)
+    assert_clean(caught.value)
+    assert exchanges.requests == []
+
+
+@pytest.mark.parametrize(("request_", "field"), [
+    ({}, "version"),
+    ({"version": "   "}, "version"),
+    ({"version": "1.0.0", "releaseId": "x"}, "releaseId"),  # strict: unknown field named
+    ({"version": 1}, "version"),
+])
+def test_invalid_local_request_is_rejected_before_sending(
+        call: Call, request_: dict[str, Any], field: str) -> None:
+    exchanges = Exchanges()
+    with pytest.raises(InvalidArgument) as caught:
+        call(GET, request_, api_key=KEY, handler=exchanges)
+    assert field in str(caught.value)
+    assert exchanges.requests == []
+
+
+def test_request_of_another_type_is_a_type_error(call: Call) -> None:
+    exchanges = Exchanges()
+    with pytest.raises(TypeError, match="GetReleaseDetailsRequest"):
+        call(GET, ListRumEnvironmentsRequest(), api_key=KEY, handler=exchanges)
+    with pytest.raises(TypeError):
+        call(GET, '{"version": "1.0.0"}', api_key=KEY, handler=exchanges)
+    with pytest.raises(TypeError, match="ListRumEnvironmentsResponse"):
+        call(LIST, api_key=KEY, handler=exchanges, response_type=GetReleaseDetailsResponse)
+    assert exchanges.requests == []
+
+
+def test_unknown_operation_is_a_lookup_error(call: Call) -> None:
+    with pytest.raises(LookupError, match="get_release_details"):
+        call("delete-everything", api_key=KEY, handler=Exchanges())
+
+
+# --- no answer ------------------------------------------------------------------------------
+
+
+def test_unreachable_service_is_unavailable_naming_the_base_url(call: Call, dead_url: str) -> None:
+    with pytest.raises(Unavailable) as caught:
+        call(LIST, base_url=dead_url, api_key=KEY)
+    assert caught.value.message.startswith(f"cannot reach {dead_url}: ")
+    assert caught.value.http_status == 503
+    assert_clean(caught.value)
+
+
+def test_silent_service_is_deadline_exceeded(call: Call, silent_url: str) -> None:
+    with pytest.raises(DeadlineExceeded) as caught:
+        call(LIST, base_url=silent_url, api_key=KEY, timeout=0.2)
+    assert silent_url in caught.value.message
+    assert_clean(caught.value)
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client_type", [Client, AsyncClient])
+def test_configuration_falls_back_to_environment_then_default(
+        client_type: type[Client] | type[AsyncClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SERVICE_BACKEND_URL", raising=False)
+    monkeypatch.delenv("SERVICE_API_KEY", raising=False)
+    assert client_type().base_url == projectops.DEFAULT_BASE_URL == "http://127.0.0.1:8787"
+    assert not client_type().has_api_key  # constructing without a key never fails
+
+    monkeypatch.setenv("SERVICE_BACKEND_URL", "https://ops.example.com/root/")
+    monkeypatch.setenv("SERVICE_API_KEY", KEY)
+    from_env = client_type()
+    assert from_env.base_url == "https://ops.example.com/root"
+    assert from_env.has_api_key
+    assert client_type("http://127.0.0.1:1").base_url == "http://127.0.0.1:1"  # argument wins
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8787", "ftp://127.0.0.1", "http://h/?q=1", ""])
+def test_bad_base_url_fails_at_construction(url: str) -> None:
+    with pytest.raises(ValueError, match="base URL"):
+        Client(url)
+    with pytest.raises(ValueError, match="base URL"):
+        AsyncClient(url)
+
+
+def test_repr_never_shows_the_key() -> None:
+    with Client("http://127.0.0.1:1", KEY) as client:
+        assert KEY not in repr(client) and KEY not in str(client)
+        assert "http://127.0.0.1:1" in repr(client)
+    assert KEY not in repr(AsyncClient(api_key=KEY))
+
+
+def test_typed_call_returns_the_response_type(recorder: Recorder) -> None:
+    recorder.respond(200, '{"environments": [{"environment": "QA"}]}')
+    with Client(recorder.base_url, KEY) as client:
+        typed = client.call(LIST, response_type=ListRumEnvironmentsResponse)
+        assert typed.environments[0].environment == "QA"  # typed for mypy as well
+    (sent,) = recorder.requests  # a real socket: what the server saw
+    assert sent.header("Service-Api-Key") == [KEY]
+    assert sent.header("Content-Type") == ["application/json"]
