@@ -100,8 +100,10 @@ def from_json(
     message = message_type()
     try:
         json_format.ParseDict(dict(data), message, ignore_unknown_fields=not strict)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        # Only now walk the input, to name the field and what it should be.
+    except (json_format.ParseError, ValueError, TypeError, RecursionError, SystemError) as exc:
+        # Only now walk the input, to name the field and what it should be. upb raises
+        # SystemError for a field name holding an unpaired surrogate (a "\ud800" escape).
+        _raise_if_surrogate(data, "")
         _raise_if_misplaced(data, descriptor, "", strict=strict)
         raise InvalidArgument(f"invalid {descriptor.name}: {exc}") from None
     if strict:
@@ -176,6 +178,29 @@ def _check_value(
         json_format.ParseDict({fd.json_name: wrapped}, holder, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError):
         raise _invalid(path, form.expected, _describe(value)) from None
+
+
+def _raise_if_surrogate(value: Any, path: str) -> None:
+    """Raise InvalidArgument at the first name or string that cannot be UTF-8 (lone surrogate)."""
+    if isinstance(value, str):
+        if not _is_utf8(value):
+            raise _invalid(path, "a UTF-8 string", "a string with an unpaired surrogate")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and not _is_utf8(key):
+                raise _invalid(path, "UTF-8 field names", "a name with an unpaired surrogate")
+            _raise_if_surrogate(item, _join(path, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _raise_if_surrogate(item, f"{path}[{i}]")
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _join(path: str, name: str) -> str:
