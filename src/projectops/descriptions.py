@@ -56,7 +56,7 @@ def description(element: AnyDescriptor) -> str:
 def summary(element: AnyDescriptor) -> str:
     """The first sentence of :func:`description` (for one-line listings)."""
     text = description(element).split("\n\n", 1)[0]
-    match = re.match(r"(.+?[.:])(\s|$)", text)
+    match = re.match(r"(.+?\.)(\s|$)", text)
     return match.group(1) if match else text
 
 
