@@ -267,6 +267,27 @@ def test_invalid_bodies_are_400_naming_the_field(body: bytes, field: str, text: 
         assert [v["field"] for v in error["violations"]] == [field]
 
 
+@pytest.mark.parametrize(("body", "field"), [
+    (rb'{"version": "\ud800"}', "version"),
+    (rb'{"\ud800": 1}', ""),
+    (rb'{"version": "1.0.0", "x\udfff": [1]}', ""),
+])
+def test_unpaired_surrogates_are_400_not_500(body: bytes, field: str) -> None:
+    error = error_of(call(APP, GET.path, body))
+    assert error["code"] == "invalid_argument"
+    assert "unpaired surrogate" in error["message"]
+    assert [v["field"] for v in error["violations"]] == [field]
+
+
+def test_a_handler_message_with_a_lone_surrogate_is_sent_escaped() -> None:
+    def refuse(project: str, request: Any) -> Any:
+        raise FailedPrecondition("no release \ud800")
+
+    response = call(app_with({"get_release_details": refuse}), GET.path, '{"version": "1"}')
+    assert response.status_code == 400
+    assert error_of(response)["message"] == "no release \\ud800"  # escaped, as text
+
+
 def test_deeply_nested_json_is_400_not_500() -> None:
     deep = b'{"version": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     assert error_of(call(APP, GET.path, deep))["code"] == "invalid_argument"

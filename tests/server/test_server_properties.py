@@ -22,11 +22,13 @@ OPERATIONS = projectops.operations()
 FIELD_NAMES = sorted({fd.json_name for op in OPERATIONS
                       for fd in op.request_type.DESCRIPTOR.fields} | {"version", "x"})
 
+# Text with unpaired surrogates too: JSON can carry them as "\ud800" escapes.
+texts = st.text(max_size=20) | st.text(st.characters(categories=["Cs", "Ll", "Zs"]), max_size=4)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20),
+    | st.floats(allow_nan=True, allow_infinity=True) | texts,
     lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(FIELD_NAMES) | st.text(max_size=8), children, max_size=4),
+    | st.dictionaries(st.sampled_from(FIELD_NAMES) | texts, children, max_size=4),
     max_leaves=12,
 )
 # Bodies near the schema (known field names with any values) and arbitrary JSON.

@@ -139,7 +139,13 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
 
 
 def _error(error: ApiError, headers: Mapping[str, str] | None = None) -> Response:
-    return Response(error.to_json(), status_code=error.http_status, media_type=CONTENT_TYPE,
+    try:
+        body = error.to_json()
+    except UnicodeEncodeError:  # a handler's message with a lone surrogate: escape it
+        message = error.message.encode("utf-8", "backslashreplace").decode("utf-8")
+        body = ApiError(message, error.violations, http_status=error.http_status,
+                        code=error.code).to_json()
+    return Response(body, status_code=error.http_status, media_type=CONTENT_TYPE,
                     headers=headers)
 
 
