@@ -207,10 +207,15 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(args: Sequence[str], env: Mapping[str, str], log: Path) -> Iterator[HttpServer]:
-    """Run ``args --host 127.0.0.1 --port <free port>`` with `env` over ``os.environ``."""
+def http_server(args: Sequence[str], env: Mapping[str, str], log: Path,
+                host: str | None = LOOPBACK) -> Iterator[HttpServer]:
+    """Run ``args [--host HOST] --port <free port>`` with `env` over ``os.environ``.
+
+    ``host=None`` leaves ``--host`` out (the server's default must then be loopback).
+    """
     port = free_port()
-    server = HttpServer([*args, "--host", LOOPBACK, "--port", str(port)], port,
+    host_args = [] if host is None else ["--host", host]
+    server = HttpServer([*args, *host_args, "--port", str(port)], port,
                         {**os.environ, **env}, log)
     try:
         yield server

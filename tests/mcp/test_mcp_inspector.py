@@ -1,0 +1,66 @@
+"""The MCP Inspector's CLI (``@modelcontextprotocol/inspector``, pinned) against ``projectops
+mcp`` over stdio, as an MCP host would run it: tools/list and tools/call (issue 4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_support import DEMO_KEY, MCP_COMMAND, NpmTools
+
+from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema, operations
+
+pytestmark = pytest.mark.slow
+
+#: The Inspector CLI's exit code when the tool result has ``isError: true``.
+EXIT_TOOL_ERROR = 5
+
+
+def inspector(tools: NpmTools, mock_server: Any, tmp_path: Path,
+              *args: str) -> subprocess.CompletedProcess[str]:
+    """``inspector --cli -e ... projectops mcp <args> --format json``; the server's variables
+    go through the Inspector's ``-e`` (it starts servers with a minimal environment)."""
+    command = [str(tools.node), str(tools.inspector), "--cli",
+               "-e", f"{BASE_URL_ENV}={mock_server.base_url}", "-e", f"{API_KEY_ENV}={DEMO_KEY}",
+               *MCP_COMMAND, *args, "--format", "json"]
+    # A private HOME: the Inspector keeps its catalog and client config under ~/.mcp-inspector.
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(tmp_path)}
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False,
+                          env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
+
+
+def test_tools_list(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> None:
+    # --strict: exit 6 if a tool schema has an error-severity portability problem.
+    done = inspector(npm_tools, mock_server, tmp_path, "--method", "tools/list", "--strict")
+    assert done.returncode == 0, done.stderr
+    tools = json.loads(done.stdout)["result"]["tools"]
+    assert [tool["name"] for tool in tools] == [op.tool_name for op in operations()]
+    for tool, op in zip(tools, operations(), strict=True):
+        assert tool["inputSchema"] == json_schema.input_schema(op)
+        assert tool["outputSchema"] == json_schema.output_schema(op)
+
+
+def test_tools_call(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> None:
+    done = inspector(npm_tools, mock_server, tmp_path, "--method", "tools/call",
+                     "--tool-name", "get-release-details",
+                     "--tool-args-json", json.dumps({"version": "1.0.0"}))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)["result"]
+    assert result.get("isError", False) is False
+    assert result["structuredContent"]["summary"]["release"]["version"] == "1.0.0"
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+def test_tools_call_error_result(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> None:
+    done = inspector(npm_tools, mock_server, tmp_path, "--method", "tools/call",
+                     "--tool-name", "get-release-details",
+                     "--tool-args-json", json.dumps({"version": "9.9.9"}))
+    assert done.returncode == EXIT_TOOL_ERROR, done.stderr
+    result = json.loads(done.stdout)["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith(
+        "The service rejected the request (400 failed_precondition): ")
