@@ -1,16 +1,18 @@
-"""The MCP Inspector's CLI (``@modelcontextprotocol/inspector``, pinned) against ``projectops
-mcp`` over stdio, as an MCP host would run it: tools/list and tools/call (issue 4)."""
+"""The MCP Inspector's CLI (``@modelcontextprotocol/inspector``, pinned) as the MCP host: it
+runs ``projectops mcp`` over stdio from an ``mcpServers`` configuration shaped as the README
+shows, and calls tools/list and tools/call against the mock server (issue 4)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import DEMO_KEY, MCP_COMMAND, NpmTools
+from mcp_support import DEMO_KEY, NpmTools
 
 from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema, operations
 
@@ -18,17 +20,27 @@ pytestmark = pytest.mark.slow
 
 #: The Inspector CLI's exit code when the tool result has ``isError: true``.
 EXIT_TOOL_ERROR = 5
+#: Where ``pip install`` put the ``projectops`` console script.
+SCRIPTS = Path(sys.executable).parent
 
 
 def inspector(tools: NpmTools, mock_server: Any, tmp_path: Path,
               *args: str) -> subprocess.CompletedProcess[str]:
-    """``inspector --cli -e ... projectops mcp <args> --format json``; the server's variables
-    go through the Inspector's ``-e`` (it starts servers with a minimal environment)."""
-    command = [str(tools.node), str(tools.inspector), "--cli",
-               "-e", f"{BASE_URL_ENV}={mock_server.base_url}", "-e", f"{API_KEY_ENV}={DEMO_KEY}",
-               *MCP_COMMAND, *args, "--format", "json"]
-    # A private HOME: the Inspector keeps its catalog and client config under ~/.mcp-inspector.
-    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(tmp_path)}
+    """``inspector --cli --config mcp.json --server projectops <args> --format json``."""
+    assert (SCRIPTS / "projectops").is_file(), f"no projectops console script in {SCRIPTS}"
+    config = {"mcpServers": {"projectops": {
+        "command": "projectops",
+        "args": ["mcp"],
+        "env": {API_KEY_ENV: DEMO_KEY, BASE_URL_ENV: mock_server.base_url},
+    }}}
+    config_path = tmp_path / "mcp.json"
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    command = [str(tools.node), str(tools.inspector), "--cli", "--config", str(config_path),
+               "--server", "projectops", *args, "--format", "json"]
+    # The host finds `projectops` on PATH. The Inspector keeps state under HOME (a private one
+    # here) and would ask the OS keychain for secrets: memory only, as it has none to keep.
+    env = {"PATH": os.pathsep.join([str(SCRIPTS), os.environ.get("PATH", os.defpath)]),
+           "HOME": str(tmp_path), "MCP_INSPECTOR_SECRET_STORE": "memory"}
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False,
                           env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
 

@@ -1,0 +1,205 @@
+"""The tool server in-process (``mcp.Client(server)``), with the HTTP client on an
+``httpx.MockTransport``: the failure sentences of every kind of answer, key redaction, extra
+tools, and both MCP protocol eras. The end-to-end tests are in ``test_mcp_stdio.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client, types
+from mcp_support import text_of
+
+import projectops
+from projectops import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DeadlineExceeded,
+    FailedPrecondition,
+    FieldViolation,
+    Internal,
+    InvalidArgument,
+    Unauthenticated,
+    Unavailable,
+)
+from projectops.client import AsyncClient, MissingApiKey
+from projectops.client.mcp_server import ExtraTool, create_server, failure_text
+
+SERVICE = "http://service.test"
+KEY = "k-3b1f0e"
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def factory(handler: Handler, key: str | None = KEY) -> Callable[[], AsyncClient]:
+    return lambda: AsyncClient(SERVICE, key, transport=httpx.MockTransport(handler))
+
+
+def call(server: Any, name: str, arguments: dict[str, Any],
+         mode: str = "legacy") -> types.CallToolResult:
+    async def run() -> types.CallToolResult:
+        async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+            return await client.call_tool(name, arguments)
+
+    return anyio.run(run)
+
+
+def answer(status: int, body: dict[str, Any]) -> Handler:
+    return lambda request: httpx.Response(status, json=body)
+
+
+RELEASE = {"summary": {"release": {"version": "1.0.0"}}}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_call_sends_the_request_and_returns_text_and_structured_content(mode: str) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=RELEASE)
+
+    result = call(create_server(factory(handler)), "get-release-details",
+                  {"version": "1.0.0"}, mode)
+    assert result.is_error is False
+    op = projectops.operation("get-release-details")
+    expected = projectops.to_dict(projectops.from_json(RELEASE, op.response_type))
+    assert result.structured_content == expected  # the codec's output form, defaults included
+    assert json.loads(text_of(result)) == expected
+    (request,) = seen
+    assert str(request.url) == SERVICE + projectops.operation("get-release-details").path
+    assert json.loads(request.content) == {"version": "1.0.0"}
+    assert request.headers[projectops.API_KEY_HEADER] == KEY
+
+
+def test_invalid_arguments_send_nothing() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise AssertionError("nothing may be sent")
+
+    result = call(create_server(factory(handler)), "get-release-details", {"version": ""})
+    assert result.is_error is True
+    assert text_of(result) == "Invalid arguments for get-release-details: version: is required."
+
+
+@pytest.mark.parametrize(("status", "body", "text"), [
+    (401, {"code": "unauthenticated", "message": "unknown key"},
+     f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; the "
+     "service answered 401 unauthenticated: unknown key."),
+    (400, {"code": "invalid_argument", "message": "bad request",
+           "violations": [{"field": "version", "description": "is required"}]},
+     "The service rejected the request (400 invalid_argument): bad request "
+     "[version: is required]."),
+    (400, {"code": "failed_precondition", "message": "no release 9.9."},
+     "The service rejected the request (400 failed_precondition): no release 9.9."),
+    (500, {"code": "internal", "message": "boom"},
+     "The service failed (500 internal): boom."),
+], ids=["401", "400-violations", "400-precondition", "500"])
+def test_service_answers_become_one_sentence(status: int, body: dict[str, Any],
+                                             text: str) -> None:
+    result = call(create_server(factory(answer(status, body))), "get-release-details",
+                  {"version": "9.9"})
+    assert result.is_error is True
+    assert result.structured_content is None
+    assert text_of(result) == text
+
+
+@pytest.mark.parametrize(("error", "text"), [
+    (MissingApiKey("no usable API key"),
+     f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is not "
+     "set, or not usable as a header value, so nothing was sent."),
+    (Unauthenticated("missing API key", http_status=401),
+     f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; the "
+     "service answered 401 unauthenticated: missing API key."),
+    (FailedPrecondition("no such release", http_status=400),
+     "The service rejected the request (400 failed_precondition): no such release."),
+    (InvalidArgument("invalid request", [FieldViolation(field="a.b", description="bad")],
+                     http_status=400),
+     "The service rejected the request (400 invalid_argument): invalid request [a.b: bad]."),
+    (Unavailable("cannot reach http://h:1: connection refused"),
+     f"The service did not answer: cannot reach http://h:1: connection refused; {BASE_URL_ENV} "
+     "sets its base URL."),
+    (DeadlineExceeded("no answer from http://h:1 within 30.0 s"),
+     f"The service did not answer: no answer from http://h:1 within 30.0 s; {BASE_URL_ENV} "
+     "sets its base URL."),
+    (Internal("oops", http_status=500), "The service failed (500 internal): oops."),
+], ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "")
+def test_failure_text(error: projectops.ApiError, text: str) -> None:
+    assert failure_text(error) == text
+
+
+def test_no_answer_names_the_base_url() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    result = call(create_server(factory(handler)), "list-rum-environments", {})
+    assert result.is_error is True
+    assert SERVICE in text_of(result) and BASE_URL_ENV in text_of(result)
+
+
+def test_a_missing_key_fails_the_call_only() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise AssertionError("nothing may be sent")
+
+    result = call(create_server(factory(handler, key=None)), "list-rum-environments", {})
+    assert result.is_error is True
+    assert text_of(result).startswith("The API key is missing or invalid: ")
+
+
+def test_the_key_is_redacted_from_any_message_that_quotes_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(API_KEY_ENV, KEY)
+    body = {"code": "unauthenticated", "message": f"key {KEY} is unknown"}
+    result = call(create_server(factory(answer(401, body))), "list-rum-environments", {})
+    assert KEY not in text_of(result)
+    assert "key *** is unknown" in text_of(result)
+
+
+def test_an_unusable_base_url_is_an_error_result() -> None:
+    def bad_factory() -> AsyncClient:
+        return AsyncClient("not a url", KEY)
+
+    result = call(create_server(bad_factory), "list-rum-environments", {})
+    assert result.is_error is True
+    assert text_of(result).startswith("The service's base URL is not usable: ")
+    assert BASE_URL_ENV in text_of(result)
+
+
+def test_an_unexpected_failure_is_an_error_result_and_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def broken_factory() -> AsyncClient:
+        raise RuntimeError("bug")
+
+    result = call(create_server(broken_factory), "list-rum-environments", {})
+    assert result.is_error is True
+    assert "failed unexpectedly" in text_of(result) and "bug" not in text_of(result)
+    assert any(record.exc_info for record in caplog.records)
+
+
+def test_extra_tools_are_served_after_the_operations() -> None:
+    async def handler(ctx: Any, arguments: dict[str, Any]) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text=f"got {arguments}")])
+
+    extra = ExtraTool(types.Tool(name="extra", input_schema={"type": "object"}), handler)
+    server = create_server(factory(answer(200, {})), extra_tools=[extra])
+
+    async def run() -> tuple[list[str], types.CallToolResult]:
+        async with Client(server, mode="legacy") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            return names, await client.call_tool("extra", {"a": 1})
+
+    names, result = anyio.run(run)
+    assert names == [*(op.tool_name for op in projectops.operations()), "extra"]
+    assert text_of(result) == "got {'a': 1}"
+
+
+def test_an_extra_tool_cannot_take_an_operations_name() -> None:
+    async def handler(ctx: Any, arguments: dict[str, Any]) -> types.CallToolResult:
+        raise AssertionError
+
+    clash = ExtraTool(types.Tool(name="get-release-details", input_schema={"type": "object"}),
+                      handler)
+    with pytest.raises(ValueError, match="get-release-details"):
+        create_server(extra_tools=[clash])
