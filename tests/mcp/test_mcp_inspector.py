@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,15 +25,23 @@ EXIT_TOOL_ERROR = 5
 SCRIPTS = Path(sys.executable).parent
 
 
+def readme_config() -> dict[str, Any]:
+    """The ``mcpServers`` configuration exactly as README.md shows it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"```json\n(\{\s*\"mcpServers\".*?)```", readme, re.S)
+    assert found, "README.md shows no mcpServers configuration"
+    config: dict[str, Any] = json.loads(found.group(1))
+    return config
+
+
 def inspector(tools: NpmTools, mock_server: Any, tmp_path: Path,
               *args: str) -> subprocess.CompletedProcess[str]:
     """``inspector --cli --config mcp.json --server projectops <args> --format json``."""
     assert (SCRIPTS / "projectops").is_file(), f"no projectops console script in {SCRIPTS}"
-    config = {"mcpServers": {"projectops": {
-        "command": "projectops",
-        "args": ["mcp"],
-        "env": {API_KEY_ENV: DEMO_KEY, BASE_URL_ENV: mock_server.base_url},
-    }}}
+    config = readme_config()
+    server = config["mcpServers"]["projectops"]
+    assert set(server["env"]) == {API_KEY_ENV, BASE_URL_ENV}
+    server["env"] = {API_KEY_ENV: DEMO_KEY, BASE_URL_ENV: mock_server.base_url}
     config_path = tmp_path / "mcp.json"
     config_path.write_text(json.dumps(config), encoding="utf-8")
     command = [str(tools.node), str(tools.inspector), "--cli", "--config", str(config_path),

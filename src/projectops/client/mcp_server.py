@@ -38,7 +38,7 @@ from functools import partial
 from typing import Any
 
 import anyio
-import jsonschema  # type: ignore[import-untyped]  # no stubs in the dev extra
+import jsonschema
 from google.protobuf.message import Message
 from mcp import types
 from mcp.server import Server, ServerRequestContext
