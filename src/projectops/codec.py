@@ -42,8 +42,32 @@ _OPTIONS_OUT: dict[str, Any] = {
 
 
 def to_dict(message: Message) -> dict[str, Any]:
-    """The JSON object of `message` as Python values (64-bit integers as ``str``)."""
-    return json_format.MessageToDict(message, **_OPTIONS_OUT)
+    """The JSON object of `message` as Python values (64-bit integers as ``str``).
+
+    Keys follow the order of the fields in the proto, at every level.
+    """
+    data = json_format.MessageToDict(message, **_OPTIONS_OUT)
+    return _in_field_order(data, cast(Descriptor, message.DESCRIPTOR))
+
+
+def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    # json_format writes set fields first and defaults after them; readers expect proto order.
+    out: dict[str, Any] = {}
+    for fd in descriptor.fields:
+        if fd.json_name not in data:
+            continue
+        value = data[fd.json_name]
+        nested = value_form(fd).message
+        if nested is not None:
+            if is_map(fd):
+                value = {k: _in_field_order(v, nested) for k, v in value.items()}
+            elif fd.is_repeated:
+                value = [_in_field_order(v, nested) for v in value]
+            else:
+                value = _in_field_order(value, nested)
+        out[fd.json_name] = value
+    out.update((k, v) for k, v in data.items() if k not in out)  # e.g. "@type" of an Any
+    return out
 
 
 def to_json(message: Message, *, indent: int | None = None) -> str:

@@ -47,6 +47,16 @@ def test_golden_response_decodes_to_typed_values() -> None:
     assert response.detailed_results.scenarios[0].results[0].run_duration.ToMilliseconds() == 42500
 
 
+def test_output_keys_follow_the_proto_field_order() -> None:
+    text = (GOLDEN / "get_release_details.response.json").read_text()
+    data = projectops.to_dict(projectops.from_json(text, GetReleaseDetailsResponse))
+    issue = data["detailedResults"]["issues"][3]  # most of its fields are defaults
+    descriptor = GetReleaseDetailsResponse.DESCRIPTOR.fields_by_name["detailed_results"]
+    fields = descriptor.message_type.fields_by_name["issues"].message_type.fields
+    assert list(issue) == [fd.json_name for fd in fields]
+    assert list(data["summary"]) == ["release", "testCounts", "openIssues", "securityScans"]
+
+
 def test_output_mapping_rules() -> None:
     response = projectops.from_json(
         {"detailed_results": {"issues": [{"issue_id": "18446744073709551", "status": "ACTIVE"}]}},

@@ -167,7 +167,7 @@ class _Endpoint(Generic[ProjectT]):
     async def _respond(self, request: Request) -> Response:
         if request.method != _POST:
             return _error(Unimplemented(f"method {request.method} is not allowed; every "
-                                        "operation is POST (spec 4.1.1)"), {"Allow": _POST})
+                                        "operation is POST"), {"Allow": _POST})
         api_key = request.headers.get(API_KEY_HEADER, "")
         try:
             project = await self._project(api_key)
@@ -182,8 +182,7 @@ class _Endpoint(Generic[ProjectT]):
 
     async def _project(self, api_key: str) -> ProjectT:
         if not api_key.strip():
-            raise Unauthenticated(f"missing API key: send it in the {API_KEY_HEADER} header "
-                                  "(spec 5)")
+            raise Unauthenticated(f"missing API key: send it in the {API_KEY_HEADER} header")
         try:
             project = await _maybe_await(self._authenticate, api_key)
         except ApiError:
@@ -192,8 +191,7 @@ class _Endpoint(Generic[ProjectT]):
             _log_failure("authenticate", exc, api_key)
             raise Internal("internal error while checking the API key") from None
         if project is None:
-            raise Unauthenticated(f"the API key in the {API_KEY_HEADER} header is not valid "
-                                  "(spec 5)")
+            raise Unauthenticated(f"the API key in the {API_KEY_HEADER} header is not valid")
         return cast(ProjectT, project)
 
     def _operation(self, name: str) -> tuple[Operation, Handler[ProjectT]]:
