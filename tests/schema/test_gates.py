@@ -117,3 +117,17 @@ def test_misformatted_proto_fails_format(copy: Path) -> None:
     result = run("check-proto", "--root", str(copy))
     assert result.returncode == 1
     assert "buf format" in result.stderr
+
+
+def test_breaking_against_a_git_ref(copy: Path) -> None:
+    git = ["git", "-C", str(copy), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "proto"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "released"], check=True)
+    assert run("check-proto", "--root", str(copy), "--against-ref", "HEAD").returncode == 0
+    edit(copy, "first_seen_time = 2;", "first_seen = 2;")
+    result = run("check-proto", "--root", str(copy), "--against-ref", "HEAD")
+    assert result.returncode == 1
+    assert 'changed name from "first_seen_time" to "first_seen"' in result.stdout
+    missing = run("check-proto", "--root", str(copy), "--against-ref", "no-such-ref")
+    assert missing.returncode == 1 and "cannot read proto/ at no-such-ref" in missing.stderr
