@@ -87,6 +87,15 @@ class ApiError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, http_status={self.http_status})"
 
+    def describe(self) -> str:
+        """The message, followed by ``[field: description; ...]`` for the violations the
+        message does not already state (a server's message often lists them itself)."""
+        extra = [
+            f"{v.field}: {v.description}" if v.field else v.description for v in self.violations
+        ]
+        extra = [text for text in extra if text not in self.message]
+        return f"{self.message.rstrip('.')} [{'; '.join(extra)}]" if extra else self.message
+
     def to_proto(self) -> ErrorResponse:
         """The `ErrorResponse` message of this error."""
         return ErrorResponse(code=self.code, message=self.message, violations=self.violations)

@@ -71,3 +71,25 @@ def test_from_response_falls_back_to_raw_text(
 def test_unknown_code_from_the_server_is_kept() -> None:
     error = projectops.ApiError.from_response(409, '{"code": "aborted", "message": "m"}')
     assert error.code == "aborted"
+
+
+@pytest.mark.parametrize(
+    ("message", "violations", "described"),
+    [
+        ("version: is required", [("version", "is required")], "version: is required"),
+        (
+            "invalid request.",
+            [("version", "is required")],
+            "invalid request [version: is required]",
+        ),
+        ("bad body", [("", "is not valid JSON")], "bad body [is not valid JSON]"),
+        ("plain", [], "plain"),
+    ],
+)
+def test_describe_adds_only_violations_the_message_does_not_state(
+    message: str, violations: list[tuple[str, str]], described: str
+) -> None:
+    error = projectops.InvalidArgument(
+        message, [projectops.FieldViolation(field=f, description=d) for f, d in violations]
+    )
+    assert error.describe() == described

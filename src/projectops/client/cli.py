@@ -47,7 +47,7 @@ from projectops import (
     operations,
     to_json,
 )
-from projectops.client.http import Client, MissingApiKey, prepare_request
+from projectops.client.http import Client, MissingApiKey, prepare_request, redact_api_key
 
 __all__ = [
     "COMMAND_MODULES",
@@ -317,13 +317,6 @@ def _run_operations(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _violations(exc: ApiError) -> str:
-    # Only what the message does not already say (the server's message often lists them).
-    extra = [f"{v.field}: {v.description}" if v.field else v.description for v in exc.violations]
-    extra = [text for text in extra if text not in exc.message]
-    return f" [{'; '.join(extra)}]" if extra else ""
-
-
 def _failure(exc: Exception) -> tuple[int, str]:
     """Exit code and stderr line of an exception raised while running a command."""
     if isinstance(exc, _UsageError | MissingApiKey):
@@ -331,7 +324,7 @@ def _failure(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, Unavailable | DeadlineExceeded):  # raised by the client: no answer
         return EXIT_FAILURE, exc.message
     if isinstance(exc, ApiError):
-        line = f"{exc.http_status} {exc.code}: {exc.message}{_violations(exc)}"
+        line = f"{exc.http_status} {exc.code}: {exc.describe()}"
         if exc.http_status == 401:
             return EXIT_UNAUTHENTICATED, (f"{line} (the API key is missing or invalid; "
                                           f"{API_KEY_ENV} sets it)")
@@ -345,11 +338,7 @@ def _failure(exc: Exception) -> tuple[int, str]:
 
 
 def _report(line: str) -> None:
-    # Defence in depth: whatever a message quotes, the key itself is never shown.
-    key = (os.environ.get(API_KEY_ENV) or "").strip()
-    if key:
-        line = line.replace(key, "***")
-    print(f"error: {line}", file=sys.stderr)
+    print(f"error: {redact_api_key(line)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

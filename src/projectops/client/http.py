@@ -41,7 +41,7 @@ from projectops import (
 from projectops.conventions import CONTENT_TYPE
 
 __all__ = ["AsyncClient", "Client", "MissingApiKey", "OperationKey", "RequestLike",
-           "prepare_request"]
+           "prepare_request", "redact_api_key"]
 
 R = TypeVar("R", bound=Message)
 
@@ -54,6 +54,16 @@ RequestLike = Message | Mapping[str, Any] | None
 # HTTP library ever gets to quote an unusable key in its own error message.
 _KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
 _ERRNO_PREFIX = re.compile(r"^\[Errno -?\d+\]\s*")
+
+
+def redact_api_key(text: str) -> str:
+    """`text` with the value of ``SERVICE_API_KEY`` replaced by ``***``.
+
+    A last line of defence for what the CLI and the tool server print or log: no message of
+    this package quotes the key, but a server's message or a library's could.
+    """
+    key = (os.environ.get(API_KEY_ENV) or "").strip()
+    return text.replace(key, "***") if key else text
 
 
 class MissingApiKey(Unauthenticated):

@@ -29,7 +29,6 @@ this module only when ``projectops mcp`` runs.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -62,7 +61,7 @@ from projectops import (
     to_dict,
     to_json,
 )
-from projectops.client.http import AsyncClient, MissingApiKey, prepare_request
+from projectops.client.http import AsyncClient, MissingApiKey, prepare_request, redact_api_key
 from projectops.descriptions import description
 from projectops.registry import SERVICE
 
@@ -113,15 +112,19 @@ def operation_tools() -> list[types.Tool]:
     requires).
     """
     return [
-        types.Tool(name=op.tool_name, description=op.description,
-                   input_schema=json_schema.input_schema(op),
-                   output_schema=json_schema.output_schema(op))
+        types.Tool(
+            name=op.tool_name,
+            description=op.description,
+            input_schema=json_schema.input_schema(op),
+            output_schema=json_schema.output_schema(op),
+        )
         for op in operations()
     ]
 
 
-def create_server(client_factory: ClientFactory = AsyncClient, *,
-                  extra_tools: Sequence[ExtraTool] = ()) -> Server[Any]:
+def create_server(
+    client_factory: ClientFactory = AsyncClient, *, extra_tools: Sequence[ExtraTool] = ()
+) -> Server[Any]:
     """The low-level MCP server with one tool per operation (module docstring).
 
     Args:
@@ -152,37 +155,51 @@ def create_server(client_factory: ClientFactory = AsyncClient, *,
         handlers[extra.tool.name] = extra.handler
     schemas = {tool.name: tool.input_schema for tool in tools}
 
-    async def list_tools(ctx: ServerRequestContext[Any],
-                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         handler = handlers.get(params.name)
         if handler is None:  # a protocol error, not a tool result (MCP spec, tools: errors)
-            raise MCPError(code=types.INVALID_PARAMS,
-                           message=f"Unknown tool: {params.name!r}; the tools are "
-                                   f"{', '.join(handlers)}")
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool: {params.name!r}; the tools are {', '.join(handlers)}",
+            )
         started = time.monotonic()
         try:
             result = await handler(ctx, dict(params.arguments or {}))
         except Exception:  # never a JSON-RPC error with a traceback: the log gets it
             _log.exception("tool %s failed unexpectedly", params.name)
-            result = _error_result(f"The tool server failed unexpectedly while running "
-                                   f"{params.name}; its log (stderr) has the details.")
+            result = _error_result(
+                f"The tool server failed unexpectedly while running "
+                f"{params.name}; its log (stderr) has the details."
+            )
         texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
         outcome = f"error: {' '.join(texts)}" if result.is_error else "ok"
         _log.info("%s: %s (%.0f ms)", params.name, outcome, (time.monotonic() - started) * 1e3)
         return result
 
-    return Server(SERVER_NAME, version=projectops.__version__, description=description(SERVICE),
-                  on_list_tools=list_tools, on_call_tool=call_tool,
-                  get_tool_input_schema=schemas.get)
+    return Server(
+        SERVER_NAME,
+        version=projectops.__version__,
+        description=description(SERVICE),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=schemas.get,
+    )
 
 
-async def _call_operation(op: Operation, validator: jsonschema.Draft202012Validator,
-                          client_factory: ClientFactory, ctx: ServerRequestContext[Any],
-                          arguments: dict[str, Any]) -> types.CallToolResult:
+async def _call_operation(
+    op: Operation,
+    validator: jsonschema.Draft202012Validator,
+    client_factory: ClientFactory,
+    ctx: ServerRequestContext[Any],
+    arguments: dict[str, Any],
+) -> types.CallToolResult:
     """Run one operation's tool: check, send, and shape the answer as a tool result."""
     try:
         request = _request(op, validator, arguments)
@@ -191,19 +208,23 @@ async def _call_operation(op: Operation, validator: jsonschema.Draft202012Valida
     try:
         client = client_factory()
     except ValueError as exc:  # the base URL is not usable
-        return _error_result(_sentence(f"The service's base URL is not usable: {exc}; "
-                                       f"{BASE_URL_ENV} sets it"))
+        return _error_result(
+            _sentence(f"The service's base URL is not usable: {exc}; {BASE_URL_ENV} sets it")
+        )
     try:
         async with client:
             response = await client.call(op, request)
     except ApiError as exc:
         return _error_result(failure_text(exc))
-    return types.CallToolResult(content=[types.TextContent(text=to_json(response, indent=2))],
-                                structured_content=to_dict(response))
+    return types.CallToolResult(
+        content=[types.TextContent(text=to_json(response, indent=2))],
+        structured_content=to_dict(response),
+    )
 
 
-def _request(op: Operation, validator: jsonschema.Draft202012Validator,
-             arguments: Mapping[str, Any]) -> Message:
+def _request(
+    op: Operation, validator: jsonschema.Draft202012Validator, arguments: Mapping[str, Any]
+) -> Message:
     """The request message of a tool call's arguments.
 
     Raises:
@@ -217,8 +238,9 @@ def _request(op: Operation, validator: jsonschema.Draft202012Validator,
     return prepare_request(op, arguments)
 
 
-def _schema_problem(validator: jsonschema.Draft202012Validator,
-                    arguments: Mapping[str, Any]) -> str | None:
+def _schema_problem(
+    validator: jsonschema.Draft202012Validator, arguments: Mapping[str, Any]
+) -> str | None:
     """``"<field path>: <problem>"`` for each schema violation (``; ``-joined), or None.
 
     Unknown fields come first: a misspelt field also makes the right one missing.
@@ -230,11 +252,17 @@ def _schema_problem(validator: jsonschema.Draft202012Validator,
         if error.validator == "additionalProperties":
             known = list(error.schema.get("properties", {}))
             fields = f"(fields: {', '.join(known)})" if known else "(this takes no fields)"
-            problems[:0] = [f"{_field_path([*path, name])}: is not a known field {fields}"
-                            for name in instance if name not in known]
+            problems[:0] = [
+                f"{_field_path([*path, name])}: is not a known field {fields}"
+                for name in instance
+                if name not in known
+            ]
         elif error.validator == "required":
-            problems += [f"{_field_path([*path, name])}: is required"
-                         for name in error.validator_value if name not in instance]
+            problems += [
+                f"{_field_path([*path, name])}: is required"
+                for name in error.validator_value
+                if name not in instance
+            ]
         else:
             problems.append(f"{_field_path(path)}: {error.message}")
     return "; ".join(problems) or None
@@ -260,26 +288,26 @@ def failure_text(exc: ApiError) -> str:
     The API key's value is replaced by ``***`` if any message quotes it.
     """
     if isinstance(exc, MissingApiKey):
-        text = (f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API "
-                "key; it is not set, or not usable as a header value, so nothing was sent")
+        text = (
+            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API "
+            "key; it is not set, or not usable as a header value, so nothing was sent"
+        )
     elif isinstance(exc, Unauthenticated) or exc.http_status == 401:
-        text = (f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API "
-                f"key; the service answered 401 {exc.code}: {_message(exc)}")
+        text = (
+            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API "
+            f"key; the service answered 401 {exc.code}: {_message(exc)}"
+        )
     elif isinstance(exc, Unavailable | DeadlineExceeded):
         text = f"The service did not answer: {exc.message}; {BASE_URL_ENV} sets its base URL"
     elif exc.http_status == 400:
         text = f"The service rejected the request (400 {exc.code}): {_message(exc)}"
     else:
         text = f"The service failed ({exc.http_status} {exc.code}): {_message(exc)}"
-    return _redact(_sentence(text))
+    return redact_api_key(_sentence(text))
 
 
 def _message(exc: ApiError) -> str:
-    """The message and the violations it does not already state."""
-    extra = [f"{v.field}: {v.description}" if v.field else v.description for v in exc.violations]
-    extra = [text for text in extra if text not in exc.message]
-    message = exc.message.rstrip(".")
-    return f"{message} [{'; '.join(extra)}]" if extra else message
+    return exc.describe().rstrip(".")
 
 
 def _sentence(text: str) -> str:
@@ -288,18 +316,14 @@ def _sentence(text: str) -> str:
 
 
 def _error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=_redact(text))], is_error=True)
-
-
-def _redact(text: str) -> str:
-    """`text` with the configured API key's value replaced by ``***``."""
-    key = (os.environ.get(API_KEY_ENV) or "").strip()
-    return text.replace(key, "***") if key else text
+    return types.CallToolResult(
+        content=[types.TextContent(text=redact_api_key(text))], is_error=True
+    )
 
 
 class _RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return _redact(super().format(record))
+        return redact_api_key(super().format(record))
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -338,8 +362,9 @@ def http_app(server: Server[Any], host: str, port: int) -> Starlette:
         allowed_hosts=[f"{name}:{port}" for name in names],
         allowed_origins=[f"http://{name}:{port}" for name in names],
     )
-    return server.streamable_http_app(streamable_http_path=HTTP_PATH,
-                                      transport_security=security, host=host)
+    return server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, transport_security=security, host=host
+    )
 
 
 def serve_http(server: Server[Any], host: str, port: int) -> None:
@@ -351,8 +376,9 @@ def serve_http(server: Server[Any], host: str, port: int) -> None:
     import uvicorn  # part of the mcp extra; only the HTTP transport needs it
 
     # log_config=None: uvicorn's loggers go through configure_logging's redacting handler.
-    uvicorn.run(http_app(server, host, port), host=host, port=port, log_level="warning",
-                log_config=None)
+    uvicorn.run(
+        http_app(server, host, port), host=host, port=port, log_level="warning", log_config=None
+    )
 
 
 async def _check_client(client_factory: ClientFactory) -> tuple[str, bool]:
@@ -360,8 +386,9 @@ async def _check_client(client_factory: ClientFactory) -> tuple[str, bool]:
         return client.base_url, client.has_api_key
 
 
-def run(*, http: bool, host: str, port: int, base_url: str | None = None,
-        timeout: float | None = 30.0) -> int:
+def run(
+    *, http: bool, host: str, port: int, base_url: str | None = None, timeout: float | None = 30.0
+) -> int:
     """``projectops mcp``: serve the tools over stdio, or over Streamable HTTP if `http`.
 
     Args:
@@ -387,8 +414,9 @@ def run(*, http: bool, host: str, port: int, base_url: str | None = None,
     where = f"http://{host}:{port}{HTTP_PATH}" if http else "stdio"
     _log.info("serving %d tools on %s; service at %s", len(operations()), where, service_url)
     if not has_key:
-        _log.warning("%s is not set: tool calls will fail until it holds the project's API key",
-                     API_KEY_ENV)
+        _log.warning(
+            "%s is not set: tool calls will fail until it holds the project's API key", API_KEY_ENV
+        )
     if http:
         serve_http(server, host, port)
     else:
