@@ -11,29 +11,14 @@ with the server's stderr if it exits first), and stop it with SIGTERM afterwards
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-
-#: Seconds a mock server may take to accept connections before the test fails.
-STARTUP_TIMEOUT = 20.0
-#: Seconds a mock server may take to exit after SIGTERM before it is killed.
-SHUTDOWN_TIMEOUT = 10.0
-LOOPBACK = "127.0.0.1"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
+from loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
 
 
 class MockServerProcess:
@@ -70,30 +55,15 @@ class MockServerProcess:
             RuntimeError: the server exited first, or did not listen within `timeout` seconds;
                 the message carries its exit code and stderr.
         """
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"mock server exited with code {self.process.returncode} "
-                                   f"before listening; stderr:\n{self.stderr()}")
-            try:
-                with socket.create_connection((LOOPBACK, self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"mock server did not listen on {self.base_url} within {timeout} s; "
-                           f"stderr:\n{self.stderr()}")
+        try:
+            wait_until_listening(self.process, self.port, "mock server", self.stderr, timeout)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> int:
         """SIGTERM, wait (kill after :data:`SHUTDOWN_TIMEOUT` s); return the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(SHUTDOWN_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
+        return stop(self.process)
 
     def stdout(self) -> str:
         """Everything the server wrote to stdout so far."""

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-LOOPBACK = "127.0.0.1"
 #: A distinctive API key: no output of any kind may contain it.
 KEY = "pk-test-Zq9x7-DISTINCT-41b2"
 #: The keys of the mock server's default fixtures.

@@ -13,11 +13,9 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -26,15 +24,13 @@ from typing import IO, Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
+from loopback import LOOPBACK, free_port, stop, wait_until_listening
 from mcp import ClientSession, StdioServerParameters, stdio_client, types
 
 HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE / "node"
-LOOPBACK = "127.0.0.1"
 #: Seconds ``npm ci`` may take (a cold install takes about 25 s).
 NPM_TIMEOUT = 300.0
-#: Seconds a server may take to accept connections.
-STARTUP_TIMEOUT = 20.0
 #: The tool server's command line, as an MCP client's configuration gives it.
 MCP_COMMAND = (sys.executable, "-m", "projectops", "mcp")
 #: API key of project ``demo`` in the mock server's default fixtures (has release 1.0.0).
@@ -155,13 +151,6 @@ def text_of(result: types.CallToolResult) -> str:
 
 # --- HTTP servers as subprocesses -----------------------------------------------------------
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
-
-
 class HttpServer:
     """A server subprocess on 127.0.0.1:`port` whose stdout and stderr go to `log`.
 
@@ -177,33 +166,18 @@ class HttpServer:
         with log.open("wb") as out:
             self.process = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=out,
                                             stderr=subprocess.STDOUT, env=dict(env))
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{args} exited with {self.process.returncode}:\n{self.log()}")
-            try:
-                with socket.create_connection((LOOPBACK, port), timeout=0.5):
-                    return
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"{args} did not listen within {STARTUP_TIMEOUT} s:\n"
-                                       f"{self.log()}") from None
-                time.sleep(0.05)
+        try:
+            wait_until_listening(self.process, port, list(args), self.log)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def stop(self) -> int:
         """SIGINT (uvicorn's graceful stop), wait, kill if need be; the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
+        return stop(self.process, signal.SIGINT)
 
 
 @contextmanager

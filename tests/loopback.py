@@ -1,0 +1,62 @@
+"""What every test that runs a server as a subprocess on 127.0.0.1 needs, in one place.
+
+Importable from every test folder: pytest puts ``tests/`` on ``sys.path`` for its conftest.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+
+#: The only address tests listen on or send to.
+LOOPBACK = "127.0.0.1"
+#: Seconds a server may take to accept connections before the test fails.
+STARTUP_TIMEOUT = 20.0
+#: Seconds a server may take to exit after its stop signal before it is killed.
+SHUTDOWN_TIMEOUT = 10.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_listening(process: subprocess.Popen[bytes], port: int, name: str | Sequence[str],
+                         output: Callable[[], str], timeout: float = STARTUP_TIMEOUT) -> None:
+    """Block until 127.0.0.1:`port` accepts a connection.
+
+    Raises:
+        RuntimeError: `process` exited first, or nothing listened within `timeout` seconds;
+            the message names the server and carries its `output()` (the process is left
+            running in the second case: the caller stops it).
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with code {process.returncode} before "
+                               f"listening; output:\n{output()}")
+        try:
+            with socket.create_connection((LOOPBACK, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{name} did not listen on {LOOPBACK}:{port} within {timeout} s; "
+                       f"output:\n{output()}")
+
+
+def stop(process: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGTERM,
+         timeout: float = SHUTDOWN_TIMEOUT) -> int:
+    """Send `sig`, wait up to `timeout` seconds (then kill); return the exit code."""
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
