@@ -73,6 +73,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from starlette.applications import Starlette
 
+from projectops._wire import is_map
 from projectops.codec import from_json, to_dict
 from projectops.conventions import DEFAULT_BASE_URL
 from projectops.errors import FailedPrecondition, InvalidArgument
@@ -282,7 +283,7 @@ def _strip(message: Message) -> None:
                 setattr(message, fd.name, value.strip())
         elif fd.message_type is None:
             continue
-        elif fd.message_type.GetOptions().map_entry:
+        elif is_map(fd):
             value_fd = fd.message_type.fields_by_name["value"]
             for map_key in list(value):
                 if value_fd.message_type is not None:
