@@ -30,7 +30,7 @@ from google.protobuf.message import Message
 from projectops._wire import is_map, value_form
 from projectops.errors import FieldViolation, InvalidArgument
 
-__all__ = ["from_json", "to_dict", "to_json"]
+__all__ = ["dump", "from_json", "to_dict", "to_json"]
 
 M = TypeVar("M", bound=Message)
 
@@ -78,8 +78,16 @@ def to_json(message: Message, *, indent: int | None = None) -> str:
         indent: spaces per level for human output (the CLI uses 2); ``None`` writes compact
             JSON, the form sent on the wire.
     """
+    return dump(to_dict(message), indent=indent)
+
+
+def dump(data: Mapping[str, Any], *, indent: int | None = None) -> str:
+    """JSON text of a :func:`to_dict` result, formatted as :func:`to_json` formats it.
+
+    For callers that need both forms of one message without encoding it twice.
+    """
     separators = (",", ": ") if indent is not None else (",", ":")
-    return json.dumps(to_dict(message), indent=indent, separators=separators, ensure_ascii=False)
+    return json.dumps(data, indent=indent, separators=separators, ensure_ascii=False)
 
 
 def from_json(

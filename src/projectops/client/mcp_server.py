@@ -59,9 +59,9 @@ from projectops import (
     json_schema,
     operations,
     to_dict,
-    to_json,
 )
 from projectops.client.http import AsyncClient, MissingApiKey, prepare_request, redact_api_key
+from projectops.codec import dump
 from projectops.descriptions import description
 from projectops.registry import SERVICE
 
@@ -216,9 +216,9 @@ async def _call_operation(
             response = await client.call(op, request)
     except ApiError as exc:
         return _error_result(failure_text(exc))
+    data = to_dict(response)
     return types.CallToolResult(
-        content=[types.TextContent(text=to_json(response, indent=2))],
-        structured_content=to_dict(response),
+        content=[types.TextContent(text=dump(data, indent=2))], structured_content=data
     )
 
 
