@@ -1,0 +1,254 @@
+"""The API contract check: what ``buf breaking`` cannot see, compared with the released schema.
+
+``buf breaking`` guards names, numbers, types and JSON names, but not custom options. This module
+compares two schemas (each a ``FileDescriptorSet``: the released baseline and the working tree)
+operation by operation and reports every change that breaks a client of the released version:
+
+- a released operation is removed;
+- its HTTP method, path or body (``google.api.http``) changes;
+- its request gains a ``(google.api.field_behavior) = REQUIRED`` field, new or newly REQUIRED,
+  anywhere in the request tree that a released client can send (message fields, repeated fields
+  and map values, recursively; fields that are new are not descended into, since a released
+  client never sends them);
+- its response tree loses a field or an enum value that the released response carried.
+
+New operations, new optional request fields, new response fields, new enum values, dropping
+REQUIRED from a request field and comment edits all pass.
+
+Each schema is loaded into its own private :class:`~google.protobuf.descriptor_pool.DescriptorPool`
+(never the runtime pool of the generated code). Operations are derived by the registry's rule:
+the operation name is the rpc name in snake_case. Custom options are read by re-parsing each
+descriptor's serialized options with the ``google.api`` extensions registered, so they are known
+whichever protobuf implementation built the private pool.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import google.api.annotations_pb2 as annotations_pb2
+import google.api.field_behavior_pb2 as field_behavior_pb2
+from google.api import http_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf.descriptor import (
+    Descriptor,
+    EnumDescriptor,
+    FieldDescriptor,
+    MethodDescriptor,
+    ServiceDescriptor,
+)
+
+# The registry's naming rule, shared so that both can never disagree.
+from projectops.registry import _snake_case
+
+__all__ = ["HttpBinding", "Operation", "check", "check_files", "load", "operations"]
+
+
+@dataclass(frozen=True)
+class HttpBinding:
+    """The ``google.api.http`` binding of an rpc (empty strings when it has none)."""
+
+    method: str
+    path: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One rpc of a schema, as the contract sees it."""
+
+    name: str
+    method: MethodDescriptor
+    http: HttpBinding
+
+    @property
+    def full_name(self) -> str:
+        """The rpc's full proto name, e.g. ``projectops.v1.OperationsService.GetReleaseDetails``."""
+        return self.method.full_name
+
+
+def load(data: bytes | descriptor_pb2.FileDescriptorSet) -> descriptor_pool.DescriptorPool:
+    """A private pool holding every file of a serialized (or parsed) ``FileDescriptorSet``."""
+    fds = (
+        data
+        if isinstance(data, descriptor_pb2.FileDescriptorSet)
+        else descriptor_pb2.FileDescriptorSet.FromString(data)
+    )
+    by_name = {f.name: f for f in fds.file}
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(name: str) -> None:  # dependencies first, whatever the order of the set
+        if name in added:
+            return
+        added.add(name)
+        proto = by_name.get(name)
+        if proto is None:
+            raise ValueError(f"descriptor set lacks {name}; build it with --include_imports")
+        for dependency in proto.dependency:
+            add(dependency)
+        pool.Add(proto)
+
+    for name in by_name:
+        add(name)
+    return pool
+
+
+def _services(
+    pool: descriptor_pool.DescriptorPool, files: Iterable[str]
+) -> Iterator[ServiceDescriptor]:
+    for name in files:
+        yield from pool.FindFileByName(name).services_by_name.values()
+
+
+def _http(method: MethodDescriptor) -> HttpBinding:
+    options = descriptor_pb2.MethodOptions.FromString(method.GetOptions().SerializeToString())
+    if not options.HasExtension(annotations_pb2.http):  # type: ignore[arg-type]
+        return HttpBinding("", "", "")
+    rule: http_pb2.HttpRule = options.Extensions[annotations_pb2.http]  # type: ignore[index]
+    pattern = rule.WhichOneof("pattern")
+    if pattern is None:
+        return HttpBinding("", "", rule.body)
+    if pattern == "custom":
+        return HttpBinding(rule.custom.kind.upper(), rule.custom.path, rule.body)
+    return HttpBinding(pattern.upper(), getattr(rule, pattern), rule.body)
+
+
+def _required(field: FieldDescriptor) -> bool:
+    options = descriptor_pb2.FieldOptions.FromString(field.GetOptions().SerializeToString())
+    behaviors: list[int] = options.Extensions[field_behavior_pb2.field_behavior]  # type: ignore[index]
+    return field_behavior_pb2.REQUIRED in behaviors
+
+
+def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> dict[str, Operation]:
+    """Every rpc of the services in `files`, keyed by ``<service full name>/<operation name>``."""
+    found: dict[str, Operation] = {}
+    for service in _services(pool, files):
+        for method in service.methods:
+            name = _snake_case(method.name)
+            found[f"{service.full_name}/{name}"] = Operation(name, method, _http(method))
+    return found
+
+
+def _own_files(data: bytes, prefix: str) -> tuple[descriptor_pool.DescriptorPool, list[str]]:
+    fds = descriptor_pb2.FileDescriptorSet.FromString(data)
+    return load(fds), [f.name for f in fds.file if f.name.startswith(prefix)]
+
+
+def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[str]:
+    """Every contract finding of `current` against `released`, one sentence each.
+
+    Both are serialized ``FileDescriptorSet`` images built with ``--include_imports``; only the
+    services of files whose name starts with `prefix` are compared. An empty list means the
+    working tree keeps the released contract.
+    """
+    old_pool, old_files = _own_files(released, prefix)
+    new_pool, new_files = _own_files(current, prefix)
+    old_ops = operations(old_pool, old_files)
+    new_ops = operations(new_pool, new_files)
+    findings: list[str] = []
+    for key, old in old_ops.items():
+        new = new_ops.get(key)
+        if new is None:
+            findings.append(
+                f"{old.full_name}: released operation {old.name} was removed "
+                f"(was {old.http.method} {old.http.path})"
+            )
+            continue
+        for part in ("method", "path", "body"):
+            before, after = getattr(old.http, part), getattr(new.http, part)
+            if before != after:
+                findings.append(
+                    f"{old.full_name}: HTTP {part} of operation {old.name} changed "
+                    f"from {before!r} to {after!r}"
+                )
+        findings.extend(_request_findings(old, new))
+        findings.extend(_response_findings(old, new))
+    return list(dict.fromkeys(findings))  # a message shared by two operations is named once
+
+
+def check_files(released: Path, current: Path, prefix: str = "projectops/") -> list[str]:
+    """:func:`check` on two image files."""
+    return check(released.read_bytes(), current.read_bytes(), prefix)
+
+
+def _pairs(old: Descriptor, new: Descriptor) -> Iterator[tuple[Descriptor, Descriptor, str]]:
+    """Pairs of (released, current) messages reachable from both roots through fields with the
+    same number, each with its shortest field path from the root, breadth first; each pair
+    once (the recursion guard)."""
+    seen: set[tuple[str, str]] = set()
+    queue: deque[tuple[Descriptor, Descriptor, str]] = deque([(old, new, "")])
+    while queue:
+        o, n, path = queue.popleft()
+        if (o.full_name, n.full_name) in seen:
+            continue
+        seen.add((o.full_name, n.full_name))
+        yield o, n, path
+        for old_field in o.fields:
+            new_field = n.fields_by_number.get(old_field.number)
+            if (
+                new_field is not None
+                and old_field.message_type is not None
+                and new_field.message_type is not None
+            ):
+                step = f"{path}.{old_field.name}" if path else old_field.name
+                queue.append((old_field.message_type, new_field.message_type, step))
+
+
+def _request_findings(old: Operation, new: Operation) -> Iterator[str]:
+    for o, n, path in _pairs(old.method.input_type, new.method.input_type):
+        for field in n.fields:
+            if not _required(field):
+                continue
+            released = o.fields_by_number.get(field.number)
+            if released is not None and _required(released):
+                continue
+            where = f"{path}.{field.name}" if path else field.name
+            was = "a new field" if released is None else "was optional"
+            yield (
+                f"{field.full_name}: request of operation {old.name} gained a REQUIRED field "
+                f"at {where} ({was}; released clients do not send it)"
+            )
+
+
+def _response_findings(old: Operation, new: Operation) -> Iterator[str]:
+    enums: set[tuple[str, str]] = set()
+    for o, n, path in _pairs(old.method.output_type, new.method.output_type):
+        for field in o.fields:
+            where = f"{path}.{field.name}" if path else field.name
+            current = n.fields_by_number.get(field.number)
+            if current is None:
+                yield (
+                    f"{field.full_name}: response of operation {old.name} lost field {where} "
+                    f"(number {field.number}; was {_type_name(field)}, now absent)"
+                )
+                continue
+            if field.enum_type is not None and current.enum_type is not None:
+                key = (field.enum_type.full_name, current.enum_type.full_name)
+                if key not in enums:
+                    enums.add(key)
+                    yield from _enum_findings(old.name, where, field.enum_type, current.enum_type)
+
+
+def _enum_findings(
+    operation: str, where: str, old: EnumDescriptor, new: EnumDescriptor
+) -> Iterator[str]:
+    for value in old.values:
+        if value.name not in new.values_by_name:
+            yield (
+                f"{old.full_name}.{value.name}: response of operation {operation} lost enum value "
+                f"{value.name} of {old.full_name} at {where} (was {value.number}, now absent)"
+            )
+
+
+def _type_name(field: FieldDescriptor) -> str:
+    if field.message_type is not None:
+        return field.message_type.full_name
+    if field.enum_type is not None:
+        return field.enum_type.full_name
+    proto_type = descriptor_pb2.FieldDescriptorProto.Type
+    type_name = proto_type.Name(proto_type.ValueType(field.type))  # e.g. TYPE_INT64
+    return type_name.removeprefix("TYPE_").lower()
