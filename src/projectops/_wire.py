@@ -1,19 +1,26 @@
-"""The JSON form of one protobuf field value, as the protobuf JSON mapping defines it.
+"""The shape of a protobuf field, as the protobuf JSON mapping defines it, and the one tree walk.
 
 This is the one table of "what a value of this field looks like in JSON": the codec uses its
 `expected` sentences in error messages, the JSON Schema generator uses its `schema` fragments.
 Messages other than the well-known types are left to the caller (they recurse).
+
+It is also the one place that branches on a field's shape (map, list or single value) and formats
+field paths (``summary.testCounts[0].total``, ``labels["k"]``): the codec's error locator,
+validation, the mock server's matcher and the JSON Schema builder all walk through
+:func:`shape` and :func:`elements`.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-__all__ = ["ValueForm", "is_map", "value_form"]
+__all__ = ["Shape", "ValueForm", "elements", "is_map", "join", "shape", "value_form"]
 
 _INT64_PATTERN = r"^-?[0-9]+$"
 _UINT64_PATTERN = r"^[0-9]+$"
@@ -101,6 +108,44 @@ class ValueForm:
 def is_map(fd: FieldDescriptor) -> bool:
     """Whether `fd` is a map field (a repeated synthetic `*Entry` message)."""
     return fd.message_type is not None and fd.message_type.GetOptions().map_entry
+
+
+#: How a field holds its values: a map, a list (repeated), or one value.
+Shape = Literal["map", "list", "single"]
+
+
+def shape(fd: FieldDescriptor) -> Shape:
+    """Whether `fd` holds a map, a list (repeated) or a single value."""
+    if is_map(fd):
+        return "map"
+    return "list" if fd.is_repeated else "single"
+
+
+def join(path: str, name: str) -> str:
+    """The path of field `name` under `path` (``""`` is the top level): ``a.b``."""
+    return f"{path}.{name}" if path else name
+
+
+def elements(fd: FieldDescriptor, value: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """``(path, key, element)`` for each value that `fd` holds in `value`.
+
+    `value` is the field's value as a message holds it (map, repeated container or value) or as
+    JSON holds it (object, list or value; the caller has checked that a map is a ``Mapping`` and
+    a list a ``list``). `path` is the field's own path. Maps yield ``path["key"]`` (the key as a
+    JSON string) and the key as given; lists ``path[i]`` and the index; a single value `path`
+    itself and ``None``.
+    """
+    kind = shape(fd)
+    if kind == "map":
+        for key, item in value.items():
+            # Map keys are JSON strings, whatever the key type ("7", "true").
+            text = key if isinstance(key, str) else json.dumps(key)
+            yield f"{path}[{json.dumps(text, ensure_ascii=False)}]", key, item
+    elif kind == "list":
+        for i, item in enumerate(value):
+            yield f"{path}[{i}]", i, item
+    else:
+        yield path, None, value
 
 
 @cache

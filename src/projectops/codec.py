@@ -27,10 +27,11 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from projectops._wire import is_map, value_form
-from projectops.errors import FieldViolation, InvalidArgument
+from projectops._wire import elements, join, shape, value_form
+from projectops.errors import ApiError, FieldViolation, InvalidArgument
+from projectops.v1.error_pb2 import ErrorResponse
 
-__all__ = ["dump", "from_json", "to_dict", "to_json"]
+__all__ = ["dump", "error_body", "from_json", "read_error_body", "to_dict", "to_json"]
 
 M = TypeVar("M", bound=Message)
 
@@ -59,9 +60,10 @@ def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, A
         value = data[fd.json_name]
         nested = value_form(fd).message
         if nested is not None:
-            if is_map(fd):
+            kind = shape(fd)
+            if kind == "map":
                 value = {k: _in_field_order(v, nested) for k, v in value.items()}
-            elif fd.is_repeated:
+            elif kind == "list":
                 value = [_in_field_order(v, nested) for v in value]
             else:
                 value = _in_field_order(value, nested)
@@ -167,32 +169,29 @@ def _raise_if_misplaced(
             if strict:
                 known = ", ".join(f.json_name for f in descriptor.fields) or "none"
                 raise _invalid(
-                    _join(path, key),
+                    join(path, key),
                     f"a known field of {descriptor.name} ({known})",
                     "an unknown field",
                 )
             continue
         if item is None:  # null means "default" in the protobuf JSON mapping
             continue
-        field_path = _join(path, fd.json_name)
-        if is_map(fd):
-            if not isinstance(item, Mapping):
-                raise _invalid(field_path, "a JSON object", _describe(item))
-            for k, v in item.items():
-                _check_value(fd, v, f"{field_path}[{json.dumps(k)}]", {k: v}, strict, leaves)
-        elif fd.is_repeated:
-            if not isinstance(item, list):
-                raise _invalid(
-                    field_path, f"a JSON list of {value_form(fd).expected}s", _describe(item)
-                )
-            for i, v in enumerate(item):
-                _check_value(fd, v, f"{field_path}[{i}]", [v], strict, leaves)
-        else:
-            _check_value(fd, item, field_path, item, strict, leaves)
+        field_path = join(path, fd.json_name)
+        kind = shape(fd)
+        if kind == "map" and not isinstance(item, Mapping):
+            raise _invalid(field_path, "a JSON object", _describe(item))
+        if kind == "list" and not isinstance(item, list):
+            raise _invalid(
+                field_path, f"a JSON list of {value_form(fd).expected}s", _describe(item)
+            )
+        for element_path, key, element in elements(fd, item, field_path):
+            # json_format judges a leaf in the form it has in the field: {key: v}, [v] or v.
+            alone = {key: element} if kind == "map" else [element] if kind == "list" else element
+            _check_value(fd, element, element_path, alone, strict, leaves)
 
 
 def _check_value(
-    fd: FieldDescriptor, value: Any, path: str, wrapped: Any, strict: bool, leaves: bool
+    fd: FieldDescriptor, value: Any, path: str, alone: Any, strict: bool, leaves: bool
 ) -> None:
     form = value_form(fd)
     if form.message is not None:
@@ -204,10 +203,10 @@ def _check_value(
         raise _invalid(path, form.expected, _describe(value))
     if not leaves:
         return
-    # The leaf itself is judged by json_format, on a message holding only this field.
+    # The leaf itself is judged by json_format, on a message holding only this element.
     holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
     try:
-        json_format.ParseDict({fd.json_name: wrapped}, holder, ignore_unknown_fields=not strict)
+        json_format.ParseDict({fd.json_name: alone}, holder, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError):
         raise _invalid(path, form.expected, _describe(value)) from None
 
@@ -221,7 +220,7 @@ def _raise_if_surrogate(value: Any, path: str) -> None:
         for key, item in value.items():
             if isinstance(key, str) and not _is_utf8(key):
                 raise _invalid(path, "UTF-8 field names", "a name with an unpaired surrogate")
-            _raise_if_surrogate(item, _join(path, str(key)))
+            _raise_if_surrogate(item, join(path, str(key)))
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _raise_if_surrogate(item, f"{path}[{i}]")
@@ -233,10 +232,6 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
 
 
 def _describe(value: Any) -> str:
@@ -260,3 +255,24 @@ def _invalid(path: str, expected: str, got: str) -> InvalidArgument:
         f"{where}: expected {expected}, got {got}",
         [FieldViolation(field=path, description=f"expected {expected}, got {got}")],
     )
+
+
+def error_body(error: ApiError) -> str:
+    """The JSON body of `error`: its ``ErrorResponse`` in the protobuf JSON mapping (compact).
+
+    A message holding a lone surrogate (from a handler) is escaped, never a failure.
+    """
+    if _is_utf8(error.message):
+        return to_json(error.to_proto())
+    escaped = error.message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return to_json(ErrorResponse(code=error.code, message=escaped, violations=error.violations))
+
+
+def read_error_body(body: bytes | str) -> ErrorResponse | None:
+    """The ``ErrorResponse`` an answer's body holds, or ``None`` when it holds none (not JSON,
+    not an object, wrong field types, or no ``message``). Never raises."""
+    try:
+        proto = from_json(body, ErrorResponse)
+    except InvalidArgument:
+        return None
+    return proto if proto.message else None

@@ -23,7 +23,7 @@ from google.protobuf.descriptor import (
     ServiceDescriptor,
 )
 
-__all__ = ["description", "summary"]
+__all__ = ["comments", "description", "summary"]
 
 AnyDescriptor = (
     Descriptor
@@ -72,7 +72,15 @@ def _full_name(element: AnyDescriptor) -> str:
 @cache
 def _comments() -> dict[str, str]:
     data = resources.files("projectops.v1").joinpath("projectops.binpb").read_bytes()
-    files = descriptor_pb2.FileDescriptorSet.FromString(data)
+    return comments(descriptor_pb2.FileDescriptorSet.FromString(data))
+
+
+def comments(files: descriptor_pb2.FileDescriptorSet) -> dict[str, str]:
+    """Full name -> cleaned leading comment of every element of `files` that has one.
+
+    `files` must carry source info (``protoc --include_source_info``); the code generator uses
+    this on the set it has just built, :func:`description` on the packaged one.
+    """
     out: dict[str, str] = {}
     for file in files.file:
         by_path = {

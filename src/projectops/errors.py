@@ -1,74 +1,124 @@
-"""The error model of the API: codes, HTTP statuses and the `ErrorResponse` body (spec section 7).
+"""The error model of the API: codes, HTTP statuses and the exception classes (spec section 7).
 
-One table, :data:`HTTP_STATUS_BY_CODE`, maps each Connect/gRPC code name to the HTTP status the
-service answers with; the client and the server both read it. Every non-2xx answer carries an
-:class:`~projectops.v1.error_pb2.ErrorResponse` body, and :class:`ApiError` converts to and from it.
+A leaf module: it imports only the generated ``ErrorResponse`` message, never the codec.
+
+:class:`Code` holds the Connect/gRPC code names; :data:`HTTP_STATUS_BY_CODE` is the one table
+that maps each code to the HTTP status a server answers with. There is one exception class per
+code, all under :class:`ApiError`::
+
+    ApiError                      code, message, violations, http_status
+    ├── InvalidArgument           400 (also a ValueError)
+    ├── FailedPrecondition        400
+    ├── OutOfRange                400
+    ├── Unauthenticated           401
+    ├── PermissionDenied          403
+    ├── NotFound                  404
+    ├── AlreadyExists, Aborted    409
+    ├── ResourceExhausted         413 (a body over the server's limit)
+    ├── Canceled                  499
+    ├── Internal, Unknown, DataLoss  500
+    ├── Unimplemented             501
+    ├── Unavailable               503 (clients: the service could not be reached)
+    └── DeadlineExceeded          504 (clients: no complete answer within the time-out)
+
+``http_status`` is the status of the HTTP answer that caused the error, and ``None`` when no
+answer was involved (local validation, a missing key, no connection, a time-out), so a caller can
+tell "the server said 400" from "nothing was sent". The client layer maps an answer to its class
+(``projectops.client``); the ``ErrorResponse`` body conversions live beside the codec
+(:func:`projectops.codec.error_body`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from enum import StrEnum
 
 from projectops.v1.error_pb2 import ErrorResponse, FieldViolation
 
 __all__ = [
+    "ERROR_CLASSES",
     "HTTP_STATUS_BY_CODE",
+    "Aborted",
+    "AlreadyExists",
     "ApiError",
+    "Canceled",
+    "Code",
+    "DataLoss",
     "DeadlineExceeded",
     "FailedPrecondition",
     "FieldViolation",
     "Internal",
     "InvalidArgument",
     "NotFound",
+    "OutOfRange",
+    "PermissionDenied",
     "ResourceExhausted",
     "Unauthenticated",
     "Unavailable",
     "Unimplemented",
+    "Unknown",
 ]
 
-#: Connect/gRPC code name -> HTTP status of the answer (DESIGN.md, "Errors").
-HTTP_STATUS_BY_CODE: Mapping[str, int] = {
-    "invalid_argument": 400,
-    "failed_precondition": 400,
-    "unauthenticated": 401,
-    "not_found": 404,
-    "unimplemented": 405,
-    "resource_exhausted": 413,
-    "internal": 500,
-    "unknown": 500,
-    # Raised by clients when no answer came: the service was unreachable or too slow.
-    "unavailable": 503,
-    "deadline_exceeded": 504,
-}
 
-# For bodies without a usable code: the code a bare status most likely means.
-_CODE_BY_HTTP_STATUS = {
-    400: "invalid_argument",
-    401: "unauthenticated",
-    404: "not_found",
-    405: "unimplemented",
-    413: "resource_exhausted",
-    500: "internal",
+class Code(StrEnum):
+    """The Connect/gRPC error codes, by their Connect wire names (``ErrorResponse.code``)."""
+
+    CANCELED = "canceled"
+    UNKNOWN = "unknown"
+    INVALID_ARGUMENT = "invalid_argument"
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    NOT_FOUND = "not_found"
+    ALREADY_EXISTS = "already_exists"
+    PERMISSION_DENIED = "permission_denied"
+    RESOURCE_EXHAUSTED = "resource_exhausted"
+    FAILED_PRECONDITION = "failed_precondition"
+    ABORTED = "aborted"
+    OUT_OF_RANGE = "out_of_range"
+    UNIMPLEMENTED = "unimplemented"
+    INTERNAL = "internal"
+    UNAVAILABLE = "unavailable"
+    DATA_LOSS = "data_loss"
+    UNAUTHENTICATED = "unauthenticated"
+
+
+#: Code -> HTTP status of the answer (DESIGN.md "Errors"; Connect's table, except that
+#: ``resource_exhausted`` is this API's 413 for a body over the limit). Single-valued: the
+#: 405 of a wrong method is a transport answer outside it (README, error table).
+HTTP_STATUS_BY_CODE: Mapping[Code, int] = {
+    Code.CANCELED: 499,
+    Code.UNKNOWN: 500,
+    Code.INVALID_ARGUMENT: 400,
+    Code.DEADLINE_EXCEEDED: 504,
+    Code.NOT_FOUND: 404,
+    Code.ALREADY_EXISTS: 409,
+    Code.PERMISSION_DENIED: 403,
+    Code.RESOURCE_EXHAUSTED: 413,
+    Code.FAILED_PRECONDITION: 400,
+    Code.ABORTED: 409,
+    Code.OUT_OF_RANGE: 400,
+    Code.UNIMPLEMENTED: 501,
+    Code.INTERNAL: 500,
+    Code.UNAVAILABLE: 503,
+    Code.DATA_LOSS: 500,
+    Code.UNAUTHENTICATED: 401,
 }
 
 
 class ApiError(Exception):
-    """An error of the API, raised locally or decoded from an answer's `ErrorResponse` body.
+    """An error of the API, raised locally or built from an answer's ``ErrorResponse`` body.
 
     Attributes:
-        code: Connect/gRPC code name in snake_case (``"invalid_argument"``, ...).
+        code: the :class:`Code`; subclasses fix it, ``ApiError`` itself is ``unknown``.
         message: the human-readable sentence; never contains an API key.
         violations: one :class:`FieldViolation` (``field`` path in camelCase, ``description``)
             per invalid field; empty when the error is not about a field.
-        http_status: the HTTP status of the answer (from :data:`HTTP_STATUS_BY_CODE` unless the
-            error was decoded from an answer with another status).
+        http_status: the status of the HTTP answer that caused the error; ``None`` when no
+            answer was involved (raised locally, or nothing came back).
 
-    Subclasses fix the code; construct them from a message alone, e.g.
-    ``InvalidArgument("version: is required")``.
+    Construct subclasses from a message alone, e.g. ``InvalidArgument("version: is required")``.
     """
 
-    #: Default code of the class; an instance decoded from an answer keeps the server's code.
-    code: str = "unknown"
+    code: Code = Code.UNKNOWN
 
     def __init__(
         self,
@@ -76,13 +126,11 @@ class ApiError(Exception):
         violations: Iterable[FieldViolation] = (),
         *,
         http_status: int | None = None,
-        code: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.code = code or type(self).code
         self.message = message
         self.violations: tuple[FieldViolation, ...] = tuple(violations)
-        self.http_status: int = http_status or HTTP_STATUS_BY_CODE.get(self.code, 500)
+        self.http_status = http_status
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, http_status={self.http_status})"
@@ -97,36 +145,8 @@ class ApiError(Exception):
         return f"{self.message.rstrip('.')} [{'; '.join(extra)}]" if extra else self.message
 
     def to_proto(self) -> ErrorResponse:
-        """The `ErrorResponse` message of this error."""
+        """The ``ErrorResponse`` message of this error (encode it with the codec)."""
         return ErrorResponse(code=self.code, message=self.message, violations=self.violations)
-
-    def to_json(self) -> str:
-        """The JSON body of this error, in the protobuf JSON mapping (compact)."""
-        from projectops.codec import to_json  # the codec raises these errors: import late
-
-        return to_json(self.to_proto(), indent=None)
-
-    @staticmethod
-    def from_response(status: int, body: bytes | str) -> ApiError:
-        """Build the error an HTTP answer with a non-2xx `status` and `body` stands for.
-
-        The body is read as an `ErrorResponse`; when it is not one (not JSON, no ``message``),
-        the raw text (or the status alone when it is empty) becomes the message and the code
-        is inferred from the status. Returns the subclass of the code (``ApiError`` itself for
-        codes without one); never raises.
-        """
-        from projectops.codec import from_json
-
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-        try:
-            proto = from_json(text, ErrorResponse)
-        except InvalidArgument:
-            proto = ErrorResponse()
-        if not proto.message:
-            proto.message = text.strip() or f"HTTP {status}"
-        code = proto.code or _CODE_BY_HTTP_STATUS.get(status, "unknown")
-        cls = _ERROR_CLASSES.get(code, ApiError)
-        return cls(proto.message, proto.violations, http_status=status, code=code)
 
 
 class InvalidArgument(ApiError, ValueError):
@@ -135,68 +155,118 @@ class InvalidArgument(ApiError, ValueError):
     Also a :class:`ValueError`, so local validation failures can be caught as such.
     """
 
-    code = "invalid_argument"
+    code = Code.INVALID_ARGUMENT
 
 
 class FailedPrecondition(ApiError):
     """A business rule refuses the request, e.g. no release with that version (400)."""
 
-    code = "failed_precondition"
+    code = Code.FAILED_PRECONDITION
+
+
+class OutOfRange(ApiError):
+    """A value is outside the range the operation accepts (400 ``out_of_range``)."""
+
+    code = Code.OUT_OF_RANGE
 
 
 class Unauthenticated(ApiError):
     """The API key is missing or unknown (401 ``unauthenticated``, spec section 5)."""
 
-    code = "unauthenticated"
+    code = Code.UNAUTHENTICATED
+
+
+class PermissionDenied(ApiError):
+    """The key is known but may not do this (403 ``permission_denied``)."""
+
+    code = Code.PERMISSION_DENIED
 
 
 class NotFound(ApiError):
-    """No operation of that name (404 ``not_found``)."""
+    """No such operation or path (404 ``not_found``)."""
 
-    code = "not_found"
+    code = Code.NOT_FOUND
 
 
-class Unimplemented(ApiError):
-    """The HTTP method is not POST (405 ``unimplemented``)."""
+class AlreadyExists(ApiError):
+    """What the request creates exists already (409 ``already_exists``)."""
 
-    code = "unimplemented"
+    code = Code.ALREADY_EXISTS
+
+
+class Aborted(ApiError):
+    """The operation was aborted, e.g. by a concurrency conflict (409 ``aborted``)."""
+
+    code = Code.ABORTED
 
 
 class ResourceExhausted(ApiError):
     """The request body is larger than the server accepts (413 ``resource_exhausted``)."""
 
-    code = "resource_exhausted"
+    code = Code.RESOURCE_EXHAUSTED
+
+
+class Canceled(ApiError):
+    """The caller canceled the operation (499 ``canceled``)."""
+
+    code = Code.CANCELED
 
 
 class Internal(ApiError):
     """The server failed unexpectedly (500 ``internal``); the message is generic."""
 
-    code = "internal"
+    code = Code.INTERNAL
+
+
+class Unknown(ApiError):
+    """An error without a known code (500 ``unknown``)."""
+
+    code = Code.UNKNOWN
+
+
+class DataLoss(ApiError):
+    """Unrecoverable data loss or corruption (500 ``data_loss``)."""
+
+    code = Code.DATA_LOSS
+
+
+class Unimplemented(ApiError):
+    """The operation is in the registry but the server does not implement it (501)."""
+
+    code = Code.UNIMPLEMENTED
 
 
 class Unavailable(ApiError):
-    """No answer: the service could not be reached (raised by clients; Connect's code)."""
+    """The service could not be reached (503; raised by clients with ``http_status=None``)."""
 
-    code = "unavailable"
+    code = Code.UNAVAILABLE
 
 
 class DeadlineExceeded(ApiError):
-    """No answer within the client's time-out (raised by clients; Connect's code)."""
+    """No complete answer within the time-out (504; raised by clients, ``http_status=None``)."""
 
-    code = "deadline_exceeded"
+    code = Code.DEADLINE_EXCEEDED
 
 
-_ERROR_CLASSES: Mapping[str, type[ApiError]] = {
+#: Code -> its exception class (every code has one).
+ERROR_CLASSES: Mapping[Code, type[ApiError]] = {
     cls.code: cls
     for cls in (
+        Canceled,
+        Unknown,
         InvalidArgument,
-        FailedPrecondition,
-        Unauthenticated,
+        DeadlineExceeded,
         NotFound,
-        Unimplemented,
+        AlreadyExists,
+        PermissionDenied,
         ResourceExhausted,
+        FailedPrecondition,
+        Aborted,
+        OutOfRange,
+        Unimplemented,
         Internal,
         Unavailable,
-        DeadlineExceeded,
+        DataLoss,
+        Unauthenticated,
     )
 }

@@ -6,7 +6,6 @@ before a client sends a request and after a server decodes one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from functools import cache
 from typing import cast
@@ -15,7 +14,7 @@ import google.api.field_behavior_pb2 as field_behavior_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from projectops._wire import is_map
+from projectops._wire import elements, join, shape, value_form
 from projectops.errors import FieldViolation, InvalidArgument
 
 __all__ = ["is_required", "validate", "violations"]
@@ -52,22 +51,16 @@ def violations(message: Message, path: str = "") -> Iterator[FieldViolation]:
     """Yield a :class:`FieldViolation` for each missing REQUIRED field under `message`."""
     descriptor = cast(Descriptor, message.DESCRIPTOR)
     for fd in descriptor.fields:
-        field_path = f"{path}.{fd.json_name}" if path else fd.json_name
+        field_path = join(path, fd.json_name)
         if is_required(fd) and _is_missing(message, fd):
             yield FieldViolation(field=field_path, description="is required")
             continue
-        if fd.message_type is None:
+        if value_form(fd).message is None:  # no REQUIRED field below a scalar or a WKT
             continue
-        value = getattr(message, fd.name)
-        if is_map(fd):
-            if fd.message_type.fields_by_name["value"].message_type is not None:
-                for key, item in value.items():
-                    yield from violations(item, f"{field_path}[{json.dumps(key)}]")
-        elif fd.is_repeated:
-            for i, item in enumerate(value):
-                yield from violations(item, f"{field_path}[{i}]")
-        elif message.HasField(fd.name):
-            yield from violations(value, field_path)
+        if shape(fd) == "single" and not message.HasField(fd.name):
+            continue
+        for item_path, _, item in elements(fd, getattr(message, fd.name), field_path):
+            yield from violations(item, item_path)
 
 
 def _is_missing(message: Message, fd: FieldDescriptor) -> bool:

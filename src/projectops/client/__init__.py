@@ -1,23 +1,69 @@
-"""The client side of the API: HTTP client, the ``projectops`` CLI and the MCP tool server.
+"""The client side of the API: typed clients, the HTTP client, the CLI and the MCP tool server.
 
 Needs the ``client`` extra (httpx); the MCP tool server also needs the ``mcp`` extra.
 
-    >>> from projectops.client import Client
-    >>> with Client() as client:  # SERVICE_BACKEND_URL / SERVICE_API_KEY from the environment
-    ...     response = client.call("get-release-details", {"version": "1.0.0"})  # doctest: +SKIP
+    >>> from projectops.client import OperationsServiceClient
+    >>> with OperationsServiceClient() as client:  # SERVICE_BACKEND_URL / SERVICE_API_KEY
+    ...     details = client.get_release_details(version="1.0.0")  # doctest: +SKIP
 
-:class:`Client` and :class:`AsyncClient` are defined in :mod:`projectops.client.http`; the CLI
-is :func:`projectops.client.cli.main`.
+:class:`OperationsServiceClient` and :class:`AsyncOperationsServiceClient` are generated from the
+proto service (:mod:`projectops.client._services`), one method per rpc, on :class:`Client` and
+:class:`AsyncClient` (:mod:`projectops.client.http`), whose ``call(name, dict)`` is the dynamic
+path the CLI and the tool server use. The names are imported on first use, so the CLI's
+core-only commands (``projectops operations``, ``schema``) run without httpx installed.
 """
 
-from projectops.client.http import (
-    AsyncClient,
-    Client,
-    MissingApiKey,
-    OperationKey,
-    RequestLike,
-    prepare_request,
-)
+from __future__ import annotations
 
-__all__ = ["AsyncClient", "Client", "MissingApiKey", "OperationKey", "RequestLike",
-           "prepare_request"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from projectops.client._services import AsyncOperationsServiceClient, OperationsServiceClient
+    from projectops.client.http import (
+        AsyncClient,
+        Client,
+        InvalidRequest,
+        InvalidResponse,
+        MissingApiKey,
+        OperationKey,
+        RequestLike,
+        UnexpectedRedirect,
+        prepare_request,
+    )
+
+_WHERE = {
+    "AsyncOperationsServiceClient": "projectops.client._services",
+    "OperationsServiceClient": "projectops.client._services",
+    "AsyncClient": "projectops.client.http",
+    "Client": "projectops.client.http",
+    "InvalidRequest": "projectops.client.http",
+    "InvalidResponse": "projectops.client.http",
+    "MissingApiKey": "projectops.client.http",
+    "OperationKey": "projectops.client.http",
+    "RequestLike": "projectops.client.http",
+    "UnexpectedRedirect": "projectops.client.http",
+    "prepare_request": "projectops.client.http",
+}
+
+__all__ = [
+    "AsyncClient",
+    "AsyncOperationsServiceClient",
+    "Client",
+    "InvalidRequest",
+    "InvalidResponse",
+    "MissingApiKey",
+    "OperationKey",
+    "OperationsServiceClient",
+    "RequestLike",
+    "UnexpectedRedirect",
+    "prepare_request",
+]
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)

@@ -7,7 +7,21 @@ operation's response message, or raised as the :class:`~projectops.ApiError` sub
 ``ErrorResponse`` body. Redirects are never followed and nothing is retried.
 
 :class:`Client` and :class:`AsyncClient` differ only in how they wait for the answer: both
-build the request and read the answer with the methods of :class:`_CallBuilder`.
+build the request and read the answer with the methods of :class:`_CallBuilder`. The typed
+per-rpc clients (``OperationsServiceClient``, generated into :mod:`projectops.client._services`)
+subclass them. Errors, beside those of :mod:`projectops.errors` (``http_status`` is the answer's
+status, ``None`` when nothing was sent or nothing came back)::
+
+    ApiError
+    ├── InvalidArgument
+    │   └── InvalidRequest        the request is invalid, found locally; nothing was sent
+    ├── Unauthenticated
+    │   └── MissingApiKey         no usable key configured; nothing was sent
+    ├── Internal
+    │   └── InvalidResponse       a 2xx answer that is not the operation's response message
+    ├── UnexpectedRedirect        a 3xx answer (never followed: a POST must not become a GET)
+    ├── Unavailable               no answer: the service could not be reached
+    └── DeadlineExceeded          no complete answer within the time-out
 """
 
 from __future__ import annotations
@@ -22,26 +36,39 @@ import httpx
 from google.protobuf.message import Message
 
 import projectops
-from projectops import (
+from projectops.client._errors import (
+    InvalidRequest,
+    InvalidResponse,
+    MissingApiKey,
+    UnexpectedRedirect,
+    error_from_answer,
+)
+from projectops.codec import from_json, to_json
+from projectops.conventions import (
     API_KEY_ENV,
     API_KEY_HEADER,
     BASE_URL_ENV,
+    CONTENT_TYPE,
     DEFAULT_BASE_URL,
-    ApiError,
-    DeadlineExceeded,
-    Operation,
-    Unauthenticated,
-    Unavailable,
-    from_json,
     normalize_base_url,
-    operation,
-    to_json,
-    validate,
 )
-from projectops.conventions import CONTENT_TYPE
+from projectops.errors import ApiError, DeadlineExceeded, InvalidArgument, Unavailable
+from projectops.registry import Operation, operation
+from projectops.validation import validate
 
-__all__ = ["AsyncClient", "Client", "MissingApiKey", "OperationKey", "RequestLike",
-           "prepare_request", "redact_api_key"]
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "InvalidRequest",
+    "InvalidResponse",
+    "MissingApiKey",
+    "OperationKey",
+    "RequestLike",
+    "UnexpectedRedirect",
+    "error_from_answer",
+    "prepare_request",
+    "request_message",
+]
 
 R = TypeVar("R", bound=Message)
 
@@ -54,27 +81,6 @@ RequestLike = Message | Mapping[str, Any] | None
 # HTTP library ever gets to quote an unusable key in its own error message.
 _KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
 _ERRNO_PREFIX = re.compile(r"^\[Errno -?\d+\]\s*")
-
-
-def redact_api_key(text: str) -> str:
-    """`text` with the value of ``SERVICE_API_KEY`` replaced by ``***``.
-
-    A last line of defence for what the CLI and the tool server print or log: no message of
-    this package quotes the key, but a server's message or a library's could.
-    """
-    key = (os.environ.get(API_KEY_ENV) or "").strip()
-    return text.replace(key, "***") if key else text
-
-
-class MissingApiKey(Unauthenticated):
-    """No usable API key is configured; raised locally before anything is sent (spec 5).
-
-    The key comes from the ``api_key`` argument or the ``SERVICE_API_KEY`` environment
-    variable; it is missing when neither is set, or when it is blank or holds characters an
-    HTTP header cannot carry. A subclass of :class:`~projectops.Unauthenticated` (so also of
-    :class:`~projectops.ApiError`), but no server answered: callers that need to tell the two
-    apart (the CLI exits 2 here and 3 on a 401 answer) catch this class first.
-    """
 
 
 class _CallBuilder:
@@ -113,7 +119,8 @@ class _CallBuilder:
 
     def _request(self, key: OperationKey, request: RequestLike,
                  response_type: type[Message] | None) -> tuple[Operation, httpx.Request]:
-        """Check everything locally, then build the HTTP request of one call."""
+        """Check everything locally (validating the request once), then build the HTTP
+        request of one call."""
         op = operation(key)
         if response_type is not None and response_type is not op.response_type:
             raise TypeError(f"{op.name} answers with {op.response_type.__name__}, "
@@ -138,15 +145,17 @@ class _CallBuilder:
         if not 200 <= status < 300:
             if 300 <= status < 400:
                 where = response.headers.get("Location", "elsewhere")
-                raise ApiError(f"HTTP {status}: redirect to {where} not followed (a POST is "
-                               "never redirected; check the base URL)", http_status=status)
-            raise ApiError.from_response(status, response.content)
+                raise UnexpectedRedirect(f"HTTP {status}: redirect to {where} not followed (a "
+                                         "POST is never redirected; check the base URL)",
+                                         http_status=status)
+            raise error_from_answer(status, response.content)
         try:
             # Not strict: a newer server may add fields this version does not know.
             return from_json(response.content, op.response_type)
-        except ApiError as exc:
-            raise ApiError(f"the answer of {op.path} is not a {op.response_type.__name__}: "
-                           f"{exc.message}", http_status=status, code="internal") from None
+        except InvalidArgument as exc:
+            raise InvalidResponse(f"the answer of {op.path} is not a "
+                                  f"{op.response_type.__name__}: {exc.message}",
+                                  http_status=status) from None
 
     def _no_answer(self, exc: httpx.RequestError) -> ApiError:
         """The error to raise when a call got no answer; `exc` must not be chained to it,
@@ -155,6 +164,24 @@ class _CallBuilder:
             return DeadlineExceeded(f"no answer from {self._base_url} within {self._timeout} s")
         reason = _ERRNO_PREFIX.sub("", str(exc)) or type(exc).__name__
         return Unavailable(f"cannot reach {self._base_url}: {reason[:1].lower()}{reason[1:]}")
+
+
+def request_message(
+    key: OperationKey, request: Message | None, fields: Mapping[str, Any]
+) -> Message:
+    """The request of a typed per-rpc method: `request` itself, or a new request message
+    built from the keyword `fields` that are not ``None`` (nothing is validated here).
+
+    Raises:
+        TypeError: both a request message and fields were given.
+    """
+    given = {name: value for name, value in fields.items() if value is not None}
+    if request is not None:
+        if given:
+            raise TypeError(f"give the request message or its fields ({', '.join(given)}), "
+                            "not both")
+        return request
+    return operation(key).request_type(**given)
 
 
 def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
@@ -169,8 +196,9 @@ def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
     Raises:
         projectops.UnknownOperationError: no such operation.
         TypeError: `request` is a message of another type, or neither a message nor a mapping.
-        projectops.InvalidArgument: a field has the wrong form, is unknown, or a REQUIRED field
-            is missing or blank; the message names the field.
+        InvalidRequest: a field has the wrong form, is unknown, or a REQUIRED field is missing
+            or blank; the message names the field (an :class:`~projectops.InvalidArgument`
+            with ``http_status=None``).
     """
     op = operation(key)
     if request is None:
@@ -180,12 +208,18 @@ def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
             raise TypeError(f"{op.name} takes a {op.request_type.__name__}, "
                             f"not a {type(request).__name__}")
         message = request
-    elif isinstance(request, Mapping):
-        message = from_json(request, op.request_type, strict=True)
     else:
-        raise TypeError(f"a request is a {op.request_type.__name__}, a mapping or None, "
-                        f"not {type(request).__name__}")
-    validate(message)
+        if not isinstance(request, Mapping):
+            raise TypeError(f"a request is a {op.request_type.__name__}, a mapping or None, "
+                            f"not {type(request).__name__}")
+        try:
+            message = from_json(request, op.request_type, strict=True)
+        except InvalidArgument as exc:
+            raise InvalidRequest(exc.message, exc.violations) from None
+    try:
+        validate(message)
+    except InvalidArgument as exc:
+        raise InvalidRequest(exc.message, exc.violations) from None
     return message
 
 
@@ -242,13 +276,13 @@ class Client(_CallBuilder):
         Raises:
             projectops.UnknownOperationError: no such operation.
             TypeError: the request or `response_type` is not the operation's.
-            projectops.InvalidArgument: invalid request, found locally (nothing is sent).
+            InvalidRequest: invalid request, found locally (nothing is sent).
             MissingApiKey: no usable API key (nothing is sent).
-            projectops.ApiError: the server answered with a non-2xx status (the subclass of
-                its code: ``Unauthenticated`` for 401, ``InvalidArgument`` or
-                ``FailedPrecondition`` for 400, ...; ``http_status`` is the answer's); a
-                redirect (3xx, not followed); or a 2xx answer that is not the response type
-                (code ``internal``).
+            projectops.ApiError: the server answered with a non-2xx status: the subclass of
+                :func:`error_from_answer` (``Unauthenticated`` for 401, ``InvalidArgument`` or
+                ``FailedPrecondition`` for 400, ...; ``http_status`` is the answer's).
+            UnexpectedRedirect: a 3xx answer (not followed).
+            InvalidResponse: a 2xx answer that is not the response message.
             projectops.Unavailable: no answer: the service could not be reached.
             projectops.DeadlineExceeded: no answer within `timeout` seconds.
         """

@@ -1,17 +1,17 @@
-"""The MCP tool server of the API: ``projectops mcp`` (issue 4; spec 4.1.7, 4.1.8, 5 and 7).
+"""The MCP tool server of the API: ``projectops mcp`` (spec 4.1.7, 4.1.8, 5 and 7).
 
 One tool per operation of the registry, named by its tool name (``get-release-details``), with
 the rpc's proto comment as description, the JSON Schema of the request message as
 ``inputSchema`` and that of the response message as ``outputSchema``
 (:mod:`projectops.json_schema`). Nothing is listed by hand: a new rpc in the proto is a new tool.
 
-A tool call checks its arguments against the input schema (JSON Schema 2020-12) and decodes them
-strictly into the request message (REQUIRED fields included), then sends the request with the
-client layer's :class:`~projectops.client.AsyncClient`, which reads ``SERVICE_BACKEND_URL`` and
-``SERVICE_API_KEY`` when the call is made. The response comes back twice: as JSON text content
-and as ``structuredContent``. Every failure is a tool result with ``isError: true`` and one
-sentence (see :func:`failure_text`); a missing API key fails calls, never the start or
-``tools/list``.
+A tool call decodes its arguments strictly into the request message and validates it (REQUIRED
+fields included), once, then sends the request with the one
+:class:`~projectops.client.AsyncClient` the server keeps for its life (it read
+``SERVICE_BACKEND_URL`` and ``SERVICE_API_KEY`` at start). The response comes back twice: as
+JSON text content and as ``structuredContent``. Every failure is a tool result with
+``isError: true`` and one sentence (:mod:`projectops.client.failures`); a missing API key fails
+calls, never the start or ``tools/list``.
 
 Transports: stdio (:func:`serve_stdio`, the default of ``projectops mcp``) and Streamable HTTP at
 ``http://<host>:<port>/mcp`` (:func:`serve_http`; the CLI binds 127.0.0.1 by default), with the
@@ -31,14 +31,10 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
-import jsonschema
-from google.protobuf.message import Message
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -47,33 +43,21 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 import projectops
-from projectops import (
-    API_KEY_ENV,
-    BASE_URL_ENV,
-    ApiError,
-    DeadlineExceeded,
-    InvalidArgument,
-    Operation,
-    Unauthenticated,
-    Unavailable,
-    json_schema,
-    operations,
-    to_dict,
-)
-from projectops.client.http import AsyncClient, MissingApiKey, prepare_request, redact_api_key
-from projectops.codec import dump
+from projectops import json_schema
+from projectops.client.failures import EXIT_INTERNAL, failure
+from projectops.client.http import AsyncClient
+from projectops.client.redaction import redact
+from projectops.codec import dump, to_dict
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.descriptions import description
-from projectops.registry import SERVICE
+from projectops.registry import SERVICE, UnknownOperationError, operation, operations
 
 __all__ = [
     "HTTP_PATH",
     "SERVER_NAME",
-    "ClientFactory",
-    "ExtraTool",
-    "ToolHandler",
+    "call_operation_tool",
     "configure_logging",
     "create_server",
-    "failure_text",
     "http_app",
     "operation_tools",
     "run",
@@ -86,21 +70,8 @@ SERVER_NAME = "projectops"
 #: Path of the Streamable HTTP endpoint.
 HTTP_PATH = "/mcp"
 
-#: Makes the HTTP client of one tool call; called once per call, inside the event loop.
-ClientFactory = Callable[[], AsyncClient]
-#: Handles a call of an extra tool: ``(context, arguments) -> result``.
-ToolHandler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
-
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ExtraTool:
-    """A tool served beside the operations' tools (e.g. test fixtures); not an operation."""
-
-    tool: types.Tool
-    handler: ToolHandler
 
 
 def operation_tools() -> list[types.Tool]:
@@ -122,37 +93,59 @@ def operation_tools() -> list[types.Tool]:
     ]
 
 
-def create_server(
-    client_factory: ClientFactory = AsyncClient, *, extra_tools: Sequence[ExtraTool] = ()
-) -> Server[Any]:
+async def call_operation_tool(
+    client: AsyncClient, name: str, arguments: Mapping[str, Any] | None
+) -> types.CallToolResult:
+    """Run the tool `name` of an operation with `arguments`; the tool result.
+
+    The arguments are decoded strictly into the request message and validated, once, by
+    :meth:`AsyncClient.call` (the codec is the validator; the input schema describes the same
+    rules); the response comes back as JSON text content and as ``structuredContent``. Every
+    failure is an ``isError`` result with the sentence of :mod:`projectops.client.failures`.
+
+    Raises:
+        MCPError: `name` is no operation's tool (``-32602``, a protocol error as the MCP
+            specification asks).
+    """
+    try:
+        op = operation(name)
+    except UnknownOperationError:
+        tools = ", ".join(o.tool_name for o in operations())
+        raise MCPError(code=types.INVALID_PARAMS,
+                       message=f"Unknown tool: {name!r}; the tools are {tools}") from None
+    started = time.monotonic()
+    try:
+        response = await client.call(op, dict(arguments or {}))
+    except Exception as exc:
+        row = failure(exc)
+        if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
+            _log.exception("tool %s failed unexpectedly", name)
+        _, sentence = row.format(exc, op.tool_name)
+        result = types.CallToolResult(content=[types.TextContent(text=redact(sentence))],
+                                      is_error=True)
+        outcome = f"error: {redact(sentence)}"
+    else:
+        data = to_dict(response)
+        result = types.CallToolResult(
+            content=[types.TextContent(text=dump(data, indent=2))], structured_content=data
+        )
+        outcome = "ok"
+    _log.info("%s: %s (%.0f ms)", name, outcome, (time.monotonic() - started) * 1e3)
+    return result
+
+
+def create_server(client: AsyncClient) -> Server[Any]:
     """The low-level MCP server with one tool per operation (module docstring).
 
     Args:
-        client_factory: makes the :class:`~projectops.client.AsyncClient` of each tool call
-            (called without arguments, once per call; the default reads
-            ``SERVICE_BACKEND_URL`` and ``SERVICE_API_KEY`` then). The server closes it.
-        extra_tools: more tools to serve after the operations' (the conformance suite's fixture
-            tools in the tests); their handlers get the raw arguments, unchecked.
+        client: the HTTP client every tool call sends through, for the life of the server
+            (its base URL and API key are read once, when it is made).
 
     Returns:
         A :class:`mcp.server.Server` advertising the tools capability only; serve it with
         :func:`serve_stdio` or :func:`serve_http`.
-
-    Raises:
-        ValueError: an extra tool's name is already taken.
     """
     tools = operation_tools()
-    ops = {op.tool_name: op for op in operations()}
-    validators = {tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in tools}
-    handlers: dict[str, ToolHandler] = {
-        name: partial(_call_operation, op, validators[name], client_factory)
-        for name, op in ops.items()
-    }
-    for extra in extra_tools:
-        if extra.tool.name in handlers:
-            raise ValueError(f"the tool name {extra.tool.name!r} is taken")
-        tools.append(extra.tool)
-        handlers[extra.tool.name] = extra.handler
     schemas = {tool.name: tool.input_schema for tool in tools}
 
     async def list_tools(
@@ -163,25 +156,7 @@ def create_server(
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        handler = handlers.get(params.name)
-        if handler is None:  # a protocol error, not a tool result (MCP spec, tools: errors)
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"Unknown tool: {params.name!r}; the tools are {', '.join(handlers)}",
-            )
-        started = time.monotonic()
-        try:
-            result = await handler(ctx, dict(params.arguments or {}))
-        except Exception:  # never a JSON-RPC error with a traceback: the log gets it
-            _log.exception("tool %s failed unexpectedly", params.name)
-            result = _error_result(
-                f"The tool server failed unexpectedly while running "
-                f"{params.name}; its log (stderr) has the details."
-            )
-        texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
-        outcome = f"error: {' '.join(texts)}" if result.is_error else "ok"
-        _log.info("%s: %s (%.0f ms)", params.name, outcome, (time.monotonic() - started) * 1e3)
-        return result
+        return await call_operation_tool(client, params.name, params.arguments)
 
     return Server(
         SERVER_NAME,
@@ -193,137 +168,9 @@ def create_server(
     )
 
 
-async def _call_operation(
-    op: Operation,
-    validator: jsonschema.Draft202012Validator,
-    client_factory: ClientFactory,
-    ctx: ServerRequestContext[Any],
-    arguments: dict[str, Any],
-) -> types.CallToolResult:
-    """Run one operation's tool: check, send, and shape the answer as a tool result."""
-    try:
-        request = _request(op, validator, arguments)
-    except InvalidArgument as exc:
-        return _error_result(_sentence(f"Invalid arguments for {op.tool_name}: {exc.message}"))
-    try:
-        client = client_factory()
-    except ValueError as exc:  # the base URL is not usable
-        return _error_result(
-            _sentence(f"The service's base URL is not usable: {exc}; {BASE_URL_ENV} sets it")
-        )
-    try:
-        async with client:
-            response = await client.call(op, request)
-    except ApiError as exc:
-        return _error_result(failure_text(exc))
-    data = to_dict(response)
-    return types.CallToolResult(
-        content=[types.TextContent(text=dump(data, indent=2))], structured_content=data
-    )
-
-
-def _request(
-    op: Operation, validator: jsonschema.Draft202012Validator, arguments: Mapping[str, Any]
-) -> Message:
-    """The request message of a tool call's arguments.
-
-    Raises:
-        InvalidArgument: the arguments break the input schema, or the strict decoding and the
-            REQUIRED check (which also catch what a schema cannot: a blank required string);
-            the message starts with the field path.
-    """
-    problem = _schema_problem(validator, arguments)
-    if problem is not None:
-        raise InvalidArgument(problem)
-    return prepare_request(op, arguments)
-
-
-def _schema_problem(
-    validator: jsonschema.Draft202012Validator, arguments: Mapping[str, Any]
-) -> str | None:
-    """``"<field path>: <problem>"`` for each schema violation (``; ``-joined), or None.
-
-    Unknown fields come first: a misspelt field also makes the right one missing.
-    """
-    problems: list[str] = []
-    for error in sorted(validator.iter_errors(arguments), key=jsonschema.exceptions.relevance):
-        path: list[str | int] = list(error.absolute_path)
-        instance = error.instance if isinstance(error.instance, Mapping) else {}
-        if error.validator == "additionalProperties":
-            known = list(error.schema.get("properties", {}))
-            fields = f"(fields: {', '.join(known)})" if known else "(this takes no fields)"
-            problems[:0] = [
-                f"{_field_path([*path, name])}: is not a known field {fields}"
-                for name in instance
-                if name not in known
-            ]
-        elif error.validator == "required":
-            problems += [
-                f"{_field_path([*path, name])}: is required"
-                for name in error.validator_value
-                if name not in instance
-            ]
-        else:
-            problems.append(f"{_field_path(path)}: {error.message}")
-    return "; ".join(problems) or None
-
-
-def _field_path(parts: Sequence[str | int]) -> str:
-    """``summary.testCounts[0].total`` style; ``arguments`` for the whole object."""
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text or "arguments"
-
-
-def failure_text(exc: ApiError) -> str:
-    """The one sentence of the ``isError`` result of a call that failed with `exc`.
-
-    - no usable key, or 401: the key is missing or invalid, and ``SERVICE_API_KEY`` sets it;
-    - 400: the server's code, message and field violations;
-    - no answer (network, time-out): the client's message, which names the base URL, and
-      ``SERVICE_BACKEND_URL``;
-    - any other status: the status, code and message.
-
-    The API key's value is replaced by ``***`` if any message quotes it.
-    """
-    if isinstance(exc, MissingApiKey):
-        text = (
-            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API "
-            "key; it is not set, or not usable as a header value, so nothing was sent"
-        )
-    elif isinstance(exc, Unauthenticated) or exc.http_status == 401:
-        text = (
-            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API "
-            f"key; the service answered 401 {exc.code}: {_message(exc)}"
-        )
-    elif isinstance(exc, Unavailable | DeadlineExceeded):
-        text = f"The service did not answer: {exc.message}; {BASE_URL_ENV} sets its base URL"
-    elif exc.http_status == 400:
-        text = f"The service rejected the request (400 {exc.code}): {_message(exc)}"
-    else:
-        text = f"The service failed ({exc.http_status} {exc.code}): {_message(exc)}"
-    return redact_api_key(_sentence(text))
-
-
-def _message(exc: ApiError) -> str:
-    return exc.describe().rstrip(".")
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text if text.endswith((".", "!", "?")) else text + "."
-
-
-def _error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(text=redact_api_key(text))], is_error=True
-    )
-
-
 class _RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return redact_api_key(super().format(record))
+        return redact(super().format(record))
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -381,11 +228,6 @@ def serve_http(server: Server[Any], host: str, port: int) -> None:
     )
 
 
-async def _check_client(client_factory: ClientFactory) -> tuple[str, bool]:
-    async with client_factory() as client:
-        return client.base_url, client.has_api_key
-
-
 def run(
     *, http: bool, host: str, port: int, base_url: str | None = None, timeout: float | None = 30.0
 ) -> int:
@@ -405,15 +247,15 @@ def run(
         ValueError: the base URL is not an absolute http(s) URL (checked before serving).
     """
     configure_logging()
-    client_factory: ClientFactory = partial(AsyncClient, base_url, timeout=timeout)
     try:
-        service_url, has_key = anyio.run(_check_client, client_factory)
+        client = AsyncClient(base_url, timeout=timeout)
     except ValueError as exc:
         raise ValueError(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
-    server = create_server(client_factory)
+    server = create_server(client)
     where = f"http://{host}:{port}{HTTP_PATH}" if http else "stdio"
-    _log.info("serving %d tools on %s; service at %s", len(operations()), where, service_url)
-    if not has_key:
+    _log.info("serving %d tools on %s; service at %s", len(operations()), where,
+              client.base_url)
+    if not client.has_api_key:
         _log.warning(
             "%s is not set: tool calls will fail until it holds the project's API key", API_KEY_ENV
         )

@@ -32,7 +32,8 @@ class ErrorResponse(_message.Message):
     code: _builtins.str
     """Machine-readable error code, a Connect/gRPC code name in snake_case: `invalid_argument` and
     `failed_precondition` (HTTP 400), `unauthenticated` (401), `not_found` (404),
-    `unimplemented` (405), `resource_exhausted` (413), `internal` (500). Never empty.
+    `resource_exhausted` (413), `internal` (500), `unimplemented` (501; also the body of the
+    405 a method other than POST gets). Never empty.
     """
     message: _builtins.str
     """Human-readable description of the error, in English. Never empty."""

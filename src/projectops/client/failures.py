@@ -1,0 +1,131 @@
+"""How a failed call is reported: the CLI's exit code and line, the tool server's sentence.
+
+One table, :data:`FAILURES`, keyed by exception class; :func:`failure` finds the row of an
+exception by walking its class's MRO, so a subclass without a row of its own (``PermissionDenied``,
+``InvalidResponse``, ...) takes its nearest ancestor's. Nothing else branches on error classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from projectops.client._errors import InvalidRequest, MissingApiKey
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
+from projectops.errors import (
+    ApiError,
+    DeadlineExceeded,
+    FailedPrecondition,
+    InvalidArgument,
+    OutOfRange,
+    Unauthenticated,
+    Unavailable,
+)
+
+__all__ = [
+    "EXIT_BAD_REQUEST",
+    "EXIT_FAILURE",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_UNAUTHENTICATED",
+    "EXIT_USAGE",
+    "FAILURES",
+    "Failure",
+    "UsageError",
+    "failure",
+]
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_UNAUTHENTICATED = 3
+EXIT_BAD_REQUEST = 4
+EXIT_FAILURE = 5
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Wrong command-line arguments or unreadable local input: exit 2, nothing was sent."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How one class of failure is reported.
+
+    Attributes:
+        exit_code: the CLI's exit code.
+        line: the CLI's stderr line (after ``error: ``), a ``str.format`` template.
+        sentence: the tool server's ``isError`` result text, a ``str.format`` template.
+
+    Template fields: ``{tool}`` (the tool name), ``{status}``, ``{code}``, ``{message}`` (the
+    message with the violations it does not state, :meth:`~projectops.ApiError.describe`).
+    """
+
+    exit_code: int
+    line: str
+    sentence: str
+
+    def format(self, exc: BaseException, tool: str) -> tuple[str, str]:
+        """``(line, sentence)`` of `exc` raised while calling `tool`."""
+        if isinstance(exc, ApiError):
+            fields = {"status": exc.http_status, "code": exc.code,
+                      "message": exc.describe().rstrip(".")}
+        else:
+            fields = {"status": None, "code": None, "message": str(exc).rstrip(".")}
+        return (self.line.format(tool=tool, **fields),
+                _sentence(self.sentence.format(tool=tool, **fields)))
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+_REJECTED = Failure(EXIT_BAD_REQUEST, "{status} {code}: {message}",
+                    "The service rejected the request ({status} {code}): {message}")
+_NO_ANSWER = Failure(EXIT_FAILURE, "{message}",
+                     "The service did not answer: {message}; " + BASE_URL_ENV
+                     + " sets its base URL")
+
+#: Exception class -> how it is reported (most specific classes first, for reading).
+FAILURES: Mapping[type[BaseException], Failure] = {
+    UsageError: Failure(EXIT_USAGE, "{message}", "{message}"),
+    MissingApiKey: Failure(
+        EXIT_USAGE, "{message}",
+        f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is "
+        "not set, or not usable as a header value, so nothing was sent"),
+    InvalidRequest: Failure(EXIT_USAGE, "invalid request: {message}",
+                            "Invalid arguments for {tool}: {message}"),
+    Unauthenticated: Failure(
+        EXIT_UNAUTHENTICATED,
+        "{status} {code}: {message} (the API key is missing or invalid; " + API_KEY_ENV
+        + " sets it)",
+        f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; the "
+        "service answered {status} {code}: {message}"),
+    InvalidArgument: _REJECTED,
+    FailedPrecondition: _REJECTED,
+    OutOfRange: _REJECTED,
+    Unavailable: _NO_ANSWER,
+    DeadlineExceeded: _NO_ANSWER,
+    ApiError: Failure(EXIT_FAILURE, "{status} {code}: {message}",
+                      "The service failed ({status} {code}): {message}"),
+    # Local mistakes of the caller: a bad base URL, a request of the wrong type, no such tool.
+    ValueError: Failure(EXIT_USAGE, "{message}", "{message}"),
+    TypeError: Failure(EXIT_USAGE, "{message}", "{message}"),
+    LookupError: Failure(EXIT_USAGE, "{message}", "{message}"),
+}
+
+_UNEXPECTED = Failure(EXIT_INTERNAL, "unexpected failure: {message}",
+                      "The tool server failed unexpectedly while running {tool}; its log "
+                      "(stderr) has the details")
+
+
+def failure(exc: BaseException) -> Failure:
+    """The row of :data:`FAILURES` for `exc` (its class's nearest ancestor in the table), or
+    the row of an unexpected failure (exit 1)."""
+    for cls in type(exc).__mro__:
+        row = FAILURES.get(cls)
+        if row is not None:
+            return row
+    return _UNEXPECTED
