@@ -1,6 +1,6 @@
 """What every test that runs a server as a subprocess on 127.0.0.1 needs, in one place.
 
-Importable from every test folder: pytest puts ``tests/`` on ``sys.path`` for its conftest.
+Imported as ``tests.loopback`` (the tests are packages).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 
 import pytest
-from client_support import CLI_TIMEOUT, KEY, Recorder, RunCli, cli_env, make_handler
-from loopback import LOOPBACK
+from tests.client.support import CLI_TIMEOUT, KEY, Recorder, RunCli, cli_env, make_handler
+from tests.loopback import LOOPBACK
 
 
 @pytest.fixture

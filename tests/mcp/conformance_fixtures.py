@@ -1,7 +1,7 @@
 """The fixed-name tools that the MCP conformance suite's ``tools-call-*`` scenarios call.
 
 Test fixtures only, never part of the package: ``conformance_server.py`` serves them beside the
-operations' tools, through :func:`projectops.client.mcp_server.create_server`'s ``extra_tools``.
+operations' tools.
 The names, contents and texts are the ones the suite's scenarios
 (``@modelcontextprotocol/conformance``, pinned in ``node/package-lock.json``) check.
 """
@@ -17,7 +17,19 @@ import anyio
 from mcp import types
 from mcp.server import ServerRequestContext
 
-from projectops.client.mcp_server import ExtraTool, ToolHandler
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+#: Handles a call of a fixture tool: ``(context, arguments) -> result``.
+ToolHandler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
+
+
+@dataclass(frozen=True)
+class ExtraTool:
+    """A tool served beside the operations' tools; not an operation."""
+
+    tool: types.Tool
+    handler: ToolHandler
 
 #: A 1x1 PNG.
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"

@@ -8,7 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from mcp_support import NpmTools, OpenStdio, StdioSession, install_npm_tools, stdio_session
+from tests.mcp.support import NpmTools, OpenStdio, StdioSession, install_npm_tools, stdio_session
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from projectops.client._services import AsyncOperationsServiceClient, OperationsServiceClient
     from projectops.client.http import (
+        AnswerTimedOut,
         AsyncClient,
         Client,
         InvalidRequest,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         MissingApiKey,
         OperationKey,
         RequestLike,
+        ServiceUnreachable,
         UnexpectedRedirect,
         prepare_request,
     )
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "AsyncOperationsServiceClient": "projectops.client._services",
     "OperationsServiceClient": "projectops.client._services",
+    "AnswerTimedOut": "projectops.client.http",
     "AsyncClient": "projectops.client.http",
     "Client": "projectops.client.http",
     "InvalidRequest": "projectops.client.http",
@@ -42,11 +45,13 @@ _WHERE = {
     "MissingApiKey": "projectops.client.http",
     "OperationKey": "projectops.client.http",
     "RequestLike": "projectops.client.http",
+    "ServiceUnreachable": "projectops.client.http",
     "UnexpectedRedirect": "projectops.client.http",
     "prepare_request": "projectops.client.http",
 }
 
 __all__ = [
+    "AnswerTimedOut",
     "AsyncClient",
     "AsyncOperationsServiceClient",
     "Client",
@@ -56,6 +61,7 @@ __all__ = [
     "OperationKey",
     "OperationsServiceClient",
     "RequestLike",
+    "ServiceUnreachable",
     "UnexpectedRedirect",
     "prepare_request",
 ]

@@ -13,14 +13,16 @@ from projectops.errors import (
     HTTP_STATUS_BY_CODE,
     ApiError,
     Code,
+    DeadlineExceeded,
     Internal,
     InvalidArgument,
     Unauthenticated,
+    Unavailable,
     Unknown,
 )
 
-__all__ = ["InvalidRequest", "InvalidResponse", "MissingApiKey", "UnexpectedRedirect",
-           "error_from_answer"]
+__all__ = ["AnswerTimedOut", "InvalidRequest", "InvalidResponse", "MissingApiKey",
+           "ServiceUnreachable", "UnexpectedRedirect", "error_from_answer"]
 
 
 class MissingApiKey(Unauthenticated):
@@ -43,6 +45,15 @@ class InvalidRequest(InvalidArgument):
 class InvalidResponse(Internal):
     """A 2xx answer whose body is not the operation's response message (``http_status`` is the
     answer's)."""
+
+
+class ServiceUnreachable(Unavailable):
+    """No answer: the service could not be reached (``http_status=None``; an *answer* with
+    code ``unavailable``, e.g. a 503, is a plain :class:`~projectops.Unavailable`)."""
+
+
+class AnswerTimedOut(DeadlineExceeded):
+    """No complete answer within the client's time-out (``http_status=None``)."""
 
 
 class UnexpectedRedirect(ApiError):

@@ -10,16 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from projectops.client._errors import InvalidRequest, MissingApiKey
+from projectops.client._errors import (
+    AnswerTimedOut,
+    InvalidRequest,
+    MissingApiKey,
+    ServiceUnreachable,
+)
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.errors import (
     ApiError,
-    DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
     OutOfRange,
     Unauthenticated,
-    Unavailable,
 )
 
 __all__ = [
@@ -106,8 +109,8 @@ FAILURES: Mapping[type[BaseException], Failure] = {
     InvalidArgument: _REJECTED,
     FailedPrecondition: _REJECTED,
     OutOfRange: _REJECTED,
-    Unavailable: _NO_ANSWER,
-    DeadlineExceeded: _NO_ANSWER,
+    ServiceUnreachable: _NO_ANSWER,
+    AnswerTimedOut: _NO_ANSWER,
     ApiError: Failure(EXIT_FAILURE, "{status} {code}: {message}",
                       "The service failed ({status} {code}): {message}"),
     # Local mistakes of the caller: a bad base URL, a request of the wrong type, no such tool.

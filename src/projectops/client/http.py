@@ -20,8 +20,10 @@ status, ``None`` when nothing was sent or nothing came back)::
     ├── Internal
     │   └── InvalidResponse       a 2xx answer that is not the operation's response message
     ├── UnexpectedRedirect        a 3xx answer (never followed: a POST must not become a GET)
-    ├── Unavailable               no answer: the service could not be reached
-    └── DeadlineExceeded          no complete answer within the time-out
+    ├── Unavailable
+    │   └── ServiceUnreachable    no answer: the service could not be reached
+    └── DeadlineExceeded
+        └── AnswerTimedOut        no complete answer within the time-out
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ from google.protobuf.message import Message
 
 import projectops
 from projectops.client._errors import (
+    AnswerTimedOut,
     InvalidRequest,
     InvalidResponse,
     MissingApiKey,
+    ServiceUnreachable,
     UnexpectedRedirect,
     error_from_answer,
 )
@@ -52,11 +56,12 @@ from projectops.conventions import (
     DEFAULT_BASE_URL,
     normalize_base_url,
 )
-from projectops.errors import ApiError, DeadlineExceeded, InvalidArgument, Unavailable
+from projectops.errors import ApiError, InvalidArgument
 from projectops.registry import Operation, operation
 from projectops.validation import validate
 
 __all__ = [
+    "AnswerTimedOut",
     "AsyncClient",
     "Client",
     "InvalidRequest",
@@ -64,6 +69,7 @@ __all__ = [
     "MissingApiKey",
     "OperationKey",
     "RequestLike",
+    "ServiceUnreachable",
     "UnexpectedRedirect",
     "error_from_answer",
     "prepare_request",
@@ -161,9 +167,10 @@ class _CallBuilder:
         """The error to raise when a call got no answer; `exc` must not be chained to it,
         since it holds the request, API key header included."""
         if isinstance(exc, httpx.TimeoutException):
-            return DeadlineExceeded(f"no answer from {self._base_url} within {self._timeout} s")
+            return AnswerTimedOut(f"no answer from {self._base_url} within {self._timeout} s")
         reason = _ERRNO_PREFIX.sub("", str(exc)) or type(exc).__name__
-        return Unavailable(f"cannot reach {self._base_url}: {reason[:1].lower()}{reason[1:]}")
+        return ServiceUnreachable(
+            f"cannot reach {self._base_url}: {reason[:1].lower()}{reason[1:]}")
 
 
 def request_message(
@@ -283,8 +290,10 @@ class Client(_CallBuilder):
                 ``FailedPrecondition`` for 400, ...; ``http_status`` is the answer's).
             UnexpectedRedirect: a 3xx answer (not followed).
             InvalidResponse: a 2xx answer that is not the response message.
-            projectops.Unavailable: no answer: the service could not be reached.
-            projectops.DeadlineExceeded: no answer within `timeout` seconds.
+            ServiceUnreachable: no answer: the service could not be reached (an
+                :class:`~projectops.Unavailable`).
+            AnswerTimedOut: no answer within `timeout` seconds (a
+                :class:`~projectops.DeadlineExceeded`).
         """
         op, http_request = self._request(operation, request, response_type)
         try:

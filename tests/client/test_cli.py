@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
+from tests.client.support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
 
 import projectops
 from projectops.descriptions import description

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from client_support import KEY, OTHER_KEY, Recorder
+from tests.client.support import KEY, OTHER_KEY, Recorder
 
 import projectops
 from projectops import (

@@ -1,6 +1,6 @@
 """Helpers of the client tests: constants, the recording HTTP server, the CLI environment.
 
-Imported by the tests of this folder (pytest puts the folder on sys.path) and its conftest.
+Imported by the tests of this folder and its conftest as ``tests.client.support``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import DEMO_KEY, NpmTools
+from tests.mcp.support import DEMO_KEY, NpmTools
 
 from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema, operations
 

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 from mcp import MCPError, types
-from mcp_support import DEMO_KEY, OpenStdio, StdioSession, free_port, stdio_session, text_of
+from tests.mcp.support import DEMO_KEY, OpenStdio, StdioSession, free_port, stdio_session, text_of
 
 import projectops
 from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema

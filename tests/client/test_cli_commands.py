@@ -1,4 +1,4 @@
-"""The CLI's derived flags and its extension hook, in-process (`cli.main`).
+"""The CLI's derived flags, its composition and its failure table, in-process (`main`).
 
 The two real operations only have a string field, so flags of the other field kinds are checked
 on synthetic operations whose requests are other messages of the schema: an enum, a 64-bit
@@ -10,17 +10,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from client_support import KEY, Recorder
 from google.protobuf.message import Message
 
 import projectops
 from projectops import Operation, operation_path
+from projectops.__main__ import main
 from projectops.client import cli
+from projectops.client.failures import failure
+from projectops.client.http import (
+    AnswerTimedOut,
+    InvalidRequest,
+    InvalidResponse,
+    MissingApiKey,
+    ServiceUnreachable,
+    error_from_answer,
+)
+from projectops.commands import Command
+from projectops.server import commands as server_commands
 from projectops.v1 import release_pb2
+from tests.client.support import KEY, Recorder
 
 ISSUES = Operation(name="file_issue", tool_name="file-issue", path=operation_path("file_issue"),
                    request_type=release_pb2.Issue, response_type=release_pb2.Release,
@@ -40,12 +52,6 @@ def synthetic(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERVICE_API_KEY", KEY)
 
 
-@pytest.fixture
-def commands(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fresh registry of extra commands, so registrations do not outlive the test."""
-    monkeypatch.setattr(cli, "_COMMANDS", {})
-
-
 def sent(recorder: Recorder, op: Operation) -> list[Message]:
     """The request messages the recording server received for `op`."""
     return [projectops.from_json(r.body, op.request_type, strict=True) for r in recorder.requests]
@@ -55,7 +61,7 @@ def sent(recorder: Recorder, op: Operation) -> list[Message]:
 def test_enum_int64_and_string_flags_become_the_request(
         recorder: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
     big = 2**53 + 1  # exact only if it never becomes a float
-    code = cli.main(["file-issue", "--issue-id", str(big), "--status", "ACTIVE", "--title", "x y",
+    code = main(["file-issue", "--issue-id", str(big), "--status", "ACTIVE", "--title", "x y",
                      "--base-url", recorder.base_url])
     assert code == 0, capsys.readouterr().err
     assert sent(recorder, ISSUES) == [
@@ -66,7 +72,7 @@ def test_enum_int64_and_string_flags_become_the_request(
 
 @pytest.mark.usefixtures("synthetic")
 def test_repeated_flags_append_and_json_input_sets_messages(recorder: Recorder) -> None:
-    code = cli.main(["cut-release", "--focus-areas", "checkout", "--focus-areas", "search",
+    code = main(["cut-release", "--focus-areas", "checkout", "--focus-areas", "search",
                      "--version", "2.0", "--json-input", '{"createTime": "2026-01-31T09:30:00Z"}',
                      "--base-url", recorder.base_url])
     assert code == 0
@@ -84,7 +90,7 @@ def test_repeated_flags_append_and_json_input_sets_messages(recorder: Recorder) 
 ])
 def test_bad_flag_values_exit_2_in_one_line(recorder: Recorder, capsys: pytest.CaptureFixture[str],
                                             args: list[str], needle: str) -> None:
-    assert cli.main(["file-issue", *args, "--base-url", recorder.base_url]) == 2
+    assert main(["file-issue", *args, "--base-url", recorder.base_url]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and needle in err
     assert recorder.requests == []
@@ -92,7 +98,7 @@ def test_bad_flag_values_exit_2_in_one_line(recorder: Recorder, capsys: pytest.C
 
 @pytest.mark.usefixtures("synthetic")
 def test_help_lists_enum_choices_and_keeps_paragraphs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["file-issue", "--help"]) == 0
+    assert main(["file-issue", "--help"]) == 0
     out = capsys.readouterr().out
     names = [v.name for v in release_pb2.IssueStatus.DESCRIPTOR.values if v.number]
     assert "{" + ",".join(names) + "}" in out.replace("\n", "").replace(" ", "")
@@ -100,70 +106,57 @@ def test_help_lists_enum_choices_and_keeps_paragraphs(capsys: pytest.CaptureFixt
     assert "File an issue.\n\nSecond paragraph." in out
 
 
-@pytest.mark.usefixtures("commands")
-def test_added_command_is_listed_parsed_and_run(capsys: pytest.CaptureFixture[str]) -> None:
-    seen: list[argparse.Namespace] = []
-
-    def configure(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--name", required=True)
-
-    def run(args: argparse.Namespace) -> int:
-        seen.append(args)
-        print(f"hello {args.name}")
-        return 0
-
-    cli.add_command("hello", "say hello", configure, run)
-    assert cli.main(["--help"]) == 0
-    assert "say hello" in capsys.readouterr().out
-    assert cli.main(["--timeout", "3", "hello", "--name", "x",
-                     "--base-url", "http://127.0.0.1:1"]) == 0
-    assert capsys.readouterr().out == "hello x\n"
-    assert (seen[0].timeout, seen[0].base_url) == (3.0, "http://127.0.0.1:1")
-    assert cli.main(["hello"]) == 2  # its own argparse errors are usage errors
-    with pytest.raises(ValueError, match="taken"):
-        cli.add_command("hello", "again", configure, run)
-    with pytest.raises(ValueError, match="taken"):
-        cli.add_command(projectops.operations()[0].tool_name, "clash", configure, run)
+def test_program_is_composed_of_both_layers_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    names = [c.name for c in cli.commands()] + [c.name for c in server_commands.commands()]
+    assert len(names) == len(set(names))
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for name in names:
+        assert name in out
+    assert "mock-server" in names and "schema" in names
 
 
-@pytest.mark.usefixtures("commands")
+def test_core_only_commands_import_neither_httpx_nor_the_server_stack() -> None:
+    code = ("import sys; from projectops.__main__ import main; "
+            "rc = main(['operations']) + main(['schema', 'get-release-details']); "
+            "bad = [m for m in ('httpx', 'starlette', 'uvicorn', 'mcp') if m in sys.modules]; "
+            "print(bad, file=sys.stderr); sys.exit(rc or bool(bad))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "[]"
+
+
 @pytest.mark.parametrize(("error", "code"), [
     (ValueError("bad value"), 2),
-    (projectops.Unavailable("cannot reach http://127.0.0.1:1: refused"), 5),
-    (projectops.ApiError.from_response(401, b'{"message": "nope"}'), 3),
+    (InvalidRequest("version: is required"), 2),
+    (MissingApiKey("no usable API key"), 2),
+    (ServiceUnreachable("cannot reach http://127.0.0.1:1: refused"), 5),
+    (AnswerTimedOut("no answer within 3 s"), 5),
+    (error_from_answer(401, b'{"message": "nope"}'), 3),
+    (error_from_answer(400, b'{"code": "failed_precondition", "message": "no"}'), 4),
+    (error_from_answer(400, b"<html>bad</html>"), 4),
+    (error_from_answer(503, b""), 5),
+    (InvalidResponse("not a response", http_status=200), 5),
     (RuntimeError("boom"), 1),
 ])
-def test_errors_of_added_commands_map_to_exit_codes(
+def test_errors_map_to_exit_codes_through_one_table(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         error: Exception, code: int) -> None:
-    monkeypatch.setenv("SERVICE_API_KEY", KEY)
-
     def run(args: argparse.Namespace) -> int:
         raise error
 
-    cli.add_command("fail", "fails", lambda parser: None, run)
-    assert cli.main(["fail"]) == code
+    failing = Command("fail", "fails", lambda parser: None, run)
+    monkeypatch.setattr(server_commands, "commands", lambda: [failing])
+    assert main(["fail"]) == code
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")
-
-
-@pytest.mark.usefixtures("commands")
-def test_command_modules_register_at_parser_build(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "extra_cli_commands.py").write_text(
-        "from projectops.client import cli\n"
-        "cli.add_command('extra', 'an extra command', lambda p: None, lambda a: 7)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["extra_cli_commands"])
-    try:
-        assert cli.main(["extra"]) == 7
-    finally:
-        sys.modules.pop("extra_cli_commands", None)
+    assert failure(error).exit_code == code
 
 
 def test_key_in_any_message_is_redacted(capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERVICE_API_KEY", KEY)
-    assert cli.main(["get-release-details", "--json-input", f"@/nonexistent/{KEY}.json"]) == 2
+    assert main(["get-release-details", "--json-input", f"@/nonexistent/{KEY}.json"]) == 2
     err = capsys.readouterr().err
     assert KEY not in err and "/nonexistent/***.json" in err

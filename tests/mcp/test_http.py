@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import (
+from tests.mcp.support import (
     DEMO_KEY,
     HERE,
     LOOPBACK,
@@ -69,7 +69,7 @@ def conformance(tools: NpmTools, url: str, cwd: Path,
 
 def test_conformance_suite_passes_with_only_non_applicable_scenarios_expected_to_fail(
         npm_tools: NpmTools, env: dict[str, str], tmp_path: Path) -> None:
-    harness = [sys.executable, str(HERE / "conformance_server.py")]
+    harness = [sys.executable, "-m", "tests.mcp.conformance_server"]
     with http_server(harness, env, tmp_path / "server.log") as server:
         done = conformance(npm_tools, server.url, tmp_path,
                            "--expected-failures", str(EXPECTED_FAILURES))

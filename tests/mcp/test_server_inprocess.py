@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 from mcp import Client, types
-from mcp_support import text_of
+from tests.mcp.support import text_of
 
 import projectops
 from projectops import (

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from loopback import LOOPBACK, free_port, stop, wait_until_listening
+from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 from mcp import ClientSession, StdioServerParameters, stdio_client, types
 
 HERE = Path(__file__).resolve().parent
@@ -165,6 +165,7 @@ class HttpServer:
         self.log_path = log
         with log.open("wb") as out:
             self.process = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=out,
+                                            cwd=Path(__file__).resolve().parents[2],
                                             stderr=subprocess.STDOUT, env=dict(env))
         try:
             wait_until_listening(self.process, port, list(args), self.log)

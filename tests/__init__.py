@@ -1,0 +1,1 @@
+"""Tests of projectops (a package: modules import each other as tests.<folder>.<module>)."""

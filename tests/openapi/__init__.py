@@ -1,0 +1,1 @@
+"""Tests of the OpenAPI document (projectops.openapi) and its reference page (server.docs)."""
