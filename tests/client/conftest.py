@@ -1,11 +1,14 @@
 """Fixtures of the client tests: a recording HTTP server, dead and silent ports, the CLI runner.
 
-Everything listens on 127.0.0.1 only. The CLI always runs as a real subprocess,
-``python -m projectops ...``, with an environment the test controls.
+Everything listens on 127.0.0.1 only. ``run_cli`` runs the CLI in-process
+(``projectops.__main__.main``) with an environment the test controls; ``run_cli_process`` runs
+the real entry point, ``python -m projectops ...``, for the few tests where the process matters.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import socket
 import subprocess
 import sys
@@ -14,6 +17,8 @@ from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 
 import pytest
+
+from projectops.__main__ import main
 from tests.client.support import CLI_TIMEOUT, KEY, Recorder, RunCli, cli_env, make_handler
 from tests.loopback import LOOPBACK
 
@@ -53,12 +58,34 @@ def silent_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def run_cli() -> RunCli:
-    """``run_cli(*args, key=KEY, base_url=None, stdin=None, cwd=None)`` runs
-    ``python -m projectops *args`` and returns the finished process (text output).
+def run_cli(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> RunCli:
+    """``run_cli(*args, key=KEY, base_url=None, stdin=None, cwd=None)`` runs ``projectops
+    *args`` in-process and returns what a finished process would (exit code, text output).
 
     `key` and `base_url` set SERVICE_API_KEY and SERVICE_BACKEND_URL (``None``: unset).
     """
+
+    def run(*args: str, key: str | None = KEY, base_url: str | None = None,
+            stdin: str | None = None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+        with monkeypatch.context() as patch:
+            for name in [n for n in os.environ if n.startswith("SERVICE_")]:
+                patch.delenv(name)
+            for name, value in cli_env(key, base_url).items():
+                patch.setenv(name, value)
+            patch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((stdin or "").encode())))
+            if cwd is not None:
+                patch.chdir(cwd)
+            capfd.readouterr()
+            code = main(list(args))
+            out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out, err)
+
+    return run
+
+
+@pytest.fixture
+def run_cli_process() -> RunCli:
+    """:func:`run_cli` as a real subprocess, ``python -m projectops *args``."""
 
     def run(*args: str, key: str | None = KEY, base_url: str | None = None,
             stdin: str | None = None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,4 @@
-"""The `projectops` CLI as a user runs it: a real subprocess against real servers on 127.0.0.1.
+"""The `projectops` CLI as a user runs it, in-process (the entry point as a subprocess too), against real servers on 127.0.0.1.
 
 Contract under test: stdout is the response JSON and nothing else (empty on failure); stderr
 is one ``error: ...`` line per failure, never a traceback and never the API key; exit codes
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.client.support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
 
 import projectops
 from projectops.descriptions import description
 from projectops.v1.operations_pb2 import GetReleaseDetailsResponse, ListRumEnvironmentsResponse
+from tests.client.support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
 
 LIST = projectops.operation("list_rum_environments")
 GET = projectops.operation("get_release_details")
@@ -47,7 +47,9 @@ def assert_no_key(proc: subprocess.CompletedProcess[str], *keys: str) -> None:
 # --- success ----------------------------------------------------------------------------------
 
 
-def test_list_rum_environments_prints_the_response_json(run_cli: RunCli, mock_server: Any) -> None:
+def test_list_rum_environments_prints_the_response_json(run_cli_process: RunCli,
+                                                        mock_server: Any) -> None:
+    run_cli = run_cli_process  # the real entry point, end to end
     demo = run_cli(LIST.tool_name, key=DEMO_KEY, base_url=mock_server.base_url)
     other = run_cli(LIST.tool_name, key=OTHER_KEY, base_url=mock_server.base_url)
     for proc in (demo, other):
@@ -252,6 +254,7 @@ def test_network_failure_exits_5_naming_the_base_url(run_cli: RunCli, dead_url: 
     assert_failed(run_cli(LIST.tool_name, base_url=dead_url), 5, f"cannot reach {dead_url}")
 
 
-def test_time_out_exits_5(run_cli: RunCli, silent_url: str) -> None:
+def test_time_out_exits_5(run_cli_process: RunCli, silent_url: str) -> None:
+    run_cli = run_cli_process
     assert_failed(run_cli("--timeout", "0.3", LIST.tool_name, base_url=silent_url), 5,
                   silent_url)

@@ -14,26 +14,38 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.client.support import KEY, OTHER_KEY, Recorder
 
 import projectops
 from projectops import (
+    Aborted,
     ApiError,
     DeadlineExceeded,
     FailedPrecondition,
     Internal,
     InvalidArgument,
     NotFound,
+    OutOfRange,
+    ResourceExhausted,
     Unauthenticated,
     Unavailable,
+    Unimplemented,
+    Unknown,
 )
 from projectops.client import AsyncClient, Client, MissingApiKey
+from projectops.client.http import (
+    InvalidRequest,
+    InvalidResponse,
+    UnexpectedRedirect,
+    error_from_answer,
+)
+from projectops.codec import error_body
 from projectops.v1.operations_pb2 import (
     GetReleaseDetailsRequest,
     GetReleaseDetailsResponse,
     ListRumEnvironmentsRequest,
     ListRumEnvironmentsResponse,
 )
+from tests.client.support import KEY, OTHER_KEY, Recorder
 
 Handler = Callable[[httpx.Request], httpx.Response]
 Call = Callable[..., Any]
@@ -142,7 +154,7 @@ def test_request_body_is_the_protobuf_json_of_the_request(call: Call) -> None:
 
 def test_redirects_are_errors_and_never_followed(call: Call) -> None:
     exchanges = Exchanges(307, b"", {"Location": "http://127.0.0.1:9/elsewhere"})
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(UnexpectedRedirect) as caught:
         call(LIST, api_key=KEY, handler=exchanges)
     assert caught.value.http_status == 307
     assert "not followed" in caught.value.message
@@ -158,13 +170,17 @@ def test_redirects_are_errors_and_never_followed(call: Call) -> None:
     (401, '{"code": "unauthenticated", "message": "bad key"}', Unauthenticated, "bad key"),
     (404, '{"code": "not_found", "message": "no such operation"}', NotFound,
      "no such operation"),
-    (502, "<html>Bad Gateway</html>", ApiError, "<html>Bad Gateway</html>"),  # raw text
-    (500, "", Internal, "HTTP 500"),
+    (409, '{"code": "aborted", "message": "try later"}', Aborted, "try later"),
+    (500, '{"code": "internal", "message": "internal error"}', Internal, "internal error"),
+    (501, '{"code": "unimplemented", "message": "not here"}', Unimplemented, "not here"),
+    (502, "<html>Bad Gateway</html>", Unavailable, "<html>Bad Gateway</html>"),  # raw text
+    (500, "", Unknown, "HTTP 500"),  # no code: a bare 500 says nothing more than "unknown"
 ])
 def test_non_2xx_answers_raise_the_error_of_their_body(
         call: Call, status: int, body: str, error: type[ApiError], message: str) -> None:
     with pytest.raises(error) as caught:
         call(LIST, api_key=KEY, handler=Exchanges(status, body))
+    assert type(caught.value) is error
     assert caught.value.http_status == status
     assert caught.value.message == message
     assert_clean(caught.value)
@@ -179,11 +195,16 @@ def test_violations_of_an_error_body_are_kept(call: Call) -> None:
         ("version", "is required")]
 
 
-def test_2xx_answer_that_is_not_the_response_type_is_an_internal_error(call: Call) -> None:
-    with pytest.raises(ApiError) as caught:
-        call(LIST, api_key=KEY, handler=Exchanges(200, "not json"))
-    assert caught.value.code == "internal"
+@pytest.mark.parametrize("body", ["not json", '{"environments": 5}'])
+def test_2xx_answer_that_is_not_the_response_type_is_an_internal_error(
+        call: Call, body: str) -> None:
+    with pytest.raises(InvalidResponse) as caught:
+        call(LIST, api_key=KEY, handler=Exchanges(200, body))
+    assert isinstance(caught.value, Internal) and caught.value.code == "internal"
     assert not isinstance(caught.value, InvalidArgument)  # not the caller's mistake
+    assert caught.value.http_status == 200  # the server did answer
+    assert "ListRumEnvironmentsResponse" in caught.value.message
+    assert KEY not in str(caught.value) and KEY not in repr(caught.value)
 
 
 def test_unknown_response_fields_are_ignored(call: Call) -> None:
@@ -202,6 +223,7 @@ def test_missing_key_fails_locally_and_says_how_to_set_it(
     with pytest.raises(MissingApiKey) as caught:
         call(LIST, handler=exchanges)
     assert isinstance(caught.value, Unauthenticated)
+    assert caught.value.http_status is None  # nothing was sent
     assert "SERVICE_API_KEY" in caught.value.message
     assert exchanges.requests == []
 
@@ -211,6 +233,7 @@ def test_key_that_cannot_be_a_header_value_fails_locally_without_quoting_it(call
     bad = KEY + "\n" + KEY
     with pytest.raises(MissingApiKey) as caught:
         call(LIST, api_key=bad, handler=exchanges)
+    assert caught.value.http_status is None
     assert_clean(caught.value)
     assert exchanges.requests == []
 
@@ -224,9 +247,12 @@ def test_key_that_cannot_be_a_header_value_fails_locally_without_quoting_it(call
 def test_invalid_local_request_is_rejected_before_sending(
         call: Call, request_: dict[str, Any], field: str) -> None:
     exchanges = Exchanges()
-    with pytest.raises(InvalidArgument) as caught:
+    with pytest.raises(InvalidRequest) as caught:
         call(GET, request_, api_key=KEY, handler=exchanges)
+    assert isinstance(caught.value, InvalidArgument)
+    assert caught.value.http_status is None  # found locally: nothing was sent
     assert field in str(caught.value)
+    assert [v.field for v in caught.value.violations] == [field]
     assert exchanges.requests == []
 
 
@@ -253,7 +279,7 @@ def test_unreachable_service_is_unavailable_naming_the_base_url(call: Call, dead
     with pytest.raises(Unavailable) as caught:
         call(LIST, base_url=dead_url, api_key=KEY)
     assert caught.value.message.startswith(f"cannot reach {dead_url}: ")
-    assert caught.value.http_status == 503
+    assert caught.value.http_status is None  # no answer came back
     assert_clean(caught.value)
 
 
@@ -261,6 +287,7 @@ def test_silent_service_is_deadline_exceeded(call: Call, silent_url: str) -> Non
     with pytest.raises(DeadlineExceeded) as caught:
         call(LIST, base_url=silent_url, api_key=KEY, timeout=0.2)
     assert silent_url in caught.value.message
+    assert caught.value.http_status is None  # no answer came back
     assert_clean(caught.value)
 
 
@@ -306,3 +333,65 @@ def test_typed_call_returns_the_response_type(recorder: Recorder) -> None:
     (sent,) = recorder.requests  # a real socket: what the server saw
     assert sent.header("Service-Api-Key") == [KEY]
     assert sent.header("Content-Type") == ["application/json"]
+
+
+# --- error_from_answer: the class an answer stands for ------------------------------------
+
+
+@pytest.mark.parametrize("cls", list(projectops.ERROR_CLASSES.values()), ids=lambda c: c.__name__)
+def test_an_error_body_comes_back_as_its_class(cls: type[ApiError]) -> None:
+    status = projectops.HTTP_STATUS_BY_CODE[cls.code]
+    sent = cls("something is off")
+    for body in (error_body(sent), error_body(sent).encode()):
+        error = error_from_answer(status, body)
+        assert type(error) is cls
+        assert (error.message, error.http_status) == ("something is off", status)
+
+
+def test_an_error_body_keeps_its_violations() -> None:
+    sent = InvalidArgument(
+        "version: is required",
+        [projectops.FieldViolation(field="version", description="is required")],
+    )
+    error = error_from_answer(400, error_body(sent).encode())
+    assert type(error) is InvalidArgument
+    assert [(v.field, v.description) for v in error.violations] == [("version", "is required")]
+
+
+@pytest.mark.parametrize(("status", "body", "cls", "message"), [
+    (502, b"<html>Bad gateway</html>", Unavailable, "<html>Bad gateway</html>"),
+    (503, b"", Unavailable, "HTTP 503"),
+    (504, b"upstream timed out", Unavailable, "upstream timed out"),
+    (401, b"", Unauthenticated, "HTTP 401"),
+    (404, b"Not Found", NotFound, "Not Found"),
+    (409, b"", Aborted, "HTTP 409"),
+    (413, b"too big", ResourceExhausted, "too big"),
+    (400, b"plain text reason", InvalidArgument, "plain text reason"),
+    (400, b'{"error": "no message field"}', InvalidArgument, '{"error": "no message field"}'),
+    (418, b"teapot", Unknown, "teapot"),
+    (500, b"", Unknown, "HTTP 500"),
+])
+def test_an_answer_without_a_usable_body_is_the_class_of_its_status(
+        status: int, body: bytes, cls: type[ApiError], message: str) -> None:
+    error = error_from_answer(status, body)
+    assert type(error) is cls
+    assert error.message == message
+    assert error.http_status == status
+
+
+@pytest.mark.parametrize(("status", "code", "cls"), [
+    (400, "failed_precondition", FailedPrecondition),  # codes the table gives 400 are kept
+    (400, "out_of_range", OutOfRange),
+    (409, "aborted", Aborted),
+    (400, "not_found", InvalidArgument),  # the code does not match the status: the status wins
+    (404, "invalid_argument", NotFound),
+    (500, "unauthenticated", Unknown),
+    (400, "teapot", InvalidArgument),  # an unknown code string: the status decides
+    (503, "teapot", Unavailable),
+    (418, "teapot", Unknown),
+])
+def test_the_body_code_counts_only_where_the_table_gives_it_that_status(
+        status: int, code: str, cls: type[ApiError]) -> None:
+    error = error_from_answer(status, json.dumps({"code": code, "message": "m"}))
+    assert type(error) is cls
+    assert (error.message, error.http_status) == ("m", status)
