@@ -1,4 +1,4 @@
-"""The `projectops` CLI as a user runs it, in-process (the entry point as a subprocess too), against real servers on 127.0.0.1.
+"""The `projectops` CLI as a user runs it, in-process and as a subprocess, on 127.0.0.1.
 
 Contract under test: stdout is the response JSON and nothing else (empty on failure); stderr
 is one ``error: ...`` line per failure, never a traceback and never the API key; exit codes
