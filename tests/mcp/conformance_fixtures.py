@@ -11,14 +11,13 @@ from __future__ import annotations
 import base64
 import io
 import wave
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from mcp import types
 from mcp.server import ServerRequestContext
-
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 #: Handles a call of a fixture tool: ``(context, arguments) -> result``.
 ToolHandler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]

@@ -28,12 +28,14 @@ def create_server(client: AsyncClient) -> Server[Any]:
     fixtures = {extra.tool.name: extra for extra in fixture_tools()}
     tools = [*mcp_server.operation_tools(), *(extra.tool for extra in fixtures.values())]
 
-    async def list_tools(ctx: ServerRequestContext[Any],
-                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         extra = fixtures.get(params.name)
         if extra is not None:
             return await extra.handler(ctx, dict(params.arguments or {}))

@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+
 from tests.mcp.support import NpmTools, OpenStdio, StdioSession, install_npm_tools, stdio_session
 
 

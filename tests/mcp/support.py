@@ -24,8 +24,9 @@ from typing import IO, Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 from mcp import ClientSession, StdioServerParameters, stdio_client, types
+
+from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 
 HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE / "node"

@@ -24,6 +24,8 @@ import jsonschema
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema, operations
 from tests.mcp.support import (
     DEMO_KEY,
     HERE,
@@ -33,8 +35,6 @@ from tests.mcp.support import (
     NpmTools,
     http_server,
 )
-
-from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema, operations
 
 pytestmark = pytest.mark.slow
 

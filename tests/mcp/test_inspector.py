@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.mcp.support import DEMO_KEY, NpmTools
 
 from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema, operations
+from tests.mcp.support import DEMO_KEY, NpmTools
 
 pytestmark = pytest.mark.slow
 

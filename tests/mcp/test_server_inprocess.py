@@ -1,6 +1,7 @@
 """The tool server in-process (``mcp.Client(server)``), with the HTTP client on an
-``httpx.MockTransport``: the failure sentences of every kind of answer, key redaction, extra
-tools, and both MCP protocol eras. The end-to-end tests are in ``test_mcp_stdio.py``."""
+``httpx.MockTransport``: the failure sentences of every kind of answer, key redaction, one
+validation and one HTTP client, and both MCP protocol eras. The end-to-end tests are in
+``test_stdio.py``."""
 
 from __future__ import annotations
 
@@ -12,34 +13,43 @@ import anyio
 import httpx
 import pytest
 from mcp import Client, types
-from tests.mcp.support import text_of
 
 import projectops
 from projectops import (
     API_KEY_ENV,
     BASE_URL_ENV,
-    DeadlineExceeded,
     FailedPrecondition,
     FieldViolation,
     Internal,
     InvalidArgument,
     Unauthenticated,
-    Unavailable,
 )
-from projectops.client import AsyncClient, MissingApiKey
-from projectops.client.mcp_server import ExtraTool, create_server, failure_text
+from projectops.client import (
+    AnswerTimedOut,
+    AsyncClient,
+    InvalidRequest,
+    MissingApiKey,
+    ServiceUnreachable,
+    mcp_server,
+)
+from projectops.client import http as client_http
+from projectops.client.failures import failure
+from projectops.client.mcp_server import create_server
+from tests.mcp.support import text_of
 
 SERVICE = "http://service.test"
 KEY = "k-3b1f0e"
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
-def factory(handler: Handler, key: str | None = KEY) -> Callable[[], AsyncClient]:
-    return lambda: AsyncClient(SERVICE, key, transport=httpx.MockTransport(handler))
+def factory(handler: Handler, key: str | None = KEY) -> AsyncClient:
+    """The one HTTP client of a tool server, sending to `handler`."""
+    return AsyncClient(SERVICE, key, transport=httpx.MockTransport(handler))
 
 
-def call(server: Any, name: str, arguments: dict[str, Any],
-         mode: str = "legacy") -> types.CallToolResult:
+def call(
+    server: Any, name: str, arguments: dict[str, Any], mode: str = "legacy"
+) -> types.CallToolResult:
     async def run() -> types.CallToolResult:
         async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
             return await client.call_tool(name, arguments)
@@ -62,8 +72,9 @@ def test_a_call_sends_the_request_and_returns_text_and_structured_content(mode: 
         seen.append(request)
         return httpx.Response(200, json=RELEASE)
 
-    result = call(create_server(factory(handler)), "get-release-details",
-                  {"version": "1.0.0"}, mode)
+    result = call(
+        create_server(factory(handler)), "get-release-details", {"version": "1.0.0"}, mode
+    )
     assert result.is_error is False
     op = projectops.operation("get-release-details")
     expected = projectops.to_dict(projectops.from_json(RELEASE, op.response_type))
@@ -84,50 +95,86 @@ def test_invalid_arguments_send_nothing() -> None:
     assert text_of(result) == "Invalid arguments for get-release-details: version: is required."
 
 
-@pytest.mark.parametrize(("status", "body", "text"), [
-    (401, {"code": "unauthenticated", "message": "unknown key"},
-     f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; the "
-     "service answered 401 unauthenticated: unknown key."),
-    (400, {"code": "invalid_argument", "message": "bad request",
-           "violations": [{"field": "version", "description": "is required"}]},
-     "The service rejected the request (400 invalid_argument): bad request "
-     "[version: is required]."),
-    (400, {"code": "failed_precondition", "message": "no release 9.9."},
-     "The service rejected the request (400 failed_precondition): no release 9.9."),
-    (500, {"code": "internal", "message": "boom"},
-     "The service failed (500 internal): boom."),
-], ids=["401", "400-violations", "400-precondition", "500"])
-def test_service_answers_become_one_sentence(status: int, body: dict[str, Any],
-                                             text: str) -> None:
-    result = call(create_server(factory(answer(status, body))), "get-release-details",
-                  {"version": "9.9"})
+@pytest.mark.parametrize(
+    ("status", "body", "text"),
+    [
+        (
+            401,
+            {"code": "unauthenticated", "message": "unknown key"},
+            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; the "
+            "service answered 401 unauthenticated: unknown key.",
+        ),
+        (
+            400,
+            {
+                "code": "invalid_argument",
+                "message": "bad request",
+                "violations": [{"field": "version", "description": "is required"}],
+            },
+            "The service rejected the request (400 invalid_argument): bad request "
+            "[version: is required].",
+        ),
+        (
+            400,
+            {"code": "failed_precondition", "message": "no release 9.9."},
+            "The service rejected the request (400 failed_precondition): no release 9.9.",
+        ),
+        (500, {"code": "internal", "message": "boom"}, "The service failed (500 internal): boom."),
+    ],
+    ids=["401", "400-violations", "400-precondition", "500"],
+)
+def test_service_answers_become_one_sentence(status: int, body: dict[str, Any], text: str) -> None:
+    result = call(
+        create_server(factory(answer(status, body))), "get-release-details", {"version": "9.9"}
+    )
     assert result.is_error is True
     assert result.structured_content is None
     assert text_of(result) == text
 
 
-@pytest.mark.parametrize(("error", "text"), [
-    (MissingApiKey("no usable API key"),
-     f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is not "
-     "set, or not usable as a header value, so nothing was sent."),
-    (Unauthenticated("missing API key", http_status=401),
-     f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; the "
-     "service answered 401 unauthenticated: missing API key."),
-    (FailedPrecondition("no such release", http_status=400),
-     "The service rejected the request (400 failed_precondition): no such release."),
-    (InvalidArgument("invalid request", [FieldViolation(field="a.b", description="bad")],
-                     http_status=400),
-     "The service rejected the request (400 invalid_argument): invalid request [a.b: bad]."),
-    (Unavailable("cannot reach http://h:1: connection refused"),
-     f"The service did not answer: cannot reach http://h:1: connection refused; {BASE_URL_ENV} "
-     "sets its base URL."),
-    (DeadlineExceeded("no answer from http://h:1 within 30.0 s"),
-     f"The service did not answer: no answer from http://h:1 within 30.0 s; {BASE_URL_ENV} "
-     "sets its base URL."),
-    (Internal("oops", http_status=500), "The service failed (500 internal): oops."),
-], ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "")
-def test_failure_text(error: projectops.ApiError, text: str) -> None:
-    assert failure_text(error) == text
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        (
+            MissingApiKey("no usable API key"),
+            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is not "
+            "set, or not usable as a header value, so nothing was sent.",
+        ),
+        (
+            Unauthenticated("missing API key", http_status=401),
+            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; the "
+            "service answered 401 unauthenticated: missing API key.",
+        ),
+        (
+            FailedPrecondition("no such release", http_status=400),
+            "The service rejected the request (400 failed_precondition): no such release.",
+        ),
+        (
+            InvalidArgument(
+                "invalid request", [FieldViolation(field="a.b", description="bad")], http_status=400
+            ),
+            "The service rejected the request (400 invalid_argument): invalid request [a.b: bad].",
+        ),
+        (
+            InvalidRequest("version: is required"),
+            "Invalid arguments for get-release-details: version: is required.",
+        ),
+        (
+            ServiceUnreachable("cannot reach http://h:1: connection refused"),
+            f"The service did not answer: cannot reach http://h:1: connection refused; {BASE_URL_ENV} "
+            "sets its base URL.",
+        ),
+        (
+            AnswerTimedOut("no answer from http://h:1 within 30.0 s"),
+            f"The service did not answer: no answer from http://h:1 within 30.0 s; {BASE_URL_ENV} "
+            "sets its base URL.",
+        ),
+        (Internal("oops", http_status=500), "The service failed (500 internal): oops."),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "",
+)
+def test_failure_sentence(error: projectops.ApiError, text: str) -> None:
+    assert failure(error).format(error, "get-release-details")[1] == text
 
 
 def test_no_answer_names_the_base_url() -> None:
@@ -149,7 +196,8 @@ def test_a_missing_key_fails_the_call_only() -> None:
 
 
 def test_the_key_is_redacted_from_any_message_that_quotes_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv(API_KEY_ENV, KEY)
     body = {"code": "unauthenticated", "message": f"key {KEY} is unknown"}
     result = call(create_server(factory(answer(401, body))), "list-rum-environments", {})
@@ -157,49 +205,41 @@ def test_the_key_is_redacted_from_any_message_that_quotes_it(
     assert "key *** is unknown" in text_of(result)
 
 
-def test_an_unusable_base_url_is_an_error_result() -> None:
-    def bad_factory() -> AsyncClient:
-        return AsyncClient("not a url", KEY)
-
-    result = call(create_server(bad_factory), "list-rum-environments", {})
-    assert result.is_error is True
-    assert text_of(result).startswith("The service's base URL is not usable: ")
-    assert BASE_URL_ENV in text_of(result)
+def test_an_unusable_base_url_stops_the_server_before_it_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(BASE_URL_ENV, "not a url")
+    with pytest.raises(ValueError, match=BASE_URL_ENV):
+        mcp_server.run(http=False, host="127.0.0.1", port=1)
 
 
 def test_an_unexpected_failure_is_an_error_result_and_logged(
-        caplog: pytest.LogCaptureFixture) -> None:
-    def broken_factory() -> AsyncClient:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(request: httpx.Request) -> httpx.Response:
         raise RuntimeError("bug")
 
-    result = call(create_server(broken_factory), "list-rum-environments", {})
+    result = call(create_server(factory(broken)), "list-rum-environments", {})
     assert result.is_error is True
     assert "failed unexpectedly" in text_of(result) and "bug" not in text_of(result)
     assert any(record.exc_info for record in caplog.records)
 
 
-def test_extra_tools_are_served_after_the_operations() -> None:
-    async def handler(ctx: Any, arguments: dict[str, Any]) -> types.CallToolResult:
-        return types.CallToolResult(content=[types.TextContent(text=f"got {arguments}")])
-
-    extra = ExtraTool(types.Tool(name="extra", input_schema={"type": "object"}), handler)
-    server = create_server(factory(answer(200, {})), extra_tools=[extra])
-
-    async def run() -> tuple[list[str], types.CallToolResult]:
-        async with Client(server, mode="legacy") as client:
-            names = [tool.name for tool in (await client.list_tools()).tools]
-            return names, await client.call_tool("extra", {"a": 1})
-
-    names, result = anyio.run(run)
-    assert names == [*(op.tool_name for op in projectops.operations()), "extra"]
-    assert text_of(result) == "got {'a': 1}"
-
-
-def test_an_extra_tool_cannot_take_an_operations_name() -> None:
-    async def handler(ctx: Any, arguments: dict[str, Any]) -> types.CallToolResult:
-        raise AssertionError
-
-    clash = ExtraTool(types.Tool(name="get-release-details", input_schema={"type": "object"}),
-                      handler)
-    with pytest.raises(ValueError, match="get-release-details"):
-        create_server(extra_tools=[clash])
+def test_arguments_are_validated_once_and_one_client_serves_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    validated: list[Any] = []
+    real = client_http.validate
+    monkeypatch.setattr(client_http, "validate", lambda m: (validated.append(m), real(m))[1])
+    clients: list[AsyncClient] = []
+    monkeypatch.setattr(
+        mcp_server,
+        "AsyncClient",
+        lambda *a, **k: clients.append(AsyncClient(*a, **k)) or clients[-1],
+    )
+    client = factory(answer(200, RELEASE))
+    server = create_server(client)
+    for _ in range(3):
+        assert call(server, "get-release-details", {"version": "1.0.0"}).is_error is False
+    assert len(validated) == 3  # once per call: the codec is the validator
+    assert clients == []  # no client made per call
