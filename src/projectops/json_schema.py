@@ -13,12 +13,13 @@ never a bare ``$ref``, as MCP requires of tool input and output schemas.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from projectops._wire import is_map, value_form
+from projectops._wire import shape, value_form
 from projectops.descriptions import description
 from projectops.registry import Operation, operation
 from projectops.validation import is_required
@@ -32,7 +33,12 @@ Direction = Literal["input", "output"]
 
 
 def message_schema(
-    message: type[Message] | Descriptor, direction: Direction = "output"
+    message: type[Message] | Descriptor,
+    direction: Direction = "output",
+    *,
+    ref: Callable[[Descriptor], str] | None = None,
+    allow_unknown: bool = False,
+    required_values: bool = False,
 ) -> dict[str, Any]:
     """The JSON Schema of the JSON form of a message type.
 
@@ -40,22 +46,35 @@ def message_schema(
         message: a generated message class or its descriptor.
         direction: ``"input"`` for what a client may send (64-bit integers also as numbers,
             unknown properties forbidden), ``"output"`` for what the codec writes.
+        ref: for documents that keep definitions elsewhere (OpenAPI's ``components``): the
+            ``$ref`` URI of a message's definition. When given, nested messages and the root's
+            references to itself are ``{"$ref": ref(descriptor)}`` (instead of ``#/$defs/...``
+            and ``#``), ``$defs`` still holds their schemas for the caller to move, and there is
+            no ``$schema`` member.
+        allow_unknown: with ``direction="input"``, do not forbid unknown properties (what a
+            non-strict reader accepts: it ignores them).
+        required_values: REQUIRED fields also exclude the values that
+            :func:`projectops.validate` counts as missing: a blank string (``pattern: \\S``),
+            empty bytes, an empty list or map. (Zero numbers and enums are not excluded.)
 
     Returns:
         A JSON-serialisable dict: the object schema, with ``$defs`` keyed by the full proto
         names of the nested messages (``projectops.v1.Release``) when there are any.
     """
     root = cast(Descriptor, message if isinstance(message, Descriptor) else message.DESCRIPTOR)
-    builder = _Builder(root, direction)
-    schema: dict[str, Any] = {"$schema": DIALECT, **builder.object_schema(root)}
+    builder = _Builder(root, direction, ref, allow_unknown, required_values)
+    schema: dict[str, Any] = {} if ref else {"$schema": DIALECT}
+    schema.update(builder.object_schema(root))
     if builder.defs:
         schema["$defs"] = dict(sorted(builder.defs.items()))
     return schema
 
 
 def input_schema(op: str | Operation) -> dict[str, Any]:
-    """The input schema of an operation: its request message, ``direction="input"``."""
-    return message_schema(operation(op).request_type, "input")
+    """The input schema of an operation: its request message, ``direction="input"``, whose
+    REQUIRED fields also exclude blank values, so it accepts exactly what the codec's strict
+    decoding plus ``validate`` accept (the MCP tools' ``inputSchema``)."""
+    return message_schema(operation(op).request_type, "input", required_values=True)
 
 
 def output_schema(op: str | Operation) -> dict[str, Any]:
@@ -64,9 +83,19 @@ def output_schema(op: str | Operation) -> dict[str, Any]:
 
 
 class _Builder:
-    def __init__(self, root: Descriptor, direction: Direction) -> None:
+    def __init__(
+        self,
+        root: Descriptor,
+        direction: Direction,
+        ref: Callable[[Descriptor], str] | None = None,
+        allow_unknown: bool = False,
+        required_values: bool = False,
+    ) -> None:
         self.root = root
+        self.required_values = required_values
         self.direction = direction
+        self.ref = ref
+        self.closed = direction == "input" and not allow_unknown
         self.defs: dict[str, dict[str, Any]] = {}
 
     def object_schema(self, message: Descriptor) -> dict[str, Any]:
@@ -78,18 +107,21 @@ class _Builder:
         required = [fd.json_name for fd in message.fields if is_required(fd)]
         if required:
             schema["required"] = required
-        if self.direction == "input":
+        if self.closed:
             schema["additionalProperties"] = False
         return schema
 
     def field_schema(self, fd: FieldDescriptor) -> dict[str, Any]:
         value = self.value_schema(fd)
-        if is_map(fd):
+        kind = shape(fd)
+        if kind == "map":
             schema: dict[str, Any] = {"type": "object", "additionalProperties": value}
-        elif fd.is_repeated:
+        elif kind == "list":
             schema = {"type": "array", "items": value}
         else:
             schema = dict(value)
+        if self.required_values and is_required(fd):
+            schema.update(_present(fd))
         text = description(fd)
         if text:
             schema["description"] = text
@@ -100,9 +132,23 @@ class _Builder:
         if form.message is None:
             return dict(form.input_schema if self.direction == "input" else form.schema)
         if form.message.full_name == self.root.full_name:
-            return {"$ref": "#"}
+            return {"$ref": self.ref(form.message) if self.ref else "#"}
         name = form.message.full_name
         if name not in self.defs:
             self.defs[name] = {}  # placeholder first: recursive messages refer to themselves
             self.defs[name] = self.object_schema(form.message)
-        return {"$ref": f"#/$defs/{name}"}
+        return {"$ref": self.ref(form.message) if self.ref else f"#/$defs/{name}"}
+
+
+def _present(fd: FieldDescriptor) -> dict[str, Any]:
+    """The keywords that exclude a missing value of a REQUIRED field (see ``validate``)."""
+    kind = shape(fd)
+    if kind == "map":
+        return {"minProperties": 1}
+    if kind == "list":
+        return {"minItems": 1}
+    if fd.type == FieldDescriptor.TYPE_STRING:
+        return {"pattern": r"\S"}
+    if fd.type == FieldDescriptor.TYPE_BYTES:
+        return {"minLength": 1}
+    return {}

@@ -1,0 +1,57 @@
+"""The tools' input schemas and the codec agree on accept/reject (the codec is the validator).
+
+Over the golden requests and hypothesis-made JSON objects around each request message: the JSON
+Schema (2020-12) of ``projectops schema <tool>`` accepts exactly what strict decoding plus
+``validate`` accept, so an agent that follows the schema is never refused by the server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import projectops
+from projectops import json_schema
+from projectops.client.http import InvalidRequest, prepare_request
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+                    st.floats(allow_nan=False), st.text(max_size=8),
+                    st.sampled_from(["", " ", "1.0.0", " 1.0.0 ", "\t"]))
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    max_leaves=6)
+
+
+def _agree(op: projectops.Operation, arguments: Any) -> None:
+    schema_ok = jsonschema.Draft202012Validator(json_schema.input_schema(op)).is_valid(arguments)
+    try:
+        prepare_request(op, arguments)
+        codec_ok = True
+    except InvalidRequest:
+        codec_ok = False
+    assert schema_ok == codec_ok, (op.name, arguments)
+
+
+@pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.name)
+def test_golden_requests_are_accepted_by_both(op: projectops.Operation) -> None:
+    _agree(op, json.loads((GOLDEN / f"{op.name}.request.json").read_text()))
+
+
+@pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.name)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_schema_and_codec_agree_on_made_up_arguments(op: projectops.Operation,
+                                                     data: st.DataObject) -> None:
+    names = [fd.json_name for fd in op.request_type.DESCRIPTOR.fields]
+    keys = st.sampled_from([*names, *(n + "x" for n in names), "other"]) if names else st.text(
+        max_size=4)
+    arguments = data.draw(st.dictionaries(keys, values, max_size=3))
+    _agree(op, arguments)
