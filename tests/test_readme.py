@@ -5,6 +5,9 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from starlette.testclient import TestClient
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -24,4 +27,40 @@ def test_python_example_of_the_readme_runs() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:2] == ["1.4.0", "9007199254740993"]
-    assert lines[-1] == "400 invalid_argument version: is required"
+    assert lines[-1] == "None invalid_argument version: is required"
+
+
+def _block(after: str) -> str:
+    """The first ```python block of the README after the line holding `after`."""
+    readme = (REPO / "README.md").read_text()
+    start = readme.index(after)
+    found = re.search(r"```python\n(.*?)```", readme[start:], re.S)
+    assert found
+    return found.group(1)
+
+
+def test_typed_client_example_of_the_readme_runs_against_the_mock_server(
+        mock_server: Any) -> None:
+    example = _block("From Python, the typed client")
+    env = {**os.environ, "SERVICE_BACKEND_URL": mock_server.base_url,
+           "SERVICE_API_KEY": "demo-key"}
+    result = subprocess.run([sys.executable, "-c", example], cwd=REPO, capture_output=True,
+                            text=True, env=env, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["1.0.0"]
+
+
+def test_server_adapter_example_of_the_readme_serves_as_documented() -> None:
+    namespace: dict[str, Any] = {}
+    exec(_block("A server package gets the whole HTTP surface"), namespace)  # noqa: S102
+    client = TestClient(namespace["app"])
+    get = client.post("/api/mcp/get_release_details", json={"version": " 9.9 "},
+                      headers={"Service-Api-Key": "k-1"})
+    assert (get.status_code, get.json()["code"]) == (400, "failed_precondition")
+    assert get.json()["message"] == "no release '9.9' in demo"
+    listed = client.post("/api/mcp/list_rum_environments", json={},
+                         headers={"Service-Api-Key": "k-1"})
+    assert (listed.status_code, listed.json()["code"]) == (501, "unimplemented")
+    denied = client.post("/api/mcp/get_release_details", json={},
+                         headers={"Service-Api-Key": "nope"})
+    assert denied.status_code == 401
