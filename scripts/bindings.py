@@ -125,8 +125,11 @@ def _docstring(text: str, indent: str) -> list[str]:
         lines += textwrap.wrap(paragraph, width) if "\n" not in paragraph else paragraph.split("\n")
     if len(lines) == 1:
         return [f'{indent}"""{lines[0]}"""']
-    return [f'{indent}"""{lines[0]}', *(f"{indent}{line}" if line else "" for line in lines[1:]),
-            f'{indent}"""']
+    return [
+        f'{indent}"""{lines[0]}',
+        *(f"{indent}{line}" if line else "" for line in lines[1:]),
+        f'{indent}"""',
+    ]
 
 
 @dataclass(frozen=True)
@@ -193,10 +196,13 @@ def render_client(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
                 signature = [f"        request: {rpc.request} | None = None,"]
                 if rpc.keywords:
                     signature.append("        *,")
-                    signature += [f"        {name}: {kind} | None = None," for name, kind in
-                                  rpc.keywords]
+                    signature += [
+                        f"        {name}: {kind} | None = None," for name, kind in rpc.keywords
+                    ]
                 fields = ", ".join(f'"{name}": {name}' for name, _ in rpc.keywords)
-                all_types += " " + " ".join([rpc.request, rpc.response, *(k for _, k in rpc.keywords)])
+                all_types += " " + " ".join(
+                    [rpc.request, rpc.response, *(k for _, k in rpc.keywords)]
+                )
                 prefix = "async " if is_async else ""
                 wait = "await " if is_async else ""
                 body += [
@@ -253,8 +259,8 @@ def render_server(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
                 f"    def {rpc.name}(",
                 f"        self, request: {rpc.request}, context: RequestContext[Any], /",
                 f"    ) -> {rpc.response} | Awaitable[{rpc.response}]:"
-                if len(rpc.response) < 30 else
-                f"    ) -> (\n        {rpc.response}\n        | Awaitable[{rpc.response}]\n    ):",
+                if len(rpc.response) < 30
+                else f"    ) -> (\n        {rpc.response}\n        | Awaitable[{rpc.response}]\n    ):",
                 *_docstring(rpc.doc, "        "),
                 "        ...",
             ]

@@ -1,0 +1,129 @@
+"""Regenerate the Python bindings of proto/ into src/projectops/v1/ (never edit those by hand).
+
+The module behind ``scripts/generate``.
+
+Usage:
+    scripts/generate            write *_pb2.py, *_pb2.pyi, projectops.binpb and __init__.py, and
+                                the typed service bindings (client/_services.py,
+                                server/_services.py; our own generator, scripts/bindings.py)
+    scripts/generate --check    regenerate into a temporary folder; exit 1 and name every file
+                                that differs from what is committed (stale, missing or extra)
+
+The generator is pinned in pyproject.toml (grpcio-tools' protoc, mypy-protobuf) and runs
+offline: include roots come from the installed packages (see scripts/protolib.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import protolib
+
+protolib.ensure_dev_python()
+
+import bindings  # noqa: E402
+from google.protobuf import descriptor_pb2  # noqa: E402
+
+#: Our generator's outputs, relative to src/: (module path, renderer).
+BINDINGS = {
+    "projectops/client/_services.py": bindings.render_client,
+    "projectops/server/_services.py": bindings.render_server,
+}
+
+INIT = '''"""Generated protobuf bindings of the `projectops.v1` proto package.
+
+Made by scripts/generate from proto/projectops/v1/*.proto; never edit these files by hand.
+"""
+'''
+
+
+def generate(proto_root: Path, out_root: Path) -> Path:
+    """Generate into `out_root`/projectops/v1 and return that folder."""
+    plugin = Path(sys.executable).parent / "protoc-gen-mypy"
+    target = out_root / protolib.PROTO_PACKAGE_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    protolib.protoc(
+        proto_root,
+        [
+            f"--plugin=protoc-gen-mypy={plugin}",
+            f"--python_out={out_root}",
+            "--mypy_opt=quiet",
+            f"--mypy_out={out_root}",
+        ],
+    )
+    protolib.protoc(
+        proto_root,
+        ["--include_source_info", f"--descriptor_set_out={target / protolib.DESCRIPTOR_SET_NAME}"],
+    )
+    (target / "__init__.py").write_text(INIT)
+    files = descriptor_pb2.FileDescriptorSet.FromString(
+        (target / protolib.DESCRIPTOR_SET_NAME).read_bytes()
+    )
+    package = protolib.PROTO_PACKAGE_DIR.as_posix().replace("/", ".")
+    for rel, render in BINDINGS.items():
+        out = out_root / "bindings" / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render(files, package))
+    return target
+
+
+def generated_files(folder: Path) -> set[str]:
+    """The names of the files directly in `folder`."""
+    return {p.name for p in folder.iterdir() if p.is_file()}
+
+
+def main() -> int:
+    """Run ``scripts/generate [--check]``; the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if committed output is stale")
+    parser.add_argument("--root", type=Path, default=protolib.REPO, help="repository root")
+    args = parser.parse_args()
+    proto_root = args.root / "proto"
+    committed = args.root / "src" / protolib.PROTO_PACKAGE_DIR
+
+    if not args.check:
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = generate(proto_root, Path(tmp))
+            # Replace the whole folder so files of removed protos do not linger.
+            if committed.exists():
+                shutil.rmtree(committed)
+            shutil.copytree(fresh, committed)
+            for rel in BINDINGS:
+                shutil.copyfile(Path(tmp) / "bindings" / rel, args.root / "src" / rel)
+        print(f"generated {len(generated_files(committed)) + len(BINDINGS)} files")
+        return 0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = generate(proto_root, Path(tmp))
+        have = generated_files(committed) if committed.exists() else set()
+        want = generated_files(fresh)
+        stale = sorted(
+            name
+            for name in have | want
+            if name not in have
+            or name not in want
+            or not filecmp.cmp(committed / name, fresh / name, shallow=False)
+        )
+        stale = [f"{protolib.PROTO_PACKAGE_DIR.as_posix()}/{name}" for name in stale]
+        for rel in BINDINGS:
+            mine = args.root / "src" / rel
+            if not mine.exists() or not filecmp.cmp(
+                mine, Path(tmp) / "bindings" / rel, shallow=False
+            ):
+                stale.append(rel)
+    if stale:
+        print(
+            "error: generated code is out of date; run scripts/generate. Differing files:",
+            file=sys.stderr,
+        )
+        for name in stale:
+            print(f"  src/{name}", file=sys.stderr)
+        return 1
+    print("generated code is current")
+    return 0
