@@ -33,8 +33,10 @@ from projectops import (
 )
 from projectops.client import AsyncClient, Client, MissingApiKey
 from projectops.client.http import (
+    AnswerTimedOut,
     InvalidRequest,
     InvalidResponse,
+    ServiceUnreachable,
     UnexpectedRedirect,
     error_from_answer,
 )
@@ -59,8 +61,14 @@ def call(request: pytest.FixtureRequest) -> Call:
     """``call(operation, req=None, *, handler=None, **client_kwargs)``: one call through a fresh
     `Client` or `AsyncClient` (the fixture's param); `handler` answers via MockTransport."""
 
-    def run(operation: Any, req: Any = None, *, handler: Handler | None = None,
-            response_type: Any = None, **kwargs: Any) -> Any:
+    def run(
+        operation: Any,
+        req: Any = None,
+        *,
+        handler: Handler | None = None,
+        response_type: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         extra = {} if response_type is None else {"response_type": response_type}
         transport = httpx.MockTransport(handler) if handler is not None else None
         if request.param == "sync":
@@ -79,8 +87,9 @@ def call(request: pytest.FixtureRequest) -> Call:
 class Exchanges:
     """A MockTransport handler that records requests and gives one fixed answer."""
 
-    def __init__(self, status: int = 200, body: bytes | str = b"{}",
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int = 200, body: bytes | str = b"{}", headers: dict[str, str] | None = None
+    ) -> None:
         self.requests: list[httpx.Request] = []
         self.status, self.body, self.headers = status, body, headers or {}
 
@@ -103,8 +112,13 @@ def test_both_operations_against_the_mock_server(call: Call, mock_server: Any) -
     assert isinstance(envs, ListRumEnvironmentsResponse)
     assert [e.environment for e in envs.environments] == ["staging", "prod-eu"]
 
-    details = call(GET, {"version": "1.0.0"}, base_url=mock_server.base_url,
-                   api_key="demo-key", response_type=GetReleaseDetailsResponse)
+    details = call(
+        GET,
+        {"version": "1.0.0"},
+        base_url=mock_server.base_url,
+        api_key="demo-key",
+        response_type=GetReleaseDetailsResponse,
+    )
     assert details.summary.release.version == "1.0.0"
     assert details.summary.release.git_sha  # the fixture's SHA came through
 
@@ -117,8 +131,12 @@ def test_server_errors_are_the_subclass_of_their_code(call: Call, mock_server: A
     assert_clean(wrong_key.value)
 
     with pytest.raises(FailedPrecondition) as unknown:
-        call(GET, GetReleaseDetailsRequest(version="9.9.9"), base_url=mock_server.base_url,
-             api_key=OTHER_KEY)
+        call(
+            GET,
+            GetReleaseDetailsRequest(version="9.9.9"),
+            base_url=mock_server.base_url,
+            api_key=OTHER_KEY,
+        )
     assert unknown.value.http_status == 400
     assert "9.9.9" in unknown.value.message
 
@@ -161,23 +179,46 @@ def test_redirects_are_errors_and_never_followed(call: Call) -> None:
     assert len(exchanges.requests) == 1
 
 
-@pytest.mark.parametrize(("status", "body", "error", "message"), [
-    (400, '{"code": "invalid_argument", "message": "version: is required", '
-          '"violations": [{"field": "version", "description": "is required"}]}',
-     InvalidArgument, "version: is required"),
-    (400, '{"code": "failed_precondition", "message": "no release 9"}', FailedPrecondition,
-     "no release 9"),
-    (401, '{"code": "unauthenticated", "message": "bad key"}', Unauthenticated, "bad key"),
-    (404, '{"code": "not_found", "message": "no such operation"}', NotFound,
-     "no such operation"),
-    (409, '{"code": "aborted", "message": "try later"}', Aborted, "try later"),
-    (500, '{"code": "internal", "message": "internal error"}', Internal, "internal error"),
-    (501, '{"code": "unimplemented", "message": "not here"}', Unimplemented, "not here"),
-    (502, "<html>Bad Gateway</html>", Unavailable, "<html>Bad Gateway</html>"),  # raw text
-    (500, "", Unknown, "HTTP 500"),  # no code: a bare 500 says nothing more than "unknown"
-])
+@pytest.mark.parametrize(
+    ("status", "body", "error", "message"),
+    [
+        (
+            400,
+            '{"code": "invalid_argument", "message": "version: is required", '
+            '"violations": [{"field": "version", "description": "is required"}]}',
+            InvalidArgument,
+            "version: is required",
+        ),
+        (
+            400,
+            '{"code": "failed_precondition", "message": "no release 9"}',
+            FailedPrecondition,
+            "no release 9",
+        ),
+        (401, '{"code": "unauthenticated", "message": "bad key"}', Unauthenticated, "bad key"),
+        (
+            404,
+            '{"code": "not_found", "message": "no such operation"}',
+            NotFound,
+            "no such operation",
+        ),
+        (409, '{"code": "aborted", "message": "try later"}', Aborted, "try later"),
+        (500, '{"code": "internal", "message": "internal error"}', Internal, "internal error"),
+        (501, '{"code": "unimplemented", "message": "not here"}', Unimplemented, "not here"),
+        # raw text; an answered 502 is a plain Unavailable, not a ServiceUnreachable
+        (502, "<html>Bad Gateway</html>", Unavailable, "<html>Bad Gateway</html>"),
+        (
+            504,
+            '{"code": "deadline_exceeded", "message": "upstream slow"}',
+            DeadlineExceeded,
+            "upstream slow",
+        ),  # an answered 504 is no AnswerTimedOut
+        (500, "", Unknown, "HTTP 500"),  # no code: a bare 500 says nothing more than "unknown"
+    ],
+)
 def test_non_2xx_answers_raise_the_error_of_their_body(
-        call: Call, status: int, body: str, error: type[ApiError], message: str) -> None:
+    call: Call, status: int, body: str, error: type[ApiError], message: str
+) -> None:
     with pytest.raises(error) as caught:
         call(LIST, api_key=KEY, handler=Exchanges(status, body))
     assert type(caught.value) is error
@@ -187,17 +228,21 @@ def test_non_2xx_answers_raise_the_error_of_their_body(
 
 
 def test_violations_of_an_error_body_are_kept(call: Call) -> None:
-    body = ('{"code": "invalid_argument", "message": "bad", '
-            '"violations": [{"field": "version", "description": "is required"}]}')
+    body = (
+        '{"code": "invalid_argument", "message": "bad", '
+        '"violations": [{"field": "version", "description": "is required"}]}'
+    )
     with pytest.raises(InvalidArgument) as caught:
         call(LIST, api_key=KEY, handler=Exchanges(400, body))
     assert [(v.field, v.description) for v in caught.value.violations] == [
-        ("version", "is required")]
+        ("version", "is required")
+    ]
 
 
 @pytest.mark.parametrize("body", ["not json", '{"environments": 5}'])
 def test_2xx_answer_that_is_not_the_response_type_is_an_internal_error(
-        call: Call, body: str) -> None:
+    call: Call, body: str
+) -> None:
     with pytest.raises(InvalidResponse) as caught:
         call(LIST, api_key=KEY, handler=Exchanges(200, body))
     assert isinstance(caught.value, Internal) and caught.value.code == "internal"
@@ -217,7 +262,8 @@ def test_unknown_response_fields_are_ignored(call: Call) -> None:
 
 
 def test_missing_key_fails_locally_and_says_how_to_set_it(
-        call: Call, monkeypatch: pytest.MonkeyPatch) -> None:
+    call: Call, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SERVICE_API_KEY", raising=False)
     exchanges = Exchanges()
     with pytest.raises(MissingApiKey) as caught:
@@ -238,14 +284,18 @@ def test_key_that_cannot_be_a_header_value_fails_locally_without_quoting_it(call
     assert exchanges.requests == []
 
 
-@pytest.mark.parametrize(("request_", "field"), [
-    ({}, "version"),
-    ({"version": "   "}, "version"),
-    ({"version": "1.0.0", "releaseId": "x"}, "releaseId"),  # strict: unknown field named
-    ({"version": 1}, "version"),
-])
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        ({}, "version"),
+        ({"version": "   "}, "version"),
+        ({"version": "1.0.0", "releaseId": "x"}, "releaseId"),  # strict: unknown field named
+        ({"version": 1}, "version"),
+    ],
+)
 def test_invalid_local_request_is_rejected_before_sending(
-        call: Call, request_: dict[str, Any], field: str) -> None:
+    call: Call, request_: dict[str, Any], field: str
+) -> None:
     exchanges = Exchanges()
     with pytest.raises(InvalidRequest) as caught:
         call(GET, request_, api_key=KEY, handler=exchanges)
@@ -276,16 +326,18 @@ def test_unknown_operation_is_a_lookup_error(call: Call) -> None:
 
 
 def test_unreachable_service_is_unavailable_naming_the_base_url(call: Call, dead_url: str) -> None:
-    with pytest.raises(Unavailable) as caught:
+    with pytest.raises(ServiceUnreachable) as caught:
         call(LIST, base_url=dead_url, api_key=KEY)
+    assert isinstance(caught.value, Unavailable)
     assert caught.value.message.startswith(f"cannot reach {dead_url}: ")
     assert caught.value.http_status is None  # no answer came back
     assert_clean(caught.value)
 
 
 def test_silent_service_is_deadline_exceeded(call: Call, silent_url: str) -> None:
-    with pytest.raises(DeadlineExceeded) as caught:
+    with pytest.raises(AnswerTimedOut) as caught:
         call(LIST, base_url=silent_url, api_key=KEY, timeout=0.2)
+    assert isinstance(caught.value, DeadlineExceeded)
     assert silent_url in caught.value.message
     assert caught.value.http_status is None  # no answer came back
     assert_clean(caught.value)
@@ -296,7 +348,8 @@ def test_silent_service_is_deadline_exceeded(call: Call, silent_url: str) -> Non
 
 @pytest.mark.parametrize("client_type", [Client, AsyncClient])
 def test_configuration_falls_back_to_environment_then_default(
-        client_type: type[Client] | type[AsyncClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    client_type: type[Client] | type[AsyncClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SERVICE_BACKEND_URL", raising=False)
     monkeypatch.delenv("SERVICE_API_KEY", raising=False)
     assert client_type().base_url == projectops.DEFAULT_BASE_URL == "http://127.0.0.1:8787"
@@ -358,40 +411,48 @@ def test_an_error_body_keeps_its_violations() -> None:
     assert [(v.field, v.description) for v in error.violations] == [("version", "is required")]
 
 
-@pytest.mark.parametrize(("status", "body", "cls", "message"), [
-    (502, b"<html>Bad gateway</html>", Unavailable, "<html>Bad gateway</html>"),
-    (503, b"", Unavailable, "HTTP 503"),
-    (504, b"upstream timed out", Unavailable, "upstream timed out"),
-    (401, b"", Unauthenticated, "HTTP 401"),
-    (404, b"Not Found", NotFound, "Not Found"),
-    (409, b"", Aborted, "HTTP 409"),
-    (413, b"too big", ResourceExhausted, "too big"),
-    (400, b"plain text reason", InvalidArgument, "plain text reason"),
-    (400, b'{"error": "no message field"}', InvalidArgument, '{"error": "no message field"}'),
-    (418, b"teapot", Unknown, "teapot"),
-    (500, b"", Unknown, "HTTP 500"),
-])
+@pytest.mark.parametrize(
+    ("status", "body", "cls", "message"),
+    [
+        (502, b"<html>Bad gateway</html>", Unavailable, "<html>Bad gateway</html>"),
+        (503, b"", Unavailable, "HTTP 503"),
+        (504, b"upstream timed out", Unavailable, "upstream timed out"),
+        (401, b"", Unauthenticated, "HTTP 401"),
+        (404, b"Not Found", NotFound, "Not Found"),
+        (409, b"", Aborted, "HTTP 409"),
+        (413, b"too big", ResourceExhausted, "too big"),
+        (400, b"plain text reason", InvalidArgument, "plain text reason"),
+        (400, b'{"error": "no message field"}', InvalidArgument, '{"error": "no message field"}'),
+        (418, b"teapot", Unknown, "teapot"),
+        (500, b"", Unknown, "HTTP 500"),
+    ],
+)
 def test_an_answer_without_a_usable_body_is_the_class_of_its_status(
-        status: int, body: bytes, cls: type[ApiError], message: str) -> None:
+    status: int, body: bytes, cls: type[ApiError], message: str
+) -> None:
     error = error_from_answer(status, body)
     assert type(error) is cls
     assert error.message == message
     assert error.http_status == status
 
 
-@pytest.mark.parametrize(("status", "code", "cls"), [
-    (400, "failed_precondition", FailedPrecondition),  # codes the table gives 400 are kept
-    (400, "out_of_range", OutOfRange),
-    (409, "aborted", Aborted),
-    (400, "not_found", InvalidArgument),  # the code does not match the status: the status wins
-    (404, "invalid_argument", NotFound),
-    (500, "unauthenticated", Unknown),
-    (400, "teapot", InvalidArgument),  # an unknown code string: the status decides
-    (503, "teapot", Unavailable),
-    (418, "teapot", Unknown),
-])
+@pytest.mark.parametrize(
+    ("status", "code", "cls"),
+    [
+        (400, "failed_precondition", FailedPrecondition),  # codes the table gives 400 are kept
+        (400, "out_of_range", OutOfRange),
+        (409, "aborted", Aborted),
+        (400, "not_found", InvalidArgument),  # the code does not match the status: the status wins
+        (404, "invalid_argument", NotFound),
+        (500, "unauthenticated", Unknown),
+        (400, "teapot", InvalidArgument),  # an unknown code string: the status decides
+        (503, "teapot", Unavailable),
+        (418, "teapot", Unknown),
+    ],
+)
 def test_the_body_code_counts_only_where_the_table_gives_it_that_status(
-        status: int, code: str, cls: type[ApiError]) -> None:
+    status: int, code: str, cls: type[ApiError]
+) -> None:
     error = error_from_answer(status, json.dumps({"code": code, "message": "m"}))
     assert type(error) is cls
     assert (error.message, error.http_status) == ("m", status)

@@ -109,7 +109,8 @@ def test_request_type_errors_name_the_field(data: Any, path: str, expected: str)
         projectops.from_json(data, GetReleaseDetailsRequest)
     assert expected in info.value.message
     assert [v.field for v in info.value.violations] == [path]
-    assert info.value.http_status == 400 and info.value.code == "invalid_argument"
+    assert info.value.code == "invalid_argument"
+    assert info.value.http_status is None  # found locally: no HTTP answer was involved
 
 
 @pytest.mark.parametrize(

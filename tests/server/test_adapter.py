@@ -1,11 +1,16 @@
-"""The ASGI adapter in process (httpx.ASGITransport), with handlers written for each case."""
+"""The ASGI adapter in process (httpx.ASGITransport), with service objects written for each case.
+
+A service is an object with one method per rpc, ``method(request, context)``: the class
+:class:`Service` below as a server package writes it, or a ``SimpleNamespace`` of functions.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -16,7 +21,7 @@ from starlette.types import Message as AsgiMessage
 import projectops
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.errors import FailedPrecondition, InvalidArgument, Unauthenticated
-from projectops.server import Handler, create_app
+from projectops.server import OperationsServiceHandler, RequestContext, create_app
 from projectops.v1 import operations_pb2 as ops
 from projectops.v1 import rum_environment_pb2
 
@@ -25,42 +30,65 @@ LIST = projectops.operation("list_rum_environments")
 GET = projectops.operation("get_release_details")
 
 
-def list_envs(project: str,
-              request: ops.ListRumEnvironmentsRequest) -> ops.ListRumEnvironmentsResponse:
+def list_envs(
+    request: ops.ListRumEnvironmentsRequest, context: RequestContext[str]
+) -> ops.ListRumEnvironmentsResponse:
     return ops.ListRumEnvironmentsResponse(
-        environments=[rum_environment_pb2.RumEnvironment(environment=f"env-of-{project}")])
+        environments=[rum_environment_pb2.RumEnvironment(environment=f"env-of-{context.project}")]
+    )
 
 
-async def get_release(project: str,
-                      request: ops.GetReleaseDetailsRequest) -> ops.GetReleaseDetailsResponse:
+async def get_release(
+    request: ops.GetReleaseDetailsRequest, context: RequestContext[str]
+) -> ops.GetReleaseDetailsResponse:
     if request.version != "1.0.0":
-        raise FailedPrecondition(f"no release {request.version!r} in {project}")
+        raise FailedPrecondition(f"no release {request.version!r} in {context.project}")
     response = ops.GetReleaseDetailsResponse()
     response.summary.release.version = request.version
-    response.summary.release.focus_areas.append(project)
+    response.summary.release.focus_areas.append(context.project)
     return response
+
+
+class Service(OperationsServiceHandler):
+    """As a server package writes it: a sync and an async method."""
+
+    def list_rum_environments(
+        self, request: ops.ListRumEnvironmentsRequest, context: RequestContext[str]
+    ) -> ops.ListRumEnvironmentsResponse:
+        return list_envs(request, context)
+
+    async def get_release_details(
+        self, request: ops.GetReleaseDetailsRequest, context: RequestContext[str]
+    ) -> ops.GetReleaseDetailsResponse:
+        return await get_release(request, context)
 
 
 async def _async_key(key: str) -> str | None:
     return KEYS.get(key)
 
 
-HANDLERS: dict[str, Handler[str]] = {"list_rum_environments": list_envs,
-                                     "get_release_details": get_release}
+def service(**methods: Callable[..., Any]) -> Any:
+    """A service object with exactly `methods` (each ``method(request, context)``)."""
+    return SimpleNamespace(**methods)
 
 
-def app_with(handlers: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-    return create_app(HANDLERS if handlers is None else handlers, KEYS.get, **kwargs)
+def app_with(service: Any = None, **kwargs: Any) -> Any:
+    return create_app(Service() if service is None else service, authenticate=KEYS.get, **kwargs)
 
 
-# Typed as a server package would write it: mypy --strict checks these calls.
-APP = create_app(HANDLERS, KEYS.get)
-_TYPED_INLINE: Starlette = create_app(
-    {"get_release_details": get_release, "list_rum_environments": list_envs}, _async_key)
+APP = create_app(Service(), authenticate=KEYS.get)
+_TYPED_ASYNC_KEY: Starlette = create_app(Service(), authenticate=_async_key)
 
 
-def call(app: Any, path: str, body: bytes | str | None = b"", *, key: str | None = "key-a",
-         method: str = "POST", headers: Mapping[str, str] | None = None) -> httpx.Response:
+def call(
+    app: Any,
+    path: str,
+    body: bytes | str | None = b"",
+    *,
+    key: str | None = "key-a",
+    method: str = "POST",
+    headers: Mapping[str, str] | None = None,
+) -> httpx.Response:
     """One request to `app` in process; `key=None` sends no key header."""
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     if key is not None:
@@ -75,34 +103,74 @@ def call(app: Any, path: str, body: bytes | str | None = b"", *, key: str | None
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:
-    """The ErrorResponse body; asserts the content type and that code and status agree."""
+    """The ErrorResponse body; asserts the content type and that code and status agree (a 405
+    is the one transport answer outside the table: its code is ``unimplemented``)."""
     assert response.headers["content-type"] == "application/json"
     body: dict[str, Any] = response.json()
-    assert projectops.HTTP_STATUS_BY_CODE[body["code"]] == response.status_code
+    if response.status_code == 405:
+        assert body["code"] == "unimplemented"
+    else:
+        assert projectops.HTTP_STATUS_BY_CODE[projectops.Code(body["code"])] == response.status_code
     assert body["message"]
     return body
 
 
 # --- success -------------------------------------------------------------------------------
 
-def test_sync_handler_gets_the_project_of_the_key() -> None:
+
+def test_sync_method_gets_the_project_of_the_key() -> None:
     response = call(APP, LIST.path, b"{}", key="key-b")
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
-    assert response.json() == {"environments": [{"environment": "env-of-project-b",
-                                                 "sessionCount": "0"}]}
+    assert response.json() == {
+        "environments": [{"environment": "env-of-project-b", "sessionCount": "0"}]
+    }
 
 
-def test_async_handler_and_async_authenticate() -> None:
-    async def authenticate(key: str) -> str | None:
-        return KEYS.get(key)
-
-    app = create_app(HANDLERS, authenticate)
-    response = call(app, GET.path, '{"version": "1.0.0"}')
+def test_async_method_and_async_authenticate() -> None:
+    response = call(_TYPED_ASYNC_KEY, GET.path, '{"version": "1.0.0"}')
     assert response.status_code == 200
     assert response.json()["summary"]["release"] == {
-        "version": "1.0.0", "gitSha": "", "previousVersion": "", "previousGitSha": "",
-        "focusAreas": ["project-a"]}
+        "version": "1.0.0",
+        "gitSha": "",
+        "previousVersion": "",
+        "previousGitSha": "",
+        "focusAreas": ["project-a"],
+    }
+
+
+def test_functions_of_a_namespace_serve_as_well() -> None:
+    app = app_with(service(list_rum_environments=list_envs, get_release_details=get_release))
+    assert (
+        call(app, LIST.path, b"{}", key="key-b").json()
+        == call(APP, LIST.path, b"{}", key="key-b").json()
+    )
+    assert call(app, GET.path, '{"version": "1.0.0"}').status_code == 200
+
+
+def test_the_context_has_project_operation_and_headers_without_the_key() -> None:
+    seen: list[RequestContext[str]] = []
+
+    def spy(
+        request: ops.ListRumEnvironmentsRequest, context: RequestContext[str]
+    ) -> ops.ListRumEnvironmentsResponse:
+        seen.append(context)
+        return ops.ListRumEnvironmentsResponse()
+
+    response = call(
+        app_with(service(list_rum_environments=spy)),
+        LIST.path,
+        b"{}",
+        key="key-b",
+        headers={"X-Trace": "t-1"},
+    )
+    assert response.status_code == 200
+    (context,) = seen
+    assert context.project == "project-b"
+    assert context.operation is LIST
+    assert context.headers["x-trace"] == "t-1"  # names in lower case
+    assert context.headers[API_KEY_HEADER.lower()] == "[redacted]"
+    assert "key-b" not in context.headers.values()
 
 
 def test_empty_body_is_the_empty_object() -> None:
@@ -110,11 +178,12 @@ def test_empty_body_is_the_empty_object() -> None:
     assert call(APP, LIST.path, b"").status_code == 200
 
 
-@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "text/plain",
-                                          "application/x-www-form-urlencoded", ""])
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json; charset=utf-8", "text/plain", "application/x-www-form-urlencoded", ""],
+)
 def test_content_type_is_not_checked(content_type: str) -> None:
-    response = call(APP, GET.path, '{"version": "1.0.0"}',
-                    headers={"Content-Type": content_type})
+    response = call(APP, GET.path, '{"version": "1.0.0"}', headers={"Content-Type": content_type})
     assert response.status_code == 200
 
 
@@ -134,6 +203,7 @@ def test_unknown_fields_ignored_by_default_and_rejected_when_strict() -> None:
 
 # --- the error table, in order ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("key", [None, "", "   ", "wrong-key"])
 def test_missing_blank_or_unknown_key_is_401(key: str | None) -> None:
     error = error_of(call(APP, GET.path, '{"version": "1.0.0"}', key=key))
@@ -143,12 +213,32 @@ def test_missing_blank_or_unknown_key_is_401(key: str | None) -> None:
         assert key not in error["message"]
 
 
-@pytest.mark.parametrize("body", [b"not json", b"[]", b'{"version": 5}',
-                                  b"x" * (MAX_BODY_BYTES + 1)])
-@pytest.mark.parametrize("path", [GET.path, "/api/mcp/no_such_operation"])
-def test_authentication_comes_before_the_operation_and_the_body(body: bytes, path: str) -> None:
-    assert error_of(call(APP, path, body, key=None))["code"] == "unauthenticated"
-    assert error_of(call(APP, path, body, key="wrong"))["code"] == "unauthenticated"
+def test_two_key_headers_are_401() -> None:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=APP)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            headers = [(API_KEY_HEADER, "key-a"), (API_KEY_HEADER, "key-b")]
+            return await client.post(LIST.path, content=b"{}", headers=headers)
+
+    error = error_of(asyncio.run(go()))
+    assert error["code"] == "unauthenticated"
+    assert API_KEY_HEADER in error["message"]
+    assert "key-a" not in error["message"] and "key-b" not in error["message"]
+
+
+@pytest.mark.parametrize(
+    "body", [b"not json", b"[]", b'{"version": 5}', b"x" * (MAX_BODY_BYTES + 1)]
+)
+@pytest.mark.parametrize("app", [APP, app_with(service())], ids=["implemented", "unimplemented"])
+def test_authentication_comes_before_the_implementation_and_the_body(body: bytes, app: Any) -> None:
+    assert error_of(call(app, GET.path, body, key=None))["code"] == "unauthenticated"
+    assert error_of(call(app, GET.path, body, key="wrong"))["code"] == "unauthenticated"
+
+
+@pytest.mark.parametrize("key", [None, "wrong", "key-a"])
+def test_a_path_that_is_no_operation_is_404_before_authentication(key: str | None) -> None:
+    error = error_of(call(APP, "/api/mcp/no_such_operation", b"not json", key=key))
+    assert error["code"] == "not_found"
 
 
 def test_authenticate_is_not_called_without_a_key() -> None:
@@ -158,13 +248,13 @@ def test_authenticate_is_not_called_without_a_key() -> None:
         seen.append(key)
         return None
 
-    call(create_app(HANDLERS, authenticate), LIST.path, key=None)
-    call(create_app(HANDLERS, authenticate), LIST.path, key="k1")
+    call(create_app(Service(), authenticate=authenticate), LIST.path, key=None)
+    call(create_app(Service(), authenticate=authenticate), LIST.path, key="k1")
     assert seen == ["k1"]
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "OPTIONS"])
-@pytest.mark.parametrize("path", [LIST.path, "/api/mcp/no_such_operation"])
+@pytest.mark.parametrize("path", [LIST.path, GET.path])
 @pytest.mark.parametrize("key", [None, "key-a"])
 def test_other_methods_are_405_with_allow_post(method: str, path: str, key: str | None) -> None:
     response = call(APP, path, None, method=method, key=key)
@@ -173,43 +263,104 @@ def test_other_methods_are_405_with_allow_post(method: str, path: str, key: str 
     assert error_of(response)["code"] == "unimplemented"
 
 
+@pytest.mark.parametrize("method", ["GET", "PUT", "OPTIONS"])
+def test_other_methods_on_a_path_that_is_no_operation_are_404(method: str) -> None:
+    response = call(APP, "/api/mcp/no_such_operation", None, method=method)
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "not_found"
+
+
 @pytest.mark.parametrize("path", ["/", "/api", "/api/mcp", "/other/list_rum_environments"])
 def test_paths_outside_the_prefix_are_404(path: str) -> None:
     error = error_of(call(APP, path, b"{}", key=None))
     assert error["code"] == "not_found"
 
 
-@pytest.mark.parametrize("path", ["/api/mcp/", "/api/mcp/nope", "/api/mcp/get-release-details",
-                                  "/api/mcp/get_release_details/", "/api/mcp/a/b"])
-def test_unknown_operation_is_404_listing_the_known_ones(path: str) -> None:
-    error = error_of(call(APP, path, b"{}"))
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/mcp/",
+        "/api/mcp/nope",
+        "/api/mcp/get-release-details",
+        "/api/mcp/get_release_details/",
+        "/api/mcp/a/b",
+        "/API/MCP/get_release_details",
+    ],
+)
+@pytest.mark.parametrize("key", [None, "key-a"])
+def test_unknown_operation_is_404_naming_the_path(path: str, key: str | None) -> None:
+    error = error_of(call(APP, path, b"{}", key=key))
     assert error["code"] == "not_found"
-    assert "list_rum_environments, get_release_details" in error["message"]
+    assert repr(path) in error["message"]
 
 
-def test_an_operation_without_handler_is_404() -> None:
-    app = app_with({"list_rum_environments": list_envs})
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "/api/mcp%2flist_rum_environments",
+        "/api/mcp/list%5Frum_environments",
+        "/api/mcp/list_rum_environment%73",
+    ],
+)
+def test_a_percent_encoded_path_is_not_an_operation_path(raw: str) -> None:
+    # Routed on the path as sent: each of these decodes to an operation's path, but is not it.
+    response = call(APP, raw, b"{}")
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "not_found"
+
+
+def test_an_operation_without_a_method_is_501_after_authentication() -> None:
+    app = app_with(service(list_rum_environments=list_envs))
     error = error_of(call(app, GET.path, '{"version": "1.0.0"}'))
-    assert error["code"] == "not_found"
+    assert error["code"] == "unimplemented"
     assert "get_release_details" in error["message"]
+    assert call(app, LIST.path, b"{}").status_code == 200  # the other rpc is served
+    assert error_of(call(app, GET.path, b"{}", key=None))["code"] == "unauthenticated"
+
+
+def test_a_method_inherited_from_the_protocol_stub_is_unimplemented() -> None:
+    class OnlyList(OperationsServiceHandler):
+        def list_rum_environments(
+            self, request: ops.ListRumEnvironmentsRequest, context: RequestContext[str]
+        ) -> ops.ListRumEnvironmentsResponse:
+            return list_envs(request, context)
+
+    app = app_with(OnlyList())  # type: ignore[abstract]  # lacking an rpc is the point
+    error = error_of(call(app, GET.path, '{"version": "1.0.0"}'))
+    assert error["code"] == "unimplemented"  # the stub's `...` is no implementation
+    assert call(app, LIST.path, b"{}").status_code == 200
 
 
 def test_body_over_the_limit_is_413_and_at_the_limit_is_read() -> None:
-    assert error_of(call(APP, LIST.path, b" " * (MAX_BODY_BYTES + 1)))["code"] == \
-        "resource_exhausted"
+    assert (
+        error_of(call(APP, LIST.path, b" " * (MAX_BODY_BYTES + 1)))["code"] == "resource_exhausted"
+    )
     padded = b"{}" + b" " * (MAX_BODY_BYTES - 2)
     assert call(APP, LIST.path, padded).status_code == 200
 
 
-def raw_asgi(app: Any, chunks: list[bytes],
-             headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+def raw_asgi(
+    app: Any, chunks: list[bytes], headers: list[tuple[bytes, bytes]]
+) -> tuple[int, bytes]:
     """Drive `app` with a body in `chunks` and exactly `headers`: no Content-Length is added."""
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": LIST.path, "raw_path": LIST.path.encode(),
-             "root_path": "", "query_string": b"", "headers": headers,
-             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
-    pending = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
-               for i, c in enumerate(chunks)]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": LIST.path,
+        "raw_path": LIST.path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    pending = [
+        {"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
+        for i, c in enumerate(chunks)
+    ]
     sent: list[AsgiMessage] = []
     received = 0
 
@@ -247,17 +398,20 @@ def test_declared_content_length_over_the_limit_is_413_without_reading() -> None
     assert status == 413
 
 
-@pytest.mark.parametrize(("body", "field", "text"), [
-    (b"not json", "", "not valid JSON"),
-    (b"\xff\xfe{}", "", "UTF-8"),
-    (b"[]", "", "expected a JSON object, got a list"),
-    (b'"x"', "", "expected a JSON object, got the string"),
-    (b"null", "", "expected a JSON object"),
-    (b"{}", "version", "is required"),
-    (b'{"version": "   "}', "version", "is required"),
-    (b'{"version": 5}', "version", "expected a string, got the number 5"),
-    (b'{"version": ["1.0.0"]}', "version", "expected a string, got a list"),
-])
+@pytest.mark.parametrize(
+    ("body", "field", "text"),
+    [
+        (b"not json", "", "not valid JSON"),
+        (b"\xff\xfe{}", "", "UTF-8"),
+        (b"[]", "", "expected a JSON object, got a list"),
+        (b'"x"', "", "expected a JSON object, got the string"),
+        (b"null", "", "expected a JSON object"),
+        (b"{}", "version", "is required"),
+        (b'{"version": "   "}', "version", "is required"),
+        (b'{"version": 5}', "version", "expected a string, got the number 5"),
+        (b'{"version": ["1.0.0"]}', "version", "expected a string, got a list"),
+    ],
+)
 def test_invalid_bodies_are_400_naming_the_field(body: bytes, field: str, text: str) -> None:
     error = error_of(call(APP, GET.path, body))
     assert error["code"] == "invalid_argument"
@@ -267,11 +421,14 @@ def test_invalid_bodies_are_400_naming_the_field(body: bytes, field: str, text: 
         assert [v["field"] for v in error["violations"]] == [field]
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    (rb'{"version": "\ud800"}', "version"),
-    (rb'{"\ud800": 1}', ""),
-    (rb'{"version": "1.0.0", "x\udfff": [1]}', ""),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (rb'{"version": "\ud800"}', "version"),
+        (rb'{"\ud800": 1}', ""),
+        (rb'{"version": "1.0.0", "x\udfff": [1]}', ""),
+    ],
+)
 def test_unpaired_surrogates_are_400_not_500(body: bytes, field: str) -> None:
     error = error_of(call(APP, GET.path, body))
     assert error["code"] == "invalid_argument"
@@ -280,10 +437,10 @@ def test_unpaired_surrogates_are_400_not_500(body: bytes, field: str) -> None:
 
 
 def test_a_handler_message_with_a_lone_surrogate_is_sent_escaped() -> None:
-    def refuse(project: str, request: Any) -> Any:
+    def refuse(request: Any, context: Any) -> Any:
         raise FailedPrecondition("no release \ud800")
 
-    response = call(app_with({"get_release_details": refuse}), GET.path, '{"version": "1"}')
+    response = call(app_with(service(get_release_details=refuse)), GET.path, '{"version": "1"}')
     assert response.status_code == 400
     assert error_of(response)["message"] == "no release \\ud800"  # escaped, as text
 
@@ -295,17 +452,24 @@ def test_deeply_nested_json_is_400_not_500() -> None:
 
 # --- handler outcomes ------------------------------------------------------------------------
 
+
 def test_handler_api_error_is_answered_as_it_is() -> None:
     error = error_of(call(APP, GET.path, '{"version": "2.0.0"}'))
-    assert error == {"code": "failed_precondition", "message": "no release '2.0.0' in project-a",
-                     "violations": []}
+    assert error == {
+        "code": "failed_precondition",
+        "message": "no release '2.0.0' in project-a",
+        "violations": [],
+    }
 
-    def invalid(project: str, request: ops.GetReleaseDetailsRequest) -> Any:
-        raise InvalidArgument("version: no such format", [projectops.FieldViolation(
-            field="version", description="no such format")])
+    def invalid(request: ops.GetReleaseDetailsRequest, context: Any) -> Any:
+        raise InvalidArgument(
+            "version: no such format",
+            [projectops.FieldViolation(field="version", description="no such format")],
+        )
 
-    error = error_of(call(app_with({"get_release_details": invalid}), GET.path,
-                          '{"version": "x"}'))
+    error = error_of(
+        call(app_with(service(get_release_details=invalid)), GET.path, '{"version": "x"}')
+    )
     assert error["code"] == "invalid_argument"
     assert error["violations"] == [{"field": "version", "description": "no such format"}]
 
@@ -314,23 +478,23 @@ def test_authenticate_may_refuse_with_its_own_message() -> None:
     def authenticate(key: str) -> str:
         raise Unauthenticated("this key was revoked")
 
-    error = error_of(call(create_app(HANDLERS, authenticate), LIST.path))
-    assert error == {"code": "unauthenticated", "message": "this key was revoked",
-                     "violations": []}
+    error = error_of(call(create_app(Service(), authenticate=authenticate), LIST.path))
+    assert error == {"code": "unauthenticated", "message": "this key was revoked", "violations": []}
 
 
 @pytest.mark.parametrize("where", ["handler", "authenticate"])
 def test_a_crash_is_500_generic_and_logged_without_the_key(
-        where: str, caplog: pytest.LogCaptureFixture) -> None:
+    where: str, caplog: pytest.LogCaptureFixture
+) -> None:
     key = "crash-key-7d1f"
 
     def crash(*args: Any) -> Any:
         raise RuntimeError(f"db password hunter2 for {args[0]!r}")
 
-    handlers = {"list_rum_environments": crash} if where == "handler" else HANDLERS
+    served = service(list_rum_environments=crash) if where == "handler" else Service()
     authenticate = crash if where == "authenticate" else (lambda k: k)
     with caplog.at_level(logging.ERROR, logger="projectops.server"):
-        response = call(create_app(handlers, authenticate), LIST.path, key=key)
+        response = call(create_app(served, authenticate=authenticate), LIST.path, key=key)
     error = error_of(response)
     assert error["code"] == "internal"
     assert "hunter2" not in response.text and key not in response.text
@@ -343,17 +507,11 @@ def test_a_crash_is_500_generic_and_logged_without_the_key(
 
 
 def test_a_handler_returning_the_wrong_type_is_500() -> None:
-    def wrong(project: str, request: Any) -> Any:
+    def wrong(request: Any, context: Any) -> Any:
         return ops.GetReleaseDetailsResponse()
 
-    error = error_of(call(app_with({"list_rum_environments": wrong}), LIST.path))
+    error = error_of(call(app_with(service(list_rum_environments=wrong)), LIST.path))
     assert error["code"] == "internal"
-
-
-def test_unknown_handler_names_are_refused_at_creation() -> None:
-    with pytest.raises(ValueError, match=r"'get-release-details'.*known operations: "
-                                         r"list_rum_environments, get_release_details"):
-        create_app({"get-release-details": get_release}, KEYS.get)
 
 
 def test_the_app_can_be_mounted_under_a_prefix() -> None:

@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
-from projectops.server import mock
+from projectops.server.fixtures import load_fixtures
 from projectops.v1 import operations_pb2 as ops
 from projectops.v1 import release_pb2 as rel
 
-PROJECTS = {project.name: project for project in mock.load_fixtures().values()}
+PROJECTS = {project.name: project for project in load_fixtures().values()}
 OPEN = {rel.ACTIVE, rel.IN_PROGRESS_BUG, rel.BLOCKED}
 
 
@@ -25,13 +25,16 @@ def releases() -> list[tuple[str, ops.GetReleaseDetailsResponse]]:
 
 
 def test_projects_and_keys() -> None:
-    assert {key: p.name for key, p in mock.load_fixtures().items()} == {
-        "demo-key": "demo", "other-key": "other"}
+    assert {key: p.name for key, p in load_fixtures().items()} == {
+        "demo-key": "demo",
+        "other-key": "other",
+    }
 
 
 @pytest.mark.parametrize(("project", "response"), releases(), ids=lambda v: str(v)[:20])
 def test_release_summary_is_coherent_with_its_details(
-        project: str, response: ops.GetReleaseDetailsResponse) -> None:
+    project: str, response: ops.GetReleaseDetailsResponse
+) -> None:
     summary, details = response.summary, response.detailed_results
     release = summary.release
     assert re.fullmatch(r"[0-9a-f]{40}", release.git_sha)
@@ -53,14 +56,28 @@ def test_release_summary_is_coherent_with_its_details(
         priorities = Counter(p for p, _ in rows)
         statuses = Counter(s for _, s in rows)
         assert counts.total == len(rows)
-        assert (counts.by_priority.high, counts.by_priority.medium, counts.by_priority.low,
-                counts.by_priority.unset) == (
-            priorities[rel.HIGH_PRIORITY], priorities[rel.MEDIUM_PRIORITY],
-            priorities[rel.LOW_PRIORITY], priorities[rel.SCENARIO_PRIORITY_UNSPECIFIED])
-        assert (counts.by_status.passed, counts.by_status.failed, counts.by_status.skipped,
-                counts.by_status.not_run) == (
-            statuses[rel.PASSED], statuses[rel.FAILED], statuses[rel.SKIPPED],
-            statuses[rel.NOT_RUN])
+        assert (
+            counts.by_priority.high,
+            counts.by_priority.medium,
+            counts.by_priority.low,
+            counts.by_priority.unset,
+        ) == (
+            priorities[rel.HIGH_PRIORITY],
+            priorities[rel.MEDIUM_PRIORITY],
+            priorities[rel.LOW_PRIORITY],
+            priorities[rel.SCENARIO_PRIORITY_UNSPECIFIED],
+        )
+        assert (
+            counts.by_status.passed,
+            counts.by_status.failed,
+            counts.by_status.skipped,
+            counts.by_status.not_run,
+        ) == (
+            statuses[rel.PASSED],
+            statuses[rel.FAILED],
+            statuses[rel.SKIPPED],
+            statuses[rel.NOT_RUN],
+        )
     scenario_order = [(-s.priority, s.title) for s in details.scenarios]
     assert scenario_order == sorted(scenario_order)
 
@@ -70,12 +87,22 @@ def test_release_summary_is_coherent_with_its_details(
     statuses = Counter(i.status for i in open_issues)
     stats = summary.open_issues
     assert stats.total == len(open_issues)
-    assert (stats.low_severity, stats.medium_severity, stats.high_severity,
-            stats.critical_severity) == (
-        severities[rel.LOW_SEVERITY], severities[rel.MEDIUM_SEVERITY],
-        severities[rel.HIGH_SEVERITY], severities[rel.CRITICAL_SEVERITY])
+    assert (
+        stats.low_severity,
+        stats.medium_severity,
+        stats.high_severity,
+        stats.critical_severity,
+    ) == (
+        severities[rel.LOW_SEVERITY],
+        severities[rel.MEDIUM_SEVERITY],
+        severities[rel.HIGH_SEVERITY],
+        severities[rel.CRITICAL_SEVERITY],
+    )
     assert (stats.active, stats.in_progress, stats.blocked) == (
-        statuses[rel.ACTIVE], statuses[rel.IN_PROGRESS_BUG], statuses[rel.BLOCKED])
+        statuses[rel.ACTIVE],
+        statuses[rel.IN_PROGRESS_BUG],
+        statuses[rel.BLOCKED],
+    )
     issue_order = [(-i.severity, i.issue_id) for i in details.issues]
     assert issue_order == sorted(issue_order)
     scenario_ids = {s.scenario_id for s in details.scenarios}
@@ -100,16 +127,24 @@ def test_demo_release_exercises_the_interesting_values() -> None:
     assert {s.status for s in demo.summary.security_scans} == {rel.COMPLETED, rel.IN_PROGRESS}
     assert {t.environment for t in demo.summary.test_counts} == {"QA", "production"}
     assert {s.priority for s in demo.detailed_results.scenarios} == {
-        rel.HIGH_PRIORITY, rel.MEDIUM_PRIORITY, rel.LOW_PRIORITY,
-        rel.SCENARIO_PRIORITY_UNSPECIFIED}
+        rel.HIGH_PRIORITY,
+        rel.MEDIUM_PRIORITY,
+        rel.LOW_PRIORITY,
+        rel.SCENARIO_PRIORITY_UNSPECIFIED,
+    }
 
 
 def test_other_project_has_no_release_1_0_0_and_its_own_environments() -> None:
     versions = {r.summary.release.version for n, r in releases() if n == "other"}
     assert "1.0.0" not in versions and versions
-    envs = {name: [e.environment for r in p.answers["list_rum_environments"].values()
-                   for e in r.environments]  # type: ignore[attr-defined]
-            for name, p in PROJECTS.items()}
+    envs = {
+        name: [
+            e.environment
+            for r in p.answers["list_rum_environments"].values()
+            for e in r.environments  # type: ignore[attr-defined]
+        ]
+        for name, p in PROJECTS.items()
+    }
     assert not set(envs["demo"]) & set(envs["other"])
 
 

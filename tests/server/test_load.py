@@ -47,8 +47,9 @@ class Client:
 
     def post(self, case: int) -> tuple[int, Any]:
         op, body, key, _, _ = CASES[case]
-        self._conn.request("POST", op.path, body=body,
-                           headers={"Content-Type": CONTENT_TYPE, API_KEY_HEADER: key})
+        self._conn.request(
+            "POST", op.path, body=body, headers={"Content-Type": CONTENT_TYPE, API_KEY_HEADER: key}
+        )
         response = self._conn.getresponse()
         return response.status, json.loads(response.read())
 
@@ -83,7 +84,8 @@ def test_load_mixed_requests_all_answered_correctly(mock_server: Any) -> None:
                 got_status, got = client.post(case)
                 latencies.append(time.perf_counter() - start)
                 ok = got_status == status and (
-                    got == expected[case] if code is None else got["code"] == code)
+                    got == expected[case] if code is None else got["code"] == code
+                )
                 if not ok:
                     failures.append(f"case {case}: {got_status} {str(got)[:200]}")
         except Exception as exc:  # a failure in a thread must fail the test, not vanish
@@ -102,6 +104,8 @@ def test_load_mixed_requests_all_answered_correctly(mock_server: Any) -> None:
     assert failures == []
     assert len(latencies) == REQUESTS
     cuts = statistics.quantiles(latencies, n=100)
-    print(f"\nmock server load: {REQUESTS} requests, {CLIENTS} concurrent clients: "
-          f"{REQUESTS / elapsed:.0f} requests/s, p50 {cuts[49] * 1000:.1f} ms, "
-          f"p99 {cuts[98] * 1000:.1f} ms, total {elapsed:.2f} s")
+    print(
+        f"\nmock server load: {REQUESTS} requests, {CLIENTS} concurrent clients: "
+        f"{REQUESTS / elapsed:.0f} requests/s, p50 {cuts[49] * 1000:.1f} ms, "
+        f"p99 {cuts[98] * 1000:.1f} ms, total {elapsed:.2f} s"
+    )

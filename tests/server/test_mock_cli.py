@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 import projectops
+from projectops.__main__ import main
 from projectops.conventions import API_KEY_HEADER
-from projectops.server import mock
 
 GET = projectops.operation("get_release_details")
 LIST = projectops.operation("list_rum_environments")
@@ -29,9 +29,13 @@ def release_answer(**response: Any) -> dict[str, Any]:
 
 
 def fixtures(operations: dict[str, Any] | None = None, **project: Any) -> dict[str, Any]:
-    entry = {"project": "p", "apiKey": "p-key",
-             "operations": {"get_release_details": [release_answer()]}
-             if operations is None else operations}
+    entry = {
+        "project": "p",
+        "apiKey": "p-key",
+        "operations": {"get_release_details": [release_answer()]}
+        if operations is None
+        else operations,
+    }
     entry.update(project)
     return {"projects": [entry]}
 
@@ -40,58 +44,136 @@ BAD_FIXTURES: list[tuple[str, Any, str]] = [
     ("not-json", "{oops", "not valid JSON: Expecting property name enclosed in double quotes"),
     ("top-not-object", [], "the top level: expected a JSON object, got a list"),
     ("no-projects", {}, "projects: is required"),
-    ("projects-not-list", {"projects": {}}, "projects: expected a JSON list, got an object"),
-    ("unknown-top-key", {"projects": [], "extra": 1},
-     "extra: unknown key; expected one of projects"),
+    ("projects-not-list", {"projects": {}}, "projects: expected a JSON list"),
+    ("empty-projects", {"projects": []}, "projects: is required"),
+    (
+        "unknown-top-key",
+        {"projects": [], "extra": 1},
+        "extra: expected a known field of MockFixtures (projects), got an unknown field",
+    ),
+    (
+        "unknown-project-key",
+        fixtures(bogus=1),
+        "projects[0].bogus: expected a known field of MockProject (project, apiKey, operations), "
+        "got an unknown field",
+    ),
+    (
+        "project-not-object",
+        {"projects": ["p"]},
+        'projects[0]: expected a JSON object, got the string "p"',
+    ),
     ("project-missing-key", {"projects": [{"project": "p"}]}, "projects[0].apiKey: is required"),
-    ("blank-key", fixtures(apiKey="  "),
-     "projects[0].apiKey: expected a non-empty string, got an empty string"),
-    ("key-not-string", fixtures(apiKey=7),
-     "projects[0].apiKey: expected a non-empty string, got a number"),
-    ("unknown-operation", fixtures({"get-release-details": []}),
-     "projects[0].operations.get-release-details: unknown operation 'get-release-details'; "
-     "known operations: list_rum_environments, get_release_details"),
-    ("answers-not-list", fixtures({"list_rum_environments": {}}),
-     "projects[0].operations.list_rum_environments: expected a JSON list, got an object"),
-    ("answer-without-response", fixtures({"list_rum_environments": [{"request": {}}]}),
-     "projects[0].operations.list_rum_environments[0].response: is required"),
-    ("unknown-answer-key", fixtures({"list_rum_environments": [{"response": {}, "reply": {}}]}),
-     "projects[0].operations.list_rum_environments[0].reply: unknown key; "
-     "expected one of request, response"),
-    ("response-bad-int64", fixtures({"get_release_details": [release_answer(
-        summary={"testCounts": [{"environment": "QA", "total": "many"}]})]}),
-     "projects[0].operations.get_release_details[0].response.summary.testCounts[0].total: "
-     "expected a 64-bit integer"),
-    ("response-unknown-field", fixtures({"get_release_details": [release_answer(summry={})]}),
-     "projects[0].operations.get_release_details[0].response.summry: expected a known field"),
-    ("response-unknown-enum", fixtures({"get_release_details": [release_answer(
-        detailedResults={"issues": [{"status": "OPEN"}]})]}),
-     "projects[0].operations.get_release_details[0].response.detailedResults.issues[0].status:"),
-    ("request-blank-version", fixtures({"get_release_details": [
-        {"request": {"version": " "}, "response": {}}]}),
-     "projects[0].operations.get_release_details[0].request.version: is required"),
-    ("request-not-object", fixtures({"get_release_details": [{"request": [], "response": {}}]}),
-     "projects[0].operations.get_release_details[0].request: expected a JSON object, got a list"),
-    ("duplicate-request", fixtures({"get_release_details": [
-        release_answer(), {"request": {"version": " 1.0.0"}, "response": {}}]}),
-     "projects[0].operations.get_release_details[1].request: the same request as "
-     "projects[0].operations.get_release_details[0]"),
-    ("duplicate-key", {"projects": [fixtures()["projects"][0],
-                                    {"project": "q", "apiKey": "p-key"}]},
-     "projects[1].apiKey: duplicate of projects[0].apiKey"),
-    ("duplicate-project", {"projects": [fixtures()["projects"][0],
-                                        {"project": "p", "apiKey": "q-key"}]},
-     "projects[1].project: duplicate of projects[0].project"),
+    ("project-missing-name", fixtures(project=""), "projects[0].project: is required"),
+    ("blank-key", fixtures(apiKey="  "), "projects[0].apiKey: is required"),
+    (
+        "key-not-string",
+        fixtures(apiKey=7),
+        "projects[0].apiKey: expected a string, got the number 7",
+    ),
+    (
+        "unknown-operation",
+        fixtures({"get-release-details": []}),
+        "projects[0].operations.get-release-details: unknown operation 'get-release-details'; "
+        "known operations: list_rum_environments, get_release_details",
+    ),
+    (
+        "answers-not-list",
+        fixtures({"list_rum_environments": {}}),
+        'projects[0].operations["list_rum_environments"]: expected a JSON list, got an object',
+    ),
+    (
+        "answer-not-object",
+        fixtures({"list_rum_environments": [7]}),
+        "projects[0].operations.list_rum_environments[0]: expected a JSON object, got the number 7",
+    ),
+    (
+        "answer-without-response",
+        fixtures({"list_rum_environments": [{"request": {}}]}),
+        "projects[0].operations.list_rum_environments[0].response: is required",
+    ),
+    (
+        "unknown-answer-key",
+        fixtures({"list_rum_environments": [{"response": {}, "reply": {}}]}),
+        "projects[0].operations.list_rum_environments[0].reply: expected a known field of "
+        "MockAnswer (request, response), got an unknown field",
+    ),
+    (
+        "response-bad-int64",
+        fixtures(
+            {
+                "get_release_details": [
+                    release_answer(summary={"testCounts": [{"environment": "QA", "total": "many"}]})
+                ]
+            }
+        ),
+        "projects[0].operations.get_release_details[0].response.summary.testCounts[0].total: "
+        'expected a 64-bit integer (a string of digits or a whole number), got the string "many"',
+    ),
+    (
+        "response-unknown-field",
+        fixtures({"get_release_details": [release_answer(summry={})]}),
+        "projects[0].operations.get_release_details[0].response.summry: expected a known field "
+        "of GetReleaseDetailsResponse (summary, detailedResults), got an unknown field",
+    ),
+    (
+        "response-unknown-enum",
+        fixtures(
+            {
+                "get_release_details": [
+                    release_answer(detailedResults={"issues": [{"status": "OPEN"}]})
+                ]
+            }
+        ),
+        "projects[0].operations.get_release_details[0].response.detailedResults.issues[0].status: "
+        "expected one of the names ACTIVE, ",
+    ),
+    (
+        "request-blank-version",
+        fixtures({"get_release_details": [{"request": {"version": " "}, "response": {}}]}),
+        "projects[0].operations.get_release_details[0].request.version: is required",
+    ),
+    (
+        "request-not-object",
+        fixtures({"get_release_details": [{"request": [], "response": {}}]}),
+        "projects[0].operations.get_release_details[0].request: expected a JSON object, got a list",
+    ),
+    (
+        "duplicate-request",
+        fixtures(
+            {
+                "get_release_details": [
+                    release_answer(),
+                    {"request": {"version": " 1.0.0"}, "response": {}},
+                ]
+            }
+        ),
+        "projects[0].operations.get_release_details[1].request: the same request as "
+        "projects[0].operations.get_release_details[0]",
+    ),
+    (
+        "duplicate-key",
+        {"projects": [fixtures()["projects"][0], {"project": "q", "apiKey": "p-key"}]},
+        "projects[1].apiKey: duplicate of projects[0].apiKey",
+    ),
+    (
+        "duplicate-project",
+        {"projects": [fixtures()["projects"][0], {"project": "p", "apiKey": "q-key"}]},
+        "projects[1].project: duplicate of projects[0].project",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("content", "message"), [(c, m) for _, c, m in BAD_FIXTURES],
-                         ids=[name for name, _, _ in BAD_FIXTURES])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(c, m) for _, c, m in BAD_FIXTURES],
+    ids=[name for name, _, _ in BAD_FIXTURES],
+)
 def test_bad_fixtures_exit_2_with_one_line_naming_file_and_field(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], content: Any, message: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: Any, message: str
+) -> None:
     path = tmp_path / "fixtures.json"
     path.write_text(content if isinstance(content, str) else json.dumps(content))
-    assert mock.main(["--port", "0", "--fixtures", str(path)]) == 2
+    assert main(["mock-server", "--port", "0", "--fixtures", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err.count("\n") == 1
@@ -101,35 +183,62 @@ def test_bad_fixtures_exit_2_with_one_line_naming_file_and_field(
 
 def test_unreadable_fixtures_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "missing.json"
-    assert mock.main(["--fixtures", str(missing)]) == 2
-    assert capsys.readouterr().err == \
-        f"error: {missing}: cannot read the file: No such file or directory\n"
+    assert main(["mock-server", "--fixtures", str(missing)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"error: {missing}: cannot read the file: No such file or directory\n"
+    )
 
 
 def test_bad_fixtures_stop_the_real_program_before_it_listens(tmp_path: Path) -> None:
     path = tmp_path / "fixtures.json"
     secret = "fixture-secret-key-1234"
-    bad = fixtures({"get_release_details": [release_answer(
-        summary={"testCounts": [{"environment": "QA", "total": 1.5}]})]}, apiKey=secret)
+    bad = fixtures(
+        {
+            "get_release_details": [
+                release_answer(summary={"testCounts": [{"environment": "QA", "total": 1.5}]})
+            ]
+        },
+        apiKey=secret,
+    )
     path.write_text(json.dumps(bad))
-    done = subprocess.run([sys.executable, "-m", "projectops", "mock-server", "--port", "0",
-                           "--fixtures", str(path)], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-m", "projectops", "mock-server", "--port", "0", "--fixtures", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.startswith(
         f"error: {path}: projects[0].operations.get_release_details[0].response.summary."
-        "testCounts[0].total: expected a 64-bit integer")
+        "testCounts[0].total: expected a 64-bit integer"
+    )
     assert done.stderr.endswith(", got the number 1.5\n")
     assert done.stderr.count("\n") == 1
     assert secret not in done.stderr
 
 
 def test_custom_fixtures_are_served_and_matched_after_trimming(
-        tmp_path: Path, start_mock_server: Any) -> None:
+    tmp_path: Path, start_mock_server: Any
+) -> None:
     path = tmp_path / "fixtures.json"
-    path.write_text(json.dumps(fixtures({"get_release_details": [
-        {"request": {"version": " 2.0 "},
-         "response": {"summary": {"release": {"version": "2.0", "focusAreas": ["a"]}}}}]})))
+    path.write_text(
+        json.dumps(
+            fixtures(
+                {
+                    "get_release_details": [
+                        {
+                            "request": {"version": " 2.0 "},
+                            "response": {
+                                "summary": {"release": {"version": "2.0", "focusAreas": ["a"]}}
+                            },
+                        }
+                    ]
+                }
+            )
+        )
+    )
     server = start_mock_server(path)
     headers = {API_KEY_HEADER: "p-key"}
     with httpx.Client(base_url=server.base_url) as client:
@@ -139,16 +248,20 @@ def test_custom_fixtures_are_served_and_matched_after_trimming(
         # An operation the project lists no answer for answers no request.
         none = client.post(LIST.path, content=b"", headers=headers)
         assert none.status_code == 400
-        assert none.json()["message"] == \
-            "project p has no list_rum_environments answer for the empty request"
+        assert (
+            none.json()["message"]
+            == "project p has no list_rum_environments answer for the empty request"
+        )
         # The default fixtures are not loaded beside a file.
-        assert client.post(LIST.path, json={}, headers={API_KEY_HEADER: "demo-key"}) \
-            .status_code == 401
+        assert (
+            client.post(LIST.path, json={}, headers={API_KEY_HEADER: "demo-key"}).status_code == 401
+        )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_stop_signals_exit_0_and_output_only_the_listening_line(
-        start_mock_server: Any, sig: signal.Signals) -> None:
+    start_mock_server: Any, sig: signal.Signals
+) -> None:
     server = start_mock_server()
     with httpx.Client(base_url=server.base_url) as client:
         for key in ("demo-key", "other-key", "guessed-key-5555"):
@@ -176,8 +289,11 @@ def test_access_log_never_shows_an_api_key(start_mock_server: Any) -> None:
 def test_port_0_picks_a_free_port_and_prints_it(tmp_path: Path) -> None:
     err_path = tmp_path / "stderr"
     with err_path.open("wb") as err:
-        process = subprocess.Popen([sys.executable, "-m", "projectops", "mock-server",
-                                    "--port", "0"], stdout=subprocess.DEVNULL, stderr=err)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "projectops", "mock-server", "--port", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
         deadline = time.monotonic() + 20
         while not err_path.read_text().endswith("\n") and time.monotonic() < deadline:
@@ -186,8 +302,9 @@ def test_port_0_picks_a_free_port_and_prints_it(tmp_path: Path) -> None:
         match = LISTENING.match(err_path.read_text().strip())
         assert match, err_path.read_text()
         assert int(match.group(2)) > 0
-        response = httpx.post(match.group(1) + LIST.path, json={},
-                              headers={API_KEY_HEADER: "demo-key"})
+        response = httpx.post(
+            match.group(1) + LIST.path, json={}, headers={API_KEY_HEADER: "demo-key"}
+        )
         assert response.status_code == 200
     finally:
         process.terminate()
@@ -199,7 +316,7 @@ def test_a_port_in_use_exits_1_with_one_line(capsys: pytest.CaptureFixture[str])
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert mock.main(["--port", str(port)]) == 1
+        assert main(["mock-server", "--port", str(port)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
     assert err.count("\n") == 1
@@ -207,13 +324,12 @@ def test_a_port_in_use_exits_1_with_one_line(capsys: pytest.CaptureFixture[str])
 
 @pytest.mark.parametrize("port", ["-1", "65536", "http"])
 def test_bad_port_is_a_usage_error(capsys: pytest.CaptureFixture[str], port: str) -> None:
-    assert mock.main(["--port", port]) == 2
+    assert main(["mock-server", "--port", port]) == 2
     assert "expected a TCP port from 0 to 65535" in capsys.readouterr().err
 
 
-def test_help_derives_its_defaults_from_the_conventions(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    assert mock.main(["--help"]) == 0
+def test_help_derives_its_defaults_from_the_conventions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mock-server", "--help"]) == 0
     out = capsys.readouterr().out
     host_port = projectops.DEFAULT_BASE_URL.removeprefix("http://").split(":")
     assert f"(default: {host_port[0]})" in out

@@ -29,8 +29,9 @@ def expected(project: str, op: projectops.Operation, request: dict[str, Any]) ->
         if entry["project"] == project:
             for answer in entry["operations"][op.name]:
                 if answer["request"] == request:
-                    return projectops.to_dict(projectops.from_json(answer["response"],
-                                                                   op.response_type))
+                    return projectops.to_dict(
+                        projectops.from_json(answer["response"], op.response_type)
+                    )
     raise LookupError(project, op.name, request)
 
 
@@ -40,9 +41,15 @@ def client(mock_server: Any) -> Iterator[httpx.Client]:
         yield c
 
 
-def post(client: httpx.Client, op_or_path: projectops.Operation | str, body: Any = None, *,
-         key: str | None = "demo-key", headers: dict[str, str] | None = None,
-         content: bytes | None = None) -> httpx.Response:
+def post(
+    client: httpx.Client,
+    op_or_path: projectops.Operation | str,
+    body: Any = None,
+    *,
+    key: str | None = "demo-key",
+    headers: dict[str, str] | None = None,
+    content: bytes | None = None,
+) -> httpx.Response:
     path = op_or_path.path if isinstance(op_or_path, projectops.Operation) else op_or_path
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     if key is not None:
@@ -68,8 +75,11 @@ def test_list_rum_environments_end_to_end(client: httpx.Client) -> None:
     assert response.headers["content-type"] == "application/json"
     assert response.json() == expected("demo", LIST, {})
     assert response.json()["environments"][0] == {
-        "environment": "production", "firstSeenTime": "2024-03-02T09:15:00Z",
-        "lastSeenTime": "2025-11-20T18:42:07Z", "sessionCount": "184233"}
+        "environment": "production",
+        "firstSeenTime": "2024-03-02T09:15:00Z",
+        "lastSeenTime": "2025-11-20T18:42:07Z",
+        "sessionCount": "184233",
+    }
 
 
 def test_get_release_details_end_to_end(client: httpx.Client) -> None:
@@ -82,9 +92,13 @@ def test_get_release_details_end_to_end(client: httpx.Client) -> None:
     assert issues[0]["issueId"] == "9007199254740993"
     assert [i["status"] for i in issues].count("ACTIVE") == 2
     result = body["detailedResults"]["scenarios"][0]["results"][0]
-    assert result == {"environment": "QA", "platform": "WEB_EXECUTION_PLATFORM",
-                      "status": "PASSED", "runTime": "2025-11-18T09:00:12Z",
-                      "runDuration": "42.500s"}
+    assert result == {
+        "environment": "QA",
+        "platform": "WEB_EXECUTION_PLATFORM",
+        "status": "PASSED",
+        "runTime": "2025-11-18T09:00:12Z",
+        "runDuration": "42.500s",
+    }
     assert body["summary"]["release"]["gitSha"] == "5bef4b1ccf3ccfda900b4b4eb43a9adf333c7b10"
     assert [s["status"] for s in body["summary"]["securityScans"]] == ["IN_PROGRESS", "COMPLETED"]
 
@@ -94,8 +108,9 @@ def test_empty_body_equals_the_empty_object(client: httpx.Client) -> None:
 
 
 def test_version_with_surrounding_spaces_matches(client: httpx.Client) -> None:
-    assert post(client, GET, {"version": "  1.0.0\t"}).json() == \
-        expected("demo", GET, {"version": "1.0.0"})
+    assert post(client, GET, {"version": "  1.0.0\t"}).json() == expected(
+        "demo", GET, {"version": "1.0.0"}
+    )
 
 
 def test_the_other_project_has_other_data(client: httpx.Client) -> None:
@@ -105,8 +120,9 @@ def test_the_other_project_has_other_data(client: httpx.Client) -> None:
     assert [e["environment"] for e in other["environments"]] == ["staging", "prod-eu"]
     release = post(client, GET, {"version": "2.3.1"}, key="other-key").json()
     assert release["summary"]["release"]["previousVersion"] == "2.3.0"
-    message = error_of(post(client, GET, {"version": "1.0.0"}, key="other-key"), 400,
-                       "failed_precondition")
+    message = error_of(
+        post(client, GET, {"version": "1.0.0"}, key="other-key"), 400, "failed_precondition"
+    )
     assert message == 'project other has no get_release_details answer for version "1.0.0"'
 
 
@@ -116,8 +132,11 @@ def test_project_id_header_naming_another_project_changes_nothing(client: httpx.
         crossed = post(client, GET, {"version": "1.0.0"}, headers={header: "other"})
         assert crossed.status_code == 200
         assert crossed.json() == plain.json()
-    error_of(post(client, GET, {"version": "2.3.1"}, headers={"Project-Id": "other"}), 400,
-             "failed_precondition")
+    error_of(
+        post(client, GET, {"version": "2.3.1"}, headers={"Project-Id": "other"}),
+        400,
+        "failed_precondition",
+    )
 
 
 def test_unknown_release_is_400_failed_precondition(client: httpx.Client) -> None:
@@ -133,30 +152,47 @@ def test_missing_or_wrong_key_is_401(client: httpx.Client, key: str | None) -> N
 
 def test_no_key_and_a_bad_body_is_401(client: httpx.Client) -> None:
     error_of(post(client, GET, content=b"{not json", key=None), 401, "unauthenticated")
-    error_of(post(client, "/api/mcp/no_such_op", content=b"[]", key=None), 401,
-             "unauthenticated")
+    error_of(post(client, GET, content=b"[]", key="wrong-key"), 401, "unauthenticated")
 
 
-@pytest.mark.parametrize(("body", "field", "text"), [
-    (b"{}", "version", "version: is required"),
-    (b'{"version": "   "}', "version", "version: is required"),
-    (b'{"version": 5}', "version", "version: expected a string, got the number 5"),
-    (b"[]", "", "the body: expected a JSON object, got a list"),
-    (b'"x"', "", 'the body: expected a JSON object, got the string "x"'),
-    (b"{not json", "", "the body is not valid JSON"),
-])
-def test_bad_requests_are_400_naming_the_field(client: httpx.Client, body: bytes, field: str,
-                                               text: str) -> None:
+def test_two_key_headers_are_401(client: httpx.Client) -> None:
+    headers = [(API_KEY_HEADER, "demo-key"), (API_KEY_HEADER, "other-key")]
+    response = client.post(LIST.path, content=b"{}", headers=headers)
+    message = error_of(response, 401, "unauthenticated")
+    assert "demo-key" not in message and "other-key" not in message
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "text"),
+    [
+        (b"{}", "version", "version: is required"),
+        (b'{"version": "   "}', "version", "version: is required"),
+        (b'{"version": 5}', "version", "version: expected a string, got the number 5"),
+        (b"[]", "", "the body: expected a JSON object, got a list"),
+        (b'"x"', "", 'the body: expected a JSON object, got the string "x"'),
+        (b"{not json", "", "the body is not valid JSON"),
+    ],
+)
+def test_bad_requests_are_400_naming_the_field(
+    client: httpx.Client, body: bytes, field: str, text: str
+) -> None:
     response = post(client, GET, content=body)
     message = error_of(response, 400, "invalid_argument")
     assert message.startswith(text)
     assert [v["field"] for v in response.json()["violations"]] == [field]
 
 
-def test_unknown_operation_is_404(client: httpx.Client) -> None:
-    message = error_of(post(client, "/api/mcp/delete_everything", {}), 404, "not_found")
-    assert "delete_everything" in message
-    assert all(op.name in message for op in projectops.operations())
+@pytest.mark.parametrize("key", ["demo-key", None])
+def test_unknown_operation_is_404_without_needing_a_key(
+    client: httpx.Client, key: str | None
+) -> None:
+    message = error_of(post(client, "/api/mcp/delete_everything", {}, key=key), 404, "not_found")
+    assert "/api/mcp/delete_everything" in message
+    error_of(post(client, "/api/mcp/no_such_op", content=b"[]", key=None), 404, "not_found")
+
+
+def test_a_percent_encoded_operation_path_is_404(client: httpx.Client) -> None:
+    error_of(post(client, "/api/mcp%2flist_rum_environments", {}), 404, "not_found")
 
 
 def test_get_is_405_with_allow_post(client: httpx.Client) -> None:

@@ -14,31 +14,45 @@ from hypothesis import strategies as st
 
 import projectops
 from projectops.conventions import API_KEY_HEADER
-from projectops.server import mock
+from projectops.server.fixtures import load_fixtures
+from projectops.server.mock import create_mock_app
 from projectops.v1.error_pb2 import ErrorResponse
 
-APP = mock.create_mock_app(mock.load_fixtures())
+APP = create_mock_app(load_fixtures())
 OPERATIONS = projectops.operations()
-FIELD_NAMES = sorted({fd.json_name for op in OPERATIONS
-                      for fd in op.request_type.DESCRIPTOR.fields} | {"version", "x"})
+FIELD_NAMES = sorted(
+    {fd.json_name for op in OPERATIONS for fd in op.request_type.DESCRIPTOR.fields}
+    | {"version", "x"}
+)
 
 # Text with unpaired surrogates too: JSON can carry them as "\ud800" escapes.
 texts = st.text(max_size=20) | st.text(st.characters(categories=["Cs", "Ll", "Zs"]), max_size=4)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=True, allow_infinity=True) | texts,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(FIELD_NAMES) | texts, children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | texts,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(FIELD_NAMES) | texts, children, max_size=4)
+    ),
     max_leaves=12,
 )
 # Bodies near the schema (known field names with any values) and arbitrary JSON.
 json_bodies = st.dictionaries(st.sampled_from(FIELD_NAMES), json_values, max_size=3) | json_values
-paths = st.sampled_from([op.path for op in OPERATIONS]) | st.text(
-    "abcdefghijklmnopqrstuvwxyz_-/", max_size=12).map(lambda s: "/api/mcp/" + s)
+paths = (
+    st.sampled_from([op.path for op in OPERATIONS])
+    | st.text("abcdefghijklmnopqrstuvwxyz_-/", max_size=12).map(lambda s: "/api/mcp/" + s)
+    # Percent-encoded forms of real paths: they decode to an operation's path but are not it.
+    | st.sampled_from([op.path.replace("/", "%2f", 3).replace("%2f", "/", 2) for op in OPERATIONS])
+)
 keys = st.sampled_from(["demo-key", "other-key", "", "nope"])
-SETTINGS = settings(max_examples=200, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow,
-                                           HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 Post = Callable[[str, bytes, str], httpx.Response]
 
 
@@ -50,7 +64,8 @@ def post() -> Iterator[Callable[[str, bytes, str], httpx.Response]]:
 
     def run(path: str, body: bytes, key: str) -> httpx.Response:
         return loop.run_until_complete(
-            client.post(path, content=body, headers={API_KEY_HEADER: key}))
+            client.post(path, content=body, headers={API_KEY_HEADER: key})
+        )
 
     yield run
     loop.run_until_complete(client.aclose())
@@ -66,7 +81,7 @@ def check(response: httpx.Response, path: str) -> None:
         return
     error = projectops.from_json(response.content, ErrorResponse, strict=True)
     assert error.message
-    assert projectops.HTTP_STATUS_BY_CODE[error.code] == response.status_code
+    assert projectops.HTTP_STATUS_BY_CODE[projectops.Code(error.code)] == response.status_code
     assert response.status_code in (400, 401, 404)
 
 
