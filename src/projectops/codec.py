@@ -182,7 +182,7 @@ def _raise_if_misplaced(
             raise _invalid(field_path, "a JSON object", _describe(item))
         if kind == "list" and not isinstance(item, list):
             raise _invalid(
-                field_path, f"a JSON list of {value_form(fd).expected}s", _describe(item)
+                field_path, f"a JSON list, each {value_form(fd).expected}", _describe(item)
             )
         for element_path, key, element in elements(fd, item, field_path):
             # json_format judges a leaf in the form it has in the field: {key: v}, [v] or v.
