@@ -16,18 +16,44 @@ def test_core_depends_only_on_protobuf_and_googleapis() -> None:
     assert names == {"protobuf", "googleapis-common-protos"}
 
 
-def test_protobuf_bound_admits_the_generated_codes_runtime_check() -> None:
+def generated_version() -> Version:
     text = (REPO / "src/projectops/v1/operations_pb2.py").read_text()
     found = re.search(r"Domain\.PUBLIC,\s*(\d+),\s*(\d+),\s*(\d+),", text)
     assert found
-    generated = Version(".".join(found.groups()))
-    (protobuf,) = [
-        Requirement(r) for r in PYPROJECT["project"]["dependencies"] if r.startswith("protobuf")
+    return Version(".".join(found.groups()))
+
+
+def dependency(name: str) -> Requirement:
+    (found,) = [
+        Requirement(r) for r in PYPROJECT["project"]["dependencies"] if Requirement(r).name == name
     ]
-    # The runtime must be at least the gencode version and of the same major version.
-    assert generated in protobuf.specifier
-    assert Version(f"{generated.major + 1}.0") not in protobuf.specifier
-    assert Version(f"{generated.major}.{generated.minor - 1}") not in protobuf.specifier
+    return found
+
+
+def floor(requirement: Requirement) -> Version:
+    (lower,) = [Version(s.version) for s in requirement.specifier if s.operator == ">="]
+    return lower
+
+
+def test_protobuf_range_starts_at_the_generated_codes_runtime_check() -> None:
+    generated = generated_version()
+    protobuf = dependency("protobuf").specifier
+    # The runtime must be at least the gencode version: the floor is exactly that version.
+    assert floor(dependency("protobuf")) == generated
+    assert Version(f"{generated.major}.{generated.minor - 1}") not in protobuf
+    # A runtime accepts gencode of its own major version and of the one before, never older.
+    assert Version(f"{generated.major}.{generated.minor + 5}") in protobuf
+    assert Version(f"{generated.major + 1}.99") in protobuf
+    assert Version(f"{generated.major + 2}.0") not in protobuf
+
+
+def test_the_floors_the_readme_promises() -> None:
+    readme = (REPO / "README.md").read_text()
+    protobuf = dependency("protobuf")
+    assert f"protobuf {floor(protobuf)}" in readme
+    assert "up to 7.x" in readme
+    googleapis = dependency("googleapis-common-protos")
+    assert f"googleapis-common-protos {floor(googleapis)}" in readme
 
 
 def test_generator_and_buf_are_pinned_exactly() -> None:
