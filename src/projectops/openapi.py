@@ -1,0 +1,467 @@
+"""The OpenAPI 3.1 document of the API, derived from the descriptors (DESIGN.md, "OpenAPI").
+
+Nothing in it is written by hand: paths, operation ids, summaries and descriptions come from the
+registry (the proto service and its comments), schemas from :mod:`projectops.json_schema` (the
+same builder as the MCP tool schemas), error answers from :data:`ERROR_CASES` and
+:data:`~projectops.errors.HTTP_STATUS_BY_CODE`, examples from the mock server's default fixtures
+after a strict decode. Shape of :func:`document`::
+
+    {
+      "openapi": "3.1.1",
+      "info": {"title": TITLE, "version": projectops.__version__,
+               "description": <comment of the proto service>},
+      "servers": [{"url": <base_url>}],
+      "tags": [{"name": "rum_environment"}, {"name": "release"}],
+      "paths": {
+        "/api/mcp/<operation>": {"post": {
+          "operationId": <operation name>, "summary": <first sentence of the rpc comment>,
+          "description": <the whole rpc comment>, "tags": [<tag>],
+          "security": [{"ServiceApiKey": []}],
+          "x-idempotency-level": "IDEMPOTENCY_UNKNOWN" | "NO_SIDE_EFFECTS" | "IDEMPOTENT",
+          "deprecated": true,                                  # only for deprecated rpcs
+          "requestBody": {"required": <has a REQUIRED field>, "content": {"application/json": {
+              "schema": {"$ref": "#/components/schemas/<Request full name>"},
+              "examples": {<project>: {"summary": ..., "value": <request>}}}}},
+          "responses": {"200": <response schema and examples>,
+                        "400" | "401" | "404" | "405" | "413" | "500" | "501": <ErrorResponse>}}}
+      },
+      "components": {
+        "securitySchemes": {"ServiceApiKey": {"type": "apiKey", "in": "header",
+                                              "name": "Service-Api-Key"}},
+        "schemas": {"<full proto name>": <JSON Schema>, ...}
+      }
+    }
+
+Rules that are choices of this module:
+
+- Components are keyed by full proto name (``projectops.v1.Release``) and hold every message
+  of the package. A message reached from a response (or ``ErrorResponse``) has its output form
+  (what the codec writes); a message reached only from requests has its input form (64-bit
+  integers also as numbers). Should a message be reached from both, its input form is
+  ``<full name>.input``. Request schemas do not forbid unknown properties unless
+  ``strict=True``: the server adapter ignores them by default (``create_app(strict=False)``).
+  Their REQUIRED fields exclude what the server counts as missing (a blank string, an empty
+  list), so the document accepts no request that the server calls malformed.
+- Tags: an operation's tag is the stem of the proto file that declares the first message-typed
+  field of its response (``rum_environment`` for ``ListRumEnvironments``, ``release`` for
+  ``GetReleaseDetails``), or of the rpc's own file when there is none. So the reference groups
+  operations by what they return, without a rule in the comments.
+- ``requestBody.required`` is true when the request has a REQUIRED field: the server reads an
+  empty body as ``{}``, which an operation without REQUIRED fields accepts.
+- ``x-idempotency-level`` is the rpc's standard ``idempotency_level`` option (its enum name);
+  ``deprecated`` is the rpc's standard ``deprecated`` option.
+- Examples are the answers of every project of ``projectops/server/fixtures/default.json``,
+  read as package data (this core module never imports ``projectops.server``), decoded with
+  ``from_json(strict=True)`` (requests also validated) and re-encoded with ``to_dict``: only
+  data the codec accepts is shown. They sit on the media types (named by project) and on the
+  request and response component schemas (``examples``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import PurePosixPath
+from typing import Any, Literal, cast
+
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import Descriptor, FileDescriptor
+from google.protobuf.message import Message
+
+import projectops
+from projectops import json_schema
+from projectops._wire import value_form
+from projectops.codec import from_json, to_dict
+from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, DEFAULT_BASE_URL, MAX_BODY_BYTES
+from projectops.descriptions import description
+from projectops.errors import HTTP_STATUS_BY_CODE, InvalidArgument
+from projectops.registry import SERVICE, Operation, operations
+from projectops.v1.error_pb2 import ErrorResponse
+from projectops.validation import is_required, validate
+
+__all__ = [
+    "ERROR_CASES",
+    "OPENAPI_VERSION",
+    "SECURITY_SCHEME",
+    "TITLE",
+    "ErrorCase",
+    "RenderError",
+    "document",
+    "render",
+]
+
+#: The OpenAPI version of the document.
+OPENAPI_VERSION = "3.1.1"
+#: ``info.title``.
+TITLE = "Project-Scoped Operations API"
+#: Name of the API-key security scheme in ``components.securitySchemes``.
+SECURITY_SCHEME = "ServiceApiKey"
+#: Where components refer to each other.
+_REF_BASE = "#/components/schemas/"
+#: The mock server's default fixtures, relative to the ``projectops`` package (package data).
+_FIXTURES = ("server", "fixtures", "default.json")
+
+Format = Literal["json", "yaml"]
+
+
+@dataclass(frozen=True)
+class ErrorCase:
+    """One row of the README's error table: a situation, its code and its HTTP status.
+
+    Attributes:
+        code: the ``ErrorResponse.code`` of the answer.
+        situation: when the server answers so, as a sentence.
+        status: the HTTP status when it is not ``HTTP_STATUS_BY_CODE[code]`` (the 405 of a
+            wrong method is a transport answer of the adapter, outside that table).
+        headers: response headers the answer always carries (name -> value).
+    """
+
+    code: str
+    situation: str
+    status: int | None = None
+    headers: Mapping[str, str] | None = None
+
+    @property
+    def http_status(self) -> int:
+        """The HTTP status of the answer."""
+        if self.status is not None:
+            return self.status
+        # Compared, not indexed: the table's keys are code names (or a str enum of them).
+        return next(status for code, status in HTTP_STATUS_BY_CODE.items() if code == self.code)
+
+
+#: The error answers every operation can get (README, "errors"), in the order the server
+#: checks; each status of the document's responses is described by its rows.
+ERROR_CASES: tuple[ErrorCase, ...] = (
+    ErrorCase(
+        "unauthenticated",
+        f"The `{API_KEY_HEADER}` header is missing or blank, or the key "
+        "is unknown. Checked first: a request without a valid key gets this whatever "
+        "its path and body.",
+    ),
+    ErrorCase("not_found", "The operation name is not in the registry, or not served."),
+    ErrorCase(
+        "unimplemented",
+        "Any method but POST, on any path under `/api/mcp/`.",
+        status=405,
+        headers={"Allow": "POST"},
+    ),
+    ErrorCase("resource_exhausted", f"The body is larger than {MAX_BODY_BYTES} bytes (1 MiB)."),
+    ErrorCase(
+        "invalid_argument",
+        "The body is not UTF-8 JSON, not an object, or a field has the "
+        "wrong type; `violations` names the field.",
+    ),
+    ErrorCase("invalid_argument", "A REQUIRED field is missing or blank; one violation per field."),
+    ErrorCase(
+        "failed_precondition",
+        "A business rule refuses the request (for example, no "
+        "release with that version in the project).",
+    ),
+    ErrorCase(
+        "unimplemented", "The operation is in the registry, but this server does not implement it."
+    ),
+    ErrorCase("internal", "The server failed unexpectedly; the message is generic."),
+)
+
+
+class RenderError(ValueError):
+    """:func:`render` cannot produce the format asked for (unknown, or PyYAML missing)."""
+
+
+def document(base_url: str = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every operation of the registry (module docstring: shape).
+
+    Args:
+        base_url: the server URL of the document (``servers[0].url``); normalised like the
+            client's (absolute http(s), no trailing slash).
+        strict: describe a server built with ``create_app(strict=True)``, whose request
+            schemas forbid unknown properties.
+
+    Returns:
+        A new JSON-serialisable dict each call (callers may change it).
+
+    Raises:
+        ValueError: `base_url` is not an absolute http(s) URL.
+    """
+    doc = copy.deepcopy(_document(strict))
+    doc["servers"] = [{"url": projectops.normalize_base_url(base_url)}]
+    return doc
+
+
+def render(base_url: str = DEFAULT_BASE_URL, fmt: Format | str = "json") -> str:
+    """The document as text, for ``projectops openapi [--base-url URL] [--format json|yaml]``.
+
+    JSON is indented by two spaces; YAML needs PyYAML (``pip install pyyaml``). Both end with
+    a newline.
+
+    Raises:
+        RenderError: `fmt` is neither ``json`` nor ``yaml``, or PyYAML is not installed.
+        ValueError: `base_url` is not an absolute http(s) URL.
+    """
+    if fmt not in ("json", "yaml"):
+        raise RenderError(f"unknown format {fmt!r}; expected json or yaml")
+    doc = document(base_url)
+    if fmt == "json":
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    try:
+        import yaml
+    except ImportError:
+        raise RenderError(
+            "YAML output needs PyYAML: pip install pyyaml (or use --format json)"
+        ) from None
+    text: str = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+    return text
+
+
+@cache
+def _document(strict: bool) -> dict[str, Any]:
+    schemas = _Components(strict)
+    examples = _examples()
+    paths: dict[str, Any] = {}
+    tags: list[str] = []
+    for op in operations():
+        tag = _tag(op)
+        if tag not in tags:
+            tags.append(tag)
+        paths[op.path] = {"post": _operation(op, tag, schemas, examples.get(op.name, {}))}
+    for op in operations():
+        for message, side in ((op.request_type, "request"), (op.response_type, "response")):
+            values = [example[side] for example in examples.get(op.name, {}).values()]
+            if values:
+                schemas.schema(_descriptor(message))["examples"] = values
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": TITLE,
+            "version": projectops.__version__,
+            "description": description(SERVICE),
+        },
+        "servers": [],
+        "tags": [{"name": tag} for tag in tags],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                SECURITY_SCHEME: {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": API_KEY_HEADER,
+                    "description": "The project's API key. The key alone selects the project "
+                    "every operation works on.",
+                }
+            },
+            "schemas": schemas.finish(),
+        },
+    }
+
+
+def _operation(
+    op: Operation, tag: str, schemas: _Components, examples: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    options = op.method.GetOptions()
+    item: dict[str, Any] = {
+        "operationId": op.name,
+        "summary": op.summary,
+        "description": op.description,
+        "tags": [tag],
+        "security": [{SECURITY_SCHEME: []}],
+        "x-idempotency-level": descriptor_pb2.MethodOptions.IdempotencyLevel.Name(
+            options.idempotency_level
+        ),
+    }
+    if options.deprecated:
+        item["deprecated"] = True
+    item["requestBody"] = {
+        # An empty body reads as `{}`: it is only wrong when a field is REQUIRED.
+        "required": any(is_required(fd) for fd in _descriptor(op.request_type).fields),
+        "description": description(_descriptor(op.request_type)),
+        "content": _content(
+            schemas.ref(_descriptor(op.request_type), "input"), examples, "request"
+        ),
+    }
+    responses: dict[str, Any] = {
+        "200": {
+            "description": description(_descriptor(op.response_type)),
+            "content": _content(
+                schemas.ref(_descriptor(op.response_type), "output"), examples, "response"
+            ),
+        }
+    }
+    error_ref = schemas.ref(_descriptor(ErrorResponse), "output")
+    for status, cases in _error_statuses():
+        response: dict[str, Any] = {
+            "description": "\n".join(f"- `{case.code}`: {case.situation}" for case in cases),
+            "content": {CONTENT_TYPE: {"schema": error_ref}},
+        }
+        headers = {name: value for case in cases for name, value in (case.headers or {}).items()}
+        if headers:
+            response["headers"] = {
+                name: {
+                    "description": f"`{value}` when the method is not allowed.",
+                    # Required only when every situation of the status sends it.
+                    "required": all(name in (case.headers or {}) for case in cases),
+                    "schema": {"type": "string", "const": value},
+                }
+                for name, value in headers.items()
+            }
+        responses[str(status)] = response
+    item["responses"] = responses
+    return item
+
+
+def _content(
+    schema: dict[str, Any],
+    examples: Mapping[str, Mapping[str, Any]],
+    side: Literal["request", "response"],
+) -> dict[str, Any]:
+    media: dict[str, Any] = {"schema": schema}
+    if examples:
+        media["examples"] = {
+            name: {
+                "summary": f"Project {example['project']} of the mock server's fixtures",
+                "value": example[side],
+            }
+            for name, example in examples.items()
+        }
+    return {CONTENT_TYPE: media}
+
+
+def _error_statuses() -> list[tuple[int, list[ErrorCase]]]:
+    by_status: dict[int, list[ErrorCase]] = {}
+    for case in ERROR_CASES:
+        by_status.setdefault(case.http_status, []).append(case)
+    return sorted(by_status.items())
+
+
+def _tag(op: Operation) -> str:
+    """The stem of the file of the response's first message-typed field, else the rpc's file."""
+    file: FileDescriptor = op.method.containing_service.file
+    for fd in _descriptor(op.response_type).fields:
+        message = value_form(fd).message
+        if message is not None:
+            file = message.file
+            break
+    return PurePosixPath(file.name).stem
+
+
+class _Components:
+    """``components.schemas``: one schema per message, built by :mod:`projectops.json_schema`."""
+
+    def __init__(self, strict: bool) -> None:
+        self._strict = strict
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self._output: set[str] = set()
+        # Output forms first: which messages they reach decides the names of input forms.
+        outputs = [_descriptor(op.response_type) for op in operations()]
+        for message in [*outputs, _descriptor(ErrorResponse)]:
+            self._add(message, "output")
+
+    def ref(self, message: Descriptor, direction: json_schema.Direction) -> dict[str, Any]:
+        """``{"$ref": ...}`` to the schema of `message` in `direction` (built on first use)."""
+        key = self._add(message, direction)
+        return {"$ref": _REF_BASE + key}
+
+    def schema(self, message: Descriptor) -> dict[str, Any]:
+        """The component of `message` (its input form when only requests reach it)."""
+        return self._schemas[message.full_name]
+
+    def finish(self) -> dict[str, dict[str, Any]]:
+        """Every component, sorted by name, after adding the messages nothing reached."""
+        files = {op.method.containing_service.file for op in operations()}
+        for message in _messages(files):
+            self._add(message, "output")
+        return dict(sorted(self._schemas.items()))
+
+    def _key(self, message: Descriptor, direction: json_schema.Direction) -> str:
+        name: str = message.full_name
+        return f"{name}.input" if direction == "input" and name in self._output else name
+
+    def _add(self, message: Descriptor, direction: json_schema.Direction) -> str:
+        key = self._key(message, direction)
+        if key in self._schemas:
+            return key
+
+        def ref(nested: Descriptor) -> str:
+            return _REF_BASE + self._key(nested, direction)
+
+        schema = json_schema.message_schema(
+            message,
+            direction,
+            ref=ref,
+            allow_unknown=not self._strict,
+            required_values=direction == "input",
+        )
+        defs = schema.pop("$defs", {})
+        if direction == "output":
+            self._output.update([message.full_name, *defs])
+        self._schemas[key] = schema
+        for name, nested in defs.items():
+            self._schemas.setdefault(self._key(_by_name(message, name), direction), nested)
+        return key
+
+
+def _descriptor(message_type: type[Message]) -> Descriptor:
+    return cast(Descriptor, message_type.DESCRIPTOR)
+
+
+def _by_name(root: Descriptor, full_name: str) -> Descriptor:
+    found: Descriptor = root.file.pool.FindMessageTypeByName(full_name)
+    return found
+
+
+def _messages(files: set[FileDescriptor]) -> Iterator[Descriptor]:
+    """Every message (nested ones too, map entries not) of `files` and the files they import
+    from the same package."""
+    package = next(iter(files)).package
+    seen: set[str] = set()
+    todo = list(files)
+    while todo:
+        file = todo.pop()
+        if file.name in seen or file.package != package:
+            continue
+        seen.add(file.name)
+        todo.extend(file.dependencies)
+        stack = list(file.message_types_by_name.values())
+        while stack:
+            message = stack.pop()
+            if not message.GetOptions().map_entry:
+                yield message
+                stack.extend(message.nested_types)
+
+
+def _examples() -> dict[str, dict[str, dict[str, Any]]]:
+    """Operation name -> example name -> ``{"request": ..., "response": ...}``, validated.
+
+    Raises:
+        projectops.InvalidArgument: a fixture does not decode strictly (the document never
+            shows data the codec rejects); the message names the fixture.
+    """
+    source = resources.files(projectops)
+    for part in _FIXTURES:
+        source = source.joinpath(part)
+    data = json.loads(source.read_text(encoding="utf-8"))
+    by_op = {op.name: op for op in operations()}
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for project in data["projects"]:
+        name = project["project"]
+        for op_name, answers in project.get("operations", {}).items():
+            op = by_op[op_name]
+            for i, answer in enumerate(answers):
+                where = f"{'/'.join(_FIXTURES)}: project {name}, {op_name}[{i}]"
+                try:
+                    request = from_json(answer.get("request", {}), op.request_type, strict=True)
+                    validate(request)
+                    response = from_json(answer["response"], op.response_type, strict=True)
+                except InvalidArgument as exc:
+                    raise InvalidArgument(f"{where}: {exc.message}", exc.violations) from None
+                key = name if len(answers) == 1 else f"{name}-{i + 1}"
+                found.setdefault(op_name, {})[key] = {
+                    "project": name,
+                    "request": to_dict(request),
+                    "response": to_dict(response),
+                }
+    return found

@@ -1,0 +1,104 @@
+"""What the OpenAPI tests share: the apps under test, a real uvicorn socket, Chromium.
+
+The apps are built through the server layer's public API, as the mock server builds its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+import projectops
+from projectops.errors import ERROR_CLASSES, Code
+from projectops.openapi import ERROR_CASES
+from projectops.registry import operations
+from projectops.server import create_app
+from projectops.server.docs import docs_routes
+from projectops.server.fixtures import load_fixtures
+from projectops.server.mock import create_mock_app
+
+#: The mock server's demo key (README).
+DEMO_KEY = "demo-key"
+#: Where Debian's package puts Chromium (scripts/install-chromium installs it).
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+
+
+def with_docs(app: Starlette) -> Starlette:
+    """`app` with the docs routes added, as the mock server is meant to add them."""
+    app.router.routes.extend(docs_routes())
+    return app
+
+
+def mock_app() -> Starlette:
+    """The mock server's app on its default fixtures, with the docs routes."""
+    return with_docs(create_mock_app(load_fixtures()))
+
+
+def error_app(make_error: Callable[[], Exception]) -> Starlette:
+    """``create_app`` whose every rpc raises ``make_error()``; the key ``demo-key``."""
+
+    def raise_it(*_: Any) -> Any:
+        raise make_error()
+
+    def authenticate(key: str) -> str | None:
+        return "demo" if key == DEMO_KEY else None
+
+    service = type("Raising", (), {op.name: raise_it for op in operations()})()
+    return with_docs(create_app(service, authenticate=authenticate))
+
+
+def api_error_classes() -> dict[str, type[projectops.ApiError]]:
+    """Code -> exception class, for every code of the document's error table."""
+    return {case.code: ERROR_CLASSES[Code(case.code)] for case in ERROR_CASES}
+
+
+@contextmanager
+def serving(app: Starlette) -> Iterator[str]:
+    """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def chromium() -> Path:
+    """The Chromium binary; fails (never skips) when it is missing.
+
+    Raises:
+        AssertionError: no executable at ``$CHROMIUM`` (default ``/usr/bin/chromium``);
+            ``scripts/install-chromium`` installs it.
+    """
+    found = CHROMIUM if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK) else None
+    if found is None and "CHROMIUM" not in os.environ:
+        which = shutil.which("chromium")
+        found = Path(which) if which else None
+    assert found is not None, (
+        f"{CHROMIUM} is missing: run scripts/install-chromium (apt-get install chromium)"
+    )
+    return found

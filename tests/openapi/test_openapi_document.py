@@ -1,0 +1,224 @@
+"""The OpenAPI document: valid OpenAPI 3.1, derived from the registry, golden payloads validate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import openapi_spec_validator
+import pytest
+import referencing
+import yaml
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+import projectops
+from projectops import json_schema, openapi
+from projectops.registry import SERVICE, Operation
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+OPS = projectops.operations()
+DOC = openapi.document()
+# The README's table, and the status of an rpc the server lacks (501 once errors.py says so).
+ERROR_STATUSES = sorted(
+    {
+        "400",
+        "401",
+        "404",
+        "405",
+        "413",
+        "500",
+        str(openapi.ErrorCase("unimplemented", "").http_status),
+    }
+)
+
+
+def component_validator(doc: dict[str, Any], ref: str) -> jsonschema.Draft202012Validator:
+    """A validator of the component `ref`, resolving references inside the document."""
+    resource = referencing.Resource.from_contents(doc, referencing.jsonschema.DRAFT202012)
+    registry: referencing.Registry[Any] = referencing.Registry().with_resource("urn:doc", resource)
+    return jsonschema.Draft202012Validator(
+        {"$ref": f"urn:doc{ref}"},
+        registry=registry,
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    )
+
+
+def test_document_is_valid_openapi_3_1() -> None:
+    openapi_spec_validator.validate(DOC, cls=openapi_spec_validator.OpenAPIV31SpecValidator)
+    assert DOC["openapi"].startswith("3.1.")
+    json.dumps(DOC)  # serialisable as it is
+
+
+def test_info_and_servers() -> None:
+    assert DOC["info"]["version"] == projectops.__version__
+    assert DOC["info"]["description"] == projectops.description(SERVICE) != ""
+    assert DOC["servers"] == [{"url": projectops.DEFAULT_BASE_URL}]
+    other = openapi.document("https://ops.example.com/base//")
+    assert other["servers"] == [{"url": "https://ops.example.com/base"}]
+    assert DOC["servers"] == [{"url": projectops.DEFAULT_BASE_URL}]  # a fresh dict each call
+    with pytest.raises(ValueError, match="absolute"):
+        openapi.document("ops.example.com")
+
+
+def test_every_operation_is_one_post_path() -> None:
+    assert list(DOC["paths"]) == [op.path for op in OPS]
+    scheme = DOC["components"]["securitySchemes"][openapi.SECURITY_SCHEME]
+    assert scheme == {**scheme, "type": "apiKey", "in": "header", "name": "Service-Api-Key"}
+    for op in OPS:
+        item = DOC["paths"][op.path]
+        assert list(item) == ["post"]
+        post = item["post"]
+        assert post["operationId"] == op.name
+        assert post["summary"] == op.summary and post["description"] == op.description
+        assert post["security"] == [{openapi.SECURITY_SCHEME: []}]
+        assert post["x-idempotency-level"] == descriptor_pb2.MethodOptions.IdempotencyLevel.Name(
+            op.method.GetOptions().idempotency_level
+        )
+        assert "deprecated" not in post
+        assert sorted(post["responses"]) == sorted(["200", *ERROR_STATUSES])
+        body = post["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": f"#/components/schemas/{op.request_type.DESCRIPTOR.full_name}"}
+    assert DOC["paths"]["/api/mcp/get_release_details"]["post"]["requestBody"]["required"]
+    assert not DOC["paths"]["/api/mcp/list_rum_environments"]["post"]["requestBody"]["required"]
+    assert [t["name"] for t in DOC["tags"]] == ["rum_environment", "release"]
+
+
+def test_error_responses_come_from_the_error_table() -> None:
+    for op in OPS:
+        responses = DOC["paths"][op.path]["post"]["responses"]
+        for case in openapi.ERROR_CASES:
+            response = responses[str(case.http_status)]
+            assert f"`{case.code}`: {case.situation}" in response["description"]
+            assert response["content"]["application/json"]["schema"] == {
+                "$ref": "#/components/schemas/projectops.v1.ErrorResponse"
+            }
+        allow = responses["405"]["headers"]["Allow"]
+        assert allow["schema"]["const"] == "POST"
+        assert allow["required"] is (openapi.ErrorCase("unimplemented", "").http_status != 405)
+    assert {case.http_status for case in openapi.ERROR_CASES} == set(map(int, ERROR_STATUSES))
+
+
+def test_components_are_the_json_schema_builder_output() -> None:
+    schemas = DOC["components"]["schemas"]
+    from projectops.v1 import error_pb2, operations_pb2, release_pb2, rum_environment_pb2
+
+    every = {
+        m.full_name
+        for module in (error_pb2, operations_pb2, release_pb2, rum_environment_pb2)
+        for m in module.DESCRIPTOR.message_types_by_name.values()
+    }
+    assert every <= set(schemas)
+    release = json_schema.message_schema(projectops.operation("get_release_details").response_type)[
+        "$defs"
+    ]["projectops.v1.Release"]
+    assert schemas["projectops.v1.Release"] == release  # same builder, refs aside
+    request = schemas["projectops.v1.GetReleaseDetailsRequest"]
+    assert request["required"] == ["version"]
+    assert request["properties"]["version"]["pattern"] == r"\S"  # blank counts as missing
+    assert "additionalProperties" not in request  # the default server ignores unknown fields
+    strict = openapi.document(strict=True)["components"]["schemas"]
+    assert strict["projectops.v1.GetReleaseDetailsRequest"]["additionalProperties"] is False
+    refs = {m for m in json.dumps(DOC).split('"') if m.startswith("#/components/schemas/")}
+    assert {ref.rsplit("/", 1)[1] for ref in refs} <= set(schemas)  # no dangling $ref
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_golden_payloads_validate_against_the_document(op: Operation) -> None:
+    post = DOC["paths"][op.path]["post"]
+    request = json.loads((GOLDEN / f"{op.name}.request.json").read_text())
+    response = json.loads((GOLDEN / f"{op.name}.response.json").read_text())
+    content = "application/json"
+    component_validator(DOC, post["requestBody"]["content"][content]["schema"]["$ref"]).validate(
+        request
+    )
+    component_validator(
+        DOC, post["responses"]["200"]["content"][content]["schema"]["$ref"]
+    ).validate(response)
+    error = json.loads((GOLDEN / "error.invalid_argument.json").read_text())
+    component_validator(
+        DOC, post["responses"]["400"]["content"][content]["schema"]["$ref"]
+    ).validate(error)
+
+
+def test_examples_are_the_default_fixtures_validated() -> None:
+    post = DOC["paths"]["/api/mcp/get_release_details"]["post"]
+    requests = post["requestBody"]["content"]["application/json"]["examples"]
+    responses = post["responses"]["200"]["content"]["application/json"]["examples"]
+    assert set(requests) == set(responses) == {"demo", "other"}
+    assert requests["demo"]["value"] == {"version": "1.0.0"}
+    assert responses["demo"]["value"]["summary"]["release"]["version"] == "1.0.0"
+    schemas = DOC["components"]["schemas"]
+    for op in OPS:
+        post = DOC["paths"][op.path]["post"]
+        for media, ref in (
+            (post["requestBody"]["content"]["application/json"], "request_type"),
+            (post["responses"]["200"]["content"]["application/json"], "response_type"),
+        ):
+            message = getattr(op, ref)
+            examples = [example["value"] for example in media["examples"].values()]
+            assert schemas[message.DESCRIPTOR.full_name]["examples"] == examples
+            validator = component_validator(DOC, media["schema"]["$ref"])
+            for value in examples:
+                validator.validate(value)
+                # What the codec writes, exactly: a strict decode re-encodes to the same JSON.
+                decoded = projectops.from_json(value, message, strict=True)
+                assert projectops.to_dict(decoded) == value
+
+
+def _synthetic_operation(level: str, deprecated: bool) -> Operation:
+    """An operation of a private pool whose rpc has the given options."""
+    pool = descriptor_pool.DescriptorPool()
+    file = descriptor_pb2.FileDescriptorProto(
+        name="synthetic/v1/x.proto", package="synthetic.v1", syntax="proto3"
+    )
+    file.message_type.add(name="PingRequest")
+    file.message_type.add(name="PingResponse")
+    method = file.service.add(name="S").method.add(
+        name="Ping",
+        input_type=".synthetic.v1.PingRequest",
+        output_type=".synthetic.v1.PingResponse",
+    )
+    method.options.idempotency_level = descriptor_pb2.MethodOptions.IdempotencyLevel.Value(level)
+    method.options.deprecated = deprecated
+    pool.Add(file)
+    rpc = pool.FindServiceByName("synthetic.v1.S").methods_by_name["Ping"]
+    return Operation(
+        name="ping",
+        tool_name="ping",
+        path="/api/mcp/ping",
+        request_type=message_factory.GetMessageClass(rpc.input_type),
+        response_type=message_factory.GetMessageClass(rpc.output_type),
+        description="Ping. Answers.",
+        method=rpc,
+    )
+
+
+@pytest.mark.parametrize(
+    ("level", "deprecated"), [("NO_SIDE_EFFECTS", True), ("IDEMPOTENT", False)]
+)
+def test_idempotency_level_and_deprecation_come_from_the_rpc_options(
+    level: str, deprecated: bool
+) -> None:
+    op = _synthetic_operation(level, deprecated)
+    item = openapi._operation(op, "x", openapi._Components(strict=False), {})
+    assert item["x-idempotency-level"] == level
+    assert item.get("deprecated", False) is deprecated
+
+
+def test_render_json_and_yaml() -> None:
+    text = openapi.render("http://127.0.0.1:9999", "json")
+    assert json.loads(text) == openapi.document("http://127.0.0.1:9999")
+    assert text.endswith("}\n")
+    assert yaml.safe_load(openapi.render(fmt="yaml")) == DOC
+    with pytest.raises(openapi.RenderError, match="unknown format 'xml'"):
+        openapi.render(fmt="xml")
+
+
+def test_yaml_without_pyyaml_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml now raises ImportError
+    with pytest.raises(openapi.RenderError, match="PyYAML"):
+        openapi.render(fmt="yaml")
