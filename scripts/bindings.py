@@ -260,7 +260,10 @@ def render_server(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
                 f"        self, request: {rpc.request}, context: RequestContext[Any], /",
                 f"    ) -> {rpc.response} | Awaitable[{rpc.response}]:"
                 if len(rpc.response) < 30
-                else f"    ) -> (\n        {rpc.response}\n        | Awaitable[{rpc.response}]\n    ):",
+                else (
+                    f"    ) -> (\n        {rpc.response}\n"
+                    f"        | Awaitable[{rpc.response}]\n    ):"
+                ),
                 *_docstring(rpc.doc, "        "),
                 "        ...",
             ]

@@ -39,28 +39,38 @@ def _block(after: str) -> str:
     return found.group(1)
 
 
-def test_typed_client_example_of_the_readme_runs_against_the_mock_server(
-        mock_server: Any) -> None:
+def test_typed_client_example_of_the_readme_runs_against_the_mock_server(mock_server: Any) -> None:
     example = _block("From Python, the typed client")
-    env = {**os.environ, "SERVICE_BACKEND_URL": mock_server.base_url,
-           "SERVICE_API_KEY": "demo-key"}
-    result = subprocess.run([sys.executable, "-c", example], cwd=REPO, capture_output=True,
-                            text=True, env=env, check=False, timeout=60)
+    env = {**os.environ, "SERVICE_BACKEND_URL": mock_server.base_url, "SERVICE_API_KEY": "demo-key"}
+    result = subprocess.run(
+        [sys.executable, "-c", example],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["1.0.0"]
 
 
 def test_server_adapter_example_of_the_readme_serves_as_documented() -> None:
     namespace: dict[str, Any] = {}
-    exec(_block("A server package gets the whole HTTP surface"), namespace)  # noqa: S102
+    exec(_block("A server package gets the whole HTTP surface"), namespace)
     client = TestClient(namespace["app"])
-    get = client.post("/api/mcp/get_release_details", json={"version": " 9.9 "},
-                      headers={"Service-Api-Key": "k-1"})
+    get = client.post(
+        "/api/mcp/get_release_details",
+        json={"version": " 9.9 "},
+        headers={"Service-Api-Key": "k-1"},
+    )
     assert (get.status_code, get.json()["code"]) == (400, "failed_precondition")
     assert get.json()["message"] == "no release '9.9' in demo"
-    listed = client.post("/api/mcp/list_rum_environments", json={},
-                         headers={"Service-Api-Key": "k-1"})
+    listed = client.post(
+        "/api/mcp/list_rum_environments", json={}, headers={"Service-Api-Key": "k-1"}
+    )
     assert (listed.status_code, listed.json()["code"]) == (501, "unimplemented")
-    denied = client.post("/api/mcp/get_release_details", json={},
-                         headers={"Service-Api-Key": "nope"})
+    denied = client.post(
+        "/api/mcp/get_release_details", json={}, headers={"Service-Api-Key": "nope"}
+    )
     assert denied.status_code == 401
