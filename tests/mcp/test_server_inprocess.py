@@ -137,8 +137,8 @@ def test_service_answers_become_one_sentence(status: int, body: dict[str, Any], 
     [
         (
             MissingApiKey("no usable API key"),
-            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is not "
-            "set, or not usable as a header value, so nothing was sent.",
+            f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; "
+            "it is not set, or not usable as a header value, so nothing was sent.",
         ),
         (
             Unauthenticated("missing API key", http_status=401),
@@ -161,8 +161,8 @@ def test_service_answers_become_one_sentence(status: int, body: dict[str, Any], 
         ),
         (
             ServiceUnreachable("cannot reach http://h:1: connection refused"),
-            f"The service did not answer: cannot reach http://h:1: connection refused; {BASE_URL_ENV} "
-            "sets its base URL.",
+            "The service did not answer: cannot reach http://h:1: connection refused; "
+            f"{BASE_URL_ENV} sets its base URL.",
         ),
         (
             AnswerTimedOut("no answer from http://h:1 within 30.0 s"),
