@@ -95,6 +95,7 @@ def main() -> int:
                 shutil.rmtree(committed)
             shutil.copytree(fresh, committed)
             for rel in BINDINGS:
+                (args.root / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(Path(tmp) / "bindings" / rel, args.root / "src" / rel)
         print(f"generated {len(generated_files(committed)) + len(BINDINGS)} files")
         return 0

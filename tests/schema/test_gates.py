@@ -65,9 +65,10 @@ def test_generate_check_names_stale_files(copy: Path) -> None:
 def test_generation_is_deterministic(copy: Path) -> None:
     assert run("generate", "--root", str(copy)).returncode == 0
     assert run("generate", "--check", "--root", str(copy)).returncode == 0
-    for name in ("release_pb2.py", "release_pb2.pyi", "projectops.binpb"):
-        assert (copy / "src/projectops/v1" / name).read_bytes() == (
-            REPO / "src/projectops/v1" / name
+    for name in ("v1/release_pb2.py", "v1/release_pb2.pyi", "v1/projectops.binpb",
+                 "client/_services.py", "server/_services.py"):
+        assert (copy / "src/projectops" / name).read_bytes() == (
+            REPO / "src/projectops" / name
         ).read_bytes()
 
 
