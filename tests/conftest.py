@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
+
+from tests.loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
 
 
 class MockServerProcess:
@@ -30,23 +31,33 @@ class MockServerProcess:
         process: the :class:`subprocess.Popen` of the server.
     """
 
-    def __init__(self, fixtures_path: str | os.PathLike[str] | None = None,
-                 extra_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, fixtures_path: str | os.PathLike[str] | None = None, extra_args: Sequence[str] = ()
+    ) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="projectops-mock-")
         self._out_path = Path(self._dir.name, "stdout")
         self._err_path = Path(self._dir.name, "stderr")
         self.port = free_port()
         self.base_url = f"http://{LOOPBACK}:{self.port}"
-        args = [sys.executable, "-m", "projectops", "mock-server",
-                "--host", LOOPBACK, "--port", str(self.port)]
+        args = [
+            sys.executable,
+            "-m",
+            "projectops",
+            "mock-server",
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(self.port),
+        ]
         if fixtures_path is not None:
             args += ["--fixtures", os.fspath(fixtures_path)]
         args += list(extra_args)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with self._out_path.open("wb") as out, self._err_path.open("wb") as err:
             # Output goes to files, not pipes: a chatty server can never block on a full pipe.
-            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
-                                            stderr=err, env=env)
+            self.process = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env
+            )
 
     def wait_until_listening(self, timeout: float = STARTUP_TIMEOUT) -> None:
         """Block until the port accepts a connection.
@@ -79,8 +90,9 @@ class MockServerProcess:
         self._dir.cleanup()
 
 
-def _start(fixtures_path: str | os.PathLike[str] | None,
-           extra_args: Sequence[str]) -> MockServerProcess:
+def _start(
+    fixtures_path: str | os.PathLike[str] | None, extra_args: Sequence[str]
+) -> MockServerProcess:
     # The free port can be taken between the probe and the server's bind: retry on a new one.
     for attempt in range(3):
         server = MockServerProcess(fixtures_path, extra_args)
@@ -118,8 +130,9 @@ def start_mock_server() -> Iterator[StartMockServer]:
     """
     started: list[MockServerProcess] = []
 
-    def start(fixtures_path: str | os.PathLike[str] | None = None,
-              extra_args: Sequence[str] = ()) -> MockServerProcess:
+    def start(
+        fixtures_path: str | os.PathLike[str] | None = None, extra_args: Sequence[str] = ()
+    ) -> MockServerProcess:
         server = _start(fixtures_path, extra_args)
         started.append(server)
         return server

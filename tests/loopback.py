@@ -26,8 +26,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until_listening(process: subprocess.Popen[bytes], port: int, name: str | Sequence[str],
-                         output: Callable[[], str], timeout: float = STARTUP_TIMEOUT) -> None:
+def wait_until_listening(
+    process: subprocess.Popen[bytes],
+    port: int,
+    name: str | Sequence[str],
+    output: Callable[[], str],
+    timeout: float = STARTUP_TIMEOUT,
+) -> None:
     """Block until 127.0.0.1:`port` accepts a connection.
 
     Raises:
@@ -38,19 +43,25 @@ def wait_until_listening(process: subprocess.Popen[bytes], port: int, name: str 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{name} exited with code {process.returncode} before "
-                               f"listening; output:\n{output()}")
+            raise RuntimeError(
+                f"{name} exited with code {process.returncode} before "
+                f"listening; output:\n{output()}"
+            )
         try:
             with socket.create_connection((LOOPBACK, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError(f"{name} did not listen on {LOOPBACK}:{port} within {timeout} s; "
-                       f"output:\n{output()}")
+    raise RuntimeError(
+        f"{name} did not listen on {LOOPBACK}:{port} within {timeout} s; output:\n{output()}"
+    )
 
 
-def stop(process: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGTERM,
-         timeout: float = SHUTDOWN_TIMEOUT) -> int:
+def stop(
+    process: subprocess.Popen[bytes],
+    sig: signal.Signals = signal.SIGTERM,
+    timeout: float = SHUTDOWN_TIMEOUT,
+) -> int:
     """Send `sig`, wait up to `timeout` seconds (then kill); return the exit code."""
     if process.poll() is None:
         process.send_signal(sig)

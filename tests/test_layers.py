@@ -47,8 +47,11 @@ def _core_graph() -> dict[str, set[str]]:
         if _layer(path) != "core":
             continue
         name = "projectops" if path.name == "__init__.py" else f"projectops.{path.stem}"
-        graph[name] = {n for n in _imports(path)
-                       if n.startswith("projectops.") and n.count(".") == 1 and n != name}
+        graph[name] = {
+            n
+            for n in _imports(path)
+            if n.startswith("projectops.") and n.count(".") == 1 and n != name
+        }
     return graph
 
 

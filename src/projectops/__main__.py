@@ -31,7 +31,7 @@ EXIT_CODES = {
     failures.EXIT_OK: "success",
     failures.EXIT_INTERNAL: "unexpected failure of the program itself",
     failures.EXIT_USAGE: f"usage error or invalid local input (also: {API_KEY_ENV} not set; "
-                         "nothing was sent)",
+    "nothing was sent)",
     failures.EXIT_UNAUTHENTICATED: "the server answered 401 (API key missing or invalid)",
     failures.EXIT_BAD_REQUEST: "the server answered 400 (validation or business rule)",
     failures.EXIT_FAILURE: "no answer (network failure, time-out) or any other status",
@@ -50,8 +50,9 @@ class _Formatter(argparse.HelpFormatter):
     """Re-wraps each paragraph of a description on its own (proto comments have several)."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n\n".join(super(_Formatter, self)._fill_text(p, width, indent)
-                           for p in text.split("\n\n"))
+        return "\n\n".join(
+            super(_Formatter, self)._fill_text(p, width, indent) for p in text.split("\n\n")
+        )
 
 
 def _seconds(text: str) -> float:
@@ -69,12 +70,19 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
     base_url: dict[str, Any] = {"default": None if top_level else argparse.SUPPRESS}
     timeout: dict[str, Any] = {"default": 30.0 if top_level else argparse.SUPPRESS}
     parser.add_argument(
-        "--base-url", metavar="URL", **base_url,
+        "--base-url",
+        metavar="URL",
+        **base_url,
         help=f"the service's base URL (default: ${BASE_URL_ENV}, else {DEFAULT_BASE_URL}, the "
-             "mock server); trailing slashes are ignored")
+        "mock server); trailing slashes are ignored",
+    )
     parser.add_argument(
-        "--timeout", metavar="SECONDS", type=_seconds, **timeout,
-        help="seconds to wait for connecting, sending and receiving each (default: 30)")
+        "--timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        **timeout,
+        help="seconds to wait for connecting, sending and receiving each (default: 30)",
+    )
 
 
 def _all_commands(transport: httpx.AsyncBaseTransport | None) -> list[Command]:
@@ -86,26 +94,35 @@ def build_parser(transport: httpx.AsyncBaseTransport | None = None) -> argparse.
 
     Every subcommand's parsed namespace has ``command`` (its :class:`Command`).
     """
-    epilog = "\n".join([
-        "environment:",
-        f"  {API_KEY_ENV:<20} the project API key, sent with every call (never a flag)",
-        f"  {BASE_URL_ENV:<20} the service's base URL (default {DEFAULT_BASE_URL})",
-        "",
-        "exit codes:",
-        *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),
-    ])
+    epilog = "\n".join(
+        [
+            "environment:",
+            f"  {API_KEY_ENV:<20} the project API key, sent with every call (never a flag)",
+            f"  {BASE_URL_ENV:<20} the service's base URL (default {DEFAULT_BASE_URL})",
+            "",
+            "exit codes:",
+            *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),
+        ]
+    )
     parser = _Parser(
-        prog="projectops", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=epilog,
+        prog="projectops",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=epilog,
         description="Command-line client of the Project-Scoped Operations API: one command per "
-                    "operation; prints the response JSON on stdout.")
-    parser.add_argument("-V", "--version", action="version",
-                        version=f"%(prog)s {projectops.__version__}")
+        "operation; prints the response JSON on stdout.",
+    )
+    parser.add_argument(
+        "-V", "--version", action="version", version=f"%(prog)s {projectops.__version__}"
+    )
     _add_connection_options(parser, top_level=True)
     subparsers = parser.add_subparsers(title="commands", metavar="<command>", required=True)
     for command in _all_commands(transport):
         sub = subparsers.add_parser(
-            command.name, help=command.help.replace("%", "%%"),
-            description=command.description or command.help, formatter_class=_Formatter)
+            command.name,
+            help=command.help.replace("%", "%%"),
+            description=command.description or command.help,
+            formatter_class=_Formatter,
+        )
         command.configure(sub)
         if command.connection:
             _add_connection_options(sub, top_level=False)
@@ -119,8 +136,9 @@ def _report(line: str) -> None:
     print(f"error: {redact(line)}", file=sys.stderr)
 
 
-def main(argv: Sequence[str] | None = None, *,
-         transport: httpx.AsyncBaseTransport | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, transport: httpx.AsyncBaseTransport | None = None
+) -> int:
     """Run ``projectops`` with `argv` (default ``sys.argv[1:]``); return the exit code.
 
     Args:
@@ -151,8 +169,10 @@ def main(argv: Sequence[str] | None = None, *,
     except ImportError as exc:
         extra = command.extra if command is not None and command.extra else "client"
         name = command.name if command is not None else "this command"
-        _report(f"projectops {name} needs the '{extra}' extra ({exc.name or exc} is not "
-                f"installed): pip install 'projectops[{extra}]'")
+        _report(
+            f"projectops {name} needs the '{extra}' extra ({exc.name or exc} is not "
+            f"installed): pip install 'projectops[{extra}]'"
+        )
         return EXIT_USAGE
     except Exception as exc:
         row = failures.failure(exc)

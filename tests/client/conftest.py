@@ -65,8 +65,13 @@ def run_cli(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) 
     `key` and `base_url` set SERVICE_API_KEY and SERVICE_BACKEND_URL (``None``: unset).
     """
 
-    def run(*args: str, key: str | None = KEY, base_url: str | None = None,
-            stdin: str | None = None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str,
+        key: str | None = KEY,
+        base_url: str | None = None,
+        stdin: str | None = None,
+        cwd: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         with monkeypatch.context() as patch:
             for name in [n for n in os.environ if n.startswith("SERVICE_")]:
                 patch.delenv(name)
@@ -87,11 +92,23 @@ def run_cli(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) 
 def run_cli_process() -> RunCli:
     """:func:`run_cli` as a real subprocess, ``python -m projectops *args``."""
 
-    def run(*args: str, key: str | None = KEY, base_url: str | None = None,
-            stdin: str | None = None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str,
+        key: str | None = KEY,
+        base_url: str | None = None,
+        stdin: str | None = None,
+        cwd: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "projectops", *args], env=cli_env(key, base_url),
-            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True, text=True, timeout=CLI_TIMEOUT, cwd=cwd, check=False)
+            [sys.executable, "-m", "projectops", *args],
+            env=cli_env(key, base_url),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT,
+            cwd=cwd,
+            check=False,
+        )
 
     return run

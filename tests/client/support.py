@@ -54,8 +54,13 @@ class Recorder:
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
     delay: float = 0.0
 
-    def respond(self, status: int, body: bytes | str = b"",
-                headers: Mapping[str, str] | None = None, delay: float = 0.0) -> None:
+    def respond(
+        self,
+        status: int,
+        body: bytes | str = b"",
+        headers: Mapping[str, str] | None = None,
+        delay: float = 0.0,
+    ) -> None:
         self.status = status
         self.body = body.encode() if isinstance(body, str) else body
         self.headers = dict(headers or {})
@@ -67,8 +72,9 @@ def make_handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            recorder.requests.append(Recorded(self.command, self.path,
-                                              list(self.headers.items()), body))
+            recorder.requests.append(
+                Recorded(self.command, self.path, list(self.headers.items()), body)
+            )
             time.sleep(recorder.delay)
             self.send_response(recorder.status)
             for name, value in recorder.headers.items():
@@ -85,12 +91,13 @@ def make_handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-
-
 def cli_env(key: str | None, base_url: str | None) -> dict[str, str]:
     """The environment of a CLI run: ours minus every SERVICE_* and proxy variable."""
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith("SERVICE_") and "proxy" not in name.lower()}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("SERVICE_") and "proxy" not in name.lower()
+    }
     if key is not None:
         env["SERVICE_API_KEY"] = key
     if base_url is not None:

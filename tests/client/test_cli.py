@@ -47,8 +47,9 @@ def assert_no_key(proc: subprocess.CompletedProcess[str], *keys: str) -> None:
 # --- success ----------------------------------------------------------------------------------
 
 
-def test_list_rum_environments_prints_the_response_json(run_cli_process: RunCli,
-                                                        mock_server: Any) -> None:
+def test_list_rum_environments_prints_the_response_json(
+    run_cli_process: RunCli, mock_server: Any
+) -> None:
     run_cli = run_cli_process  # the real entry point, end to end
     demo = run_cli(LIST.tool_name, key=DEMO_KEY, base_url=mock_server.base_url)
     other = run_cli(LIST.tool_name, key=OTHER_KEY, base_url=mock_server.base_url)
@@ -58,8 +59,10 @@ def test_list_rum_environments_prints_the_response_json(run_cli_process: RunCli,
         assert_no_key(proc)
         # Exactly the response type's JSON: a strict decode rejects anything else.
         projectops.from_json(proc.stdout, ListRumEnvironmentsResponse, strict=True)
-    names = {p: [e["environment"] for e in json.loads(proc.stdout)["environments"]]
-             for p, proc in (("demo", demo), ("other", other))}
+    names = {
+        p: [e["environment"] for e in json.loads(proc.stdout)["environments"]]
+        for p, proc in (("demo", demo), ("other", other))
+    }
     assert {"production", "QA"} <= set(names["demo"])
     assert names["other"] and not set(names["other"]) & set(names["demo"])  # own environments
     first = json.loads(demo.stdout)["environments"][0]
@@ -67,8 +70,7 @@ def test_list_rum_environments_prints_the_response_json(run_cli_process: RunCli,
 
 
 def test_get_release_details_prints_the_release(run_cli: RunCli, mock_server: Any) -> None:
-    proc = run_cli(GET.tool_name, "--version", "1.0.0", key=DEMO_KEY,
-                   base_url=mock_server.base_url)
+    proc = run_cli(GET.tool_name, "--version", "1.0.0", key=DEMO_KEY, base_url=mock_server.base_url)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     response = projectops.from_json(proc.stdout, GetReleaseDetailsResponse, strict=True)
@@ -76,10 +78,14 @@ def test_get_release_details_prints_the_release(run_cli: RunCli, mock_server: An
     assert proc.stdout == projectops.to_json(response, indent=2) + "\n"  # nothing else
 
 
-def test_distinctive_key_is_never_shown(run_cli: RunCli, start_mock_server: Any,
-                                        tmp_path: Path) -> None:
-    fixtures = json.loads(resources.files("projectops.server").joinpath(
-        "fixtures/default.json").read_text(encoding="utf-8"))
+def test_distinctive_key_is_never_shown(
+    run_cli: RunCli, start_mock_server: Any, tmp_path: Path
+) -> None:
+    fixtures = json.loads(
+        resources.files("projectops.server")
+        .joinpath("fixtures/default.json")
+        .read_text(encoding="utf-8")
+    )
     fixtures["projects"][0]["apiKey"] = KEY
     path = tmp_path / "fixtures.json"
     path.write_text(json.dumps(fixtures), encoding="utf-8")
@@ -124,12 +130,15 @@ def test_top_level_help_lists_operations_and_mock_server(run_cli: RunCli) -> Non
 # --- authentication ---------------------------------------------------------------------------
 
 
-def test_missing_key_exits_2_before_any_request(run_cli: RunCli, recorder: Recorder,
-                                                dead_url: str) -> None:
-    assert_failed(run_cli(LIST.tool_name, key=None, base_url=recorder.base_url), 2,
-                  "SERVICE_API_KEY")
-    assert_failed(run_cli(LIST.tool_name, key="  ", base_url=recorder.base_url), 2,
-                  "SERVICE_API_KEY")
+def test_missing_key_exits_2_before_any_request(
+    run_cli: RunCli, recorder: Recorder, dead_url: str
+) -> None:
+    assert_failed(
+        run_cli(LIST.tool_name, key=None, base_url=recorder.base_url), 2, "SERVICE_API_KEY"
+    )
+    assert_failed(
+        run_cli(LIST.tool_name, key="  ", base_url=recorder.base_url), 2, "SERVICE_API_KEY"
+    )
     assert recorder.requests == []
     # A dead port would give 5 if anything were attempted.
     assert_failed(run_cli(LIST.tool_name, key=None, base_url=dead_url), 2, "SERVICE_API_KEY")
@@ -144,34 +153,43 @@ def test_wrong_key_exits_3(run_cli: RunCli, mock_server: Any) -> None:
 # --- invalid input ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [
-    [GET.tool_name],
-    [GET.tool_name, "--version", ""],
-    [GET.tool_name, "--version", "   "],
-    [GET.tool_name, "--json-input", '{"version": " "}'],
-])
-def test_missing_or_blank_version_exits_2_locally(run_cli: RunCli, recorder: Recorder,
-                                                  args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        [GET.tool_name],
+        [GET.tool_name, "--version", ""],
+        [GET.tool_name, "--version", "   "],
+        [GET.tool_name, "--json-input", '{"version": " "}'],
+    ],
+)
+def test_missing_or_blank_version_exits_2_locally(
+    run_cli: RunCli, recorder: Recorder, args: list[str]
+) -> None:
     assert_failed(run_cli(*args, base_url=recorder.base_url), 2, "version")
     assert recorder.requests == []
 
 
 def test_unknown_release_exits_4_with_status_and_message(run_cli: RunCli, mock_server: Any) -> None:
-    proc = run_cli(GET.tool_name, "--version", "9.9.9", key=OTHER_KEY,
-                   base_url=mock_server.base_url)
+    proc = run_cli(
+        GET.tool_name, "--version", "9.9.9", key=OTHER_KEY, base_url=mock_server.base_url
+    )
     line = assert_failed(proc, 4, "400 failed_precondition", "9.9.9")
     assert re.match(r"error: 400 failed_precondition: .*other", line)
 
 
-@pytest.mark.parametrize(("json_input", "needle"), [
-    ("{not json", "not valid JSON"),
-    ('["1.0.0"]', "JSON object"),
-    ('{"version": "1.0.0", "releaseId": 7}', "releaseId"),
-    ('{"version": 100}', "version"),
-    ("@/nonexistent/request.json", "/nonexistent/request.json"),
-])
-def test_bad_json_input_exits_2(run_cli: RunCli, recorder: Recorder, json_input: str,
-                                needle: str) -> None:
+@pytest.mark.parametrize(
+    ("json_input", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        ('["1.0.0"]', "JSON object"),
+        ('{"version": "1.0.0", "releaseId": 7}', "releaseId"),
+        ('{"version": 100}', "version"),
+        ("@/nonexistent/request.json", "/nonexistent/request.json"),
+    ],
+)
+def test_bad_json_input_exits_2(
+    run_cli: RunCli, recorder: Recorder, json_input: str, needle: str
+) -> None:
     proc = run_cli(GET.tool_name, "--json-input", json_input, base_url=recorder.base_url)
     assert_failed(proc, 2, needle)
     assert recorder.requests == []
@@ -191,22 +209,40 @@ def test_usage_errors_exit_2_in_one_line(run_cli: RunCli) -> None:
 def test_json_input_file_wins_over_flags(run_cli: RunCli, mock_server: Any, tmp_path: Path) -> None:
     path = tmp_path / "request.json"
     path.write_text('{"version": "1.0.0"}', encoding="utf-8")
-    proc = run_cli(GET.tool_name, "--version", "9.9.9", "--json-input", f"@{path}",
-                   key=DEMO_KEY, base_url=mock_server.base_url)
+    proc = run_cli(
+        GET.tool_name,
+        "--version",
+        "9.9.9",
+        "--json-input",
+        f"@{path}",
+        key=DEMO_KEY,
+        base_url=mock_server.base_url,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["summary"]["release"]["version"] == "1.0.0"
 
 
 def test_json_input_inline_and_stdin(run_cli: RunCli, recorder: Recorder) -> None:
-    inline = run_cli(GET.tool_name, "--version", "9.9.9", "--json-input", '{"version": "2.0"}',
-                     base_url=recorder.base_url)
-    piped = run_cli(GET.tool_name, "--json-input", "@-", stdin='{"version": "3.0"}',
-                    base_url=recorder.base_url)
-    flags = run_cli(GET.tool_name, "--version", "4.0", "--json-input", "{}",
-                    base_url=recorder.base_url)
+    inline = run_cli(
+        GET.tool_name,
+        "--version",
+        "9.9.9",
+        "--json-input",
+        '{"version": "2.0"}',
+        base_url=recorder.base_url,
+    )
+    piped = run_cli(
+        GET.tool_name, "--json-input", "@-", stdin='{"version": "3.0"}', base_url=recorder.base_url
+    )
+    flags = run_cli(
+        GET.tool_name, "--version", "4.0", "--json-input", "{}", base_url=recorder.base_url
+    )
     assert [p.returncode for p in (inline, piped, flags)] == [0, 0, 0]
     assert [json.loads(r.body) for r in recorder.requests] == [
-        {"version": "2.0"}, {"version": "3.0"}, {"version": "4.0"}]
+        {"version": "2.0"},
+        {"version": "3.0"},
+        {"version": "4.0"},
+    ]
 
 
 # --- the HTTP exchange ------------------------------------------------------------------------
@@ -223,7 +259,12 @@ def test_exactly_the_spec_headers_are_sent(run_cli: RunCli, recorder: Recorder) 
     assert sent.header("Service-Api-Key") == [KEY]
     # Besides those two: what HTTP/1.1 needs, the content negotiation and who is calling.
     assert sent.header_names() == {
-        "host", "content-length", "content-type", "service-api-key", "accept", "user-agent",
+        "host",
+        "content-length",
+        "content-type",
+        "service-api-key",
+        "accept",
+        "user-agent",
     }
     assert sent.header("Accept") == ["application/json"]
 
@@ -231,8 +272,13 @@ def test_exactly_the_spec_headers_are_sent(run_cli: RunCli, recorder: Recorder) 
 def test_trailing_slashes_of_the_base_url_work(run_cli: RunCli, mock_server: Any) -> None:
     by_flag = run_cli("--base-url", mock_server.base_url + "///", LIST.tool_name, key=DEMO_KEY)
     by_env = run_cli(LIST.tool_name, key=DEMO_KEY, base_url=mock_server.base_url + "/")
-    after = run_cli(LIST.tool_name, "--base-url", mock_server.base_url + "/", key=DEMO_KEY,
-                    base_url="http://127.0.0.1:1")  # the flag beats the environment
+    after = run_cli(
+        LIST.tool_name,
+        "--base-url",
+        mock_server.base_url + "/",
+        key=DEMO_KEY,
+        base_url="http://127.0.0.1:1",
+    )  # the flag beats the environment
     for proc in (by_flag, by_env, after):
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout)["environments"]
@@ -246,8 +292,7 @@ def test_redirect_is_not_followed(run_cli: RunCli, recorder: Recorder) -> None:
 
 def test_non_json_error_answer_exits_5_with_its_text(run_cli: RunCli, recorder: Recorder) -> None:
     recorder.respond(502, "upstream is down", {"Content-Type": "text/plain"})
-    assert_failed(run_cli(LIST.tool_name, base_url=recorder.base_url), 5, "502",
-                  "upstream is down")
+    assert_failed(run_cli(LIST.tool_name, base_url=recorder.base_url), 5, "502", "upstream is down")
 
 
 def test_network_failure_exits_5_naming_the_base_url(run_cli: RunCli, dead_url: str) -> None:
@@ -256,5 +301,4 @@ def test_network_failure_exits_5_naming_the_base_url(run_cli: RunCli, dead_url: 
 
 def test_time_out_exits_5(run_cli_process: RunCli, silent_url: str) -> None:
     run_cli = run_cli_process
-    assert_failed(run_cli("--timeout", "0.3", LIST.tool_name, base_url=silent_url), 5,
-                  silent_url)
+    assert_failed(run_cli("--timeout", "0.3", LIST.tool_name, base_url=silent_url), 5, silent_url)

@@ -34,14 +34,24 @@ from projectops.server import commands as server_commands
 from projectops.v1 import release_pb2
 from tests.client.support import KEY, Recorder
 
-ISSUES = Operation(name="file_issue", tool_name="file-issue", path=operation_path("file_issue"),
-                   request_type=release_pb2.Issue, response_type=release_pb2.Release,
-                   description="File an issue.\n\nSecond paragraph.",
-                   method=projectops.operation("get_release_details").method)
-RELEASES = Operation(name="cut_release", tool_name="cut-release",
-                     path=operation_path("cut_release"), request_type=release_pb2.Release,
-                     response_type=release_pb2.Release, description="Cut a release.",
-                     method=projectops.operation("get_release_details").method)
+ISSUES = Operation(
+    name="file_issue",
+    tool_name="file-issue",
+    path=operation_path("file_issue"),
+    request_type=release_pb2.Issue,
+    response_type=release_pb2.Release,
+    description="File an issue.\n\nSecond paragraph.",
+    method=projectops.operation("get_release_details").method,
+)
+RELEASES = Operation(
+    name="cut_release",
+    tool_name="cut-release",
+    path=operation_path("cut_release"),
+    request_type=release_pb2.Release,
+    response_type=release_pb2.Release,
+    description="Cut a release.",
+    method=projectops.operation("get_release_details").method,
+)
 
 
 @pytest.fixture
@@ -59,22 +69,47 @@ def sent(recorder: Recorder, op: Operation) -> list[Message]:
 
 @pytest.mark.usefixtures("synthetic")
 def test_enum_int64_and_string_flags_become_the_request(
-        recorder: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
+    recorder: Recorder, capsys: pytest.CaptureFixture[str]
+) -> None:
     big = 2**53 + 1  # exact only if it never becomes a float
-    code = main(["file-issue", "--issue-id", str(big), "--status", "ACTIVE", "--title", "x y",
-                     "--base-url", recorder.base_url])
+    code = main(
+        [
+            "file-issue",
+            "--issue-id",
+            str(big),
+            "--status",
+            "ACTIVE",
+            "--title",
+            "x y",
+            "--base-url",
+            recorder.base_url,
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     assert sent(recorder, ISSUES) == [
-        release_pb2.Issue(issue_id=big, status=release_pb2.ACTIVE, title="x y")]
+        release_pb2.Issue(issue_id=big, status=release_pb2.ACTIVE, title="x y")
+    ]
     assert json.loads(recorder.requests[0].body)["issueId"] == str(big)
     assert recorder.requests[0].path == ISSUES.path
 
 
 @pytest.mark.usefixtures("synthetic")
 def test_repeated_flags_append_and_json_input_sets_messages(recorder: Recorder) -> None:
-    code = main(["cut-release", "--focus-areas", "checkout", "--focus-areas", "search",
-                     "--version", "2.0", "--json-input", '{"createTime": "2026-01-31T09:30:00Z"}',
-                     "--base-url", recorder.base_url])
+    code = main(
+        [
+            "cut-release",
+            "--focus-areas",
+            "checkout",
+            "--focus-areas",
+            "search",
+            "--version",
+            "2.0",
+            "--json-input",
+            '{"createTime": "2026-01-31T09:30:00Z"}',
+            "--base-url",
+            recorder.base_url,
+        ]
+    )
     assert code == 0
     expected = release_pb2.Release(version="2.0", focus_areas=["checkout", "search"])
     expected.create_time.FromJsonString("2026-01-31T09:30:00Z")
@@ -82,14 +117,18 @@ def test_repeated_flags_append_and_json_input_sets_messages(recorder: Recorder) 
 
 
 @pytest.mark.usefixtures("synthetic")
-@pytest.mark.parametrize(("args", "needle"), [
-    (["--status", "ISSUE_STATUS_UNSPECIFIED"], "--status"),  # zero value: not a choice
-    (["--status", "active"], "--status"),
-    (["--issue-id", "12x"], "issueId"),  # judged by the codec, named by its path
-    (["--create-time", "2026-01-31T09:30:00Z"], "--create-time"),  # message: no flag
-])
-def test_bad_flag_values_exit_2_in_one_line(recorder: Recorder, capsys: pytest.CaptureFixture[str],
-                                            args: list[str], needle: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--status", "ISSUE_STATUS_UNSPECIFIED"], "--status"),  # zero value: not a choice
+        (["--status", "active"], "--status"),
+        (["--issue-id", "12x"], "issueId"),  # judged by the codec, named by its path
+        (["--create-time", "2026-01-31T09:30:00Z"], "--create-time"),  # message: no flag
+    ],
+)
+def test_bad_flag_values_exit_2_in_one_line(
+    recorder: Recorder, capsys: pytest.CaptureFixture[str], args: list[str], needle: str
+) -> None:
     assert main(["file-issue", *args, "--base-url", recorder.base_url]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and needle in err
@@ -117,32 +156,38 @@ def test_program_is_composed_of_both_layers_commands(capsys: pytest.CaptureFixtu
 
 
 def test_core_only_commands_import_neither_httpx_nor_the_server_stack() -> None:
-    code = ("import sys; from projectops.__main__ import main; "
-            "rc = main(['operations']) + main(['schema', 'get-release-details']); "
-            "bad = [m for m in ('httpx', 'starlette', 'uvicorn', 'mcp') if m in sys.modules]; "
-            "print(bad, file=sys.stderr); sys.exit(rc or bool(bad))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=False)
+    code = (
+        "import sys; from projectops.__main__ import main; "
+        "rc = main(['operations']) + main(['schema', 'get-release-details']); "
+        "bad = [m for m in ('httpx', 'starlette', 'uvicorn', 'mcp') if m in sys.modules]; "
+        "print(bad, file=sys.stderr); sys.exit(rc or bool(bad))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip() == "[]"
 
 
-@pytest.mark.parametrize(("error", "code"), [
-    (ValueError("bad value"), 2),
-    (InvalidRequest("version: is required"), 2),
-    (MissingApiKey("no usable API key"), 2),
-    (ServiceUnreachable("cannot reach http://127.0.0.1:1: refused"), 5),
-    (AnswerTimedOut("no answer within 3 s"), 5),
-    (error_from_answer(401, b'{"message": "nope"}'), 3),
-    (error_from_answer(400, b'{"code": "failed_precondition", "message": "no"}'), 4),
-    (error_from_answer(400, b"<html>bad</html>"), 4),
-    (error_from_answer(503, b""), 5),
-    (InvalidResponse("not a response", http_status=200), 5),
-    (RuntimeError("boom"), 1),
-])
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (ValueError("bad value"), 2),
+        (InvalidRequest("version: is required"), 2),
+        (MissingApiKey("no usable API key"), 2),
+        (ServiceUnreachable("cannot reach http://127.0.0.1:1: refused"), 5),
+        (AnswerTimedOut("no answer within 3 s"), 5),
+        (error_from_answer(401, b'{"message": "nope"}'), 3),
+        (error_from_answer(400, b'{"code": "failed_precondition", "message": "no"}'), 4),
+        (error_from_answer(400, b"<html>bad</html>"), 4),
+        (error_from_answer(503, b""), 5),
+        (InvalidResponse("not a response", http_status=200), 5),
+        (RuntimeError("boom"), 1),
+    ],
+)
 def test_errors_map_to_exit_codes_through_one_table(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-        error: Exception, code: int) -> None:
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, error: Exception, code: int
+) -> None:
     def run(args: argparse.Namespace) -> int:
         raise error
 
@@ -154,8 +199,9 @@ def test_errors_map_to_exit_codes_through_one_table(
     assert failure(error).exit_code == code
 
 
-def test_key_in_any_message_is_redacted(capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_in_any_message_is_redacted(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SERVICE_API_KEY", KEY)
     assert main(["get-release-details", "--json-input", f"@/nonexistent/{KEY}.json"]) == 2
     err = capsys.readouterr().err

@@ -30,9 +30,12 @@ class ExtraTool:
     tool: types.Tool
     handler: ToolHandler
 
+
 #: A 1x1 PNG.
-PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
-       "rkJggg==")
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
+    "rkJggg=="
+)
 
 
 def _wav() -> str:
@@ -48,7 +51,8 @@ def _wav() -> str:
 
 def _resource(uri: str, mime_type: str, text: str) -> types.EmbeddedResource:
     return types.EmbeddedResource(
-        resource=types.TextResourceContents(uri=uri, mime_type=mime_type, text=text))
+        resource=types.TextResourceContents(uri=uri, mime_type=mime_type, text=text)
+    )
 
 
 def _constant(*blocks: types.ContentBlock, is_error: bool = False) -> ToolHandler:
@@ -58,8 +62,9 @@ def _constant(*blocks: types.ContentBlock, is_error: bool = False) -> ToolHandle
     return handler
 
 
-async def _with_progress(ctx: ServerRequestContext[Any],
-                         args: dict[str, Any]) -> types.CallToolResult:
+async def _with_progress(
+    ctx: ServerRequestContext[Any], args: dict[str, Any]
+) -> types.CallToolResult:
     for progress in (0, 50, 100):  # a no-op when the request carried no progress token
         await ctx.session.report_progress(progress, 100)
         await anyio.sleep(0.05)
@@ -68,19 +73,24 @@ async def _with_progress(ctx: ServerRequestContext[Any],
 
 HANDLERS: dict[str, ToolHandler] = {
     "test_simple_text": _constant(
-        types.TextContent(text="This is a simple text response for testing.")),
+        types.TextContent(text="This is a simple text response for testing.")
+    ),
     "test_image_content": _constant(types.ImageContent(data=PNG, mime_type="image/png")),
     "test_audio_content": _constant(types.AudioContent(data=_wav(), mime_type="audio/wav")),
-    "test_embedded_resource": _constant(_resource(
-        "test://embedded-resource", "text/plain", "This is an embedded resource content.")),
+    "test_embedded_resource": _constant(
+        _resource("test://embedded-resource", "text/plain", "This is an embedded resource content.")
+    ),
     "test_multiple_content_types": _constant(
         types.TextContent(text="Multiple content types test:"),
         types.ImageContent(data=PNG, mime_type="image/png"),
-        _resource("test://mixed-content-resource", "application/json",
-                  '{"test":"data","value":123}')),
+        _resource(
+            "test://mixed-content-resource", "application/json", '{"test":"data","value":123}'
+        ),
+    ),
     "test_error_handling": _constant(
         types.TextContent(text="This tool intentionally returns an error for testing"),
-        is_error=True),
+        is_error=True,
+    ),
     "test_tool_with_progress": _with_progress,
 }
 
@@ -88,7 +98,13 @@ HANDLERS: dict[str, ToolHandler] = {
 def fixture_tools() -> list[ExtraTool]:
     """The fixture tools, each taking no arguments."""
     return [
-        ExtraTool(types.Tool(name=name, description=f"conformance suite fixture {name}",
-                             input_schema={"type": "object", "properties": {}}), handler)
+        ExtraTool(
+            types.Tool(
+                name=name,
+                description=f"conformance suite fixture {name}",
+                input_schema={"type": "object", "properties": {}},
+            ),
+            handler,
+        )
         for name, handler in HANDLERS.items()
     ]

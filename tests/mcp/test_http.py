@@ -40,8 +40,13 @@ pytestmark = pytest.mark.slow
 
 EXPECTED_FAILURES = HERE / "conformance-expected-failures.yml"
 #: Active scenarios that need no fixture tool (and apply to a tools-only server).
-PLAIN_SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection",
-                   "server-sse-multiple-streams"]
+PLAIN_SCENARIOS = [
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "dns-rebinding-protection",
+    "server-sse-multiple-streams",
+]
 #: Seconds one conformance run may take (the whole suite takes about 3 s).
 CONFORMANCE_TIMEOUT = 120
 
@@ -59,20 +64,28 @@ def plain(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield server
 
 
-def conformance(tools: NpmTools, url: str, cwd: Path,
-                *args: str) -> subprocess.CompletedProcess[str]:
+def conformance(
+    tools: NpmTools, url: str, cwd: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(tools.node), str(tools.conformance), "server", "--url", url, *args],
-        capture_output=True, text=True, timeout=CONFORMANCE_TIMEOUT, check=False, cwd=cwd,
-        stdin=subprocess.DEVNULL)
+        capture_output=True,
+        text=True,
+        timeout=CONFORMANCE_TIMEOUT,
+        check=False,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_conformance_suite_passes_with_only_non_applicable_scenarios_expected_to_fail(
-        npm_tools: NpmTools, env: dict[str, str], tmp_path: Path) -> None:
+    npm_tools: NpmTools, env: dict[str, str], tmp_path: Path
+) -> None:
     harness = [sys.executable, "-m", "tests.mcp.conformance_server"]
     with http_server(harness, env, tmp_path / "server.log") as server:
-        done = conformance(npm_tools, server.url, tmp_path,
-                           "--expected-failures", str(EXPECTED_FAILURES))
+        done = conformance(
+            npm_tools, server.url, tmp_path, "--expected-failures", str(EXPECTED_FAILURES)
+        )
         log = server.log()
     assert done.returncode == 0, f"{done.stdout[-6000:]}\n{done.stderr[-2000:]}\n{log[-2000:]}"
     assert "Running active suite" in done.stdout
@@ -80,7 +93,8 @@ def test_conformance_suite_passes_with_only_non_applicable_scenarios_expected_to
 
 @pytest.mark.parametrize("scenario", PLAIN_SCENARIOS)
 def test_conformance_scenario_passes_against_projectops_mcp_http(
-        npm_tools: NpmTools, plain: HttpServer, scenario: str, tmp_path: Path) -> None:
+    npm_tools: NpmTools, plain: HttpServer, scenario: str, tmp_path: Path
+) -> None:
     done = conformance(npm_tools, plain.url, tmp_path, "--scenario", scenario)
     assert done.returncode == 0, f"{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
     assert " 0 failed" in done.stdout
@@ -109,23 +123,33 @@ def test_tool_call_over_http_with_the_mcp_client(plain: HttpServer) -> None:
     assert names == [op.tool_name for op in operations()]
     assert result.is_error is False
     jsonschema.Draft202012Validator(json_schema.output_schema("get-release-details")).validate(
-        result.structured_content)
+        result.structured_content
+    )
     assert result.structured_content["summary"]["release"]["version"] == "1.0.0"
 
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {},
-    "clientInfo": {"name": "test", "version": "0"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
 HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
-@pytest.mark.parametrize(("headers", "status"), [
-    ({}, 200),
-    ({"Host": "evil.example"}, 421),
-    ({"Origin": "http://evil.example"}, 403),
-], ids=["own-host", "foreign-host", "foreign-origin"])
-def test_dns_rebinding_protection(plain: HttpServer, headers: dict[str, str],
-                                  status: int) -> None:
-    response = httpx.post(plain.url, json=INITIALIZE, headers={**HEADERS, **headers},
-                          timeout=10)
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 200),
+        ({"Host": "evil.example"}, 421),
+        ({"Origin": "http://evil.example"}, 403),
+    ],
+    ids=["own-host", "foreign-host", "foreign-origin"],
+)
+def test_dns_rebinding_protection(plain: HttpServer, headers: dict[str, str], status: int) -> None:
+    response = httpx.post(plain.url, json=INITIALIZE, headers={**HEADERS, **headers}, timeout=10)
     assert response.status_code == status

@@ -34,8 +34,9 @@ def readme_config() -> dict[str, Any]:
     return config
 
 
-def inspector(tools: NpmTools, mock_server: Any, tmp_path: Path,
-              *args: str) -> subprocess.CompletedProcess[str]:
+def inspector(
+    tools: NpmTools, mock_server: Any, tmp_path: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
     """``inspector --cli --config mcp.json --server projectops <args> --format json``."""
     assert (SCRIPTS / "projectops").is_file(), f"no projectops console script in {SCRIPTS}"
     config = readme_config()
@@ -44,14 +45,35 @@ def inspector(tools: NpmTools, mock_server: Any, tmp_path: Path,
     server["env"] = {API_KEY_ENV: DEMO_KEY, BASE_URL_ENV: mock_server.base_url}
     config_path = tmp_path / "mcp.json"
     config_path.write_text(json.dumps(config), encoding="utf-8")
-    command = [str(tools.node), str(tools.inspector), "--cli", "--config", str(config_path),
-               "--server", "projectops", *args, "--format", "json"]
+    command = [
+        str(tools.node),
+        str(tools.inspector),
+        "--cli",
+        "--config",
+        str(config_path),
+        "--server",
+        "projectops",
+        *args,
+        "--format",
+        "json",
+    ]
     # The host finds `projectops` on PATH. The Inspector keeps state under HOME (a private one
     # here) and would ask the OS keychain for secrets: memory only, as it has none to keep.
-    env = {"PATH": os.pathsep.join([str(SCRIPTS), os.environ.get("PATH", os.defpath)]),
-           "HOME": str(tmp_path), "MCP_INSPECTOR_SECRET_STORE": "memory"}
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False,
-                          env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    env = {
+        "PATH": os.pathsep.join([str(SCRIPTS), os.environ.get("PATH", os.defpath)]),
+        "HOME": str(tmp_path),
+        "MCP_INSPECTOR_SECRET_STORE": "memory",
+    }
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_tools_list(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> None:
@@ -66,9 +88,17 @@ def test_tools_list(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> No
 
 
 def test_tools_call(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> None:
-    done = inspector(npm_tools, mock_server, tmp_path, "--method", "tools/call",
-                     "--tool-name", "get-release-details",
-                     "--tool-args-json", json.dumps({"version": "1.0.0"}))
+    done = inspector(
+        npm_tools,
+        mock_server,
+        tmp_path,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "get-release-details",
+        "--tool-args-json",
+        json.dumps({"version": "1.0.0"}),
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)["result"]
     assert result.get("isError", False) is False
@@ -77,11 +107,20 @@ def test_tools_call(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> No
 
 
 def test_tools_call_error_result(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> None:
-    done = inspector(npm_tools, mock_server, tmp_path, "--method", "tools/call",
-                     "--tool-name", "get-release-details",
-                     "--tool-args-json", json.dumps({"version": "9.9.9"}))
+    done = inspector(
+        npm_tools,
+        mock_server,
+        tmp_path,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "get-release-details",
+        "--tool-args-json",
+        json.dumps({"version": "9.9.9"}),
+    )
     assert done.returncode == EXIT_TOOL_ERROR, done.stderr
     result = json.loads(done.stdout)["result"]
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith(
-        "The service rejected the request (400 failed_precondition): ")
+        "The service rejected the request (400 failed_precondition): "
+    )

@@ -22,12 +22,21 @@ from projectops.client.http import InvalidRequest, prepare_request
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-                    st.floats(allow_nan=False), st.text(max_size=8),
-                    st.sampled_from(["", " ", "1.0.0", " 1.0.0 ", "\t"]))
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
-    max_leaves=6)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=8),
+    st.sampled_from(["", " ", "1.0.0", " 1.0.0 ", "\t"]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 def _agree(op: projectops.Operation, arguments: Any) -> None:
@@ -48,10 +57,14 @@ def test_golden_requests_are_accepted_by_both(op: projectops.Operation) -> None:
 @pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.name)
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
-def test_schema_and_codec_agree_on_made_up_arguments(op: projectops.Operation,
-                                                     data: st.DataObject) -> None:
+def test_schema_and_codec_agree_on_made_up_arguments(
+    op: projectops.Operation, data: st.DataObject
+) -> None:
     names = [fd.json_name for fd in op.request_type.DESCRIPTOR.fields]
-    keys = st.sampled_from([*names, *(n + "x" for n in names), "other"]) if names else st.text(
-        max_size=4)
+    keys = (
+        st.sampled_from([*names, *(n + "x" for n in names), "other"])
+        if names
+        else st.text(max_size=4)
+    )
     arguments = data.draw(st.dictionaries(keys, values, max_size=3))
     _agree(op, arguments)

@@ -27,8 +27,9 @@ pytestmark = pytest.mark.slow
 def demo(mock_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioSession]:
     """One tool server with project demo's key, for the tests that only call it."""
     errlog = tmp_path_factory.mktemp("mcp") / "server.log"
-    with stdio_session({BASE_URL_ENV: mock_server.base_url, API_KEY_ENV: DEMO_KEY},
-                       errlog) as session:
+    with stdio_session(
+        {BASE_URL_ENV: mock_server.base_url, API_KEY_ENV: DEMO_KEY}, errlog
+    ) as session:
         yield session
 
 
@@ -58,7 +59,8 @@ CALLS = {
 
 @pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.tool_name)
 def test_every_tool_returns_the_response_as_text_and_valid_structured_content(
-        demo: StdioSession, mock_server: Any, op: projectops.Operation) -> None:
+    demo: StdioSession, mock_server: Any, op: projectops.Operation
+) -> None:
     result = demo.call(op.tool_name, CALLS[op.tool_name])
     assert result.is_error is False, text_of(result)
     structured = result.structured_content
@@ -79,15 +81,23 @@ def test_get_release_details_returns_the_release(demo: StdioSession) -> None:
 PREFIX = "Invalid arguments for get-release-details: "
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    ({}, "version: is required."),
-    ({"version": 5}, "version: expected a string, got the number 5."),
-    ({"version": "  "}, "version: is required."),  # blank counts as missing
-    ({"versio": "1.0.0"},
-     "versio: expected a known field of GetReleaseDetailsRequest (version), got an unknown field."),
-], ids=["missing", "wrong-type", "blank", "misspelt"])
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "version: is required."),
+        ({"version": 5}, "version: expected a string, got the number 5."),
+        ({"version": "  "}, "version: is required."),  # blank counts as missing
+        (
+            {"versio": "1.0.0"},
+            "versio: expected a known field of GetReleaseDetailsRequest (version), "
+            "got an unknown field.",
+        ),
+    ],
+    ids=["missing", "wrong-type", "blank", "misspelt"],
+)
 def test_invalid_arguments_give_an_error_result_naming_the_field(
-        demo: StdioSession, arguments: dict[str, Any], message: str) -> None:
+    demo: StdioSession, arguments: dict[str, Any], message: str
+) -> None:
     result = demo.call("get-release-details", arguments)
     assert result.is_error is True
     assert result.structured_content is None
@@ -110,7 +120,8 @@ def test_unknown_tool_is_a_protocol_error(demo: StdioSession) -> None:
 
 
 def test_wrong_key_says_the_key_is_missing_or_invalid_and_which_variable_sets_it(
-        open_stdio: OpenStdio, mock_server: Any) -> None:
+    open_stdio: OpenStdio, mock_server: Any
+) -> None:
     key = "not-a-key-7f3a9c"
     session = open_stdio({BASE_URL_ENV: mock_server.base_url, API_KEY_ENV: key})
     result = session.call("get-release-details", {"version": "1.0.0"})
@@ -122,7 +133,8 @@ def test_wrong_key_says_the_key_is_missing_or_invalid_and_which_variable_sets_it
 
 
 def test_missing_key_still_starts_and_lists_but_calls_fail(
-        open_stdio: OpenStdio, mock_server: Any) -> None:
+    open_stdio: OpenStdio, mock_server: Any
+) -> None:
     session = open_stdio({BASE_URL_ENV: mock_server.base_url})
     assert len(session.list_tools()) == len(projectops.operations())
     result = session.call("list-rum-environments")

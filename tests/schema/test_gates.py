@@ -65,8 +65,13 @@ def test_generate_check_names_stale_files(copy: Path) -> None:
 def test_generation_is_deterministic(copy: Path) -> None:
     assert run("generate", "--root", str(copy)).returncode == 0
     assert run("generate", "--check", "--root", str(copy)).returncode == 0
-    for name in ("v1/release_pb2.py", "v1/release_pb2.pyi", "v1/projectops.binpb",
-                 "client/_services.py", "server/_services.py"):
+    for name in (
+        "v1/release_pb2.py",
+        "v1/release_pb2.pyi",
+        "v1/projectops.binpb",
+        "client/_services.py",
+        "server/_services.py",
+    ):
         assert (copy / "src/projectops" / name).read_bytes() == (
             REPO / "src/projectops" / name
         ).read_bytes()

@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-MISTAKES = '''
+MISTAKES = """
 from projectops.client import OperationsServiceClient
 from projectops.server import RequestContext, create_app
 from projectops.v1 import operations_pb2 as ops
@@ -41,14 +41,28 @@ class BadService:
 
 
 create_app(BadService(), authenticate=lambda key: key)  # E: handler with wrong signatures
-'''
+"""
 
 
 def _mypy(*paths: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--hide-error-context",
-         "--config-file", str(REPO / "pyproject.toml"), *paths],
-        capture_output=True, text=True, cwd=REPO, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--hide-error-context",
+            "--config-file",
+            str(REPO / "pyproject.toml"),
+            *paths,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.mark.slow

@@ -21,8 +21,15 @@ from projectops.errors import (
     Unknown,
 )
 
-__all__ = ["AnswerTimedOut", "InvalidRequest", "InvalidResponse", "MissingApiKey",
-           "ServiceUnreachable", "UnexpectedRedirect", "error_from_answer"]
+__all__ = [
+    "AnswerTimedOut",
+    "InvalidRequest",
+    "InvalidResponse",
+    "MissingApiKey",
+    "ServiceUnreachable",
+    "UnexpectedRedirect",
+    "error_from_answer",
+]
 
 
 class MissingApiKey(Unauthenticated):

@@ -65,19 +65,39 @@ def commands(transport: httpx.AsyncBaseTransport | None = None) -> list[Command]
             ``httpx.ASGITransport``).
     """
     out = [
-        Command(op.tool_name, op.summary, partial(_configure_operation, op),
-                partial(_run_operation, op, transport), description=op.description,
-                connection=True, extra="client")
+        Command(
+            op.tool_name,
+            op.summary,
+            partial(_configure_operation, op),
+            partial(_run_operation, op, transport),
+            description=op.description,
+            connection=True,
+            extra="client",
+        )
         for op in operations()
     ]
     out += [
-        Command("operations", "list every operation: tool name, path, summary",
-                lambda parser: None, _run_operations,
-                description="List every operation of the API."),
-        Command("schema", "print the JSON Schema of a tool's input (or, with --output, output)",
-                _configure_schema, _run_schema),
-        Command("mcp", "run the MCP tool server (one tool per operation) over stdio or HTTP",
-                _configure_mcp, _run_mcp, connection=True, extra="mcp"),
+        Command(
+            "operations",
+            "list every operation: tool name, path, summary",
+            lambda parser: None,
+            _run_operations,
+            description="List every operation of the API.",
+        ),
+        Command(
+            "schema",
+            "print the JSON Schema of a tool's input (or, with --output, output)",
+            _configure_schema,
+            _run_schema,
+        ),
+        Command(
+            "mcp",
+            "run the MCP tool server (one tool per operation) over stdio or HTTP",
+            _configure_mcp,
+            _run_mcp,
+            connection=True,
+            extra="mcp",
+        ),
     ]
     return out
 
@@ -92,8 +112,9 @@ def _flag(fd: FieldDescriptor) -> str:
 def _flag_fields(op: Operation) -> list[FieldDescriptor]:
     """The request fields that have a flag: top-level scalars, enums and repeated scalars."""
     descriptor = cast(Descriptor, op.request_type.DESCRIPTOR)
-    return [fd for fd in descriptor.fields
-            if fd.message_type is None and _flag(fd) not in _OWN_FLAGS]
+    return [
+        fd for fd in descriptor.fields if fd.message_type is None and _flag(fd) not in _OWN_FLAGS
+    ]
 
 
 def _help_text(text: str) -> str:
@@ -110,8 +131,11 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
     """One flag per field of :func:`_flag_fields`, and ``--json-input``."""
     group = parser.add_argument_group("request")
     for fd in _flag_fields(op):
-        options: dict[str, Any] = {"dest": _FIELD_DEST + fd.name, "default": None,
-                                   "help": _help_text(description(fd))}
+        options: dict[str, Any] = {
+            "dest": _FIELD_DEST + fd.name,
+            "default": None,
+            "help": _help_text(description(fd)),
+        }
         if fd.is_repeated:
             options["action"] = "append"
             options["help"] += " Repeat the flag for several values."
@@ -127,9 +151,11 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
             options["metavar"] = fd.name.upper()
         group.add_argument(_flag(fd), **options)
     group.add_argument(
-        "--json-input", metavar="JSON",
+        "--json-input",
+        metavar="JSON",
         help="the request as a JSON object, inline or @path/to/file.json (@- reads stdin); "
-             "merged over the flags, its fields win")
+        "merged over the flags, its fields win",
+    )
 
 
 def _read_json_input(text: str) -> dict[str, Any]:
@@ -148,8 +174,9 @@ def _read_json_input(text: str) -> dict[str, Any]:
                         raise UsageError(f"{source} is not a regular file")
                     raw = file.read(MAX_BODY_BYTES + 1)
             if len(raw) > MAX_BODY_BYTES:
-                raise UsageError(f"{source} is larger than the server's limit of "
-                                 f"{MAX_BODY_BYTES} bytes")
+                raise UsageError(
+                    f"{source} is larger than the server's limit of {MAX_BODY_BYTES} bytes"
+                )
             text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc)
@@ -190,8 +217,9 @@ def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
     return request
 
 
-def _run_operation(op: Operation, transport: httpx.AsyncBaseTransport | None,
-                   args: argparse.Namespace) -> int:
+def _run_operation(
+    op: Operation, transport: httpx.AsyncBaseTransport | None, args: argparse.Namespace
+) -> int:
     import anyio
 
     from projectops.client.http import AsyncClient
@@ -200,8 +228,7 @@ def _run_operation(op: Operation, transport: httpx.AsyncBaseTransport | None,
     request = _request_object(op, args)
 
     async def call() -> Message:
-        async with AsyncClient(args.base_url, timeout=args.timeout,
-                               transport=transport) as client:
+        async with AsyncClient(args.base_url, timeout=args.timeout, transport=transport) as client:
             return await client.call(op, request)
 
     print(to_json(anyio.run(call), indent=2))
@@ -222,11 +249,14 @@ def _run_operations(args: argparse.Namespace) -> int:
 
 def _configure_schema(parser: argparse.ArgumentParser) -> None:
     names = [op.tool_name for op in operations()]
-    parser.add_argument("tool", metavar="TOOL", choices=names,
-                        help="the tool (operation) name: " + ", ".join(names))
-    parser.add_argument("--output", action="store_true",
-                        help="print the output schema (the response) instead of the input "
-                             "schema (the request)")
+    parser.add_argument(
+        "tool", metavar="TOOL", choices=names, help="the tool (operation) name: " + ", ".join(names)
+    )
+    parser.add_argument(
+        "--output",
+        action="store_true",
+        help="print the output schema (the response) instead of the input schema (the request)",
+    )
 
 
 def _run_schema(args: argparse.Namespace) -> int:
@@ -248,29 +278,41 @@ def port(text: str, *, lowest: int = 1) -> int:
         value = -1
     if not lowest <= value <= 65535:
         raise argparse.ArgumentTypeError(
-            f"expected a TCP port from {lowest} to 65535, got {text!r}")
+            f"expected a TCP port from {lowest} to 65535, got {text!r}"
+        )
     return value
 
 
 def _configure_mcp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--http", action="store_true",
+        "--http",
+        action="store_true",
         help="serve Streamable HTTP on HOST:PORT instead of stdio (the endpoint's URL is "
-             "logged at start)")
+        "logged at start)",
+    )
     parser.add_argument(
-        "--host", default=DEFAULT_MCP_HOST,
+        "--host",
+        default=DEFAULT_MCP_HOST,
         help=f"address to bind with --http (default: {DEFAULT_MCP_HOST}, loopback only); Host "
-             "and Origin headers must name a loopback address or this host (DNS-rebinding "
-             "protection)")
-    parser.add_argument("--port", type=port, default=DEFAULT_MCP_PORT,
-                        help=f"TCP port to listen on with --http (default: {DEFAULT_MCP_PORT})")
-    parser.epilog = (f"Tool calls send {API_KEY_ENV} (the project API key) to {BASE_URL_ENV}; "
-                     "without a key the server still starts and lists its tools, and calls "
-                     "fail with a message saying so. Logs go to stderr.")
+        "and Origin headers must name a loopback address or this host (DNS-rebinding "
+        "protection)",
+    )
+    parser.add_argument(
+        "--port",
+        type=port,
+        default=DEFAULT_MCP_PORT,
+        help=f"TCP port to listen on with --http (default: {DEFAULT_MCP_PORT})",
+    )
+    parser.epilog = (
+        f"Tool calls send {API_KEY_ENV} (the project API key) to {BASE_URL_ENV}; "
+        "without a key the server still starts and lists its tools, and calls "
+        "fail with a message saying so. Logs go to stderr."
+    )
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
     from projectops.client import mcp_server
 
-    return mcp_server.run(http=args.http, host=args.host, port=args.port,
-                          base_url=args.base_url, timeout=args.timeout)
+    return mcp_server.run(
+        http=args.http, host=args.host, port=args.port, base_url=args.base_url, timeout=args.timeout
+    )

@@ -72,12 +72,17 @@ class Failure:
     def format(self, exc: BaseException, tool: str) -> tuple[str, str]:
         """``(line, sentence)`` of `exc` raised while calling `tool`."""
         if isinstance(exc, ApiError):
-            fields = {"status": exc.http_status, "code": exc.code,
-                      "message": exc.describe().rstrip(".")}
+            fields = {
+                "status": exc.http_status,
+                "code": exc.code,
+                "message": exc.describe().rstrip("."),
+            }
         else:
             fields = {"status": None, "code": None, "message": str(exc).rstrip(".")}
-        return (self.line.format(tool=tool, **fields),
-                _sentence(self.sentence.format(tool=tool, **fields)))
+        return (
+            self.line.format(tool=tool, **fields),
+            _sentence(self.sentence.format(tool=tool, **fields)),
+        )
 
 
 def _sentence(text: str) -> str:
@@ -85,43 +90,58 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
-_REJECTED = Failure(EXIT_BAD_REQUEST, "{status} {code}: {message}",
-                    "The service rejected the request ({status} {code}): {message}")
-_NO_ANSWER = Failure(EXIT_FAILURE, "{message}",
-                     "The service did not answer: {message}; " + BASE_URL_ENV
-                     + " sets its base URL")
+_REJECTED = Failure(
+    EXIT_BAD_REQUEST,
+    "{status} {code}: {message}",
+    "The service rejected the request ({status} {code}): {message}",
+)
+_NO_ANSWER = Failure(
+    EXIT_FAILURE,
+    "{message}",
+    "The service did not answer: {message}; " + BASE_URL_ENV + " sets its base URL",
+)
 
 #: Exception class -> how it is reported (most specific classes first, for reading).
 FAILURES: Mapping[type[BaseException], Failure] = {
     UsageError: Failure(EXIT_USAGE, "{message}", "{message}"),
     MissingApiKey: Failure(
-        EXIT_USAGE, "{message}",
+        EXIT_USAGE,
+        "{message}",
         f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is "
-        "not set, or not usable as a header value, so nothing was sent"),
-    InvalidRequest: Failure(EXIT_USAGE, "invalid request: {message}",
-                            "Invalid arguments for {tool}: {message}"),
+        "not set, or not usable as a header value, so nothing was sent",
+    ),
+    InvalidRequest: Failure(
+        EXIT_USAGE, "invalid request: {message}", "Invalid arguments for {tool}: {message}"
+    ),
     Unauthenticated: Failure(
         EXIT_UNAUTHENTICATED,
-        "{status} {code}: {message} (the API key is missing or invalid; " + API_KEY_ENV
+        "{status} {code}: {message} (the API key is missing or invalid; "
+        + API_KEY_ENV
         + " sets it)",
         f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; the "
-        "service answered {status} {code}: {message}"),
+        "service answered {status} {code}: {message}",
+    ),
     InvalidArgument: _REJECTED,
     FailedPrecondition: _REJECTED,
     OutOfRange: _REJECTED,
     ServiceUnreachable: _NO_ANSWER,
     AnswerTimedOut: _NO_ANSWER,
-    ApiError: Failure(EXIT_FAILURE, "{status} {code}: {message}",
-                      "The service failed ({status} {code}): {message}"),
+    ApiError: Failure(
+        EXIT_FAILURE,
+        "{status} {code}: {message}",
+        "The service failed ({status} {code}): {message}",
+    ),
     # Local mistakes of the caller: a bad base URL, a request of the wrong type, no such tool.
     ValueError: Failure(EXIT_USAGE, "{message}", "{message}"),
     TypeError: Failure(EXIT_USAGE, "{message}", "{message}"),
     LookupError: Failure(EXIT_USAGE, "{message}", "{message}"),
 }
 
-_UNEXPECTED = Failure(EXIT_INTERNAL, "unexpected failure: {message}",
-                      "The tool server failed unexpectedly while running {tool}; its log "
-                      "(stderr) has the details")
+_UNEXPECTED = Failure(
+    EXIT_INTERNAL,
+    "unexpected failure: {message}",
+    "The tool server failed unexpectedly while running {tool}; its log (stderr) has the details",
+)
 
 
 def failure(exc: BaseException) -> Failure:

@@ -97,8 +97,9 @@ class _CallBuilder:
 
     def __init__(self, base_url: str | None, api_key: str | None, timeout: float | None) -> None:
         # An empty environment variable counts as unset; an explicit argument is checked as is.
-        url = base_url if base_url is not None else (os.environ.get(BASE_URL_ENV) or
-                                                     DEFAULT_BASE_URL)
+        url = (
+            base_url if base_url is not None else (os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL)
+        )
         self._base_url = normalize_base_url(url)
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         self._api_key = key.strip() if key else None
@@ -123,19 +124,23 @@ class _CallBuilder:
         key = "set" if self._api_key else "unset"
         return f"{type(self).__name__}(base_url={self._base_url!r}, api_key=<{key}>)"
 
-    def _request(self, key: OperationKey, request: RequestLike,
-                 response_type: type[Message] | None) -> tuple[Operation, httpx.Request]:
+    def _request(
+        self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
+    ) -> tuple[Operation, httpx.Request]:
         """Check everything locally (validating the request once), then build the HTTP
         request of one call."""
         op = operation(key)
         if response_type is not None and response_type is not op.response_type:
-            raise TypeError(f"{op.name} answers with {op.response_type.__name__}, "
-                            f"not {response_type.__name__}")
+            raise TypeError(
+                f"{op.name} answers with {op.response_type.__name__}, not {response_type.__name__}"
+            )
         message = prepare_request(op, request)
         if not self._api_key or not _KEY_PATTERN.fullmatch(self._api_key):
             problem = "is not set" if not self._api_key else "is not a valid HTTP header value"
-            raise MissingApiKey(f"no usable API key: {API_KEY_ENV} {problem}; set it to the "
-                                "project's API key (from the project settings, key management)")
+            raise MissingApiKey(
+                f"no usable API key: {API_KEY_ENV} {problem}; set it to the "
+                "project's API key (from the project settings, key management)"
+            )
         headers = {
             "Content-Type": CONTENT_TYPE,
             "Accept": CONTENT_TYPE,
@@ -151,17 +156,20 @@ class _CallBuilder:
         if not 200 <= status < 300:
             if 300 <= status < 400:
                 where = response.headers.get("Location", "elsewhere")
-                raise UnexpectedRedirect(f"HTTP {status}: redirect to {where} not followed (a "
-                                         "POST is never redirected; check the base URL)",
-                                         http_status=status)
+                raise UnexpectedRedirect(
+                    f"HTTP {status}: redirect to {where} not followed (a "
+                    "POST is never redirected; check the base URL)",
+                    http_status=status,
+                )
             raise error_from_answer(status, response.content)
         try:
             # Not strict: a newer server may add fields this version does not know.
             return from_json(response.content, op.response_type)
         except InvalidArgument as exc:
-            raise InvalidResponse(f"the answer of {op.path} is not a "
-                                  f"{op.response_type.__name__}: {exc.message}",
-                                  http_status=status) from None
+            raise InvalidResponse(
+                f"the answer of {op.path} is not a {op.response_type.__name__}: {exc.message}",
+                http_status=status,
+            ) from None
 
     def _no_answer(self, exc: httpx.RequestError) -> ApiError:
         """The error to raise when a call got no answer; `exc` must not be chained to it,
@@ -170,7 +178,8 @@ class _CallBuilder:
             return AnswerTimedOut(f"no answer from {self._base_url} within {self._timeout} s")
         reason = _ERRNO_PREFIX.sub("", str(exc)) or type(exc).__name__
         return ServiceUnreachable(
-            f"cannot reach {self._base_url}: {reason[:1].lower()}{reason[1:]}")
+            f"cannot reach {self._base_url}: {reason[:1].lower()}{reason[1:]}"
+        )
 
 
 def request_message(
@@ -185,8 +194,9 @@ def request_message(
     given = {name: value for name, value in fields.items() if value is not None}
     if request is not None:
         if given:
-            raise TypeError(f"give the request message or its fields ({', '.join(given)}), "
-                            "not both")
+            raise TypeError(
+                f"give the request message or its fields ({', '.join(given)}), not both"
+            )
         return request
     return operation(key).request_type(**given)
 
@@ -212,13 +222,16 @@ def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
         message = op.request_type()
     elif isinstance(request, Message):
         if request.DESCRIPTOR.full_name != op.request_type.DESCRIPTOR.full_name:
-            raise TypeError(f"{op.name} takes a {op.request_type.__name__}, "
-                            f"not a {type(request).__name__}")
+            raise TypeError(
+                f"{op.name} takes a {op.request_type.__name__}, not a {type(request).__name__}"
+            )
         message = request
     else:
         if not isinstance(request, Mapping):
-            raise TypeError(f"a request is a {op.request_type.__name__}, a mapping or None, "
-                            f"not {type(request).__name__}")
+            raise TypeError(
+                f"a request is a {op.request_type.__name__}, a mapping or None, "
+                f"not {type(request).__name__}"
+            )
         try:
             message = from_json(request, op.request_type, strict=True)
         except InvalidArgument as exc:
@@ -252,9 +265,14 @@ class Client(_CallBuilder):
     Use as a context manager, or call :meth:`close` when done.
     """
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, *,
-                 timeout: float | None = 30.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         super().__init__(base_url, api_key, timeout)
         self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
 
@@ -262,11 +280,17 @@ class Client(_CallBuilder):
     def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
 
     @overload
-    def call(self, operation: OperationKey, request: RequestLike = None, *,
-             response_type: type[R]) -> R: ...
+    def call(
+        self, operation: OperationKey, request: RequestLike = None, *, response_type: type[R]
+    ) -> R: ...
 
-    def call(self, operation: OperationKey, request: RequestLike = None, *,
-             response_type: type[Message] | None = None) -> Message:
+    def call(
+        self,
+        operation: OperationKey,
+        request: RequestLike = None,
+        *,
+        response_type: type[Message] | None = None,
+    ) -> Message:
         """Call one operation and return its response message.
 
         Args:
@@ -311,8 +335,12 @@ class Client(_CallBuilder):
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
@@ -323,22 +351,32 @@ class AsyncClient(_CallBuilder):
     ``httpx.AsyncBaseTransport``. Use as an async context manager, or ``await aclose()``.
     """
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, *,
-                 timeout: float | None = 30.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         super().__init__(base_url, api_key, timeout)
-        self._http = httpx.AsyncClient(timeout=timeout, transport=transport,
-                                       follow_redirects=False)
+        self._http = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False)
 
     @overload
     async def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
 
     @overload
-    async def call(self, operation: OperationKey, request: RequestLike = None, *,
-                   response_type: type[R]) -> R: ...
+    async def call(
+        self, operation: OperationKey, request: RequestLike = None, *, response_type: type[R]
+    ) -> R: ...
 
-    async def call(self, operation: OperationKey, request: RequestLike = None, *,
-                   response_type: type[Message] | None = None) -> Message:
+    async def call(
+        self,
+        operation: OperationKey,
+        request: RequestLike = None,
+        *,
+        response_type: type[Message] | None = None,
+    ) -> Message:
         """Call one operation; see :meth:`Client.call` for arguments, result and errors."""
         op, http_request = self._request(operation, request, response_type)
         try:
@@ -356,6 +394,10 @@ class AsyncClient(_CallBuilder):
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.aclose()

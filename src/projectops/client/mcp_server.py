@@ -111,8 +111,9 @@ async def call_operation_tool(
         op = operation(name)
     except UnknownOperationError:
         tools = ", ".join(o.tool_name for o in operations())
-        raise MCPError(code=types.INVALID_PARAMS,
-                       message=f"Unknown tool: {name!r}; the tools are {tools}") from None
+        raise MCPError(
+            code=types.INVALID_PARAMS, message=f"Unknown tool: {name!r}; the tools are {tools}"
+        ) from None
     started = time.monotonic()
     try:
         response = await client.call(op, dict(arguments or {}))
@@ -121,8 +122,9 @@ async def call_operation_tool(
         if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
             _log.exception("tool %s failed unexpectedly", name)
         _, sentence = row.format(exc, op.tool_name)
-        result = types.CallToolResult(content=[types.TextContent(text=redact(sentence))],
-                                      is_error=True)
+        result = types.CallToolResult(
+            content=[types.TextContent(text=redact(sentence))], is_error=True
+        )
         outcome = f"error: {redact(sentence)}"
     else:
         data = to_dict(response)
@@ -253,8 +255,7 @@ def run(
         raise ValueError(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
     server = create_server(client)
     where = f"http://{host}:{port}{HTTP_PATH}" if http else "stdio"
-    _log.info("serving %d tools on %s; service at %s", len(operations()), where,
-              client.base_url)
+    _log.info("serving %d tools on %s; service at %s", len(operations()), where, client.base_url)
     if not client.has_api_key:
         _log.warning(
             "%s is not set: tool calls will fail until it holds the project's API key", API_KEY_ENV

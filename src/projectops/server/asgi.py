@@ -81,8 +81,9 @@ def create_app(
         or mount it in a larger app (paths are matched relative to the mount point). It keeps
         no state between requests, so several workers or processes can serve it.
     """
-    routes = [Route(op.path, _Endpoint(op, service, authenticate, strict=strict))
-              for op in operations()]
+    routes = [
+        Route(op.path, _Endpoint(op, service, authenticate, strict=strict)) for op in operations()
+    ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
     # "/api/mcp/x/" must not become a 307 to "/api/mcp/x": clients do not follow redirects.
     app.router.redirect_slashes = False
@@ -93,15 +94,24 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (a path that is no operation's) as ErrorResponse bodies."""
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     if status == 404:
-        return _error(NotFound(f"no operation at {request.url.path!r}; operations are served "
-                               "at /api/mcp/<operation_name>"))
+        return _error(
+            NotFound(
+                f"no operation at {request.url.path!r}; operations are served "
+                "at /api/mcp/<operation_name>"
+            )
+        )
     return _error(ApiError(str(getattr(exc, "detail", "")) or f"HTTP {status}"), status)
 
 
-def _error(error: ApiError, status: int | None = None,
-           headers: Mapping[str, str] | None = None) -> Response:
-    return Response(error_body(error), status_code=status or HTTP_STATUS_BY_CODE[error.code],
-                    media_type=CONTENT_TYPE, headers=headers)
+def _error(
+    error: ApiError, status: int | None = None, headers: Mapping[str, str] | None = None
+) -> Response:
+    return Response(
+        error_body(error),
+        status_code=status or HTTP_STATUS_BY_CODE[error.code],
+        media_type=CONTENT_TYPE,
+        headers=headers,
+    )
 
 
 def _implementation(service: object, op: Operation) -> Callable[..., Any] | None:
@@ -117,8 +127,9 @@ def _implementation(service: object, op: Operation) -> Callable[..., Any] | None
 class _Endpoint:
     """The ASGI app behind one operation's path: every method, in the documented order."""
 
-    def __init__(self, op: Operation, service: object, authenticate: Callable[[str], Any], *,
-                 strict: bool) -> None:
+    def __init__(
+        self, op: Operation, service: object, authenticate: Callable[[str], Any], *, strict: bool
+    ) -> None:
         self._op = op
         self._handler = _implementation(service, op)
         self._authenticate = authenticate
@@ -133,8 +144,11 @@ class _Endpoint:
         if b"%" in scope.get("raw_path", b""):
             return _error(NotFound(f"no operation at {scope['raw_path'].decode('latin-1')!r}"))
         if request.method != _POST:
-            return _error(Unimplemented(f"method {request.method} is not allowed; every "
-                                        "operation is POST"), 405, {"Allow": _POST})
+            return _error(
+                Unimplemented(f"method {request.method} is not allowed; every operation is POST"),
+                405,
+                {"Allow": _POST},
+            )
         keys = request.headers.getlist(API_KEY_HEADER)
         api_key = keys[0] if len(keys) == 1 else ""
         try:
@@ -146,8 +160,9 @@ class _Endpoint:
                 message = await run_in_threadpool(self._decode, body)
             else:
                 message = self._decode(body)
-            context = RequestContext(project=project, operation=self._op,
-                                     headers=_redacted(request))
+            context = RequestContext(
+                project=project, operation=self._op, headers=_redacted(request)
+            )
             response = await self._call(self._handler, message, context, api_key)
         except ApiError as exc:
             return _error(exc)
@@ -177,8 +192,13 @@ class _Endpoint:
         validate(message)
         return message
 
-    async def _call(self, handler: Callable[..., Any], message: Message,
-                    context: RequestContext[Any], api_key: str) -> Message:
+    async def _call(
+        self,
+        handler: Callable[..., Any],
+        message: Message,
+        context: RequestContext[Any],
+        api_key: str,
+    ) -> Message:
         name = self._op.name
         try:
             response = await _maybe_await(handler, message, context)
@@ -188,17 +208,22 @@ class _Endpoint:
             _log_failure(f"the handler of {name}", exc, api_key)
             raise Internal(f"internal error while serving {name}") from None
         if not isinstance(response, self._op.response_type):
-            _log_failure(f"the handler of {name}", TypeError(
-                f"returned {type(response).__name__}, not {self._op.response_type.__name__}"),
-                api_key)
+            _log_failure(
+                f"the handler of {name}",
+                TypeError(
+                    f"returned {type(response).__name__}, not {self._op.response_type.__name__}"
+                ),
+                api_key,
+            )
             raise Internal(f"internal error while serving {name}")
         return response
 
 
 def _redacted(request: Request) -> dict[str, str]:
     key_header = API_KEY_HEADER.lower()
-    return {name: REDACTED if name == key_header else value
-            for name, value in request.headers.items()}
+    return {
+        name: REDACTED if name == key_header else value for name, value in request.headers.items()
+    }
 
 
 async def _read_body(request: Request) -> bytes:
@@ -218,7 +243,8 @@ async def _read_body(request: Request) -> bytes:
 async def _maybe_await(function: Callable[..., Any], *args: Any) -> Any:
     """Call `function`: ``async def`` ones on the loop, plain ones in a worker thread."""
     if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-            getattr(function, "__call__", None)):  # noqa: B004 - callable objects, too
+        getattr(function, "__call__", None)  # noqa: B004 - callable objects, too
+    ):
         return await function(*args)
     result = await run_in_threadpool(function, *args)
     if inspect.isawaitable(result):

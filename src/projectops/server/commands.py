@@ -21,11 +21,17 @@ DEFAULT_PORT = urlsplit(DEFAULT_BASE_URL).port or 8787
 
 def commands() -> list[Command]:
     """The server layer's commands: ``mock-server``."""
-    return [Command(
-        "mock-server", "run the mock server of the API (every operation, from fixtures)",
-        _configure, _run, extra="server",
-        description="Serve every operation of the API from fixtures, for tests and demos. "
-                    "Stop it with Ctrl-C or SIGTERM.")]
+    return [
+        Command(
+            "mock-server",
+            "run the mock server of the API (every operation, from fixtures)",
+            _configure,
+            _run,
+            extra="server",
+            description="Serve every operation of the API from fixtures, for tests and demos. "
+            "Stop it with Ctrl-C or SIGTERM.",
+        )
+    ]
 
 
 def _port(text: str) -> int:
@@ -39,19 +45,29 @@ def _port(text: str) -> int:
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default=DEFAULT_HOST,
-                        help=f"address to listen on (default: {DEFAULT_HOST})")
-    parser.add_argument("--port", type=_port, default=DEFAULT_PORT,
-                        help=f"TCP port to listen on; 0 picks a free one (default: {DEFAULT_PORT})")
-    parser.add_argument("--fixtures", metavar="FILE",
-                        help="JSON fixtures file (format: see `pydoc projectops.server.fixtures`);"
-                             " default: the embedded demo fixtures (keys demo-key, other-key)")
-    parser.add_argument("--access-log", action="store_true",
-                        help="log one line per request to stderr")
+    parser.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to listen on (default: {DEFAULT_HOST})"
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help=f"TCP port to listen on; 0 picks a free one (default: {DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--fixtures",
+        metavar="FILE",
+        help="JSON fixtures file (format: see `pydoc projectops.server.fixtures`);"
+        " default: the embedded demo fixtures (keys demo-key, other-key)",
+    )
+    parser.add_argument(
+        "--access-log", action="store_true", help="log one line per request to stderr"
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
     from projectops.server import mock
 
-    return mock.serve(host=args.host, port=args.port, fixtures=args.fixtures,
-                      access_log=args.access_log)
+    return mock.serve(
+        host=args.host, port=args.port, fixtures=args.fixtures, access_log=args.access_log
+    )

@@ -51,8 +51,13 @@ from projectops.registry import Operation, operations
 from projectops.v1.mock_fixtures_pb2 import MockAnswer, MockFixtures
 from projectops.validation import validate
 
-__all__ = ["DEFAULT_FIXTURES_NAME", "FixtureError", "MockProject", "load_fixtures",
-           "parse_fixtures"]
+__all__ = [
+    "DEFAULT_FIXTURES_NAME",
+    "FixtureError",
+    "MockProject",
+    "load_fixtures",
+    "parse_fixtures",
+]
 
 M = TypeVar("M", bound=Message)
 
@@ -90,7 +95,8 @@ class MockProject:
         response = self.answers.get(op.name, {}).get(key)
         if response is None:
             raise FailedPrecondition(
-                f"project {self.name} has no {op.name} answer for {shown or 'the empty request'}")
+                f"project {self.name} has no {op.name} answer for {shown or 'the empty request'}"
+            )
         return response
 
 
@@ -110,8 +116,11 @@ def load_fixtures(path: str | Path | None = None) -> dict[str, MockProject]:
     """
     if path is None:
         name = DEFAULT_FIXTURES_NAME
-        text = resources.files(__package__).joinpath("fixtures", "default.json").read_text(
-            encoding="utf-8")
+        text = (
+            resources.files(__package__)
+            .joinpath("fixtures", "default.json")
+            .read_text(encoding="utf-8")
+        )
     else:
         name = str(path)
         try:
@@ -149,20 +158,24 @@ def parse_fixtures(data: str | bytes | Mapping[str, Any]) -> dict[str, MockProje
     for i, entry in enumerate(fixtures.projects):
         path = f"projects[{i}]"
         if entry.project in names:
-            raise FixtureError(f"{path}.project: duplicate of projects[{names[entry.project]}]"
-                               ".project")
+            raise FixtureError(
+                f"{path}.project: duplicate of projects[{names[entry.project]}].project"
+            )
         if entry.api_key in key_index:
             # Say where the other one is, never what the key is.
-            raise FixtureError(f"{path}.apiKey: duplicate of projects[{key_index[entry.api_key]}]"
-                               ".apiKey")
+            raise FixtureError(
+                f"{path}.apiKey: duplicate of projects[{key_index[entry.api_key]}].apiKey"
+            )
         names[entry.project] = key_index[entry.api_key] = i
         answers: dict[str, Mapping[str, Message]] = {}
         for op_name in sorted(entry.operations):
             op_path = f"{path}.operations.{op_name}"
             op = by_name.get(op_name)
             if op is None:
-                raise FixtureError(f"{op_path}: unknown operation {op_name!r}; known operations: "
-                                   f"{', '.join(by_name)}")
+                raise FixtureError(
+                    f"{op_path}: unknown operation {op_name!r}; known operations: "
+                    f"{', '.join(by_name)}"
+                )
             raw_answers = raw_projects[i]["operations"][op_name]
             answers[op_name] = _answers(op, raw_answers or [], op_path)
         by_key[entry.api_key] = MockProject(name=entry.project, answers=answers)
@@ -176,12 +189,14 @@ def _answers(op: Operation, items: list[Any], path: str) -> dict[str, Message]:
         answer_path = f"{path}[{j}]"
         _decode(item, MockAnswer, answer_path)
         request = _decode(item.get("request") or {}, op.request_type, f"{answer_path}.request")
-        response = _decode(item["response"], op.response_type, f"{answer_path}.response",
-                           validated=False)
+        response = _decode(
+            item["response"], op.response_type, f"{answer_path}.response", validated=False
+        )
         wanted, _ = match_key(request)
         if wanted in index:
             raise FixtureError(
-                f"{answer_path}.request: the same request as {path}[{index[wanted]}]")
+                f"{answer_path}.request: the same request as {path}[{index[wanted]}]"
+            )
         index[wanted] = j
         found[wanted] = response
     return found
@@ -209,8 +224,10 @@ def match_key(request: Message) -> tuple[str, str]:
     the surrounding white space of every string removed, keys sorted) and the fields it sets,
     as shown in a no-match message (``version "9.9.9"``; empty for the empty request)."""
     data = _stripped(to_dict(request))
-    shown = ", ".join(f"{fd.json_name} {json.dumps(data[fd.json_name], ensure_ascii=False)}"
-                      for fd, _ in request.ListFields())
+    shown = ", ".join(
+        f"{fd.json_name} {json.dumps(data[fd.json_name], ensure_ascii=False)}"
+        for fd, _ in request.ListFields()
+    )
     return json.dumps(data, sort_keys=True, ensure_ascii=False), shown
 
 

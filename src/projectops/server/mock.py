@@ -41,6 +41,7 @@ from projectops.server.fixtures import MockProject, load_fixtures
 
 __all__ = ["create_mock_app", "serve"]
 
+
 class _MockService:
     """Implements every rpc of the registry by :meth:`MockProject.answer` (the handler methods
     are made from the registry, so a new rpc is served without a change here)."""
@@ -50,8 +51,9 @@ class _MockService:
             setattr(self, op.name, partial(self._answer, op))
 
     @staticmethod
-    async def _answer(op: Operation, request: Message,
-                      context: RequestContext[MockProject]) -> Message:
+    async def _answer(
+        op: Operation, request: Message, context: RequestContext[MockProject]
+    ) -> Message:
         return context.project.answer(op, request)
 
 
@@ -86,7 +88,8 @@ class _Server(uvicorn.Server):
 def _listen(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port (IPv4 or IPv6, whichever the host resolves to)."""
     family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -126,8 +129,9 @@ def serve(*, host: str, port: int, fixtures: str | None = None, access_log: bool
     except OSError as exc:
         print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    config = uvicorn.Config(create_mock_app(projects), log_level="warning",
-                            access_log=access_log, lifespan="off")
+    config = uvicorn.Config(
+        create_mock_app(projects), log_level="warning", access_log=access_log, lifespan="off"
+    )
     if access_log:
         logging.getLogger("uvicorn.access").setLevel(logging.INFO)
     server = _Server(config)
