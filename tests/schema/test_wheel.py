@@ -1,0 +1,182 @@
+"""A real build and install: the sdist and wheel build, and the wheel works where users install it.
+
+`python -m build` makes the sdist and, from it, the wheel (so the sdist is complete enough to
+build). The wheel is installed, not editable, into a fresh venv with protobuf,
+googleapis-common-protos and httpx at the floors pyproject.toml declares; there the CLI answers,
+`projectops operations` shows the proto comments (so the descriptor set with source info is in
+the wheel), and the README's Python example runs as written. Then protobuf and
+googleapis-common-protos are upgraded to the newest releases the range admits and the example
+runs again.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+VERSION = PROJECT["version"]
+
+pytestmark = pytest.mark.slow
+
+
+def floor_pins() -> list[str]:
+    """``name==floor`` of the core's and the `client` extra's dependencies."""
+    pins = []
+    for line in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["client"]:
+        requirement = Requirement(line)
+        (lower,) = [s.version for s in requirement.specifier if s.operator == ">="]
+        pins.append(f"{requirement.name}=={lower}")
+    return pins
+
+
+def run(*argv: str | Path, cwd: Path = REPO, timeout: float = 600) -> str:
+    result = subprocess.run(
+        [str(a) for a in argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, f"{argv}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    run(sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", out, REPO)
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
+    (found,) = dist.glob(f"projectops-{VERSION}-py3-none-any.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Path]:
+    """A fresh venv with the wheel (and its `client` extra) at the declared floors."""
+    root = tmp_path_factory.mktemp("venv")
+    run(sys.executable, "-m", "venv", root)
+    pip = [
+        root / "bin" / "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ]
+    run(*pip, f"{wheel}[client]", *floor_pins())
+    yield root
+
+
+def test_the_wheel_holds_the_typing_markers_stubs_and_descriptor_set(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "projectops/py.typed" in names
+    assert "projectops/v1/projectops.binpb" in names
+    for module in ("operations", "release", "rum_environment", "error"):
+        assert f"projectops/v1/{module}_pb2.py" in names
+        assert f"projectops/v1/{module}_pb2.pyi" in names
+    assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]
+
+
+def test_the_sdist_holds_the_schema(dist: Path) -> None:
+    (sdist,) = dist.glob(f"projectops-{VERSION}.tar.gz")
+    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    for name in (
+        "proto/projectops/v1/operations.proto",
+        "proto/released.binpb",
+        "buf.yaml",
+        "README.md",
+        "pyproject.toml",
+        "src/projectops/v1/projectops.binpb",
+    ):
+        assert name in names
+
+
+def test_installed_at_the_floors(venv: Path) -> None:
+    installed = run(venv / "bin" / "python", "-m", "pip", "list", "--format=freeze")
+    versions = dict(line.split("==") for line in installed.splitlines() if "==" in line)
+    for pin in floor_pins():
+        name, floor = pin.split("==")
+        assert versions[name] == floor or versions[name].startswith(floor + "."), (pin, versions)
+    # Not editable: the package is a copy in the venv's site-packages.
+    location = run(
+        venv / "bin" / "python", "-c", "import projectops; print(projectops.__file__)", cwd=venv
+    )
+    assert location.startswith(str(venv)), location
+
+
+def test_the_cli_runs_from_the_wheel(venv: Path) -> None:
+    assert run(venv / "bin" / "projectops", "--version", cwd=venv).strip() == (
+        f"projectops {VERSION}"
+    )
+    listing = run(venv / "bin" / "projectops", "operations", cwd=venv)
+    # The proto comments come from the descriptor set with source info shipped in the wheel.
+    assert "List the RUM environments of the project." in listing
+    assert "/api/mcp/get_release_details" in listing
+
+
+def readme_example() -> str:
+    readme = (REPO / "README.md").read_text()
+    example = re.search(r"## The Python API\n\n```python\n(.*?)```", readme, re.S)
+    assert example
+    return example.group(1)
+
+
+def check_example(venv: Path) -> None:
+    # cwd is the checkout (the example opens a golden file), which has no importable
+    # `projectops` at its top: the import below is the installed wheel's.
+    where = "import projectops, sys; print(projectops.__file__, file=sys.stderr)\n"
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-W", "error", "-c", where + readme_example()],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(str(venv)), result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["1.4.0", "9007199254740993"]
+
+
+def test_the_readme_example_runs_at_the_floor(venv: Path) -> None:
+    check_example(venv)
+
+
+def test_the_readme_example_runs_on_the_newest_protobuf(venv: Path) -> None:
+    (protobuf,) = [r for r in PROJECT["dependencies"] if r.startswith("protobuf")]
+    run(
+        venv / "bin" / "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--upgrade",
+        protobuf,
+        "googleapis-common-protos",
+    )
+    version = run(
+        venv / "bin" / "python",
+        "-c",
+        "import google.protobuf; print(google.protobuf.__version__)",
+        cwd=venv,
+    )
+    assert int(version.split(".")[0]) >= 7, version
+    check_example(venv)
