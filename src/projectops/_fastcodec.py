@@ -325,6 +325,8 @@ def _compile_decoder(plan: _Plan) -> Callable[[dict[Any, Any], int, bool], dict[
     lines += [f"    o{i} = 0" for i in oneofs]
     for i, field in enumerate(plan.fields):
         namespace[f"A{i}"] = field.aux
+        if field.kind == _ENUM and field.shape == _SINGLE:
+            namespace[f"E{i}"] = field.aux.by_name
         kind, shape = field.kind, field.shape
         key, name = repr(field.json_name), repr(field.name)
         if kind == _OPAQUE or (shape == _SINGLE and kind == _WKT and _is_value(field.aux)):
@@ -343,10 +345,10 @@ def _compile_decoder(plan: _Plan) -> Callable[[dict[Any, Any], int, bool], dict[
                     f"out[{name}] = [A{i}.decode(x, depth + 1, lenient) if type(x) is dict"
                     " else BAD() for x in v]"
                 )
-            elif kind == _STR:
+            elif kind == _STR:  # a lone surrogate: upb's UTF-8 check fails, as json_format does
                 body += [
                     "for x in v:",
-                    "    if type(x) is not str or not x.isascii() and SURROGATE(x) is not None:",
+                    "    if type(x) is not str:",
                     "        raise U",
                     f"out[{name}] = v",
                 ]
@@ -366,12 +368,8 @@ def _compile_decoder(plan: _Plan) -> Callable[[dict[Any, Any], int, bool], dict[
 
 def _decode_single(kind: int, i: int, name: str) -> list[str]:
     """Lines that check a non-null JSON value `v` and store it as ``out[name]``."""
-    if kind == _STR:
-        return [
-            "if type(v) is not str or not v.isascii() and SURROGATE(v) is not None:",
-            "    raise U",
-            f"out[{name}] = v",
-        ]
+    if kind == _STR:  # a lone surrogate: upb's UTF-8 check fails, as json_format does
+        return ["if type(v) is not str:", "    raise U", f"out[{name}] = v"]
     if kind == _INT64 or kind == _INT32:
         return [
             "if type(v) is str and v.isdigit() and v.isascii() and len(v) < 21:",
@@ -383,7 +381,7 @@ def _decode_single(kind: int, i: int, name: str) -> list[str]:
         ]
     if kind == _ENUM:
         return [
-            f"x = A{i}.by_name.get(v) if type(v) is str else None",
+            f"x = E{i}.get(v) if type(v) is str else None",
             "if x is None:",
             f"    x = ENUM(A{i}, v, lenient)",
             "if x is not SKIP:",
@@ -411,46 +409,53 @@ def _compile_encoder(plan: _Plan) -> Callable[[Any], dict[str, Any]]:
     if plan.descriptor.extension_ranges or any(f.kind == _OPAQUE for f in plan.fields):
         return _no_plan  # extensions print as "[name]", NullValue as null: json_format's
     namespace: dict[str, Any] = {}
-    lines = ["def encode(m):", "    out = {}"]
+    literal: list[str] = []  # the leading fields without presence: one dict display
+    lines: list[str] = []
     for i, field in enumerate(plan.fields):
         namespace[f"A{i}"] = field.aux
         namespace[f"O{i}"] = field.order
-        kind, shape = field.kind, field.shape
-        key, value = repr(field.json_name), _attribute(field.name)
-        if shape == _SINGLE:
-            if kind == _STR or kind == _INT32 or kind == _BOOL:
-                line = f"out[{key}] = {value}"
-            elif kind == _INT64:
-                line = f"out[{key}] = str({value})"
-            elif kind == _ENUM:
-                line = f"out[{key}] = A{i}.names[{value}]"
-            elif kind == _MESSAGE:
-                line = f"out[{key}] = A{i}.encode({value})"
-            elif kind == _TIMESTAMP_KIND:
-                line = f"v = {value}; out[{key}] = TIMESTAMP_OUT(v.seconds, v.nanos)"
-            elif kind == _DURATION_KIND:
-                line = f"v = {value}; out[{key}] = DURATION_OUT(v.seconds, v.nanos)"
-            else:
-                line = f"out[{key}] = VALUE_OUT({kind}, A{i}, {value}, O{i})"
-        elif shape == _REPEATED:
-            if kind == _STR or kind == _INT32 or kind == _BOOL:
-                line = f"out[{key}] = list({value})"
-            elif kind == _INT64:
-                line = f"out[{key}] = [str(x) for x in {value}]"
-            elif kind == _ENUM:
-                line = f"names = A{i}.names; out[{key}] = [names[x] for x in {value}]"
-            elif kind == _MESSAGE:
-                line = f"encode = A{i}.encode; out[{key}] = [encode(x) for x in {value}]"
-            else:
-                line = f"out[{key}] = [VALUE_OUT({kind}, A{i}, x, O{i}) for x in {value}]"
-        else:
-            line = f"out[{key}] = MAP_OUT(A{i}, {value})"
+        if field.kind == _ENUM and field.shape != _MAP:
+            namespace[f"N{i}"] = field.aux.names
+        value = _encode_expression(field, i)
+        key = repr(field.json_name)
         if field.presence:
-            lines += [f"    if m.HasField({field.name!r}):", f"        {line}"]
+            lines += [f"    if m.HasField({field.name!r}):", f"        out[{key}] = {value}"]
+        elif lines:
+            lines.append(f"    out[{key}] = {value}")
         else:
-            lines.append(f"    {line}")
-    lines.append("    return out")
-    return cast(Callable[[Any], dict[str, Any]], _compile("\n".join(lines), "encode", namespace))
+            literal.append(f"        {key}: {value},")
+    source = ["def encode(m):", "    out = {", *literal, "    }", *lines, "    return out"]
+    return cast(Callable[[Any], dict[str, Any]], _compile("\n".join(source), "encode", namespace))
+
+
+def _encode_expression(field: _Field, i: int) -> str:
+    """The expression of the JSON value of `field` (number `i` of its plan) of message `m`."""
+    kind, shape, value = field.kind, field.shape, _attribute(field.name)
+    if shape == _SINGLE:
+        if kind == _STR or kind == _INT32 or kind == _BOOL:
+            return value
+        if kind == _INT64:
+            return f"str({value})"
+        if kind == _ENUM:
+            return f"N{i}[{value}]"
+        if kind == _MESSAGE:
+            return f"A{i}.encode({value})"
+        if kind == _TIMESTAMP_KIND:
+            return f"TIMESTAMP_OUT({value})"
+        if kind == _DURATION_KIND:
+            return f"DURATION_OUT({value})"
+        return f"VALUE_OUT({kind}, A{i}, {value}, O{i})"
+    if shape == _REPEATED:
+        if kind == _STR or kind == _INT32 or kind == _BOOL:
+            return f"list({value})"
+        if kind == _INT64:
+            return f"[str(x) for x in {value}]"
+        if kind == _ENUM:
+            return f"[N{i}[x] for x in {value}]"
+        if kind == _MESSAGE:
+            return f"list(map(A{i}.encode, {value}))"
+        return f"[VALUE_OUT({kind}, A{i}, x, O{i}) for x in {value}]"
+    return f"MAP_OUT(A{i}, {value})"
 
 
 def _no_plan(message: Any) -> dict[str, Any]:
@@ -785,9 +790,9 @@ def _encode_value(kind: int, aux: Any, value: Any, order: Descriptor | None) -> 
     if kind == _MESSAGE:
         return aux.encode(value)
     if kind == _TIMESTAMP_KIND:
-        return _encode_timestamp(value.seconds, value.nanos)
+        return _encode_timestamp(value)
     if kind == _DURATION_KIND:
-        return _encode_duration(value.seconds, value.nanos)
+        return _encode_duration(value)
     if kind == _DOUBLE:
         return value if value - value == 0 else _non_finite(value)
     if kind == _FLOAT:
@@ -820,8 +825,10 @@ def _non_finite(value: float) -> str:
 _HOUR_TEXT: dict[int, str] = {}  # hours since the epoch -> "YYYY-MM-DDTHH:"
 
 
-def _encode_timestamp(seconds: int, nanos: int) -> str:
+def _encode_timestamp(timestamp: Any) -> str:
     """Timestamp.ToJsonString: UTC with ``Z``, and 0, 3, 6 or 9 fractional digits."""
+    seconds: int = timestamp.seconds
+    nanos: int = timestamp.nanos
     if not _TIMESTAMP_SECONDS_MIN <= seconds <= _TIMESTAMP_SECONDS_MAX or not (
         0 <= nanos < 1_000_000_000
     ):
@@ -844,8 +851,10 @@ def _encode_timestamp(seconds: int, nanos: int) -> str:
     return f"{text}.{nanos:09d}Z"
 
 
-def _encode_duration(seconds: int, nanos: int) -> str:
+def _encode_duration(duration: Any) -> str:
     """Duration.ToJsonString: a sign, whole seconds, 0, 3, 6 or 9 fractional digits, ``s``."""
+    seconds: int = duration.seconds
+    nanos: int = duration.nanos
     if (
         not -_DURATION_SECONDS_MAX <= seconds <= _DURATION_SECONDS_MAX
         or not -1_000_000_000 < nanos < 1_000_000_000
