@@ -90,7 +90,6 @@ _TIMESTAMP: Final = re.compile(
     r"(Z|[+-][0-9]{2}:[0-9]{2})",
     re.ASCII,
 )
-_DURATION: Final = re.compile(r"(-?)([0-9]{1,12})(?:\.([0-9]{1,9}))?s", re.ASCII)
 _TIMESTAMP_SECONDS_MIN: Final = -62135596800  # 0001-01-01T00:00:00Z
 _TIMESTAMP_SECONDS_MAX: Final = 253402300799  # 9999-12-31T23:59:59Z
 _DURATION_SECONDS_MAX: Final = 315576000000
@@ -381,11 +380,13 @@ def _decode_single(kind: int, i: int, name: str) -> list[str]:
         ]
     if kind == _ENUM:
         return [
-            f"x = E{i}.get(v) if type(v) is str else None",
-            "if x is None:",
-            f"    x = ENUM(A{i}, v, lenient)",
-            "if x is not SKIP:",
+            f"x = E{i}.get(v)",  # an unhashable value: TypeError, Unsupported in from_dict
+            "if x is not None:",
             f"    out[{name}] = x",
+            "else:",
+            f"    x = ENUM(A{i}, v, lenient)",
+            "    if x is not SKIP:",
+            f"        out[{name}] = x",
         ]
     if kind == _BOOL:
         return ["if type(v) is not bool:", "    raise U", f"out[{name}] = v"]
@@ -491,7 +492,10 @@ def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -
     descriptor = cast(Descriptor, message_type.DESCRIPTOR)
     if descriptor.file.name in _WKT_FILES:
         raise Unsupported
-    kwargs = _plan(descriptor).decode(data, 1, not strict)
+    try:
+        kwargs = _plan(descriptor).decode(data, 1, not strict)
+    except TypeError:  # a list or an object where an enum name belongs
+        raise Unsupported from None
     try:
         return message_type(**kwargs)
     except Exception:  # a range check of upb, the one json_format's setattr meets too
@@ -665,20 +669,21 @@ _MINUTE_SECONDS: Final = {text: i for i, text in enumerate(_MINUTE_TEXT)}
 
 def _decode_timestamp(value: str) -> dict[str, int]:
     """Timestamp.FromJsonString (which json_format calls), as constructor arguments."""
-    if value[-1:] == "Z":  # the usual form first: a known hour, whole or fractional seconds
-        hour = _HOUR_SECONDS.get(value[:14])
-        if hour is not None:
-            rest = _MINUTE_SECONDS.get(value[14:19])
-            if rest is not None:
-                if len(value) == 20:
-                    return {"seconds": hour + rest}
-                fraction = value[20:-1]
-                if value[19] == "." and len(fraction) <= 9 and fraction.isdigit():
-                    if fraction.isascii():  # FromJsonString's own rounding:
-                        return {
-                            "seconds": hour + rest,
-                            "nanos": round(float("0." + fraction) * 1e9),
-                        }
+    # The usual form first: UTC, an hour met before, whole or fractional seconds.
+    if value[-1:] == "Z" and len(value) >= 20:
+        hour = _HOUR_SECONDS.get(value[:14])  # "YYYY-MM-DDTHH:"
+        rest = _MINUTE_SECONDS.get(value[14:19])  # "MM:SS"
+        if hour is not None and rest is not None:
+            if len(value) == 20:
+                return {"seconds": hour + rest}
+            fraction = value[20:-1]
+            if (
+                value[19] == "."
+                and len(fraction) <= 9
+                and fraction.isdigit()
+                and fraction.isascii()
+            ):
+                return {"seconds": hour + rest, "nanos": _nanos(fraction)}
     match = _TIMESTAMP.fullmatch(value)
     if match is None:
         return _wkt_from_string("Timestamp", value)
@@ -702,24 +707,37 @@ def _decode_timestamp(value: str) -> dict[str, int]:
         raise Unsupported
     if fraction is None:
         return {"seconds": seconds}
-    return {"seconds": seconds, "nanos": round(float("0." + fraction) * 1e9)}
+    return {"seconds": seconds, "nanos": _nanos(fraction)}
 
 
 def _decode_duration(value: str) -> dict[str, int]:
     """Duration.FromJsonString (which json_format calls), as constructor arguments."""
-    match = _DURATION.fullmatch(value)
-    if match is None:
-        return _wkt_from_string("Duration", value)
-    sign, whole, fraction = match.groups()
-    seconds = int(whole)
-    if seconds > _DURATION_SECONDS_MAX:
-        raise Unsupported
-    if sign:
-        seconds = -seconds
-    if fraction is None:
-        return {"seconds": seconds}
-    # FromJsonString's own arithmetic: the fraction takes the sign of the string.
-    return {"seconds": seconds, "nanos": round(float(sign + "0." + fraction) * 1e9)}
+    whole, point, fraction = value[:-1].partition(".")
+    negative = whole[:1] == "-"
+    digits = whole[1:] if negative else whole
+    if (
+        value[-1:] == "s"
+        and digits.isdigit()
+        and digits.isascii()
+        and len(digits) <= 12
+        and (not point or (fraction.isdigit() and fraction.isascii() and len(fraction) <= 9))
+    ):
+        seconds = int(digits)
+        if seconds > _DURATION_SECONDS_MAX:
+            raise Unsupported
+        nanos = _nanos(fraction) if point else 0  # the fraction takes the sign of the string
+        return (
+            {"seconds": -seconds, "nanos": -nanos}
+            if negative
+            else {"seconds": seconds, "nanos": nanos}
+        )
+    return _wkt_from_string("Duration", value)
+
+
+def _nanos(fraction: str) -> int:
+    """Nanoseconds of 1 to 9 fractional digits: exactly FromJsonString's
+    ``round(float("0." + fraction) * 1e9)``, whose float error stays far below one half."""
+    return int(fraction.ljust(9, "0"))
 
 
 def _wkt_from_string(name: str, value: str) -> dict[str, int]:
@@ -855,17 +873,15 @@ def _encode_duration(duration: Any) -> str:
     """Duration.ToJsonString: a sign, whole seconds, 0, 3, 6 or 9 fractional digits, ``s``."""
     seconds: int = duration.seconds
     nanos: int = duration.nanos
-    if (
-        not -_DURATION_SECONDS_MAX <= seconds <= _DURATION_SECONDS_MAX
-        or not -1_000_000_000 < nanos < 1_000_000_000
-        or nanos < 0 < seconds
-        or seconds < 0 < nanos
-    ):
+    if not -_DURATION_SECONDS_MAX <= seconds <= _DURATION_SECONDS_MAX:
         raise ValueError("Duration out of range")  # to_dict lets json_format raise its error
-    sign = "-" if seconds < 0 or nanos < 0 else ""
-    seconds, nanos = abs(seconds), abs(nanos)
     if nanos == 0:
-        return f"{sign}{seconds}s"
+        return f"{seconds}s"
+    if not -1_000_000_000 < nanos < 1_000_000_000 or seconds < 0 < nanos or nanos < 0 < seconds:
+        raise ValueError("Duration out of range")
+    sign = ""
+    if nanos < 0:  # and seconds <= 0
+        sign, seconds, nanos = "-", -seconds, -nanos
     if nanos % 1_000_000 == 0:
         return f"{sign}{seconds}.{nanos // 1_000_000:03d}s"
     if nanos % 1000 == 0:
