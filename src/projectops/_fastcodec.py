@@ -915,7 +915,6 @@ _HELPERS: Final[dict[str, Any]] = {
     "MAX_DEPTH": _MAX_DEPTH,
     "MISSING": _MISSING,
     "SKIP": _SKIP,
-    "SURROGATE": _UNPAIRED_SURROGATE.search,
     "NORMALIZE": _normalize,
     "BAD": _bad,
     "INTEGER": _integer,
