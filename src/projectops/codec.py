@@ -14,7 +14,9 @@ rejects unknown fields, unknown enum names and integer enum values. Every failur
 :class:`~projectops.errors.InvalidArgument` whose message and single violation name the field
 path (camelCase, ``a.b[0].c``) and what was expected.
 
-This is the only module that calls ``json_format``; nothing else sets mapping options.
+This module and its fast path :mod:`projectops._fastcodec` (per-message plans that agree with
+``json_format`` on every input they accept; anything else goes to ``json_format`` here) are the
+only callers of ``json_format``; nothing else sets mapping options.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from projectops import _fastcodec
 from projectops._wire import elements, join, shape, value_form
 from projectops.errors import ApiError, FieldViolation, InvalidArgument
 from projectops.v1.error_pb2 import ErrorResponse
@@ -35,41 +38,13 @@ __all__ = ["dump", "error_body", "from_json", "read_error_body", "to_dict", "to_
 
 M = TypeVar("M", bound=Message)
 
-_OPTIONS_OUT: dict[str, Any] = {
-    "preserving_proto_field_name": False,
-    "always_print_fields_with_no_presence": True,
-    "use_integers_for_enums": False,
-}
-
 
 def to_dict(message: Message) -> dict[str, Any]:
     """The JSON object of `message` as Python values (64-bit integers as ``str``).
 
     Keys follow the order of the fields in the proto, at every level.
     """
-    data = json_format.MessageToDict(message, **_OPTIONS_OUT)
-    return _in_field_order(data, cast(Descriptor, message.DESCRIPTOR))
-
-
-def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
-    # json_format writes set fields first and defaults after them; readers expect proto order.
-    out: dict[str, Any] = {}
-    for fd in descriptor.fields:
-        if fd.json_name not in data:
-            continue
-        value = data[fd.json_name]
-        nested = value_form(fd).message
-        if nested is not None:
-            kind = shape(fd)
-            if kind == "map":
-                value = {k: _in_field_order(v, nested) for k, v in value.items()}
-            elif kind == "list":
-                value = [_in_field_order(v, nested) for v in value]
-            else:
-                value = _in_field_order(value, nested)
-        out[fd.json_name] = value
-    out.update((k, v) for k, v in data.items() if k not in out)  # e.g. "@type" of an Any
-    return out
+    return _fastcodec.to_dict(message)
 
 
 def to_json(message: Message, *, indent: int | None = None) -> str:
@@ -130,6 +105,10 @@ def from_json(
             ) from None
     if not isinstance(data, Mapping):
         raise _invalid("", "a JSON object", _describe(data))
+    try:
+        return _fastcodec.from_dict(data, message_type, strict=strict)
+    except _fastcodec.Unsupported:
+        pass  # json_format decides, and the locator names any error, as before
     descriptor = cast(Descriptor, message_type.DESCRIPTOR)
     message = message_type()
     try:
