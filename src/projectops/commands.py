@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Command"]
+__all__ = ["Command", "port"]
 
 
 @dataclass(frozen=True)
@@ -38,3 +38,20 @@ class Command:
     description: str = ""
     connection: bool = False
     extra: str = ""
+
+
+def port(text: str, *, lowest: int = 1) -> int:
+    """A TCP port from the command line (argparse ``type``); `lowest` 0 allows "any free one".
+
+    Raises:
+        argparse.ArgumentTypeError: not a whole number from `lowest` to 65535.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not lowest <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected a TCP port from {lowest} to 65535, got {text!r}"
+        )
+    return value

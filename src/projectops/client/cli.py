@@ -35,7 +35,7 @@ from google.protobuf.message import Message
 
 from projectops import json_schema
 from projectops.client.failures import EXIT_OK, UsageError
-from projectops.commands import Command
+from projectops.commands import Command, port
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, MAX_BODY_BYTES
 from projectops.descriptions import description
 from projectops.registry import Operation, operation, operations
@@ -43,7 +43,7 @@ from projectops.registry import Operation, operation, operations
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["DEFAULT_MCP_HOST", "DEFAULT_MCP_PORT", "commands", "port"]
+__all__ = ["DEFAULT_MCP_HOST", "DEFAULT_MCP_PORT", "commands"]
 
 #: Address ``projectops mcp --http`` binds to by default: loopback only.
 DEFAULT_MCP_HOST = "127.0.0.1"
@@ -264,23 +264,6 @@ def _run_schema(args: argparse.Namespace) -> int:
     schema = json_schema.output_schema(op) if args.output else json_schema.input_schema(op)
     print(json.dumps(schema, indent=2))
     return EXIT_OK
-
-
-def port(text: str, *, lowest: int = 1) -> int:
-    """A TCP port from the command line (argparse ``type``); `lowest` 0 allows "any free one".
-
-    Raises:
-        argparse.ArgumentTypeError: not a whole number from `lowest` to 65535.
-    """
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not lowest <= value <= 65535:
-        raise argparse.ArgumentTypeError(
-            f"expected a TCP port from {lowest} to 65535, got {text!r}"
-        )
-    return value
 
 
 def _configure_mcp(parser: argparse.ArgumentParser) -> None:

@@ -7,9 +7,10 @@ Defining it needs nothing but the core; running it imports :mod:`projectops.serv
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from urllib.parse import urlsplit
 
-from projectops.commands import Command
+from projectops.commands import Command, port
 from projectops.conventions import DEFAULT_BASE_URL
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "commands"]
@@ -34,23 +35,13 @@ def commands() -> list[Command]:
     ]
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a TCP port from 0 to 65535, got {text!r}")
-    return value
-
-
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to listen on (default: {DEFAULT_HOST})"
     )
     parser.add_argument(
         "--port",
-        type=_port,
+        type=partial(port, lowest=0),
         default=DEFAULT_PORT,
         help=f"TCP port to listen on; 0 picks a free one (default: {DEFAULT_PORT})",
     )
