@@ -60,7 +60,7 @@ _WELL_KNOWN: dict[str, tuple[dict[str, Any], str]] = {
         'a field mask string such as "summary,detailedResults"',
     ),
     "google.protobuf.Struct": ({"type": "object"}, "a JSON object"),
-    "google.protobuf.ListValue": ({"type": "array"}, "a JSON list"),
+    "google.protobuf.ListValue": ({"type": "array"}, "a JSON array"),
     "google.protobuf.Value": ({}, "any JSON value"),
     "google.protobuf.Empty": ({"type": "object", "additionalProperties": False}, "{}"),
     "google.protobuf.StringValue": ({"type": "string"}, "a string"),

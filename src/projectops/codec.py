@@ -34,7 +34,15 @@ from projectops._wire import elements, join, shape, value_form
 from projectops.errors import ApiError, FieldViolation, InvalidArgument
 from projectops.v1.error_pb2 import ErrorResponse
 
-__all__ = ["dump", "error_body", "from_json", "read_error_body", "to_dict", "to_json"]
+__all__ = [
+    "describe_value",
+    "dump",
+    "error_body",
+    "from_json",
+    "read_error_body",
+    "to_dict",
+    "to_json",
+]
 
 M = TypeVar("M", bound=Message)
 
@@ -104,7 +112,7 @@ def from_json(
                 [FieldViolation(description="is not valid JSON")],
             ) from None
     if not isinstance(data, Mapping):
-        raise _invalid("", "a JSON object", _describe(data))
+        raise _invalid("", "a JSON object", describe_value(data))
     try:
         return _fastcodec.from_dict(data, message_type, strict=strict)
     except _fastcodec.Unsupported:
@@ -158,10 +166,10 @@ def _raise_if_misplaced(
         field_path = join(path, fd.json_name)
         kind = shape(fd)
         if kind == "map" and not isinstance(item, Mapping):
-            raise _invalid(field_path, "a JSON object", _describe(item))
+            raise _invalid(field_path, "a JSON object", describe_value(item))
         if kind == "list" and not isinstance(item, list):
             raise _invalid(
-                field_path, f"a JSON list, each {value_form(fd).expected}", _describe(item)
+                field_path, f"a JSON array, each {value_form(fd).expected}", describe_value(item)
             )
         for element_path, key, element in elements(fd, item, field_path):
             # json_format judges a leaf in the form it has in the field: {key: v}, [v] or v.
@@ -175,11 +183,11 @@ def _check_value(
     form = value_form(fd)
     if form.message is not None:
         if not isinstance(value, Mapping):
-            raise _invalid(path, form.expected, _describe(value))
+            raise _invalid(path, form.expected, describe_value(value))
         _raise_if_misplaced(value, form.message, path, strict=strict, leaves=leaves)
         return
     if strict and fd.type == FieldDescriptor.TYPE_ENUM and not isinstance(value, str):
-        raise _invalid(path, form.expected, _describe(value))
+        raise _invalid(path, form.expected, describe_value(value))
     if not leaves:
         return
     # The leaf itself is judged by json_format, on a message holding only this element.
@@ -187,7 +195,7 @@ def _check_value(
     try:
         json_format.ParseDict({fd.json_name: alone}, holder, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError):
-        raise _invalid(path, form.expected, _describe(value)) from None
+        raise _invalid(path, form.expected, describe_value(value)) from None
 
 
 def _raise_if_surrogate(value: Any, path: str) -> None:
@@ -213,7 +221,10 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """A decoded JSON value in JSON's words, for error messages: ``the string "1.0"`` (cut to
+    40 characters), ``the number 3``, ``the boolean true``, ``an object``, ``an array``,
+    ``null`` (RFC 8259 section 3)."""
     if isinstance(value, bool):
         return f"the boolean {json.dumps(value)}"
     if isinstance(value, (int, float)):
@@ -224,7 +235,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list):
-        return "a list"
+        return "an array"
     return "null" if value is None else type(value).__name__
 
 

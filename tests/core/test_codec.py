@@ -98,8 +98,8 @@ def test_int64_number_beyond_2_53_survives_text_input() -> None:
     ("data", "path", "expected"),
     [
         ({"version": 123}, "version", "expected a string, got the number 123"),
-        ({"version": ["1.0"]}, "version", "expected a string, got a list"),
-        ("[]", "", "expected a JSON object, got a list"),
+        ({"version": ["1.0"]}, "version", "expected a string, got an array"),
+        ("[]", "", "expected a JSON object, got an array"),
         ('"1.0.0"', "", "expected a JSON object"),
         ("12", "", "expected a JSON object"),
     ],
@@ -117,7 +117,7 @@ def test_request_type_errors_name_the_field(data: Any, path: str, expected: str)
     ("data", "path", "expected"),
     [
         ({"summary": 5}, "summary", "expected a JSON object, got the number 5"),
-        ({"summary": {"testCounts": {}}}, "summary.testCounts", "expected a JSON list"),
+        ({"summary": {"testCounts": {}}}, "summary.testCounts", "expected a JSON array"),
         (
             {"summary": {"testCounts": [{"total": "abc"}]}},
             "summary.testCounts[0].total",

@@ -403,13 +403,13 @@ def test_declared_content_length_over_the_limit_is_413_without_reading() -> None
     [
         (b"not json", "", "not valid JSON"),
         (b"\xff\xfe{}", "", "UTF-8"),
-        (b"[]", "", "expected a JSON object, got a list"),
+        (b"[]", "", "expected a JSON object, got an array"),
         (b'"x"', "", "expected a JSON object, got the string"),
         (b"null", "", "expected a JSON object"),
         (b"{}", "version", "is required"),
         (b'{"version": "   "}', "version", "is required"),
         (b'{"version": 5}', "version", "expected a string, got the number 5"),
-        (b'{"version": ["1.0.0"]}', "version", "expected a string, got a list"),
+        (b'{"version": ["1.0.0"]}', "version", "expected a string, got an array"),
     ],
 )
 def test_invalid_bodies_are_400_naming_the_field(body: bytes, field: str, text: str) -> None:

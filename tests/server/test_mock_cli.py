@@ -42,9 +42,9 @@ def fixtures(operations: dict[str, Any] | None = None, **project: Any) -> dict[s
 
 BAD_FIXTURES: list[tuple[str, Any, str]] = [
     ("not-json", "{oops", "not valid JSON: Expecting property name enclosed in double quotes"),
-    ("top-not-object", [], "the top level: expected a JSON object, got a list"),
+    ("top-not-object", [], "the top level: expected a JSON object, got an array"),
     ("no-projects", {}, "projects: is required"),
-    ("projects-not-list", {"projects": {}}, "projects: expected a JSON list"),
+    ("projects-not-list", {"projects": {}}, "projects: expected a JSON array"),
     ("empty-projects", {"projects": []}, "projects: is required"),
     (
         "unknown-top-key",
@@ -79,7 +79,7 @@ BAD_FIXTURES: list[tuple[str, Any, str]] = [
     (
         "answers-not-list",
         fixtures({"list_rum_environments": {}}),
-        'projects[0].operations["list_rum_environments"]: expected a JSON list, got an object',
+        'projects[0].operations["list_rum_environments"]: expected a JSON array, got an object',
     ),
     (
         "answer-not-object",
@@ -135,7 +135,7 @@ BAD_FIXTURES: list[tuple[str, Any, str]] = [
     (
         "request-not-object",
         fixtures({"get_release_details": [{"request": [], "response": {}}]}),
-        "projects[0].operations.get_release_details[0].request: expected a JSON object, got a list",
+        "projects[0].operations.get_release_details[0].request: expected a JSON object, got an array",
     ),
     (
         "duplicate-request",

@@ -168,7 +168,7 @@ def test_two_key_headers_are_401(client: httpx.Client) -> None:
         (b"{}", "version", "version: is required"),
         (b'{"version": "   "}', "version", "version: is required"),
         (b'{"version": 5}', "version", "version: expected a string, got the number 5"),
-        (b"[]", "", "the body: expected a JSON object, got a list"),
+        (b"[]", "", "the body: expected a JSON object, got an array"),
         (b'"x"', "", 'the body: expected a JSON object, got the string "x"'),
         (b"{not json", "", "the body is not valid JSON"),
     ],

@@ -35,6 +35,7 @@ from google.protobuf.message import Message
 
 from projectops import json_schema
 from projectops.client.failures import EXIT_OK, UsageError
+from projectops.codec import describe_value
 from projectops.commands import Command, port
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, MAX_BODY_BYTES
 from projectops.descriptions import description
@@ -188,20 +189,8 @@ def _read_json_input(text: str) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:
         raise UsageError(f"{source} is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise UsageError(f"{source} must be a JSON object, got {_json_kind(value)}")
+        raise UsageError(f"{source} must be a JSON object, got {describe_value(value)}")
     return value
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "null"
 
 
 def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
