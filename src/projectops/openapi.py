@@ -18,6 +18,7 @@ after a strict decode. Shape of :func:`document`::
           "description": <the whole rpc comment>, "tags": [<tag>],
           "security": [{"ServiceApiKey": []}],
           "x-idempotency-level": "IDEMPOTENCY_UNKNOWN" | "NO_SIDE_EFFECTS" | "IDEMPOTENT",
+          "x-read-only": <bool>, "x-idempotent": <bool>,
           "deprecated": true,                                  # only for deprecated rpcs
           "requestBody": {"required": <has a REQUIRED field>, "content": {"application/json": {
               "schema": {"$ref": "#/components/schemas/<Request full name>"},
@@ -48,8 +49,12 @@ Rules that are choices of this module:
   operations by what they return, without a rule in the comments.
 - ``requestBody.required`` is true when the request has a REQUIRED field: the server reads an
   empty body as ``{}``, which an operation without REQUIRED fields accepts.
-- ``x-idempotency-level`` is the rpc's standard ``idempotency_level`` option (its enum name);
-  ``deprecated`` is the rpc's standard ``deprecated`` option.
+- ``x-idempotency-level`` is the rpc's standard ``idempotency_level`` option (its enum name,
+  :attr:`Operation.idempotency <projectops.registry.Operation.idempotency>`); ``x-read-only``
+  is true when it is ``NO_SIDE_EFFECTS`` (the call changes nothing) and ``x-idempotent`` when
+  it is ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` (a client may repeat the call): the same facts
+  as the MCP tools' ``readOnlyHint`` and ``idempotentHint``. ``deprecated`` is the rpc's
+  standard ``deprecated`` option, stated only when true.
 - Examples are the answers of every project of ``projectops/server/fixtures/default.json``,
   read as package data (this core module never imports ``projectops.server``), decoded with
   ``from_json(strict=True)`` (requests also validated) and re-encoded with ``to_dict``: only
@@ -68,7 +73,6 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import Any, Literal, cast
 
-from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import Message
 
@@ -262,18 +266,17 @@ def _document(strict: bool) -> dict[str, Any]:
 def _operation(
     op: Operation, tag: str, schemas: _Components, examples: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
-    options = op.method.GetOptions()
     item: dict[str, Any] = {
         "operationId": op.name,
         "summary": op.summary,
         "description": op.description,
         "tags": [tag],
         "security": [{SECURITY_SCHEME: []}],
-        "x-idempotency-level": descriptor_pb2.MethodOptions.IdempotencyLevel.Name(
-            options.idempotency_level
-        ),
+        "x-idempotency-level": op.idempotency,
+        "x-read-only": op.read_only,
+        "x-idempotent": op.idempotent,
     }
-    if options.deprecated:
+    if op.deprecated:
         item["deprecated"] = True
     item["requestBody"] = {
         # An empty body reads as `{}`: it is only wrong when a field is REQUIRED.

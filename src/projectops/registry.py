@@ -3,7 +3,8 @@
 Each rpc of ``projectops.v1.OperationsService`` is one :class:`Operation`: its operation name is
 the rpc name in snake_case (``GetReleaseDetails`` -> ``get_release_details``), its path comes
 from the rpc's ``google.api.http`` option, its tool name is the operation name in kebab-case
-(spec 4.1.7), and its description is the rpc's proto comment.
+(spec 4.1.7), and its description is the rpc's proto comment. What the rpc's standard options
+say of its behaviour (``idempotency_level``, ``deprecated``) is read from the same descriptor.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import google.api.annotations_pb2 as annotations_pb2
-from google.protobuf import message_factory
+from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
@@ -45,6 +46,10 @@ class Operation:
         response_type: generated response message class (``<Rpc>Response``).
         description: the rpc's proto comment, as plain text.
         method: the rpc's method descriptor.
+
+    The properties :attr:`summary`/:attr:`title`, :attr:`idempotency`, :attr:`read_only`,
+    :attr:`idempotent` and :attr:`deprecated` are derived from `method` (its comment and its
+    standard options), so they never disagree with the proto.
     """
 
     name: str
@@ -59,6 +64,37 @@ class Operation:
     def summary(self) -> str:
         """First sentence of :attr:`description`."""
         return summary(self.method)
+
+    @property
+    def title(self) -> str:
+        """A human title of the operation: the first sentence of the rpc comment (as
+        :attr:`summary`), e.g. ``"List the RUM environments of the project."``."""
+        return summary(self.method)
+
+    @property
+    def idempotency(self) -> str:
+        """The rpc's ``idempotency_level`` option (``google/protobuf/descriptor.proto``) by its
+        enum name: ``"IDEMPOTENCY_UNKNOWN"`` (unset), ``"NO_SIDE_EFFECTS"`` or
+        ``"IDEMPOTENT"``."""
+        level = self.method.GetOptions().idempotency_level
+        return descriptor_pb2.MethodOptions.IdempotencyLevel.Name(level)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the rpc is marked ``NO_SIDE_EFFECTS``: calling it changes nothing (MCP's
+        ``readOnlyHint``)."""
+        return self.idempotency == "NO_SIDE_EFFECTS"
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether repeating a call has no effect beyond the first: the rpc is marked
+        ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` (MCP's ``idempotentHint``); a client may retry it."""
+        return self.idempotency in ("NO_SIDE_EFFECTS", "IDEMPOTENT")
+
+    @property
+    def deprecated(self) -> bool:
+        """The rpc's standard ``deprecated`` option (``option deprecated = true;``)."""
+        return bool(self.method.GetOptions().deprecated)
 
 
 def _snake_case(rpc_name: str) -> str:

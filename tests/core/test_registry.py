@@ -3,9 +3,10 @@
 import re
 
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 import projectops
-from projectops.registry import SERVICE
+from projectops.registry import SERVICE, Operation
 
 
 def test_every_rpc_is_an_operation_in_service_order() -> None:
@@ -54,3 +55,57 @@ def test_description_is_the_rpc_comment() -> None:
     op = projectops.operation("list_rum_environments")
     assert op.description.startswith("List the RUM environments of the project")
     assert "\n" not in op.summary
+
+
+@pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.name)
+def test_both_operations_are_reads_by_the_proto(op: projectops.Operation) -> None:
+    # operations.proto marks both rpcs `option idempotency_level = NO_SIDE_EFFECTS;`.
+    assert op.idempotency == "NO_SIDE_EFFECTS"
+    assert op.read_only and op.idempotent
+    assert not op.deprecated
+    assert op.title == op.summary and op.description.startswith(op.title)
+    assert op.title.endswith(".") and "\n" not in op.title
+
+
+def _rpc_with(level: str, deprecated: bool) -> Operation:
+    """An operation of a private pool whose rpc carries the given standard options."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name="synthetic/v1/x.proto", package="synthetic.v1", syntax="proto3"
+    )
+    file.message_type.add(name="PingRequest")
+    file.message_type.add(name="PingResponse")
+    method = file.service.add(name="S").method.add(
+        name="Ping",
+        input_type=".synthetic.v1.PingRequest",
+        output_type=".synthetic.v1.PingResponse",
+    )
+    method.options.idempotency_level = descriptor_pb2.MethodOptions.IdempotencyLevel.Value(level)
+    method.options.deprecated = deprecated
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    rpc = pool.FindServiceByName("synthetic.v1.S").methods_by_name["Ping"]
+    return Operation(
+        name="ping",
+        tool_name="ping",
+        path="/api/mcp/ping",
+        request_type=message_factory.GetMessageClass(rpc.input_type),
+        response_type=message_factory.GetMessageClass(rpc.output_type),
+        description="",
+        method=rpc,
+    )
+
+
+@pytest.mark.parametrize(
+    ("level", "deprecated", "read_only", "idempotent"),
+    [
+        ("IDEMPOTENCY_UNKNOWN", False, False, False),
+        ("IDEMPOTENT", True, False, True),
+        ("NO_SIDE_EFFECTS", False, True, True),
+    ],
+)
+def test_behaviour_facts_come_from_the_rpc_options(
+    level: str, deprecated: bool, read_only: bool, idempotent: bool
+) -> None:
+    op = _rpc_with(level, deprecated)
+    assert op.idempotency == level
+    assert (op.read_only, op.idempotent, op.deprecated) == (read_only, idempotent, deprecated)

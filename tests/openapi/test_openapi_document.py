@@ -207,6 +207,32 @@ def test_idempotency_level_and_deprecation_come_from_the_rpc_options(
     assert item.get("deprecated", False) is deprecated
 
 
+@pytest.mark.parametrize(
+    ("level", "read_only", "idempotent"),
+    [
+        ("NO_SIDE_EFFECTS", True, True),
+        ("IDEMPOTENT", False, True),
+        ("IDEMPOTENCY_UNKNOWN", False, False),
+    ],
+)
+def test_read_only_and_idempotent_hints_follow_the_level(
+    level: str, read_only: bool, idempotent: bool
+) -> None:
+    item = openapi._operation(
+        _synthetic_operation(level, False), "x", openapi._Components(strict=False), {}
+    )
+    assert (item["x-read-only"], item["x-idempotent"]) == (read_only, idempotent)
+    assert "deprecated" not in item
+
+
+def test_both_operations_of_today_are_documented_as_reads() -> None:
+    # The proto marks both rpcs NO_SIDE_EFFECTS: a generated client or an agent may retry them.
+    for op in OPS:
+        post = DOC["paths"][op.path]["post"]
+        assert post["x-idempotency-level"] == "NO_SIDE_EFFECTS"
+        assert post["x-read-only"] is True and post["x-idempotent"] is True
+
+
 def test_render_json_and_yaml() -> None:
     text = openapi.render("http://127.0.0.1:9999", "json")
     assert json.loads(text) == openapi.document("http://127.0.0.1:9999")
