@@ -1,0 +1,109 @@
+"""Schema gates: buf format, buf lint, buf breaking and the API contract, offline.
+
+The module behind ``scripts/check-proto``.
+
+Usage:
+    scripts/check-proto                     format diff + lint + breaking + contract vs the
+                                            released baseline
+    scripts/check-proto --against-ref REF   breaking and contract against proto/ as it was at
+                                            git REF instead
+    scripts/check-proto --update-baseline   record the current schema as the released baseline
+                                            (do this when cutting a release, never to silence
+                                            a breaking finding)
+
+buf cannot reach its registry here, so grpcio-tools' protoc builds a buf image
+(--include_imports --include_source_info) and buf checks it limited to `--path projectops`.
+The baseline of the released schema is the committed image proto/released.binpb.
+After buf, the contract check (src/projectops/contract.py) compares the operations of both
+images: HTTP method, path and body, REQUIRED request fields, and the fields and enum values of
+released responses, which buf does not see. It prints one `contract: <finding>` line each.
+Exits 1 when any gate reports a finding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import protolib
+
+protolib.ensure_dev_python()
+sys.path.insert(0, str(protolib.REPO / "src"))
+from projectops import contract  # noqa: E402
+
+BASELINE = Path("proto") / "released.binpb"
+
+
+def image_at_ref(root: Path, ref: str, out: Path, tmp: Path) -> None:
+    """Build an image of proto/ as committed at git `ref`."""
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", ref, "proto"], capture_output=True, check=False
+    )
+    if archive.returncode != 0:
+        sys.exit(f"error: cannot read proto/ at {ref}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+    protolib.build_image(tmp / "proto", out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--root", type=Path, default=protolib.REPO, help="repository root")
+    parser.add_argument("--against-ref", metavar="REF", help="git ref to compare against")
+    parser.add_argument("--update-baseline", action="store_true", help="rewrite the baseline")
+    args = parser.parse_args()
+    root: Path = args.root.resolve()
+    buf = protolib.buf_binary()
+    config = str(root / "buf.yaml")
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        image = tmp / "image.binpb"
+        protolib.build_image(root / "proto", image)
+        if args.update_baseline:
+            # No source info in the baseline: comments cannot break anything.
+            protolib.protoc(
+                root / "proto", ["--include_imports", f"--descriptor_set_out={root / BASELINE}"]
+            )
+            print(f"wrote {BASELINE}")
+            return 0
+        if args.against_ref:
+            against = tmp / "against.binpb"
+            (tmp / "ref").mkdir()
+            image_at_ref(root, args.against_ref, against, tmp / "ref")
+        else:
+            against = root / BASELINE
+        scope = ["--config", config, "--path", "projectops"]
+        gates = {
+            "buf format": [buf, "format", "--diff", "--exit-code", "proto"],
+            "buf lint": [buf, "lint", str(image), *scope],
+            # --exclude-imports: the well-known types come from whichever protoc is pinned; only
+            # our files are the contract.
+            "buf breaking": [
+                buf,
+                "breaking",
+                str(image),
+                "--against",
+                str(against),
+                *scope,
+                "--exclude-imports",
+            ],
+        }
+        failed = [name for name, argv in gates.items() if protolib.run(argv, cwd=root) != 0]
+        findings = contract.check_files(against, image)
+    for finding in findings:
+        print(f"contract: {finding}")
+    if findings:
+        failed.append("contract")
+    if failed:
+        print(f"error: schema gates failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    print("schema gates passed: " + ", ".join([*gates, "contract"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
