@@ -1,0 +1,303 @@
+"""`projectops describe` text: every field of both operations, their JSON types, REQUIRED, width."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import cache
+
+import pytest
+from google.api import field_behavior_pb2
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    duration_pb2,
+    message_factory,
+    struct_pb2,
+    timestamp_pb2,
+)
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+import projectops
+from projectops import reference
+from projectops._wire import value_form
+from projectops.registry import Operation
+from projectops.validation import is_required
+
+OPS = projectops.operations()
+# A field's line: its JSON name at the start of an indented line, then ": " and its type.
+FIELD_LINE = re.compile(r"^(?P<indent> +)(?P<name>[a-z][A-Za-z0-9]*): (?P<type>.+)$")
+
+
+def flat(text: str) -> str:
+    """`text` with every run of white space as one space (wrapping undone)."""
+    return " ".join(text.split())
+
+
+def field_lines(text: str) -> list[tuple[int, str, str]]:
+    """``(indent, json name, first line of type)`` of every field line of `text`."""
+    return [
+        (len(m["indent"]), m["name"], m["type"])
+        for m in map(FIELD_LINE.match, text.splitlines())
+        if m
+    ]
+
+
+def tree(message: Descriptor, seen: frozenset[str] = frozenset()) -> Iterator[FieldDescriptor]:
+    """Every field under `message`, each message type visited once per branch."""
+    for fd in message.fields:
+        yield fd
+        nested = value_form(fd).message
+        if nested is not None and nested.full_name not in seen:
+            yield from tree(nested, seen | {message.full_name, nested.full_name})
+
+
+def section(text: str, title: str) -> str:
+    """The part of `text` from the line starting with `title` to the next unindented line."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()),
+        len(lines),
+    )
+    return "\n".join(lines[start:end])
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.tool_name)
+def test_both_operations_are_described_from_the_proto(op: Operation) -> None:
+    text = reference.describe(op)
+    assert text.splitlines()[0] == f"{op.tool_name} - {op.title}"
+    assert f"POST {op.path}" in text
+    assert f"operation {op.name}" in text
+    assert "read-only, safe to retry (NO_SIDE_EFFECTS)" in text
+    assert flat(op.description) in flat(text)
+    assert f"Request body: {op.request_type.DESCRIPTOR.name}" in text
+    assert f"Response body: {op.response_type.DESCRIPTOR.name}" in text
+    # The tool name, the operation name and the path name the same operation.
+    assert reference.describe(op.tool_name) == reference.describe(op.path) == text
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.tool_name)
+def test_every_field_of_request_and_response_is_present_with_its_comment(op: Operation) -> None:
+    text = reference.describe(op)
+    for title, message_type in (
+        ("Request body", op.request_type),
+        ("Response body", op.response_type),
+    ):
+        part = section(text, title)
+        shown = [name for _, name, _ in field_lines(part)]
+        expected = [fd.json_name for fd in tree(message_type.DESCRIPTOR)]
+        assert shown == expected, title
+        for fd in tree(message_type.DESCRIPTOR):
+            assert flat(projectops.description(fd)) in flat(part), fd.full_name
+
+
+def test_an_operation_without_request_fields_says_the_body_is_empty() -> None:
+    text = reference.describe("list-rum-environments")
+    request = section(text, "Request body")
+    assert field_lines(request) == []
+    assert "No fields: the body is the empty JSON object {}." in request
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.tool_name)
+def test_required_is_shown_for_exactly_the_required_fields(op: Operation) -> None:
+    text = reference.describe(op)
+    required = {
+        fd.json_name
+        for message in (op.request_type, op.response_type)
+        for fd in tree(message.DESCRIPTOR)
+        if is_required(fd)
+    }
+    marked = {
+        name
+        for _, name, kind in field_lines(text)
+        # REQUIRED ends the type, which may wrap: look at the whole entry, flattened.
+        if re.search(rf"\b{name}: [^\n]*?, REQUIRED\b", flat(text))
+    }
+    assert marked == required
+    assert flat(text).count(", REQUIRED") == len(required)
+
+
+def test_version_is_the_required_string_of_get_release_details() -> None:
+    request = section(reference.describe("get-release-details"), "Request body")
+    assert field_lines(request) == [(2, "version", "string, REQUIRED")]
+
+
+def test_int64_timestamp_duration_and_enum_wording() -> None:
+    text = flat(reference.describe("get-release-details"))
+    assert "total: string (int64 as decimal digits) Number of in-scope scenarios" in text
+    assert 'createTime: string (RFC 3339 timestamp such as "2026-01-31T09:30:00Z")' in text
+    assert 'runDuration: string (duration in seconds such as "3.5s")' in text
+    assert (
+        "status: string, enum IssueStatus: ISSUE_STATUS_UNSPECIFIED, ACTIVE, IGNORED, FIXED, "
+        "DUPLICATE, IN_PROGRESS_BUG, ARCHIVED_BUG, BLOCKED The issue's status." in text
+    )
+    assert "testCounts: array of object EnvironmentTestCounts" in text
+    assert "focusAreas: array of string" in text
+
+
+@pytest.mark.parametrize("width", [40, 57, 72, 80, 100, 132])
+def test_no_line_is_wider_than_width(width: int) -> None:
+    texts = [reference.describe(op, width=width) for op in OPS]
+    texts.append(reference.index(width=width))
+    texts.append(reference.describe(_synthetic_operation(), width=width))
+    for text in texts:
+        widest = max(text.splitlines(), key=len)
+        assert len(widest) <= width, widest
+        assert text.endswith("\n") and not text.endswith("\n\n")
+    # Wrapping loses nothing; it breaks no word unless a word is wider than its line.
+    for op, text in zip(OPS, texts, strict=False):
+        wide = reference.describe(op, width=1000)
+        assert "".join(text.split()) == "".join(wide.split())
+        if width >= 72:
+            assert flat(text) == flat(wide)
+
+
+def test_width_below_the_minimum_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 40"):
+        reference.describe(OPS[0], width=39)
+    with pytest.raises(ValueError, match="at least 40"):
+        reference.index(width=10)
+
+
+def test_unknown_operation_lists_the_known_ones() -> None:
+    with pytest.raises(projectops.UnknownOperationError, match="get_release_details"):
+        reference.describe("get-release")
+
+
+def test_index_lists_every_operation_with_its_summary_in_service_order() -> None:
+    text = reference.index()
+    assert text.splitlines()[0] == "The Project-Scoped Operations API."
+    rows = [line.split(None, 1) for line in text.splitlines() if line.startswith("  ")]
+    assert rows == [[op.tool_name, op.title] for op in OPS]
+    assert "projectops describe <tool>" in text
+
+
+# --- a schema with every shape: recursion, maps, well-known types, scalars --------------------
+
+
+@cache
+def _synthetic_operation() -> Operation:
+    """An operation of a private pool whose request is recursive and has every JSON shape."""
+    pool = descriptor_pool.DescriptorPool()
+    for module in (descriptor_pb2, field_behavior_pb2, duration_pb2, struct_pb2, timestamp_pb2):
+        pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
+    T = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(
+        name="rt/v1/tree.proto",
+        package="rt.v1",
+        syntax="proto3",
+        dependency=[
+            field_behavior_pb2.DESCRIPTOR.name,
+            duration_pb2.DESCRIPTOR.name,
+            struct_pb2.DESCRIPTOR.name,
+            timestamp_pb2.DESCRIPTOR.name,
+        ],
+    )
+    node = file.message_type.add(name="Node")
+    name = node.field.add(name="name", number=1, type=T.TYPE_STRING, label=1)
+    name.options.Extensions[field_behavior_pb2.field_behavior].append(field_behavior_pb2.REQUIRED)
+    node.field.add(name="child", number=2, type=T.TYPE_MESSAGE, type_name=".rt.v1.Node", label=1)
+    node.field.add(name="children", number=3, type=T.TYPE_MESSAGE, type_name=".rt.v1.Node", label=3)
+    entry = node.nested_type.add(name="ByNameEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=T.TYPE_STRING, label=1)
+    entry.field.add(name="value", number=2, type=T.TYPE_MESSAGE, type_name=".rt.v1.Node", label=1)
+    node.field.add(
+        name="by_name",
+        number=4,
+        type=T.TYPE_MESSAGE,
+        type_name=".rt.v1.Node.ByNameEntry",
+        label=3,
+    )
+    counts = node.nested_type.add(name="CountsEntry")
+    counts.options.map_entry = True
+    counts.field.add(name="key", number=1, type=T.TYPE_STRING, label=1)
+    counts.field.add(name="value", number=2, type=T.TYPE_UINT64, label=1)
+    node.field.add(
+        name="counts",
+        number=5,
+        type=T.TYPE_MESSAGE,
+        type_name=".rt.v1.Node.CountsEntry",
+        label=3,
+    )
+    scalars = [
+        ("timeout", T.TYPE_MESSAGE, ".google.protobuf.Duration"),
+        ("seen", T.TYPE_MESSAGE, ".google.protobuf.Timestamp"),
+        ("extra", T.TYPE_MESSAGE, ".google.protobuf.Struct"),
+        ("blob", T.TYPE_BYTES, ""),
+        ("ratio", T.TYPE_DOUBLE, ""),
+        ("small", T.TYPE_INT32, ""),
+        ("big", T.TYPE_SINT64, ""),
+        ("flag", T.TYPE_BOOL, ""),
+    ]
+    for number, (field, kind, type_name) in enumerate(scalars, start=6):
+        added = node.field.add(name=field, number=number, type=kind, label=1)
+        if type_name:
+            added.type_name = type_name
+    request = file.message_type.add(name="WalkRequest")
+    request.field.add(name="root", number=1, type=T.TYPE_MESSAGE, type_name=".rt.v1.Node", label=1)
+    file.message_type.add(name="WalkResponse").field.add(
+        name="visited", number=1, type=T.TYPE_INT64, label=1
+    )
+    method = file.service.add(name="S").method.add(
+        name="Walk", input_type=".rt.v1.WalkRequest", output_type=".rt.v1.WalkResponse"
+    )
+    method.options.idempotency_level = descriptor_pb2.MethodOptions.IDEMPOTENT
+    method.options.deprecated = True
+    pool.Add(file)
+    rpc = pool.FindServiceByName("rt.v1.S").methods_by_name["Walk"]
+    return Operation(
+        name="walk",
+        tool_name="walk",
+        path="/api/mcp/walk",
+        request_type=message_factory.GetMessageClass(rpc.input_type),
+        response_type=message_factory.GetMessageClass(rpc.output_type),
+        description="Walk a tree. Answers how many nodes it visited.",
+        method=rpc,
+    )
+
+
+def test_recursive_messages_are_expanded_once() -> None:
+    text = reference.describe(_synthetic_operation())
+    request = section(text, "Request body")
+    lines = field_lines(request)
+    # Node is expanded under `root` only; inside itself it refers back instead of recursing.
+    assert [(indent, name) for indent, name, _ in lines][:3] == [
+        (2, "root"),
+        (4, "name"),
+        (4, "child"),
+    ]
+    assert [name for _, name, _ in lines].count("name") == 1
+    types = {name: kind for _, name, kind in lines}
+    assert types["root"] == "object rt.v1.Node"
+    assert types["name"] == "string, REQUIRED"
+    assert types["child"].startswith("object rt.v1.Node (recursive")
+    assert flat(request).count("object rt.v1.Node (recursive: its fields are shown above)") == 3
+
+
+def test_maps_lists_well_known_types_and_scalars_read_as_json() -> None:
+    text = flat(reference.describe(_synthetic_operation()))
+    assert "children: array of object rt.v1.Node (recursive" in text
+    assert "byName: object of string -> object rt.v1.Node (recursive" in text
+    # A request body also takes 64-bit integers as JSON numbers; a response is written as text.
+    assert (
+        "counts: object of string -> string (uint64 as decimal digits; a JSON number is "
+        "accepted too)" in text
+    )
+    assert "big: string (sint64 as decimal digits; a JSON number is accepted too)" in text
+    assert "visited: string (int64 as decimal digits)" in text
+    assert 'timeout: string (duration in seconds such as "3.5s")' in text
+    assert 'seen: string (RFC 3339 timestamp such as "2026-01-31T09:30:00Z")' in text
+    assert "extra: object (google.protobuf.Struct)" in text
+    assert "blob: string (base64)" in text
+    assert "ratio: number (double)" in text
+    assert "small: integer (int32)" in text
+    assert "flag: boolean" in text
+
+
+def test_idempotency_and_deprecation_are_stated() -> None:
+    op = _synthetic_operation()
+    text = reference.describe(op)
+    assert "idempotent, safe to retry (IDEMPOTENT)" in text
+    assert "DEPRECATED" in text
