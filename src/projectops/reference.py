@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from projectops._wire import shape, value_form
 from projectops.descriptions import description, summary
@@ -91,9 +92,9 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
     if found.description:
         out.blank()
         out.paragraphs(found.description, 0)
-    for title, message in (
-        ("Request body", _message(found.request_type)),
-        ("Response body", _message(found.response_type)),
+    for title, message, request in (
+        ("Request body", _message(found.request_type), True),
+        ("Response body", _message(found.response_type), False),
     ):
         out.blank()
         out.wrap(f"{title}: {_name(message)}", 0, _STEP)
@@ -102,8 +103,9 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
         if not message.fields:
             out.blank()
             out.wrap("No fields: the body is the empty JSON object {}.", _STEP, _STEP)
-        tree = _Tree(out, request=message is _message(found.request_type))
-        tree.fields(message, _STEP, (message.full_name,), {message.full_name})
+        _Tree(out, request=request).fields(
+            message, _STEP, (message.full_name,), {message.full_name}
+        )
     return out.text()
 
 
@@ -155,9 +157,8 @@ def _behaviour(op: Operation) -> str:
     return "may change data; not marked idempotent"
 
 
-def _message(message_type: Any) -> Descriptor:
-    found: Descriptor = message_type.DESCRIPTOR
-    return found
+def _message(message_type: type[Message]) -> Descriptor:
+    return cast(Descriptor, message_type.DESCRIPTOR)
 
 
 def _name(message: Descriptor | EnumDescriptor) -> str:
