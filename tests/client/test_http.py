@@ -206,7 +206,7 @@ def test_redirects_are_errors_and_never_followed(call: Call) -> None:
         (500, '{"code": "internal", "message": "internal error"}', Internal, "internal error"),
         (501, '{"code": "unimplemented", "message": "not here"}', Unimplemented, "not here"),
         # raw text; an answered 502 is a plain Unavailable, not a ServiceUnreachable
-        (502, "<html>Bad Gateway</html>", Unavailable, "<html>Bad Gateway</html>"),
+        (502, "Bad Gateway", Unavailable, "Bad Gateway"),
         (
             504,
             '{"code": "deadline_exceeded", "message": "upstream slow"}',
@@ -225,6 +225,18 @@ def test_non_2xx_answers_raise_the_error_of_their_body(
     assert caught.value.http_status == status
     assert caught.value.message == message
     assert_clean(caught.value)
+
+
+def test_an_html_error_page_is_one_line_naming_status_url_and_base_url_variable(
+    call: Call,
+) -> None:
+    page = "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n" + "x" * 5000
+    with pytest.raises(Unavailable) as caught:
+        call(LIST, base_url="http://127.0.0.1:9", api_key=KEY, handler=Exchanges(502, page))
+    message = caught.value.message
+    assert message.startswith("HTTP 502 from http://127.0.0.1:9/api/mcp/list_rum_environments ")
+    assert "SERVICE_BACKEND_URL" in message and "\n" not in message and "<" not in message
+    assert caught.value.http_status == 502
 
 
 def test_violations_of_an_error_body_are_kept(call: Call) -> None:
@@ -414,7 +426,7 @@ def test_an_error_body_keeps_its_violations() -> None:
 @pytest.mark.parametrize(
     ("status", "body", "cls", "message"),
     [
-        (502, b"<html>Bad gateway</html>", Unavailable, "<html>Bad gateway</html>"),
+        (502, b"Bad gateway\r\n", Unavailable, "Bad gateway"),
         (503, b"", Unavailable, "HTTP 503"),
         (504, b"upstream timed out", Unavailable, "upstream timed out"),
         (401, b"", Unauthenticated, "HTTP 401"),

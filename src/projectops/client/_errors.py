@@ -1,19 +1,24 @@
 """The client's own errors and the mapping of an answer to its exception (no httpx needed).
 
-See the hierarchy in :mod:`projectops.client.http`.
+See the hierarchy in :mod:`projectops.client.http`. Every text taken from an answer is escaped
+and cut (:func:`projectops.client._text.outside_text`) before it becomes part of an exception.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
+from projectops.client._text import outside_text
 from projectops.codec import read_error_body
+from projectops.conventions import BASE_URL_ENV
 from projectops.errors import (
     ERROR_CLASSES,
     HTTP_STATUS_BY_CODE,
     ApiError,
     Code,
     DeadlineExceeded,
+    FieldViolation,
     Internal,
     InvalidArgument,
     Unauthenticated,
@@ -23,6 +28,7 @@ from projectops.errors import (
 
 __all__ = [
     "AnswerTimedOut",
+    "AnswerTooLarge",
     "InvalidRequest",
     "InvalidResponse",
     "MissingApiKey",
@@ -52,6 +58,17 @@ class InvalidRequest(InvalidArgument):
 class InvalidResponse(Internal):
     """A 2xx answer whose body is not the operation's response message (``http_status`` is the
     answer's)."""
+
+
+class AnswerTooLarge(InvalidResponse):
+    """An answer whose body is larger than the client's ``max_response_bytes``, or that came
+    in a ``Content-Encoding`` the client did not ask for; the body was not read to its end nor
+    decoded (``http_status`` is the answer's, whatever it was).
+
+    An :class:`InvalidResponse` (code ``internal``): the answer cannot be used as sent, and
+    the request was not at fault, so it is not a ``ResourceExhausted`` (the 413 a server
+    gives a request body over its limit).
+    """
 
 
 class ServiceUnreachable(Unavailable):
@@ -85,19 +102,59 @@ _CODE_BY_HTTP_STATUS: Mapping[int, Code] = {
 }
 
 
-def error_from_answer(status: int, body: bytes | str) -> ApiError:
+# An error page of a proxy or web server, not an answer of this API.
+_MARKUP = re.compile(r"\s*<(?:!doctype|html|head|body|\?xml|[a-z]+[\s>/])", re.IGNORECASE)
+#: Characters of a violation's field path kept in an error (the description gets the default).
+_MAX_FIELD_CHARS = 200
+
+
+def _is_markup(text: str, content_type: str | None) -> bool:
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    return kind in ("text/html", "application/xhtml+xml") or bool(_MARKUP.match(text[:200]))
+
+
+def error_from_answer(
+    status: int,
+    body: bytes | str,
+    *,
+    url: str | None = None,
+    content_type: str | None = None,
+) -> ApiError:
     """The exception an HTTP answer with a non-2xx `status` and `body` stands for.
 
     The class is that of the body's ``ErrorResponse.code`` when the table
     (:data:`~projectops.HTTP_STATUS_BY_CODE`) gives that code this status, else that of the
     status alone (a 400 is always an ``InvalidArgument``, ``FailedPrecondition`` or
-    ``OutOfRange``); ``http_status`` is `status`. A body that is no ``ErrorResponse`` (an HTML
-    error page, plain text) gives its text, or ``HTTP <status>``, as the message. Never raises.
+    ``OutOfRange``); ``http_status`` is `status`. The message and each violation's field and
+    description are escaped and cut (:func:`~projectops.client._text.outside_text`: 1,000
+    characters, 200 for a field path). A body that is no ``ErrorResponse`` gives its text
+    (escaped and cut, so one line), or ``HTTP <status>``, as the message; an HTML or XML page
+    (by `content_type` or its first characters), which no server of this API sends, gives one
+    line naming the status, `url` (the request's URL) and ``SERVICE_BACKEND_URL``. Never raises.
     """
     proto = read_error_body(body)
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    message = proto.message if proto is not None else (text.strip() or f"HTTP {status}")
-    violations = proto.violations if proto is not None else ()
+    violations: tuple[FieldViolation, ...] = ()
+    if proto is not None:
+        message = outside_text(proto.message)
+        violations = tuple(
+            FieldViolation(
+                field=outside_text(v.field, _MAX_FIELD_CHARS),
+                description=outside_text(v.description),
+            )
+            for v in proto.violations
+        )
+    else:
+        head = body[:4096]
+        text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+        if _is_markup(text, content_type):
+            where = url or "the service"
+            message = (
+                f"HTTP {status} from {outside_text(where, 300)} is a web page, not an answer of "
+                f"this API; check that {BASE_URL_ENV} (or --base-url) is the service's base URL"
+            )
+        else:
+            whole = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+            message = outside_text(whole.strip()) or f"HTTP {status}"
     try:
         code: Code | None = Code(proto.code) if proto is not None else None
     except ValueError:

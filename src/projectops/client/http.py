@@ -19,27 +19,52 @@ status, ``None`` when nothing was sent or nothing came back)::
     │   └── MissingApiKey         no usable key configured; nothing was sent
     ├── Internal
     │   └── InvalidResponse       a 2xx answer that is not the operation's response message
+    │       └── AnswerTooLarge    an answer over max_response_bytes, or in an encoding not
+    │                             asked for; not read to its end, not decoded
     ├── UnexpectedRedirect        a 3xx answer (never followed: a POST must not become a GET)
     ├── Unavailable
     │   └── ServiceUnreachable    no answer: the service could not be reached
     └── DeadlineExceeded
         └── AnswerTimedOut        no complete answer within the time-out
+
+Every peer is hostile (DESIGN.md, "Trust"), the service included:
+
+- ``timeout`` bounds the whole call, from connecting to the last byte of the answer, not each
+  socket read: a server that sends its headers or body a byte a second is cut off when the
+  time is up. The async client runs the call in an anyio cancel scope; the sync client's own
+  transport gives every socket operation only what is left of the call's time.
+- The answer is read as a stream and capped at ``max_response_bytes`` (32 MiB by default):
+  a ``Content-Length`` over it is refused before the body is read, and reading stops as soon
+  as the bytes read pass it. The client asks for ``Accept-Encoding: identity`` and refuses an
+  answer in any other ``Content-Encoding`` without decoding it, so nothing is inflated. Error
+  bodies (non-2xx) are read up to 1 MiB only.
+- Every text taken from the answer is escaped and cut before it becomes part of an exception
+  (:mod:`projectops.client._text`), and the API key, given as ``api_key`` or through
+  ``SERVICE_API_KEY``, is redacted from every exception a call raises and the exceptions
+  chained to it, in any spelling (:mod:`projectops.client.redaction`). A base URL that holds
+  a user name or password is refused at construction.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Self, TypeVar, overload
 
+import anyio
+import httpcore
 import httpx
 from google.protobuf.message import Message
 
 import projectops
 from projectops.client._errors import (
     AnswerTimedOut,
+    AnswerTooLarge,
     InvalidRequest,
     InvalidResponse,
     MissingApiKey,
@@ -47,6 +72,8 @@ from projectops.client._errors import (
     UnexpectedRedirect,
     error_from_answer,
 )
+from projectops.client._text import outside_text
+from projectops.client.redaction import scrub_exception
 from projectops.codec import from_json, to_json
 from projectops.conventions import (
     API_KEY_ENV,
@@ -61,7 +88,9 @@ from projectops.registry import Operation, operation
 from projectops.validation import validate
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "AnswerTimedOut",
+    "AnswerTooLarge",
     "AsyncClient",
     "Client",
     "InvalidRequest",
@@ -88,6 +117,206 @@ RequestLike = Message | Mapping[str, Any] | None
 _KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
 _ERRNO_PREFIX = re.compile(r"^\[Errno -?\d+\]\s*")
 
+#: Default cap of an answer's body, in bytes (``max_response_bytes``).
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+# Bytes of a non-2xx answer's body that are read: its message is cut to 1,000 characters.
+_MAX_ERROR_BODY_BYTES = 1024 * 1024
+
+
+class _Expired(Exception):
+    """The call's deadline passed (raised by the sync transport's streams and between reads)."""
+
+
+# Monotonic time by which the sync call running in this context must have its whole answer.
+_DEADLINE: ContextVar[float | None] = ContextVar("projectops_call_deadline", default=None)
+
+
+def _left(timeout: float | None, error: type[httpcore.TimeoutException]) -> float | None:
+    """`timeout` of one socket operation cut to what is left of the call's time."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise error("the call's time-out passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read, write and TLS handshake waits at most what is left
+    of the call's time (:data:`_DEADLINE`), so a trickle of bytes cannot stretch a call."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self,
+        ssl_context: Any,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        left = _left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's own sync network backend, with :class:`_DeadlineStream` streams."""
+
+    def __init__(self) -> None:
+        self._backend = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
+        left = _left(timeout, httpcore.ConnectTimeout)
+        stream = self._backend.connect_tcp(host, port, left, local_address, socket_options)
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
+        left = _left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._backend.connect_unix_socket(path, left, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+# httpcore's exceptions -> httpx's, most specific first (what httpx's own transport maps).
+_HTTPX_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+@contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        for core, mapped in _HTTPX_ERRORS:
+            if isinstance(exc, core):
+                raise mapped(str(exc)) from None
+        raise
+
+
+class _DeadlineStreamBody(httpx.SyncByteStream):
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _as_httpx_errors():
+            yield from self._stream
+
+    def close(self) -> None:
+        with _as_httpx_errors():
+            self._stream.close()
+
+
+class _DeadlineTransport(httpx.BaseTransport):
+    """The sync client's transport: httpx's default connection pool (httpcore), on
+    :class:`_DeadlineBackend`, so the whole call is bounded by its time-out (a per-read
+    time-out alone lets a server that sends a byte a second hold a call for ever)."""
+
+    def __init__(self) -> None:
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            network_backend=_DeadlineBackend(),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,  # a SyncByteStream: an iterable of bytes
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors():
+            answer = self._pool.handle_request(core_request)
+        return httpx.Response(
+            status_code=answer.status,
+            headers=answer.headers,
+            stream=_DeadlineStreamBody(answer.stream),
+            extensions=answer.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _raw_chunks(response: httpx.Response) -> Iterator[bytes]:
+    """The body of a streamed `response` as it arrives, never decoded (any
+    ``Content-Encoding`` was refused before); all at once if a transport already read it."""
+    try:
+        yield response.content  # an in-memory transport (httpx.MockTransport) read it
+    except httpx.ResponseNotRead:
+        yield from response.iter_raw()
+
+
+async def _araw_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """:func:`_raw_chunks` of an async `response`."""
+    try:
+        yield response.content
+    except httpx.ResponseNotRead:
+        async for chunk in response.aiter_raw():
+            yield chunk
+
+
+def _own_headers_only(http: httpx.Client | httpx.AsyncClient) -> None:
+    """Drop httpx's default headers: a call sends exactly the headers :meth:`_request` sets
+    (and what HTTP/1.1 needs: Host, Content-Length)."""
+    for name in list(http.headers):
+        del http.headers[name]
+
+
+def _reject_userinfo(url: str) -> None:
+    """Refuse a base URL with a user name or password, without ever quoting it."""
+    text = url.strip()
+    rest = text.split("://", 1)[1] if "://" in text else text
+    if "@" in re.split(r"[/?#]", rest, maxsplit=1)[0]:
+        raise ValueError(
+            "base URL must not hold a user name or password (the part before '@'); the "
+            f"project's API key goes in {API_KEY_ENV} or api_key, never in the URL"
+        )
+
 
 class _CallBuilder:
     """Everything of a call but the waiting: configuration, request building, answer decoding.
@@ -95,15 +324,33 @@ class _CallBuilder:
     Shared by :class:`Client` and :class:`AsyncClient` so the two cannot drift.
     """
 
-    def __init__(self, base_url: str | None, api_key: str | None, timeout: float | None) -> None:
+    _http: httpx.Client | httpx.AsyncClient
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float | None,
+        max_response_bytes: int,
+    ) -> None:
         # An empty environment variable counts as unset; an explicit argument is checked as is.
         url = (
             base_url if base_url is not None else (os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL)
         )
+        _reject_userinfo(url)
         self._base_url = normalize_base_url(url)
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         self._api_key = key.strip() if key else None
+        # The argument as given too: a key with surrounding blanks is still a secret.
+        self._secrets = (self._api_key, api_key)
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
         self._timeout = timeout
+        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int):
+            raise TypeError("max_response_bytes must be an int (bytes)")
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be at least 1, not {max_response_bytes}")
+        self._max_response_bytes = max_response_bytes
 
     @property
     def base_url(self) -> str:
@@ -112,8 +359,14 @@ class _CallBuilder:
 
     @property
     def timeout(self) -> float | None:
-        """Seconds to wait for each phase of a call (connect, send, receive); None: no limit."""
+        """Seconds a whole call may take, connecting to the answer's last byte; None: no
+        limit."""
         return self._timeout
+
+    @property
+    def max_response_bytes(self) -> int:
+        """The largest answer body a call reads, in bytes."""
+        return self._max_response_bytes
 
     @property
     def has_api_key(self) -> bool:
@@ -144,39 +397,98 @@ class _CallBuilder:
         headers = {
             "Content-Type": CONTENT_TYPE,
             "Accept": CONTENT_TYPE,
+            # Nothing is decompressed that was not asked for (a gzip bomb inflates 1000-fold).
+            "Accept-Encoding": "identity",
             "User-Agent": f"projectops/{projectops.__version__}",
             API_KEY_HEADER: self._api_key,
         }
         body = to_json(message).encode("utf-8")
-        return op, httpx.Request("POST", self._base_url + op.path, headers=headers, content=body)
+        return op, self._http.build_request(
+            "POST", self._base_url + op.path, headers=headers, content=body
+        )
 
-    def _response(self, op: Operation, response: httpx.Response) -> Message:
+    def _body_limit(self, op: Operation, response: httpx.Response) -> int:
+        """How many bytes of `response`'s body to read; raise :class:`AnswerTooLarge` for an
+        answer that cannot be read safely, before reading its body."""
+        status = response.status_code
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise AnswerTooLarge(
+                f"the answer of {self._base_url}{op.path} (HTTP {status}) came with "
+                f"Content-Encoding: {outside_text(encoding, 40)}, which this client did not ask "
+                "for (it sends Accept-Encoding: identity); it was not decoded",
+                http_status=status,
+            )
+        if not 200 <= status < 300:
+            return min(self._max_response_bytes, _MAX_ERROR_BODY_BYTES)
+        length = response.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > self._max_response_bytes:
+            raise self._too_large(op, status, f"announces {int(length):,} bytes")
+        return self._max_response_bytes
+
+    def _too_large(self, op: Operation, status: int, what: str) -> AnswerTooLarge:
+        return AnswerTooLarge(
+            f"the answer of {self._base_url}{op.path} (HTTP {status}) {what}, over the limit "
+            f"of {self._max_response_bytes:,} bytes (max_response_bytes); it was not read",
+            http_status=status,
+        )
+
+    def _take(
+        self, op: Operation, response: httpx.Response, body: bytearray, chunk: bytes, limit: int
+    ) -> bool:
+        """Append `chunk` to `body`; False when the body reached `limit` (stop reading).
+
+        Raises:
+            AnswerTooLarge: a 2xx answer's body passed the limit.
+        """
+        room = limit - len(body)
+        if len(chunk) <= room:
+            body += chunk
+            return True
+        if 200 <= response.status_code < 300:
+            raise self._too_large(op, response.status_code, "is larger")
+        body += chunk[:room]  # an error body: its head is enough for its message
+        return False
+
+    def _response(self, op: Operation, response: httpx.Response, body: bytes) -> Message:
         """The response message of a 2xx answer; raise the ApiError of any other answer."""
         status = response.status_code
         if not 200 <= status < 300:
             if 300 <= status < 400:
-                where = response.headers.get("Location", "elsewhere")
+                where = outside_text(response.headers.get("Location", "elsewhere"), 300)
                 raise UnexpectedRedirect(
                     f"HTTP {status}: redirect to {where} not followed (a "
                     "POST is never redirected; check the base URL)",
                     http_status=status,
                 )
-            raise error_from_answer(status, response.content)
+            raise error_from_answer(
+                status,
+                body,
+                url=self._base_url + op.path,
+                content_type=response.headers.get("Content-Type"),
+            )
         try:
             # Not strict: a newer server may add fields this version does not know.
-            return from_json(response.content, op.response_type)
+            return from_json(body, op.response_type)
         except InvalidArgument as exc:
             raise InvalidResponse(
-                f"the answer of {op.path} is not a {op.response_type.__name__}: {exc.message}",
+                f"the answer of {op.path} is not a {op.response_type.__name__}: "
+                + outside_text(exc.message),
                 http_status=status,
             ) from None
+
+    def _timed_out(self) -> AnswerTimedOut:
+        limit = "" if self._timeout is None else f" of {self._timeout:g} s"
+        return AnswerTimedOut(
+            f"no complete answer from {self._base_url} within the time-out{limit}"
+        )
 
     def _no_answer(self, exc: httpx.RequestError) -> ApiError:
         """The error to raise when a call got no answer; `exc` must not be chained to it,
         since it holds the request, API key header included."""
         if isinstance(exc, httpx.TimeoutException):
-            return AnswerTimedOut(f"no answer from {self._base_url} within {self._timeout} s")
-        reason = _ERRNO_PREFIX.sub("", str(exc)) or type(exc).__name__
+            return self._timed_out()
+        reason = outside_text(_ERRNO_PREFIX.sub("", str(exc)) or type(exc).__name__, 300)
         return ServiceUnreachable(
             f"cannot reach {self._base_url}: {reason[:1].lower()}{reason[1:]}"
         )
@@ -253,17 +565,27 @@ class Client(_CallBuilder):
             ``projectops mock-server`` listens). Trailing slashes are stripped.
         api_key: the project API key. Defaults to the ``SERVICE_API_KEY`` environment
             variable. A missing key is not an error here (a tool server starts without one);
-            :meth:`call` raises :class:`MissingApiKey` instead. Never shown by ``repr``.
-        timeout: seconds to wait for each of connecting, sending and receiving; ``None``
-            waits forever. Exceeding it raises :class:`~projectops.DeadlineExceeded`.
+            :meth:`call` raises :class:`MissingApiKey` instead. Never shown by ``repr``, and
+            redacted from every exception a call raises.
+        timeout: seconds a whole call may take, from connecting to the last byte of the
+            answer (not per socket read); ``None`` waits forever. Exceeding it raises
+            :class:`AnswerTimedOut` (a :class:`~projectops.DeadlineExceeded`).
+        max_response_bytes: the largest answer body read, in bytes (default 32 MiB); a
+            larger answer raises :class:`AnswerTooLarge` without being read to its end.
         transport: an ``httpx.BaseTransport`` to send through instead of the network (for
-            tests, e.g. ``httpx.MockTransport``, or to embed the client).
+            tests, e.g. ``httpx.MockTransport``, or to embed the client). The time-out then
+            bounds the wait between chunks of the body, not the transport's own waits.
 
     Raises:
-        ValueError: the base URL is not an absolute http(s) URL.
+        ValueError: the base URL is not an absolute http(s) URL, or holds a user name or
+            password (the message never quotes them); `timeout` is not positive;
+            `max_response_bytes` is less than 1.
+        TypeError: `max_response_bytes` is not an int.
 
     Use as a context manager, or call :meth:`close` when done.
     """
+
+    _http: httpx.Client
 
     def __init__(
         self,
@@ -271,10 +593,14 @@ class Client(_CallBuilder):
         api_key: str | None = None,
         *,
         timeout: float | None = 30.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, api_key, timeout)
-        self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
+        super().__init__(base_url, api_key, timeout, max_response_bytes)
+        self._http = httpx.Client(
+            timeout=timeout, transport=transport or _DeadlineTransport(), follow_redirects=False
+        )
+        _own_headers_only(self._http)
 
     @overload
     def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
@@ -314,19 +640,49 @@ class Client(_CallBuilder):
                 ``FailedPrecondition`` for 400, ...; ``http_status`` is the answer's).
             UnexpectedRedirect: a 3xx answer (not followed).
             InvalidResponse: a 2xx answer that is not the response message.
+            AnswerTooLarge: an answer over `max_response_bytes`, or in a
+                ``Content-Encoding`` not asked for (an :class:`InvalidResponse`).
             ServiceUnreachable: no answer: the service could not be reached (an
                 :class:`~projectops.Unavailable`).
-            AnswerTimedOut: no answer within `timeout` seconds (a
+            AnswerTimedOut: no complete answer within `timeout` seconds (a
                 :class:`~projectops.DeadlineExceeded`).
+
+        No exception it raises, nor any chained to it, holds the API key.
         """
-        op, http_request = self._request(operation, request, response_type)
         try:
-            response = self._http.send(http_request)
+            return self._call(operation, request, response_type)
+        except Exception as exc:
+            scrub_exception(exc, self._secrets)
+            raise
+
+    def _call(
+        self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
+    ) -> Message:
+        op, http_request = self._request(key, request, response_type)
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        token = _DEADLINE.set(deadline)
+        failure: ApiError | None = None
+        body = bytearray()
+        try:
+            response = self._http.send(http_request, stream=True)
+            try:
+                limit = self._body_limit(op, response)
+                for chunk in _raw_chunks(response):
+                    if not self._take(op, response, body, chunk, limit):
+                        break
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise _Expired  # a transport of the caller's: checked between chunks
+            finally:
+                response.close()
         except httpx.RequestError as exc:
             failure = self._no_answer(exc)
-        else:
-            return self._response(op, response)
-        raise failure  # outside the handler: no __context__ holding the request's headers
+        except _Expired:
+            failure = self._timed_out()
+        finally:
+            _DEADLINE.reset(token)
+        if failure is not None:
+            raise failure  # outside the handler: no __context__ holding the request's headers
+        return self._response(op, response, bytes(body))
 
     def close(self) -> None:
         """Close the connection pool; the client cannot be used afterwards."""
@@ -348,8 +704,11 @@ class AsyncClient(_CallBuilder):
     """Asynchronous client of the API: :class:`Client` with ``await client.call(...)``.
 
     Same arguments and errors as :class:`Client`; `transport` is an
-    ``httpx.AsyncBaseTransport``. Use as an async context manager, or ``await aclose()``.
+    ``httpx.AsyncBaseTransport``. The time-out is an anyio cancel scope around the whole
+    call, whatever the transport. Use as an async context manager, or ``await aclose()``.
     """
+
+    _http: httpx.AsyncClient
 
     def __init__(
         self,
@@ -357,10 +716,12 @@ class AsyncClient(_CallBuilder):
         api_key: str | None = None,
         *,
         timeout: float | None = 30.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, api_key, timeout)
+        super().__init__(base_url, api_key, timeout, max_response_bytes)
         self._http = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False)
+        _own_headers_only(self._http)
 
     @overload
     async def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
@@ -378,14 +739,35 @@ class AsyncClient(_CallBuilder):
         response_type: type[Message] | None = None,
     ) -> Message:
         """Call one operation; see :meth:`Client.call` for arguments, result and errors."""
-        op, http_request = self._request(operation, request, response_type)
         try:
-            response = await self._http.send(http_request)
+            return await self._call(operation, request, response_type)
+        except Exception as exc:
+            scrub_exception(exc, self._secrets)
+            raise
+
+    async def _call(
+        self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
+    ) -> Message:
+        op, http_request = self._request(key, request, response_type)
+        failure: ApiError | None = None
+        body = bytearray()
+        try:
+            with anyio.fail_after(self._timeout):
+                response = await self._http.send(http_request, stream=True)
+                try:
+                    limit = self._body_limit(op, response)
+                    async for chunk in _araw_chunks(response):
+                        if not self._take(op, response, body, chunk, limit):
+                            break
+                finally:
+                    await response.aclose()
         except httpx.RequestError as exc:
             failure = self._no_answer(exc)
-        else:
-            return self._response(op, response)
-        raise failure  # outside the handler: no __context__ holding the request's headers
+        except TimeoutError:
+            failure = self._timed_out()
+        if failure is not None:
+            raise failure  # outside the handler: no __context__ holding the request's headers
+        return self._response(op, response, bytes(body))
 
     async def aclose(self) -> None:
         """Close the connection pool; the client cannot be used afterwards."""
