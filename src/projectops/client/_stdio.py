@@ -1,0 +1,190 @@
+"""The MCP stdio transport, answering every line: the SDK's ``stdio_server`` with a reader of
+our own in front of it.
+
+The SDK's transport drops a line it cannot parse (its server logs the error at debug level and
+answers nothing), reads stdin with ``errors="replace"`` (so a line that is not UTF-8 is
+quietly changed), and reads a line of any length. JSON-RPC 2.0 (section 5.1) asks for an answer:
+``-32700`` (parse error) with ``"id": null`` for a line that is not JSON, and ``-32600``
+(invalid request) for JSON that is no JSON-RPC message. So :func:`stdio_server` keeps the SDK's
+transport for what it does well, writing stdout (one writer, so answers never interleave) and
+claiming fd 1 so stray prints miss the wire, and reads stdin itself:
+
+- each line is read in binary, at most :data:`MAX_LINE_BYTES` long (a longer one is skipped to
+  its newline and answered ``-32700``), and parsed by the SDK's own message adapter (pydantic's
+  JSON parser), the parser the SDK's transport uses;
+- a line that is not UTF-8, not JSON, holds a lone surrogate (raw or as a ``\\ud800`` escape)
+  or nests deeper than the parser allows gets ``-32700`` with ``id: null``; JSON that is no
+  JSON-RPC message gets ``-32600``, with the request's ``id`` when it has a usable one;
+- every such answer is logged as one warning on the ``projectops.client.stdio`` logger
+  (stderr), the reason escaped and cut; blank lines are skipped.
+
+Needs the ``mcp`` extra. Nothing of the SDK is copied: its ``stdio_server`` runs as is, given
+an empty stdin of its own.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, BinaryIO
+
+import anyio
+import mcp_types as types
+import pydantic
+from mcp.server.stdio import stdio_server as sdk_stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+
+from projectops.client._text import outside_text
+
+__all__ = ["MAX_LINE_BYTES", "stdio_server"]
+
+#: The longest line (one JSON-RPC message) read, in bytes; tool arguments are small.
+MAX_LINE_BYTES = 8 * 1024 * 1024
+
+_log = logging.getLogger("projectops.client.stdio")
+
+# pydantic error types that mean "not JSON text" rather than "JSON, but no JSON-RPC message".
+_PARSE_ERROR_TYPES = frozenset({"json_invalid", "json_type", "string_unicode"})
+
+
+class _Rejected(Exception):
+    """A line that gets an error answer instead of reaching the server."""
+
+    def __init__(self, code: int, message: str, reason: str, request_id: Any = None) -> None:
+        super().__init__(reason)
+        self.code, self.message, self.reason, self.request_id = code, message, reason, request_id
+
+
+def _too_long(limit: int) -> _Rejected:
+    return _Rejected(
+        types.PARSE_ERROR, "Parse error", f"line longer than {limit:,} bytes, not read"
+    )
+
+
+def _request_id(line: bytes) -> Any:
+    """The ``id`` of a JSON object line, if it is one JSON-RPC allows (a string or an
+    integer); else None."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    request_id = value.get("id") if isinstance(value, dict) else None
+    if isinstance(request_id, str) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool)
+    ):
+        return request_id
+    return None
+
+
+def _parse_line(line: bytes) -> SessionMessage:
+    """The JSON-RPC message of one stdin line (without its newline).
+
+    Raises:
+        _Rejected: the line is not UTF-8, not JSON, holds a lone surrogate or nests too deep
+            (``-32700``), or is JSON but no JSON-RPC message (``-32600``).
+    """
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        first = str(exc)
+        if errors:
+            where = ".".join(str(part) for part in errors[0]["loc"])
+            first = f"{where}: {errors[0]['msg']}" if where else errors[0]["msg"]
+        if any(error["type"] in _PARSE_ERROR_TYPES for error in errors):
+            raise _Rejected(types.PARSE_ERROR, "Parse error", first) from None
+        reason = f"not a JSON-RPC 2.0 message: {first}"
+        raise _Rejected(
+            types.INVALID_REQUEST, "Invalid Request", reason, _request_id(line)
+        ) from None
+    return SessionMessage(message)
+
+
+def _read_line(source: BinaryIO, limit: int) -> bytes | _Rejected | None:
+    """One line of `source` without its newline; a :class:`_Rejected` for a line over
+    `limit` bytes (read to its end in pieces, never held); None at the end of input."""
+    line = source.readline(limit + 1)
+    if not line:
+        return None
+    if len(line) <= limit or line.endswith(b"\n"):
+        return line.rstrip(b"\r\n")
+    while line and not line.endswith(b"\n"):  # skip the rest of the long line
+        line = source.readline(limit + 1)
+    return _too_long(limit)
+
+
+async def _answer(
+    write_stream: WriteStream[SessionMessage], number: int, rejected: _Rejected
+) -> None:
+    reason = outside_text(rejected.reason, 300)
+    _log.warning(
+        "stdio line %d rejected: %d %s: %s", number, rejected.code, rejected.message, reason
+    )
+    error = types.JSONRPCError(
+        jsonrpc="2.0",
+        id=rejected.request_id,
+        error=types.ErrorData(code=rejected.code, message=f"{rejected.message}: {reason}"),
+    )
+    await write_stream.send(SessionMessage(error))
+
+
+async def _pump(
+    source: BinaryIO,
+    limit: int,
+    read_writer: WriteStream[SessionMessage | Exception],
+    write_stream: WriteStream[SessionMessage],
+) -> None:
+    """Read `source` line by line until its end: messages to the server, errors answered."""
+    number = 0
+    async with read_writer:
+        while True:
+            item = await anyio.to_thread.run_sync(_read_line, source, limit, abandon_on_cancel=True)
+            if item is None:
+                return
+            number += 1
+            if isinstance(item, bytes) and not item.strip():
+                continue  # a blank line is no request
+            try:
+                if isinstance(item, _Rejected):
+                    raise item
+                message = _parse_line(item)
+            except _Rejected as rejected:
+                await _answer(write_stream, number, rejected)
+            else:
+                await read_writer.send(message)
+
+
+@asynccontextmanager
+async def stdio_server(
+    stdin: BinaryIO | None = None,
+    stdout: anyio.AsyncFile[str] | None = None,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
+    """Serve MCP over stdin and stdout: ``async with stdio_server() as (read, write)``, then
+    ``await server.run(read, write, ...)``, as with the SDK's ``mcp.server.stdio.stdio_server``.
+
+    Args:
+        stdin: the binary stream to read (default: the process's stdin, ``sys.stdin.buffer``).
+        stdout: the text stream to write (default: the SDK's, the process's stdout).
+        max_line_bytes: the longest line read, in bytes (default :data:`MAX_LINE_BYTES`).
+
+    Every line gets an answer: a message goes to the server, anything else is answered with a
+    JSON-RPC error and logged (module docstring). The read stream ends when stdin does.
+    """
+    source = stdin if stdin is not None else sys.stdin.buffer
+    # The SDK's transport reads an empty stdin of its own and is left the writing.
+    empty = anyio.wrap_file(io.StringIO())
+    async with sdk_stdio_server(stdin=empty, stdout=stdout) as (_, write_stream):
+        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_pump, source, max_line_bytes, read_writer, write_stream)
+            try:
+                yield read_stream, write_stream
+            finally:
+                group.cancel_scope.cancel()

@@ -1,0 +1,302 @@
+"""The client library (sync ``Client``, ``AsyncClient`` and the typed clients) against hostile
+backends on 127.0.0.1 (:mod:`tests.adversarial.hostile`): trickling, huge, compressed, lying
+and key-echoing answers.
+
+Most tests run twice (the `call` fixture): through ``Client`` and through ``AsyncClient``.
+Trickle tests use a 1 s time-out, so each costs about a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import traceback
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+import projectops
+from projectops import DeadlineExceeded, Unauthenticated, Unavailable
+from projectops.client import (
+    AsyncClient,
+    AsyncOperationsServiceClient,
+    Client,
+    InvalidRequest,
+    InvalidResponse,
+    OperationsServiceClient,
+    ServiceUnreachable,
+)
+from projectops.client.http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    AnswerTimedOut,
+    AnswerTooLarge,
+    UnexpectedRedirect,
+)
+from tests.adversarial.hostile import (
+    answer,
+    echo_key,
+    gzip_bomb,
+    hostile_server,
+    huge_body,
+    trickle_body,
+    trickle_head,
+)
+from tests.client.support import KEY
+
+LIST = projectops.operation("list_rum_environments")
+GET = projectops.operation("get_release_details")
+Call = Callable[..., Any]
+
+# What a terminal or a log reader acts on; none may reach an error's text.
+_CONTROL_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+
+
+def controls(text: str) -> list[str]:
+    """The characters of `text` a terminal would act on instead of show."""
+    return [c for c in text if unicodedata.category(c) in _CONTROL_CATEGORIES]
+
+
+@pytest.fixture(params=["sync", "async"])
+def call(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Call:
+    """``call(base_url, operation=LIST, req=None, **client_kwargs)``: one call through a fresh
+    ``Client`` or ``AsyncClient`` (the fixture's param), with SERVICE_API_KEY unset."""
+    monkeypatch.delenv("SERVICE_API_KEY", raising=False)
+    monkeypatch.delenv("SERVICE_BACKEND_URL", raising=False)
+
+    def run(base_url: str, operation: Any = LIST, req: Any = None, **kwargs: Any) -> Any:
+        kwargs.setdefault("api_key", KEY)
+        if request.param == "sync":
+            with Client(base_url, **kwargs) as client:
+                return client.call(operation, req)
+
+        async def go() -> Any:
+            async with AsyncClient(base_url, **kwargs) as client:
+                return await client.call(operation, req)
+
+        return asyncio.run(go())
+
+    return run
+
+
+# --- item 1: the time-out bounds the whole call ---------------------------------------------
+
+
+@pytest.mark.parametrize("trickle", [trickle_head, trickle_body], ids=["head", "body"])
+def test_a_trickling_answer_times_out_as_a_whole(call: Call, trickle: Any) -> None:
+    with hostile_server(trickle(interval=0.25, limit=10)) as server:
+        started = time.monotonic()
+        with pytest.raises(AnswerTimedOut) as caught:
+            call(server.base_url, timeout=1.0)
+        elapsed = time.monotonic() - started
+    # A per-read time-out would wait for all ~100 bytes at 4 a second: 25 s.
+    assert 0.9 <= elapsed < 2.0, elapsed
+    message = caught.value.message
+    assert message.startswith(f"no complete answer from {server.base_url} within the time-out")
+    assert "1 s" in message
+    assert isinstance(caught.value, DeadlineExceeded) and caught.value.http_status is None
+
+
+def test_the_typed_clients_take_the_same_limits() -> None:
+    with hostile_server(trickle_head(interval=0.25, limit=10)) as server:
+        started = time.monotonic()
+        with (
+            OperationsServiceClient(server.base_url, KEY, timeout=1.0) as client,
+            pytest.raises(AnswerTimedOut),
+        ):
+            client.list_rum_environments()
+
+        async def go() -> None:
+            async with AsyncOperationsServiceClient(
+                server.base_url, KEY, timeout=1.0, max_response_bytes=10
+            ) as client:
+                assert client.max_response_bytes == 10
+                await client.list_rum_environments()
+
+        with pytest.raises(AnswerTimedOut):
+            asyncio.run(go())
+        assert time.monotonic() - started < 4.0
+    assert OperationsServiceClient(api_key=KEY).max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES
+
+
+@pytest.mark.parametrize("value", [0, -1])
+def test_a_limit_that_cannot_work_fails_at_construction(value: int) -> None:
+    with pytest.raises(ValueError, match="max_response_bytes"):
+        Client(max_response_bytes=value)
+    with pytest.raises(ValueError, match="timeout"):
+        AsyncClient(timeout=value)
+
+
+# --- item 2: answers are capped; nothing is decompressed that was not asked for --------------
+
+
+@pytest.mark.parametrize("announce", [True, False], ids=["content-length", "until-close"])
+def test_an_answer_over_the_cap_stops_the_read(call: Call, announce: bool) -> None:
+    size = 100_000_000
+    with hostile_server(huge_body(size, announce=announce)) as server:
+        started = time.monotonic()
+        with pytest.raises(AnswerTooLarge) as caught:
+            call(server.base_url, max_response_bytes=1 << 20)
+        elapsed = time.monotonic() - started
+    error = caught.value
+    assert isinstance(error, InvalidResponse) and error.http_status == 200
+    assert "1,048,576 bytes (max_response_bytes)" in error.message
+    if announce:
+        assert "announces 100,000,000 bytes" in error.message
+    assert elapsed < 5.0, elapsed  # read 1 MiB at most, never the 100 MB
+
+
+def test_a_gzip_bomb_is_refused_without_decoding(call: Call) -> None:
+    with hostile_server(gzip_bomb()) as server:
+        with pytest.raises(AnswerTooLarge) as caught:
+            call(server.base_url)
+        (sent,) = server.requests
+    assert sent.header("Accept-Encoding") == "identity"  # nothing else was asked for
+    assert "Content-Encoding: gzip" in caught.value.message
+    assert "not decoded" in caught.value.message
+
+
+def test_an_error_body_is_read_only_to_its_first_mebibyte(call: Call) -> None:
+    with hostile_server(huge_body(50_000_000, announce=False, status=500)) as server:
+        with pytest.raises(projectops.ApiError) as caught:
+            call(server.base_url)
+    error = caught.value
+    assert error.http_status == 500 and type(error) is projectops.Unknown
+    assert error.message.endswith("more characters cut]")  # the page's head, cut
+    assert len(error.message) < 1100
+
+
+def test_an_html_error_page_is_one_line_naming_status_url_and_variable(call: Call) -> None:
+    page = "<!DOCTYPE html>\n<html><body><h1>502 Bad Gateway</h1>\r\n" + "<p>x</p>\n" * 5000
+    headers = {"Content-Type": "text/html; charset=utf-8"}
+    with hostile_server(answer(502, page, headers)) as server:
+        with pytest.raises(Unavailable) as caught:
+            call(server.base_url)
+    message = caught.value.message
+    assert message.startswith(f"HTTP 502 from {server.base_url}{LIST.path} ")
+    assert "SERVICE_BACKEND_URL" in message
+    assert not controls(message) and "<" not in message and len(message) < 300
+
+
+# --- item 3: no terminal or log injection -----------------------------------------------------
+
+INJECTION = "\x1b[2J\x1b[H\x1b]0;pwned\x07\rOK\n\u202eevil\u2028\x9b31m\x00"
+
+
+def test_control_characters_of_an_error_are_escaped_and_its_text_cut(call: Call) -> None:
+    body = {
+        "code": "invalid_argument",
+        "message": INJECTION + "A" * 50_000,
+        "violations": [{"field": "v\x1b[31m", "description": INJECTION}] * 3,
+    }
+    with hostile_server(answer(400, json.dumps(body, ensure_ascii=False))) as server:
+        with pytest.raises(projectops.InvalidArgument) as caught:
+            call(server.base_url)
+    error = caught.value
+    texts = [str(error), repr(error), error.describe()]
+    texts += [v.field for v in error.violations] + [v.description for v in error.violations]
+    for text in texts:
+        assert not controls(text), text[:200]
+    assert error.message.startswith("\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07\\x0dOK\\x0a\\u202eevil")
+    assert error.message.endswith(" more characters cut]")
+    assert len(error.message) <= 1000 + len("... [50,000 more characters cut]")
+
+
+def test_control_characters_of_a_2xx_answer_and_a_redirect_are_escaped(call: Call) -> None:
+    body = '{"environments": [{"environment": 5}], "x": "\\u001b]0;t\\u0007"}'
+    with hostile_server(answer(200, body)) as server:
+        with pytest.raises(InvalidResponse) as caught:
+            call(server.base_url)
+    assert not controls(str(caught.value))
+
+    for where in ("http://127.0.0.1:9/\x9b2Jx", "http://127.0.0.1:9/\x1b[2Jx"):
+        with hostile_server(answer(307, b"", {"Location": where})) as server:
+            # httpx itself refuses a Location with ASCII controls (no answer to use).
+            with pytest.raises((UnexpectedRedirect, ServiceUnreachable)) as redirect:
+                call(server.base_url)
+        assert not controls(str(redirect.value)), str(redirect.value)
+
+
+# --- item 4: the key never leaks -----------------------------------------------------------
+
+
+def spellings(key: str) -> list[str]:
+    """How a key may be written out: as is, upper and lower case, repr-escaped per character,
+    percent-encoded."""
+    return [
+        key,
+        key.upper(),
+        key.lower(),
+        key.swapcase(),
+        "".join(f"\\x{ord(c):02x}" for c in key),
+        quote(key, safe=""),
+        "".join(f"%{ord(c):02X}" for c in key),
+    ]
+
+
+def assert_no_key(exc: BaseException, key: str = KEY) -> None:
+    """No spelling of `key` in `exc`'s str, repr, args, traceback, or those of its chain."""
+    texts = ["".join(traceback.format_exception(exc))]
+    current: BaseException | None = exc
+    while current is not None:
+        texts += [str(current), repr(current), repr(current.args)]
+        current = current.__cause__ or current.__context__
+    for text in texts:
+        for spelling in spellings(key):
+            assert spelling.lower() not in text.lower(), (spelling, text[:300])
+
+
+def test_a_key_echoed_by_the_server_is_redacted_in_every_spelling(call: Call) -> None:
+    with hostile_server(echo_key()) as server:
+        with pytest.raises(Unauthenticated) as caught:
+            call(server.base_url)
+        (sent,) = server.requests
+    assert sent.header("Service-Api-Key") == KEY  # the key given as api_key= was sent
+    assert_no_key(caught.value)
+    assert "***" in caught.value.message
+    assert "***" in caught.value.violations[0].field
+
+
+def test_a_key_given_as_a_request_value_is_redacted_from_the_chain(call: Call) -> None:
+    with hostile_server(answer(200, "{}")) as server:
+        with pytest.raises(InvalidRequest) as caught:
+            call(server.base_url, GET, {"version": "1", KEY.upper(): 1})
+        assert server.requests == []  # found locally: nothing was sent
+    assert_no_key(caught.value)
+
+
+def test_a_key_with_characters_repr_escapes_is_redacted_in_its_repr(call: Call) -> None:
+    key = "k'ey\\with-quote"
+    with hostile_server(echo_key()) as server:
+        with pytest.raises(Unauthenticated) as caught:
+            call(server.base_url, api_key=key)
+    for text in (str(caught.value), repr(caught.value), repr(caught.value.args)):
+        assert "with-quote" not in text.lower()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:s3cr3t-pw@127.0.0.1:9",
+        "https://s3cr3t-pw@ops.example.com/base",
+        "user:s3cr3t-pw@127.0.0.1:9",  # no scheme: still never quoted
+        "http://u:s3cr3t-pw@127.0.0.1:9/?q=1",
+    ],
+)
+def test_a_base_url_with_userinfo_is_refused_without_printing_it(url: str) -> None:
+    for client_type in (Client, AsyncClient, OperationsServiceClient):
+        with pytest.raises(ValueError, match="user name or password") as caught:
+            client_type(url, KEY)
+        text = "".join(traceback.format_exception(caught.value))
+        assert "s3cr3t" not in text and "s3cr3t" not in repr(caught.value.args)
+
+
+def test_a_key_in_the_environment_is_redacted_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVICE_API_KEY", KEY)
+    with hostile_server(echo_key()) as server, Client(server.base_url) as client:
+        with pytest.raises(Unauthenticated) as caught:
+            client.call(LIST)
+    assert_no_key(caught.value)
