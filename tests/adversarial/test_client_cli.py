@@ -1,0 +1,221 @@
+"""The ``projectops`` CLI, a real subprocess (``python -m projectops``), against hostile
+backends on 127.0.0.1 (:mod:`tests.adversarial.hostile`).
+
+Each test prints its measured figures on lines starting ``FIGURE`` (see them with
+``pytest tests/adversarial/test_client_cli.py -s | grep FIGURE``): the time to give up on a
+trickling server, the peak memory (``ru_maxrss`` of the CLI process alone, from ``wait4``) for a
+100 MB answer and a gzip bomb, beside the CLI's memory for a small answer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from tests.adversarial.hostile import (
+    answer,
+    echo_key,
+    gzip_bomb,
+    hostile_server,
+    huge_body,
+    trickle_body,
+    trickle_head,
+)
+from tests.client.support import KEY, cli_env
+
+LIST = "list-rum-environments"
+#: Seconds any CLI run here may take before the test fails (and kills it).
+RUN_LIMIT = 60.0
+MIB = 1024 * 1024
+
+
+@dataclass
+class Run:
+    """A finished CLI process: exit code, output, wall time and peak memory."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    max_rss_bytes: int
+
+
+def start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path, float]:
+    """Start ``python -m projectops *args`` with output to files; (process, folder, start)."""
+    folder = Path(tempfile.mkdtemp(prefix="projectops-cli-"))
+    with open(folder / "out", "wb") as out, open(folder / "err", "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "projectops", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+        )
+    return process, folder, time.monotonic()
+
+
+def finish(process: subprocess.Popen[bytes], folder: Path, started: float) -> Run:
+    """Wait (at most :data:`RUN_LIMIT` s) for `process`; its :class:`Run`, with the peak
+    resident memory of that process alone (``wait4``'s rusage, not all children's)."""
+    deadline = started + RUN_LIMIT
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            process.send_signal(signal.SIGKILL)
+            os.wait4(process.pid, 0)
+            pytest.fail(f"projectops {process.args} ran over {RUN_LIMIT} s")
+        time.sleep(0.02)
+    seconds = time.monotonic() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    out = (folder / "out").read_text("utf-8", "replace")
+    err = (folder / "err").read_text("utf-8", "replace")
+    for name in ("out", "err"):
+        (folder / name).unlink()
+    folder.rmdir()
+    # ru_maxrss is in KiB on Linux.
+    return Run(process.returncode, out, err, seconds, usage.ru_maxrss * 1024)
+
+
+def run_cli(*args: str, base_url: str, key: str | None = KEY) -> Run:
+    """Run the CLI to its end with SERVICE_BACKEND_URL = `base_url` and SERVICE_API_KEY."""
+    return finish(*start(list(args), cli_env(key, base_url)))
+
+
+def one_error_line(run: Run) -> str:
+    """The CLI's stderr, checked to be exactly one ``error: ...`` line."""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr[:2000]
+    return lines[0]
+
+
+def controls(text: str) -> list[str]:
+    """Characters of `text` a terminal acts on instead of showing (the newline aside)."""
+    return [c for c in text if c != "\n" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"}]
+
+
+# --- item 1: --timeout bounds the whole call --------------------------------------------------
+
+
+def test_the_cli_gives_up_on_a_trickling_server_after_its_timeout() -> None:
+    with (
+        hostile_server(trickle_head(interval=1.0)) as head,
+        hostile_server(trickle_body(interval=1.0)) as body,
+    ):
+        # Both at once: the two 3 s waits overlap.
+        runs = [
+            start(["--timeout", "3", LIST], cli_env(KEY, server.base_url))
+            for server in (head, body)
+        ]
+        results = [finish(*run) for run in runs]
+    for name, server, result in zip(("head", "body"), (head, body), results, strict=True):
+        print(f"FIGURE cli trickle-{name}: exit {result.returncode} after {result.seconds:.2f} s")
+        assert result.returncode == 5, result.stderr
+        line = one_error_line(result)
+        assert f"no complete answer from {server.base_url} within the time-out of 3 s" in line
+        # Start-up of the interpreter included; a per-read time-out would take 30 s or more.
+        assert 2.9 <= result.seconds < 6.0, result.seconds
+
+
+# --- item 2: answers are capped in bounded memory ---------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_100_mb_answer_and_a_gzip_bomb_cost_the_cli_little_memory() -> None:
+    size = 100_000_000
+    with (
+        hostile_server(answer(200, '{"environments": [{"environment": "QA"}]}')) as small,
+        hostile_server(huge_body(size, announce=True)) as announced,
+        hostile_server(huge_body(size, announce=False)) as unannounced,
+        hostile_server(gzip_bomb()) as bomb,
+    ):
+        baseline = run_cli(LIST, base_url=small.base_url)
+        assert baseline.returncode == 0, baseline.stderr
+        runs = {
+            "100 MB answer with Content-Length": run_cli(LIST, base_url=announced.base_url),
+            "100 MB answer without Content-Length": run_cli(LIST, base_url=unannounced.base_url),
+            "gzip bomb (1 MB -> 1 GiB)": run_cli(LIST, base_url=bomb.base_url),
+        }
+    print(f"FIGURE cli memory, small answer: {baseline.max_rss_bytes / MIB:.1f} MiB")
+    for name, run in runs.items():
+        print(
+            f"FIGURE cli memory, {name}: {run.max_rss_bytes / MIB:.1f} MiB, "
+            f"exit {run.returncode} after {run.seconds:.2f} s"
+        )
+        assert run.returncode == 5, run.stderr
+        line = one_error_line(run)
+        assert "max_response_bytes" in line or "Content-Encoding: gzip" in line, line
+        assert run.max_rss_bytes < 100 * MIB, (name, run.max_rss_bytes)
+    # The bomb and an announced size are refused before the body is read.
+    for name in ("100 MB answer with Content-Length", "gzip bomb (1 MB -> 1 GiB)"):
+        assert runs[name].max_rss_bytes < baseline.max_rss_bytes + 8 * MIB, name
+
+
+def test_an_html_error_page_is_one_line_naming_status_url_and_variable() -> None:
+    page = "<html>\n<head><title>502 Bad Gateway</title></head>\n" + "<p>down</p>\n" * 2000
+    with hostile_server(answer(502, page, {"Content-Type": "text/html"})) as server:
+        run = run_cli(LIST, base_url=server.base_url)
+    assert run.returncode == 5
+    line = one_error_line(run)
+    assert f"HTTP 502 from {server.base_url}/api/mcp/list_rum_environments" in line
+    assert "SERVICE_BACKEND_URL" in line and "<" not in line
+
+
+def test_max_response_bytes_is_a_flag() -> None:
+    body = '{"environments": [{"environment": "' + "x" * 5000 + '"}]}'
+    with hostile_server(answer(200, body)) as server:
+        capped = run_cli("--max-response-bytes", "1000", LIST, base_url=server.base_url)
+        roomy = run_cli(LIST, "--max-response-bytes", "100000", base_url=server.base_url)
+    assert capped.returncode == 5, capped.stderr
+    assert "1,000 bytes (max_response_bytes)" in one_error_line(capped)
+    assert roomy.returncode == 0, roomy.stderr
+
+
+# --- items 3 and 4: what reaches the terminal --------------------------------------------------
+
+INJECTION = "\x1b[2J\x1b[H\x1b]0;pwned\x07\rOK\n\u202eevil\x9b31m"
+
+
+def test_an_error_cannot_drive_the_terminal_and_is_cut() -> None:
+    import json
+
+    body = {
+        "code": "failed_precondition",
+        "message": INJECTION + "A" * 50_000,
+        "violations": [{"field": "version\x1b[31m", "description": INJECTION}],
+    }
+    with hostile_server(answer(400, json.dumps(body))) as server:
+        run = run_cli(LIST, base_url=server.base_url)
+    assert run.returncode == 4
+    line = one_error_line(run)
+    assert not controls(run.stderr), [hex(ord(c)) for c in controls(run.stderr)]
+    assert "\\x1b]0;pwned\\x07" in line and "more characters cut" in line
+    assert len(line) < 2200, len(line)
+
+
+def test_a_key_echoed_by_the_server_never_reaches_stderr() -> None:
+    with hostile_server(echo_key()) as server:
+        run = run_cli(LIST, base_url=server.base_url)
+    assert run.returncode == 3
+    text = (run.stdout + run.stderr).lower()
+    for spelling in (KEY, "".join(f"\\x{ord(c):02x}" for c in KEY), quote(KEY, safe="")):
+        assert spelling.lower() not in text
+    assert "***" in run.stderr
+
+
+def test_a_base_url_with_a_password_is_refused_without_printing_it() -> None:
+    run = run_cli(LIST, base_url="http://user:s3cr3t-pw@127.0.0.1:9")
+    assert run.returncode == 2
+    line = one_error_line(run)
+    assert "user name or password" in line and "s3cr3t" not in run.stderr

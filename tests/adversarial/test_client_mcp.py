@@ -1,0 +1,238 @@
+"""The MCP tool server against hostile input on stdio and hostile backends on 127.0.0.1.
+
+Every line an MCP client writes gets an answer: a line that is not UTF-8, not JSON, holds a lone
+surrogate or nests deeper than the parser allows gets ``-32700`` with ``"id": null``; JSON that is
+no JSON-RPC message gets ``-32600``. Tool calls are bounded by ``--timeout`` as a whole and
+their results carry no control characters. In-process through
+:func:`projectops.client._stdio.stdio_server`, and as a real ``projectops mcp`` subprocess.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import queue
+import subprocess
+import sys
+import threading
+import time
+import unicodedata
+from typing import Any
+
+import anyio
+import pytest
+
+from projectops.client import AsyncClient, mcp_server
+from projectops.client._stdio import stdio_server
+from tests.adversarial.hostile import answer, hostile_server, trickle_head
+from tests.client.support import KEY, cli_env
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "adversarial", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+_PING = b'{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {"x": "%s"}}'
+
+#: Lines that are no JSON text (each answered -32700, id null), by what is wrong with them.
+PARSE_ERRORS: dict[str, bytes] = {
+    "not json": b"this is not json",
+    "truncated": b'{"jsonrpc": "2.0", "id": 5, "method": "ping"',
+    "not utf-8": _PING % b"\xff\xfe",
+    "raw surrogate": _PING % b"\xed\xa0\x80",  # U+D800 encoded as if it were a character
+    "escaped lone surrogate": _PING % b"\\ud800",
+    "deep nesting": b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": '
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}}",
+    "NUL": b"\x00",
+}
+#: JSON lines that are no JSON-RPC message (answered -32600), with the id the answer carries.
+INVALID_REQUESTS: dict[str, tuple[bytes, Any]] = {
+    "array": (b"[1, 2, 3]", None),
+    "no jsonrpc member": (b'{"id": 11, "method": "ping"}', 11),
+    "number": (b"42", None),
+}
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def _by_id(answers: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    return {a.get("id"): a for a in answers}
+
+
+def controls(text: str) -> list[str]:
+    """Characters of `text` a terminal acts on instead of showing (the newline aside)."""
+    return [c for c in text if c != "\n" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"}]
+
+
+# --- in-process: the transport --------------------------------------------------------------
+
+
+def serve_lines(data: bytes, **options: Any) -> list[dict[str, Any]]:
+    """Serve the tool server over :func:`stdio_server` with `data` as stdin until it ends;
+    every JSON answer written to stdout, in order."""
+    out = io.StringIO()
+    server = mcp_server.create_server(AsyncClient("http://127.0.0.1:9", KEY))
+
+    async def go() -> None:
+        stdout = anyio.wrap_file(out)
+        async with stdio_server(io.BytesIO(data), stdout, **options) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(go)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_every_bad_line_gets_an_error_answer_and_a_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lines = [_line(INITIALIZE), _line(INITIALIZED)]
+    lines += [line + b"\n" for line in PARSE_ERRORS.values()]
+    lines += [line + b"\n" for line, _ in INVALID_REQUESTS.values()]
+    lines += [b"   \n", _line({"jsonrpc": "2.0", "id": 99, "method": "ping"})]
+    with caplog.at_level(logging.WARNING, logger="projectops.client.stdio"):
+        answers = serve_lines(b"".join(lines))
+
+    assert answers[0]["id"] == 1 and "result" in answers[0]  # initialize still works
+    errors = [a for a in answers if "error" in a]
+    parse_errors = [a for a in errors if a["error"]["code"] == -32700]
+    assert len(parse_errors) == len(PARSE_ERRORS)
+    assert all(a["id"] is None for a in parse_errors)  # JSON-RPC 2.0: id null
+    invalid = [a for a in errors if a["error"]["code"] == -32600]
+    assert sorted(map(str, (a["id"] for a in invalid))) == sorted(
+        str(expected) for _, expected in INVALID_REQUESTS.values()
+    )
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 99, "result": {}}  # the server lives on
+    rejected = [r for r in caplog.records if "rejected" in r.getMessage()]
+    assert len(rejected) == len(PARSE_ERRORS) + len(INVALID_REQUESTS)
+    for record in rejected:
+        assert not controls(record.getMessage())
+
+
+def test_a_line_over_the_limit_is_answered_and_skipped_without_holding_it() -> None:
+    data = b'{"x": "' + b"a" * 5000 + b'"}\n' + _line({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    answers = serve_lines(_line(INITIALIZE) + _line(INITIALIZED) + data, max_line_bytes=1000)
+    too_long = answers[1]
+    assert too_long["id"] is None and too_long["error"]["code"] == -32700
+    assert "longer than 1,000 bytes" in too_long["error"]["message"]
+    assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+# --- the real tool server -------------------------------------------------------------------
+
+
+class McpProcess:
+    """``python -m projectops mcp`` over stdio: write lines, read answers by id."""
+
+    def __init__(self, *args: str, base_url: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "projectops", *args, "mcp"],
+            env=cli_env(KEY, base_url),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.stderr = b""
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.answers.put(json.loads(line))
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        self.stderr = self.process.stderr.read()
+
+    def send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def collect(self, count: int, timeout: float = 20.0) -> list[dict[str, Any]]:
+        """The next `count` answers (fails after `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        out: list[dict[str, Any]] = []
+        while len(out) < count:
+            left = deadline - time.monotonic()
+            try:
+                out.append(self.answers.get(timeout=max(left, 0.01)))
+            except queue.Empty:
+                pytest.fail(f"{len(out)} of {count} answers within {timeout} s: {out}")
+        return out
+
+    def close(self) -> str:
+        """Close stdin, wait for the exit (bounded); stderr's text."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        time.sleep(0.1)
+        return self.stderr.decode("utf-8", "replace")
+
+
+def _call(request_id: int, tool: str) -> bytes:
+    params = {"name": tool, "arguments": {}}
+    return _line({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+
+@pytest.mark.slow
+def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
+    body = json.dumps({"code": "internal", "message": "\x1b]0;pwned\x07\x1b[2J" + "A" * 5000})
+    with (
+        hostile_server(trickle_head(interval=1.0)) as slow,
+        hostile_server(answer(500, body)) as rude,
+    ):
+        mcp = McpProcess("--timeout", "3", base_url=slow.base_url)
+        try:
+            mcp.send(_line(INITIALIZE))
+            mcp.collect(1)
+            mcp.send(_line(INITIALIZED))
+            bad = [PARSE_ERRORS["not json"], PARSE_ERRORS["not utf-8"]]
+            bad += [PARSE_ERRORS["escaped lone surrogate"], PARSE_ERRORS["deep nesting"]]
+            mcp.send(b"".join(line + b"\n" for line in bad))
+            answered = mcp.collect(len(bad))
+            started = time.monotonic()
+            mcp.send(_call(2, "list-rum-environments"))
+            (slow_answer,) = mcp.collect(1)
+            elapsed = time.monotonic() - started
+        finally:
+            stderr = mcp.close()
+        rude_mcp = McpProcess(base_url=rude.base_url)
+        try:
+            rude_mcp.send(
+                _line(INITIALIZE) + _line(INITIALIZED) + _call(3, "list-rum-environments")
+            )
+            rude_answer = rude_mcp.collect(2)[1]
+        finally:
+            rude_stderr = rude_mcp.close()
+
+    assert [(a["id"], a["error"]["code"]) for a in answered] == [(None, -32700)] * len(bad)
+    assert stderr.count("rejected: -32700") == len(bad)
+
+    print(f"FIGURE mcp tool call against a trickling server: answered after {elapsed:.2f} s")
+    result = slow_answer["result"]
+    assert slow_answer["id"] == 2 and result["isError"] is True
+    assert "no complete answer" in result["content"][0]["text"]
+    assert 2.9 <= elapsed < 5.0, elapsed
+
+    text = rude_answer["result"]["content"][0]["text"]
+    assert rude_answer["result"]["isError"] is True
+    assert not controls(text) and "\\x1b]0;pwned\\x07" in text and len(text) < 1200
+    assert not controls(rude_stderr)
