@@ -3,6 +3,10 @@
 One table, :data:`FAILURES`, keyed by exception class; :func:`failure` finds the row of an
 exception by walking its class's MRO, so a subclass without a row of its own (``PermissionDenied``,
 ``InvalidResponse``, ...) takes its nearest ancestor's. Nothing else branches on error classes.
+
+Every line and sentence is one line of safe text: the message is escaped (control characters
+shown as ``\\x1b``), cut to :data:`MAX_MESSAGE_CHARS` and has the API key redacted, whatever the
+exception and wherever its text came from.
 """
 
 from __future__ import annotations
@@ -12,10 +16,13 @@ from dataclasses import dataclass
 
 from projectops.client._errors import (
     AnswerTimedOut,
+    AnswerTooLarge,
     InvalidRequest,
     MissingApiKey,
     ServiceUnreachable,
 )
+from projectops.client._text import outside_text
+from projectops.client.redaction import redact
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.errors import (
     ApiError,
@@ -34,6 +41,7 @@ __all__ = [
     "EXIT_UNAUTHENTICATED",
     "EXIT_USAGE",
     "FAILURES",
+    "MAX_MESSAGE_CHARS",
     "Failure",
     "UsageError",
     "failure",
@@ -46,6 +54,10 @@ EXIT_UNAUTHENTICATED = 3
 EXIT_BAD_REQUEST = 4
 EXIT_FAILURE = 5
 EXIT_INTERRUPTED = 130
+
+#: Characters of an exception's text kept in a line or sentence (its message and violations;
+#: texts from an answer were already cut to 1,000 each).
+MAX_MESSAGE_CHARS = 2000
 
 
 class UsageError(Exception):
@@ -62,7 +74,8 @@ class Failure:
         sentence: the tool server's ``isError`` result text, a ``str.format`` template.
 
     Template fields: ``{tool}`` (the tool name), ``{status}``, ``{code}``, ``{message}`` (the
-    message with the violations it does not state, :meth:`~projectops.ApiError.describe`).
+    message with the violations it does not state, :meth:`~projectops.ApiError.describe`,
+    escaped, cut to :data:`MAX_MESSAGE_CHARS` and with the API key redacted).
     """
 
     exit_code: int
@@ -72,13 +85,11 @@ class Failure:
     def format(self, exc: BaseException, tool: str) -> tuple[str, str]:
         """``(line, sentence)`` of `exc` raised while calling `tool`."""
         if isinstance(exc, ApiError):
-            fields = {
-                "status": exc.http_status,
-                "code": exc.code,
-                "message": exc.describe().rstrip("."),
-            }
+            status, code, text = exc.http_status, exc.code, exc.describe()
         else:
-            fields = {"status": None, "code": None, "message": str(exc).rstrip(".")}
+            status, code, text = None, None, str(exc)
+        message = outside_text(redact(text), MAX_MESSAGE_CHARS).rstrip(".")
+        fields = {"status": status, "code": code, "message": message}
         return (
             self.line.format(tool=tool, **fields),
             _sentence(self.sentence.format(tool=tool, **fields)),
@@ -126,6 +137,11 @@ FAILURES: Mapping[type[BaseException], Failure] = {
     OutOfRange: _REJECTED,
     ServiceUnreachable: _NO_ANSWER,
     AnswerTimedOut: _NO_ANSWER,
+    AnswerTooLarge: Failure(
+        EXIT_FAILURE,
+        "{message}",
+        "The service's answer could not be read safely: {message}",
+    ),
     ApiError: Failure(
         EXIT_FAILURE,
         "{status} {code}: {message}",
