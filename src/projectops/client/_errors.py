@@ -61,9 +61,8 @@ class InvalidResponse(Internal):
 
 
 class AnswerTooLarge(InvalidResponse):
-    """An answer whose body is larger than the client's ``max_response_bytes``, or that came
-    in a ``Content-Encoding`` the client did not ask for; the body was not read to its end nor
-    decoded (``http_status`` is the answer's, whatever it was).
+    """A 2xx answer whose body is larger than the client's ``max_response_bytes``; it was not
+    read to its end (``http_status`` is the answer's).
 
     An :class:`InvalidResponse` (code ``internal``): the answer cannot be used as sent, and
     the request was not at fault, so it is not a ``ResourceExhausted`` (the 413 a server

@@ -19,8 +19,7 @@ status, ``None`` when nothing was sent or nothing came back)::
     │   └── MissingApiKey         no usable key configured; nothing was sent
     ├── Internal
     │   └── InvalidResponse       a 2xx answer that is not the operation's response message
-    │       └── AnswerTooLarge    an answer over max_response_bytes, or in an encoding not
-    │                             asked for; not read to its end, not decoded
+    │       └── AnswerTooLarge    an answer over max_response_bytes; not read to its end
     ├── UnexpectedRedirect        a 3xx answer (never followed: a POST must not become a GET)
     ├── Unavailable
     │   └── ServiceUnreachable    no answer: the service could not be reached
@@ -36,7 +35,8 @@ Every peer is hostile (DESIGN.md, "Trust"), the service included:
 - The answer is read as a stream and capped at ``max_response_bytes`` (32 MiB by default):
   a ``Content-Length`` over it is refused before the body is read, and reading stops as soon
   as the bytes read pass it. The client asks for ``Accept-Encoding: identity`` and refuses an
-  answer in any other ``Content-Encoding`` without decoding it, so nothing is inflated. Error
+  answer in any other ``Content-Encoding`` without decoding it (:class:`InvalidResponse`),
+  so nothing is inflated. Error
   bodies (non-2xx) are read up to 1 MiB only.
 - Every text taken from the answer is escaped and cut before it becomes part of an exception
   (:mod:`projectops.client._text`), and the API key, given as ``api_key`` or through
@@ -408,12 +408,16 @@ class _CallBuilder:
         )
 
     def _body_limit(self, op: Operation, response: httpx.Response) -> int:
-        """How many bytes of `response`'s body to read; raise :class:`AnswerTooLarge` for an
-        answer that cannot be read safely, before reading its body."""
+        """How many bytes of `response`'s body to read, decided before reading any.
+
+        Raises:
+            InvalidResponse: a ``Content-Encoding`` other than identity (not decoded).
+            AnswerTooLarge: a 2xx answer whose ``Content-Length`` is over the limit.
+        """
         status = response.status_code
         encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise AnswerTooLarge(
+            raise InvalidResponse(
                 f"the answer of {self._base_url}{op.path} (HTTP {status}) came with "
                 f"Content-Encoding: {outside_text(encoding, 40)}, which this client did not ask "
                 "for (it sends Accept-Encoding: identity); it was not decoded",
@@ -423,13 +427,13 @@ class _CallBuilder:
             return min(self._max_response_bytes, _MAX_ERROR_BODY_BYTES)
         length = response.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > self._max_response_bytes:
-            raise self._too_large(op, status, f"announces {int(length):,} bytes")
+            raise self._too_large(op, status, f"announces {int(length):,} bytes", "not read")
         return self._max_response_bytes
 
-    def _too_large(self, op: Operation, status: int, what: str) -> AnswerTooLarge:
+    def _too_large(self, op: Operation, status: int, what: str, done: str) -> AnswerTooLarge:
         return AnswerTooLarge(
             f"the answer of {self._base_url}{op.path} (HTTP {status}) {what}, over the limit "
-            f"of {self._max_response_bytes:,} bytes (max_response_bytes); it was not read",
+            f"of {self._max_response_bytes:,} bytes (max_response_bytes); it was {done}",
             http_status=status,
         )
 
@@ -446,7 +450,7 @@ class _CallBuilder:
             body += chunk
             return True
         if 200 <= response.status_code < 300:
-            raise self._too_large(op, response.status_code, "is larger")
+            raise self._too_large(op, response.status_code, "is larger", "read no further")
         body += chunk[:room]  # an error body: its head is enough for its message
         return False
 
@@ -639,9 +643,10 @@ class Client(_CallBuilder):
                 :func:`error_from_answer` (``Unauthenticated`` for 401, ``InvalidArgument`` or
                 ``FailedPrecondition`` for 400, ...; ``http_status`` is the answer's).
             UnexpectedRedirect: a 3xx answer (not followed).
-            InvalidResponse: a 2xx answer that is not the response message.
-            AnswerTooLarge: an answer over `max_response_bytes`, or in a
-                ``Content-Encoding`` not asked for (an :class:`InvalidResponse`).
+            InvalidResponse: a 2xx answer that is not the response message, or any answer
+                in a ``Content-Encoding`` not asked for (never decoded).
+            AnswerTooLarge: a 2xx answer over `max_response_bytes`, not read to its end (an
+                :class:`InvalidResponse`).
             ServiceUnreachable: no answer: the service could not be reached (an
                 :class:`~projectops.Unavailable`).
             AnswerTimedOut: no complete answer within `timeout` seconds (a
