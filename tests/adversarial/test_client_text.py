@@ -1,0 +1,132 @@
+"""The two functions every outside text and every exception pass through on the client side:
+escaping and cutting (:mod:`projectops.client._text`) and key redaction
+(:mod:`projectops.client.redaction`), over whole character classes and every spelling."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+import unicodedata
+from urllib.parse import quote
+
+import pytest
+
+from projectops import FieldViolation, Unauthenticated
+from projectops.client._text import cut, escape, outside_text
+from projectops.client.failures import failure
+from projectops.client.redaction import redact, scrub_exception
+from tests.client.support import KEY
+
+UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+
+
+def test_every_control_format_separator_and_surrogate_is_escaped() -> None:
+    unsafe = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in UNSAFE]
+    assert len(unsafe) > 2000  # C0, C1, format characters, 2,048 surrogates
+    shown = escape("".join(unsafe))
+    assert not [c for c in shown if unicodedata.category(c) in UNSAFE]
+    assert escape("\x1b[2J\x07\r\n\u202e\u2028\ud800\U000e0041") == (
+        "\\x1b[2J\\x07\\x0d\\x0a\\u202e\\u2028\\ud800\\U000e0041"
+    )
+
+
+@pytest.mark.parametrize("text", ["plain", "caf\u00e9 \u65e5\u672c \U0001f600", "a\\x1b b"])
+def test_printable_text_is_left_alone_and_escaping_twice_changes_nothing(text: str) -> None:
+    assert escape(text) == text
+    assert escape(escape("\x1b" + text)) == escape("\x1b" + text)
+
+
+def test_outside_text_is_bounded_once_escaped_and_says_what_was_cut() -> None:
+    assert cut("abc", 5) == "abc"
+    assert cut("a" * 1500) == "a" * 1000 + "... [500 more characters cut]"
+    for text in ["\x1b" * 50_000, "A" * 50_000, "\x1bA" * 25_000]:
+        shown = outside_text(text)
+        head, _, note = shown.partition("... [")
+        assert len(head) <= 1000 and note.endswith(" more characters cut]")
+        kept = int(note.split(" ")[0].replace(",", ""))
+        assert escape(text[: len(text) - kept]) == head  # whole characters, none lost
+
+
+def spellings(key: str) -> list[str]:
+    """A key written out as servers, logs and libraries write it."""
+    return [
+        key,
+        key.upper(),
+        key.swapcase(),
+        repr(key),
+        repr(key.encode()),
+        json.dumps(key),
+        quote(key, safe=""),
+        "".join(f"%{ord(c):02x}" for c in key.upper()),
+        "".join(f"\\x{ord(c):02x}" for c in key),
+        "".join(f"\\u{ord(c):04x}" for c in key),
+        "".join(f"&#{ord(c)};" for c in key),
+    ]
+
+
+@pytest.mark.parametrize("key", [KEY, "k'ey\\with\"quotes", "demo-key"])
+def test_redact_finds_a_key_in_every_spelling(key: str) -> None:
+    for spelling in spellings(key):
+        text = redact(f"before {spelling} after", [key])
+        assert text.startswith("before ") and text.endswith(" after"), (spelling, text)
+        assert "***" in text, (spelling, text)
+        letters = [c for c in key if c.isalnum()]
+        assert "".join(letters).lower() not in text.lower().replace("\\", "")
+
+
+def test_redact_reads_the_environment_and_skips_blank_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SERVICE_API_KEY", f"  {KEY}  ")
+    assert redact(f"x{KEY.upper()}x") == "x***x"
+    monkeypatch.delenv("SERVICE_API_KEY")
+    assert redact("a b", ["", None, "  "]) == "a b"
+
+
+def test_scrub_exception_cleans_the_whole_chain_in_place() -> None:
+    def raise_chain() -> None:
+        try:
+            try:
+                raise KeyError(f"inner {KEY.lower()}")
+            except KeyError as inner:
+                raise RuntimeError(f"middle {quote(KEY)}") from inner
+        except RuntimeError:
+            error = Unauthenticated(
+                f"outer {KEY.upper()}",
+                [FieldViolation(field=KEY, description=repr(KEY))],
+                http_status=401,
+            )
+            error.add_note(f"note {KEY}")
+            raise error from None
+
+    with pytest.raises(Unauthenticated) as caught:
+        raise_chain()
+    error = caught.value
+    scrub_exception(error, [KEY])
+    assert error.__context__ is not None  # kept, only cleaned
+    text = "".join(traceback.format_exception(error, chain=True))
+    current: BaseException | None = error
+    while current is not None:
+        text += str(current) + repr(current) + repr(current.args)
+        current = current.__cause__ or current.__context__
+    text += repr(error.violations) + error.describe()
+    for spelling in spellings(KEY):
+        assert spelling.lower() not in text.lower(), spelling
+    assert error.message == "outer ***" and error.http_status == 401
+
+
+def test_every_reported_line_is_one_escaped_bounded_redacted_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SERVICE_API_KEY", KEY)
+    for exc in [
+        Unauthenticated("\x1b]0;x\x07" + KEY.upper() + "\n" + "A" * 10_000, http_status=401),
+        ValueError("bad\r\nvalue " + quote(KEY)),
+        RuntimeError("\u202e" * 5000),
+    ]:
+        line, sentence = failure(exc).format(exc, "list-rum-environments")
+        for text in (line, sentence):
+            assert not [c for c in text if unicodedata.category(c) in UNSAFE]
+            assert KEY.lower() not in text.lower() and quote(KEY) not in text
+            assert len(text) < 2400
