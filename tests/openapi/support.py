@@ -1,6 +1,8 @@
 """What the OpenAPI tests share: the apps under test, a real uvicorn socket, Chromium.
 
-The apps are built through the server layer's public API, as the mock server builds its own.
+The mock app is the mock server's own (:func:`projectops.server.mock.create_mock_app`, which
+serves the docs routes); the error app adds the docs routes to a ``create_app`` app the way the
+docs module tells server packages to.
 """
 
 from __future__ import annotations
@@ -34,14 +36,14 @@ CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 
 
 def with_docs(app: Starlette) -> Starlette:
-    """`app` with the docs routes added, as the mock server is meant to add them."""
+    """`app` with the docs routes added (``projectops.server.docs`` tells how)."""
     app.router.routes.extend(docs_routes())
     return app
 
 
 def mock_app() -> Starlette:
-    """The mock server's app on its default fixtures, with the docs routes."""
-    return with_docs(create_mock_app(load_fixtures()))
+    """The mock server's app on its default fixtures (it serves the docs routes itself)."""
+    return create_mock_app(load_fixtures())
 
 
 def error_app(make_error: Callable[[], Exception]) -> Starlette:

@@ -7,10 +7,13 @@ checks and the content-type policy.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
+import re
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import quote, quote_plus
 
 from google.protobuf.message import Message
 from starlette.applications import Starlette
@@ -26,6 +29,7 @@ from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
 from projectops.errors import (
     HTTP_STATUS_BY_CODE,
     ApiError,
+    FieldViolation,
     Internal,
     InvalidArgument,
     NotFound,
@@ -38,7 +42,7 @@ from projectops.server._context import REDACTED, RequestContext
 from projectops.server._services import OperationsServiceHandler
 from projectops.validation import validate
 
-__all__ = ["Authenticate", "create_app", "logger"]
+__all__ = ["Authenticate", "PreEncoded", "create_app", "logger"]
 
 #: Where failures of handlers and of `authenticate` are logged, with their traceback (API keys
 #: are redacted from the text).
@@ -51,6 +55,9 @@ ProjectT = TypeVar("ProjectT")
 Authenticate = Callable[[str], "ProjectT | Awaitable[ProjectT | None] | None"]
 
 _POST = "POST"
+# Longest text of an error body the adapter sends (message, each violation's field and
+# description): a handler's or the codec's words may quote a request value.
+_MAX_ERROR_TEXT = 1000
 # Bodies larger than this are decoded in a worker thread, so one big request cannot stall the
 # event loop for every other client.
 _DECODE_OFF_LOOP_BYTES = 64 * 1024
@@ -107,7 +114,7 @@ def _error(
     error: ApiError, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> Response:
     return Response(
-        error_body(error),
+        error_body(_Cut(error) if _too_long(error) else error),
         status_code=status or HTTP_STATUS_BY_CODE[error.code],
         media_type=CONTENT_TYPE,
         headers=headers,
@@ -124,6 +131,21 @@ def _implementation(service: object, op: Operation) -> Callable[..., Any] | None
     return method  # type: ignore[no-any-return]
 
 
+class PreEncoded:
+    """A handler's answer already encoded: the JSON text of a message of the operation's
+    response type (e.g. from a cache). The adapter sends `body` as it is, unchecked.
+
+    Attributes:
+        body: UTF-8 JSON text of the response message, as :func:`projectops.codec.to_json`
+            writes it.
+    """
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+
 class _Endpoint:
     """The ASGI app behind one operation's path: every method, in the documented order."""
 
@@ -131,8 +153,9 @@ class _Endpoint:
         self, op: Operation, service: object, authenticate: Callable[[str], Any], *, strict: bool
     ) -> None:
         self._op = op
-        self._handler = _implementation(service, op)
-        self._authenticate = authenticate
+        handler = _implementation(service, op)
+        self._handler = None if handler is None else _Callee(handler)
+        self._authenticate = _Callee(authenticate)
         self._strict = strict
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -163,12 +186,12 @@ class _Endpoint:
             context = RequestContext(
                 project=project, operation=self._op, headers=_redacted(request)
             )
-            response = await self._call(self._handler, message, context, api_key)
+            answer = await self._call(self._handler, message, context, api_key)
         except ApiError as exc:
             return _error(exc)
         except ClientDisconnect:
             return _error(InvalidArgument("the client disconnected before the body was read"))
-        return Response(to_json(response), media_type=CONTENT_TYPE)
+        return Response(answer, media_type=CONTENT_TYPE)
 
     async def _project(self, keys: list[str]) -> Any:
         if len(keys) > 1:  # which one would decide the project is anyone's guess
@@ -177,7 +200,7 @@ class _Endpoint:
         if not api_key.strip():
             raise Unauthenticated(f"missing API key: send it in the {API_KEY_HEADER} header")
         try:
-            project = await _maybe_await(self._authenticate, api_key)
+            project = await self._authenticate(api_key)
         except ApiError:
             raise
         except Exception as exc:
@@ -194,19 +217,22 @@ class _Endpoint:
 
     async def _call(
         self,
-        handler: Callable[..., Any],
+        handler: _Callee,
         message: Message,
         context: RequestContext[Any],
         api_key: str,
-    ) -> Message:
+    ) -> bytes | str:
+        """The handler's answer as JSON text (encoded here, or as the handler encoded it)."""
         name = self._op.name
         try:
-            response = await _maybe_await(handler, message, context)
+            response = await handler(message, context)
         except ApiError:
             raise
         except Exception as exc:
             _log_failure(f"the handler of {name}", exc, api_key)
             raise Internal(f"internal error while serving {name}") from None
+        if isinstance(response, PreEncoded):
+            return response.body
         if not isinstance(response, self._op.response_type):
             _log_failure(
                 f"the handler of {name}",
@@ -216,7 +242,28 @@ class _Endpoint:
                 api_key,
             )
             raise Internal(f"internal error while serving {name}")
-        return response
+        return to_json(response)
+
+
+class _Callee:
+    """A plain or ``async def`` callable, called on the loop (async) or in a worker thread
+    (plain); which one is decided once, not per request."""
+
+    __slots__ = ("_function", "_is_async")
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self._function = function
+        self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            getattr(function, "__call__", None)  # noqa: B004 - callable objects, too
+        )
+
+    async def __call__(self, *args: Any) -> Any:
+        if self._is_async:
+            return await self._function(*args)
+        result = await run_in_threadpool(self._function, *args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
 
 def _redacted(request: Request) -> dict[str, str]:
@@ -240,20 +287,72 @@ async def _read_body(request: Request) -> bytes:
     return bytes(body)
 
 
-async def _maybe_await(function: Callable[..., Any], *args: Any) -> Any:
-    """Call `function`: ``async def`` ones on the loop, plain ones in a worker thread."""
-    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-        getattr(function, "__call__", None)  # noqa: B004 - callable objects, too
-    ):
-        return await function(*args)
-    result = await run_in_threadpool(function, *args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+def _too_long(error: ApiError) -> bool:
+    texts = [error.message]
+    texts += [text for v in error.violations for text in (v.field, v.description)]
+    return any(len(text) > _MAX_ERROR_TEXT for text in texts)
+
+
+def _cut_text(text: str) -> str:
+    if len(text) <= _MAX_ERROR_TEXT:
+        return text
+    return f"{text[:_MAX_ERROR_TEXT]}... ({len(text) - _MAX_ERROR_TEXT} more characters)"
+
+
+class _Cut(ApiError):
+    """`error` with its message and each violation's field and description cut to
+    ``_MAX_ERROR_TEXT`` characters, the code kept (what an error body may carry)."""
+
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(
+            _cut_text(error.message),
+            [
+                FieldViolation(field=_cut_text(v.field), description=_cut_text(v.description))
+                for v in error.violations
+            ],
+        )
+        self.code = error.code
 
 
 def _log_failure(what: str, exc: BaseException, api_key: str) -> None:
-    text = "".join(traceback.format_exception(exc))
-    if api_key.strip():
-        text = text.replace(api_key, REDACTED)
-    logger.error("%s failed:\n%s", what, text.rstrip())
+    """Log `exc` with its traceback: every form of `api_key` redacted, control characters
+    escaped (the text may quote a request)."""
+    text = _redact("".join(traceback.format_exception(exc)), api_key)
+    logger.error("%s failed:\n%s", what, _escape_controls(text.rstrip()))
+
+
+def _redact(text: str, secret: str) -> str:
+    """`text` with every occurrence of `secret` replaced by ``[redacted]``: as it is, in any
+    letter case, and in the forms escaping gives it (``repr``/``ascii``, JSON, percent-encoding,
+    the repr of its UTF-8 bytes, and those escaped once more). A blank `secret` changes nothing.
+    """
+    if not secret.strip():
+        return text
+    forms = {secret}
+    for form in list(forms):
+        forms |= _escaped_forms(form)
+    for form in list(forms):
+        forms |= _escaped_forms(form)
+    pattern = "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True) if form)
+    return re.sub(pattern, REDACTED, text, flags=re.IGNORECASE)
+
+
+def _escaped_forms(text: str) -> set[str]:
+    return {
+        repr(text)[1:-1],
+        ascii(text)[1:-1],
+        json.dumps(text)[1:-1],
+        json.dumps(text, ensure_ascii=False)[1:-1],
+        repr(text.encode("utf-8", "surrogatepass"))[2:-1],
+        quote(text, safe=""),
+        quote(text),
+        quote_plus(text, safe=""),
+    }
+
+
+def _escape_controls(text: str) -> str:
+    """C0 and C1 control characters but the line feed, and DEL, as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")

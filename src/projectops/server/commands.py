@@ -13,11 +13,15 @@ from urllib.parse import urlsplit
 from projectops.commands import Command, port
 from projectops.conventions import DEFAULT_BASE_URL
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "commands"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_REQUEST_TIMEOUT", "commands"]
 
 #: Where the mock server listens by default: the client's default base URL.
 DEFAULT_HOST = urlsplit(DEFAULT_BASE_URL).hostname or "127.0.0.1"
 DEFAULT_PORT = urlsplit(DEFAULT_BASE_URL).port or 8787
+#: Seconds a connection may take to deliver a whole request (``--request-timeout``); the same
+#: value as ``projectops.server._uvicorn.DEFAULT_REQUEST_TIMEOUT``, restated here because this
+#: module must not import uvicorn (a test holds the two equal).
+DEFAULT_REQUEST_TIMEOUT = 10.0
 
 
 def commands() -> list[Command]:
@@ -43,7 +47,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "--port",
         type=partial(port, lowest=0),
         default=DEFAULT_PORT,
-        help=f"TCP port to listen on; 0 picks a free one (default: {DEFAULT_PORT})",
+        help=f"TCP port, 0 for any free one (default: {DEFAULT_PORT})",
     )
     parser.add_argument(
         "--fixtures",
@@ -52,13 +56,106 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         " default: the embedded demo fixtures (keys demo-key, other-key)",
     )
     parser.add_argument(
-        "--access-log", action="store_true", help="log one line per request to stderr"
+        "--access-log",
+        action="store_true",
+        help="log one line per request to stderr (the path, never the query string)",
     )
+    parser.add_argument(
+        "--workers",
+        type=partial(_whole, lowest=1),
+        default=1,
+        metavar="N",
+        help="serve with N processes sharing the port (default: 1)",
+    )
+    limits = parser.add_argument_group(
+        "limits on peers",
+        "Slow, idle and numerous connections are shed. The last four are uvicorn's settings, "
+        "passed on as they are.",
+    )
+    limits.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=DEFAULT_REQUEST_TIMEOUT,
+        metavar="SECONDS",
+        help="close a connection that has not delivered a whole request (head and body) this "
+        "long after it started waiting for one; 408 if part of one came "
+        f"(default: {DEFAULT_REQUEST_TIMEOUT:g})",
+    )
+    limits.add_argument(
+        "--max-connections",
+        type=partial(_whole, lowest=1),
+        metavar="N",
+        help="most connections open at once; at the cap the longest-waiting idle or slow ones "
+        "are closed first, else new ones get 503 (default: the open-file limit less a reserve)",
+    )
+    limits.add_argument(
+        "--timeout-keep-alive",
+        type=partial(_whole, lowest=1),
+        default=5,
+        metavar="SECONDS",
+        help="close an idle keep-alive connection after this long (default: 5)",
+    )
+    limits.add_argument(
+        "--limit-concurrency",
+        type=partial(_whole, lowest=1),
+        metavar="N",
+        help="answer 503 once this many connections or requests are open (default: no limit)",
+    )
+    limits.add_argument(
+        "--backlog",
+        type=partial(_whole, lowest=1),
+        default=2048,
+        metavar="N",
+        help="connections waiting to be accepted (default: 2048)",
+    )
+    limits.add_argument(
+        "--h11-max-incomplete-event-size",
+        type=partial(_whole, lowest=1024),
+        metavar="BYTES",
+        help="largest request head; a larger one is answered 431 (default: 16384)",
+    )
+
+
+def _whole(text: str, *, lowest: int) -> int:
+    """A whole number of at least `lowest` (argparse ``type``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = lowest - 1
+    if value < lowest:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {lowest}, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse ``type``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 86400:
+        raise argparse.ArgumentTypeError(
+            f"expected seconds, more than 0 and less than 86400, got {text!r}"
+        )
+    return value
 
 
 def _run(args: argparse.Namespace) -> int:
     from projectops.server import mock
 
+    limits = mock.ServerLimits(
+        request_timeout=args.request_timeout,
+        max_connections=args.max_connections,
+        timeout_keep_alive=args.timeout_keep_alive,
+        limit_concurrency=args.limit_concurrency,
+        backlog=args.backlog,
+        h11_max_incomplete_event_size=args.h11_max_incomplete_event_size,
+    )
     return mock.serve(
-        host=args.host, port=args.port, fixtures=args.fixtures, access_log=args.access_log
+        host=args.host,
+        port=args.port,
+        fixtures=args.fixtures,
+        access_log=args.access_log,
+        limits=limits,
+        workers=args.workers,
     )

@@ -3,48 +3,77 @@
 Usage::
 
     projectops mock-server [--host 127.0.0.1] [--port 8787] [--fixtures FILE] [--access-log]
+                           [--workers N] [--request-timeout S] [--max-connections N] ...
 
 It serves :func:`projectops.server.create_app` with uvicorn on ``--host``/``--port`` (default
-``127.0.0.1:8787``, the client's default base URL; ``--port 0`` lets the OS pick one). Once the
+``127.0.0.1:8787``, the client's default base URL; ``--port 0`` lets the OS pick one), plus the
+API reference: ``GET /openapi.json`` and ``GET /docs`` (:mod:`projectops.server.docs`). Once the
 port accepts connections it prints one line to stderr,
 ``projectops mock server listening on http://HOST:PORT``, and nothing else unless a request
-fails inside the server (logged with its traceback) or ``--access-log`` is given. SIGINT (Ctrl-C)
-and SIGTERM stop it; the exit code is then 0. A bad fixtures file stops it before it listens,
-with exit code 2 and one line on stderr naming the file and the field path; a port it cannot
-bind gives exit code 1.
+fails inside the server (logged with its traceback), a peer misbehaves (rate-limited warnings)
+or ``--access-log`` is given (one line per request: the path, never the query string). SIGINT
+(Ctrl-C) and SIGTERM stop it; the exit code is then 0. A bad fixtures file stops it before it
+listens, with exit code 2 and one line on stderr naming the file and the field path; a port it
+cannot bind gives exit code 1.
+
+Hostile peers are bounded (:class:`ServerLimits`, :mod:`projectops.server._uvicorn`): a
+connection must deliver each whole request within ``--request-timeout`` seconds of starting to
+wait for it, connections are capped below the open-file limit by shedding the longest-waiting
+ones, and malformed HTTP is answered with an ``ErrorResponse`` and a closed connection.
+``--workers N`` serves with N processes sharing the listening socket.
 
 The fixture format, its loading and the matching of requests to answers are
 :mod:`projectops.server.fixtures`; without ``--fixtures`` the embedded ``fixtures/default.json``
-serves projects ``demo`` (key ``demo-key``) and ``other`` (key ``other-key``).
+serves projects ``demo`` (key ``demo-key``) and ``other`` (key ``other-key``). Each answer is
+encoded to JSON once, on first use, and served from that cache.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from types import FrameType
-from typing import cast
+from typing import Any, cast
 
 import uvicorn
 from google.protobuf.message import Message
 from starlette.applications import Starlette
+from uvicorn.supervisors import Multiprocess
 
 from projectops.registry import Operation, operations
 from projectops.server._context import RequestContext
 from projectops.server._services import OperationsServiceHandler
-from projectops.server.asgi import create_app
+from projectops.server._uvicorn import (
+    DEFAULT_REQUEST_TIMEOUT,
+    GuardedListener,
+    LimitedConfig,
+    default_max_connections,
+)
+from projectops.server.asgi import PreEncoded, create_app
+from projectops.server.docs import docs_routes
 from projectops.server.fixtures import MockProject, load_fixtures
 
-__all__ = ["create_mock_app", "serve"]
+__all__ = [
+    "FIXTURES_ENV",
+    "ServerLimits",
+    "app_from_environment",
+    "create_mock_app",
+    "serve",
+]
+
+#: The fixtures file of worker processes (``serve(workers=N)``); empty: the default fixtures.
+FIXTURES_ENV = "PROJECTOPS_MOCK_FIXTURES"
 
 
 class _MockService:
-    """Implements every rpc of the registry by :meth:`MockProject.answer` (the handler methods
-    are made from the registry, so a new rpc is served without a change here)."""
+    """Implements every rpc of the registry by :meth:`MockProject.encoded_answer` (the handler
+    methods are made from the registry, so a new rpc is served without a change here)."""
 
     def __init__(self) -> None:
         for op in operations():
@@ -53,22 +82,31 @@ class _MockService:
     @staticmethod
     async def _answer(
         op: Operation, request: Message, context: RequestContext[MockProject]
-    ) -> Message:
-        return context.project.answer(op, request)
+    ) -> PreEncoded:
+        return PreEncoded(context.project.encoded_answer(op, request))
 
 
-def create_mock_app(projects: Mapping[str, MockProject]) -> Starlette:
+def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -> Starlette:
     """The mock server's app: every registry operation answered from `projects` (key -> project).
 
     Requests are checked exactly as :func:`projectops.server.create_app` checks them (the mock is
     built on it); :meth:`MockProject.answer` chooses the answer.
+
+    Args:
+        projects: API key -> project, as :func:`~projectops.server.fixtures.load_fixtures`
+            returns them.
+        docs: also serve ``GET /openapi.json`` and ``GET /docs``
+            (:func:`projectops.server.docs.docs_routes`; needs ``swagger-ui-py``).
     """
 
     async def authenticate(api_key: str) -> MockProject | None:
         return projects.get(api_key)
 
     service = cast(OperationsServiceHandler, _MockService())
-    return create_app(service, authenticate=authenticate)
+    app = create_app(service, authenticate=authenticate)
+    if docs:
+        app.router.routes.extend(docs_routes())
+    return app
 
 
 class _Server(uvicorn.Server):
@@ -85,7 +123,7 @@ class _Server(uvicorn.Server):
             self.should_exit = True
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
     """A listening TCP socket on host:port (IPv4 or IPv6, whichever the host resolves to)."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -94,7 +132,7 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen(2048)
+        sock.listen(backlog)
     except OSError:
         sock.close()
         raise
@@ -108,13 +146,51 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}"
 
 
-def serve(*, host: str, port: int, fixtures: str | None = None, access_log: bool = False) -> int:
+@dataclass(frozen=True)
+class ServerLimits:
+    """How the mock server bounds its peers (``projectops mock-server --help`` names each).
+
+    Attributes:
+        request_timeout: seconds from the moment a connection waits for a request (it opened,
+            or its last answer went out) until the whole request, head and body, has arrived;
+            then it is closed (after a 408 when part of a request came).
+        max_connections: the most connections open at once; ``None``: the open-file limit
+            less a reserve. At the cap the longest-waiting idle or slow connections are closed
+            first; when none waits, new ones get a 503.
+        timeout_keep_alive: uvicorn's: seconds an idle keep-alive connection is kept.
+        limit_concurrency: uvicorn's: at this many connections or running requests, answer 503
+            (``None``: no such limit; the connection cap above still holds).
+        backlog: uvicorn's: the listening socket's queue of connections not yet accepted.
+        h11_max_incomplete_event_size: uvicorn's: the largest request head, in bytes
+            (``None``: h11's 16 KiB); a larger one is answered 431.
+    """
+
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    max_connections: int | None = None
+    timeout_keep_alive: int = 5
+    limit_concurrency: int | None = None
+    backlog: int = 2048
+    h11_max_incomplete_event_size: int | None = None
+
+
+def serve(
+    *,
+    host: str,
+    port: int,
+    fixtures: str | None = None,
+    access_log: bool = False,
+    limits: ServerLimits | None = None,
+    workers: int = 1,
+) -> int:
     """Run the mock server until SIGINT/SIGTERM (the module docstring); return the exit code.
 
     Args:
         host, port: the address to listen on (``port`` 0: any free one).
         fixtures: a fixtures file; ``None`` serves the embedded default fixtures.
-        access_log: log one line per request to stderr.
+        access_log: log one line per request to stderr (path only, never a query string).
+        limits: how slow, idle and numerous peers are bounded (:class:`ServerLimits`).
+        workers: processes that serve (uvicorn workers sharing the listening socket); each
+            builds the app from :func:`app_from_environment` and loads the fixtures itself.
 
     Returns:
         0 after a stop signal, 1 when the address cannot be bound or the server fails to start.
@@ -122,25 +198,58 @@ def serve(*, host: str, port: int, fixtures: str | None = None, access_log: bool
     Raises:
         FixtureError: the fixtures file is unreadable or invalid (before anything listens).
     """
+    limits = limits or ServerLimits()
     projects = load_fixtures(fixtures)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        sock = _listen(host, port)
+        sock = _listen(host, port, limits.backlog)
     except OSError as exc:
         print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    config = uvicorn.Config(
-        create_mock_app(projects), log_level="warning", access_log=access_log, lifespan="off"
+    max_connections = limits.max_connections or default_max_connections()
+    listener = GuardedListener.wrap(sock, max_connections)
+    app: Any = create_mock_app(projects)
+    if workers > 1:
+        # Worker processes build their own app from an import string (apps do not pickle).
+        os.environ[FIXTURES_ENV] = os.path.abspath(fixtures) if fixtures else ""
+        app = f"{__name__}:{app_from_environment.__name__}"
+    config = LimitedConfig(
+        app,
+        factory=workers > 1,
+        workers=workers,
+        request_timeout=limits.request_timeout,
+        timeout_keep_alive=limits.timeout_keep_alive,
+        limit_concurrency=limits.limit_concurrency,
+        backlog=limits.backlog,
+        h11_max_incomplete_event_size=limits.h11_max_incomplete_event_size,
+        log_level="warning",
+        access_log=access_log,
+        lifespan="off",
     )
     if access_log:
         logging.getLogger("uvicorn.access").setLevel(logging.INFO)
-    server = _Server(config)
     # The socket already listens: connections made from now on wait in its backlog.
-    print(f"projectops mock server listening on {_url(sock)}", file=sys.stderr, flush=True)
+    print(f"projectops mock server listening on {_url(listener)}", file=sys.stderr, flush=True)
+    if workers > 1:
+        try:
+            Multiprocess(config, sockets=[listener]).run()
+        finally:
+            listener.close()
+        return 0
+    server = _Server(config)
     try:
-        server.run(sockets=[sock])
+        server.run(sockets=[listener])
     except KeyboardInterrupt:  # a Ctrl-C before uvicorn took the signal over
         pass
     finally:
-        sock.close()
+        listener.close()
     return 0 if server.started or server.should_exit else 1
+
+
+def app_from_environment() -> Starlette:
+    """The mock app of a worker process: fixtures from ``$PROJECTOPS_MOCK_FIXTURES`` (unset or
+    empty: the default fixtures). The import-string factory ``serve(workers=N)`` gives uvicorn.
+
+    Raises:
+        FixtureError: the fixtures file is unreadable or invalid.
+    """
+    return create_mock_app(load_fixtures(os.environ.get(FIXTURES_ENV) or None))
