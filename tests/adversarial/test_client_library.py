@@ -3,7 +3,8 @@ backends on 127.0.0.1 (:mod:`tests.adversarial.hostile`): trickling, huge, compr
 and key-echoing answers.
 
 Most tests run twice (the `call` fixture): through ``Client`` and through ``AsyncClient``.
-Trickle tests use a 1 s time-out, so each costs about a second.
+Trickle tests use a 1 s time-out, so each costs about a second. Measured figures are printed on
+lines starting ``FIGURE`` (``pytest -s ... | grep FIGURE``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def test_a_trickling_answer_times_out_as_a_whole(call: Call, trickle: Any) -> No
         with pytest.raises(AnswerTimedOut) as caught:
             call(server.base_url, timeout=1.0)
         elapsed = time.monotonic() - started
+    print(f"FIGURE library trickle-{trickle.__name__}: gave up after {elapsed:.2f} s (limit 1 s)")
     # A per-read time-out would wait for all ~100 bytes at 4 a second: 25 s.
     assert 0.9 <= elapsed < 2.0, elapsed
     message = caught.value.message
@@ -141,6 +143,7 @@ def test_an_answer_over_the_cap_stops_the_read(call: Call, announce: bool) -> No
         with pytest.raises(AnswerTooLarge) as caught:
             call(server.base_url, max_response_bytes=1 << 20)
         elapsed = time.monotonic() - started
+    print(f"FIGURE library 100 MB answer, cap 1 MiB, announce={announce}: {elapsed:.2f} s")
     error = caught.value
     assert isinstance(error, InvalidResponse) and error.http_status == 200
     assert "1,048,576 bytes (max_response_bytes)" in error.message
