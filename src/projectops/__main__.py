@@ -9,9 +9,10 @@ it reports every failure through the one table of :mod:`projectops.client.failur
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import projectops
@@ -30,8 +31,8 @@ __all__ = ["build_parser", "main"]
 EXIT_CODES = {
     failures.EXIT_OK: "success",
     failures.EXIT_INTERNAL: "unexpected failure of the program itself",
-    failures.EXIT_USAGE: f"usage error or invalid local input (also: {API_KEY_ENV} not set; "
-    "nothing was sent)",
+    failures.EXIT_USAGE: f"usage error or invalid local input (also: {API_KEY_ENV} not set, "
+    "or the --host/--port of a server cannot be bound; nothing was sent)",
     failures.EXIT_UNAUTHENTICATED: "the server answered 401 (API key missing or invalid)",
     failures.EXIT_BAD_REQUEST: "the server answered 400 (validation or business rule)",
     failures.EXIT_FAILURE: "no answer (network failure, time-out) or any other status",
@@ -40,10 +41,34 @@ EXIT_CODES = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors, reported by :func:`main` like every other error."""
+    """argparse with one-line errors (reported by :func:`main` like every other error) that
+    suggest the closest valid choice."""
 
     def error(self, message: str) -> Any:  # argparse declares NoReturn; raising satisfies it
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        if "(see '" not in message:
+            message += f" (see '{self.prog} --help')"
+        raise UsageError(message)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse's own message lists every choice; ours names the closest one and, for a
+        # command, the help to read next.
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        suggestion = _closest(str(value), [str(choice) for choice in choices])
+        if isinstance(action, argparse._SubParsersAction):
+            hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+            see = f"{self.prog} {suggestion} --help" if suggestion else f"{self.prog} --help"
+            raise UsageError(f"unknown command {value!r}{hint} (see '{see}')")
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        listed = ", ".join(repr(str(choice)) for choice in choices)
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} (one of {listed})")
+
+
+def _closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate most like `word` (difflib's ratio of at least 0.6), if any."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1)
+    return matches[0] if matches else None
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -65,24 +90,69 @@ def _seconds(text: str) -> float:
     return value
 
 
+#: Seconds a call may take as a whole unless ``--timeout`` says otherwise.
+DEFAULT_TIMEOUT = 30.0
+#: The options of :func:`_add_connection_options`: flag -> argparse dest.
+_CONNECTION_OPTIONS = {"--base-url": "base_url", "--timeout": "timeout"}
+
+
 def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
-    # On subcommands the defaults are SUPPRESS, so a value given before the subcommand stays.
-    base_url: dict[str, Any] = {"default": None if top_level else argparse.SUPPRESS}
-    timeout: dict[str, Any] = {"default": 30.0 if top_level else argparse.SUPPRESS}
+    """``--base-url`` and ``--timeout``, on the program (before any command) and on each
+    command that calls the service (:attr:`Command.connection`). Defaults are filled in by
+    :func:`_check_connection_options`, so a value given before the command is not reset."""
+    default = None if top_level else argparse.SUPPRESS
     parser.add_argument(
         "--base-url",
         metavar="URL",
-        **base_url,
-        help=f"the service's base URL (default: ${BASE_URL_ENV}, else {DEFAULT_BASE_URL}, the "
-        "mock server); trailing slashes are ignored",
+        default=default,
+        help=f"the service's base URL, its root without /api/mcp (default: ${BASE_URL_ENV} if "
+        f"set and not empty, else {DEFAULT_BASE_URL}, the mock server); trailing slashes are "
+        "ignored",
     )
     parser.add_argument(
         "--timeout",
         metavar="SECONDS",
         type=_seconds,
-        **timeout,
-        help="seconds to wait for connecting, sending and receiving each (default: 30)",
+        default=default,
+        help="seconds a call may take as a whole: connecting, sending and receiving the "
+        f"complete answer (default: {DEFAULT_TIMEOUT:g})",
     )
+
+
+def _check_connection_options(namespace: argparse.Namespace, command: Command) -> None:
+    """Refuse connection options given to a command that does not call the service (they
+    would do nothing); fill in their defaults for one that does."""
+    if not command.connection:
+        for flag, dest in _CONNECTION_OPTIONS.items():
+            if getattr(namespace, dest, None) is not None:
+                raise UsageError(
+                    f"{flag} does nothing for '{command.name}': it does not call the service"
+                )
+        return
+    if namespace.timeout is None:
+        namespace.timeout = DEFAULT_TIMEOUT
+
+
+def _unknown_arguments(
+    parser: argparse.ArgumentParser, namespace: argparse.Namespace, unknown: list[str]
+) -> UsageError:
+    """The error for arguments no parser took: the closest flag of the command, or why a
+    connection option does not apply to it."""
+    command: Command = namespace.command
+    sub: argparse.ArgumentParser = namespace.command_parser
+    first = unknown[0]
+    flag = first.split("=", 1)[0]
+    see = f"(see '{sub.prog} --help')"
+    if flag in _CONNECTION_OPTIONS and not command.connection:
+        return UsageError(
+            f"{flag} does nothing for '{command.name}': it does not call the service {see}"
+        )
+    if flag.startswith("-"):
+        options = [o for o in sub._option_string_actions if o.startswith("--")]
+        suggestion = _closest(flag, options)
+        hint = f"; did you mean {suggestion}?" if suggestion else ""
+        return UsageError(f"unknown option {flag}{hint} {see}")
+    return UsageError(f"unexpected argument {first!r} {see}")
 
 
 def _all_commands(transport: httpx.AsyncBaseTransport | None) -> list[Command]:
@@ -92,7 +162,8 @@ def _all_commands(transport: httpx.AsyncBaseTransport | None) -> list[Command]:
 def build_parser(transport: httpx.AsyncBaseTransport | None = None) -> argparse.ArgumentParser:
     """The parser of ``projectops``: every command of the client and server layers.
 
-    Every subcommand's parsed namespace has ``command`` (its :class:`Command`).
+    Every subcommand's parsed namespace has ``command`` (its :class:`Command`) and
+    ``command_parser`` (its parser).
     """
     epilog = "\n".join(
         [
@@ -126,8 +197,18 @@ def build_parser(transport: httpx.AsyncBaseTransport | None = None) -> argparse.
         command.configure(sub)
         if command.connection:
             _add_connection_options(sub, top_level=False)
-        sub.set_defaults(command=command)
+        sub.set_defaults(command=command, command_parser=sub)
     return parser
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Answer the shell's completion request (argcomplete's protocol) and exit; a no-op when
+    argcomplete (the ``client`` extra) is not installed."""
+    try:
+        import argcomplete
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
 
 
 def _report(line: str) -> None:
@@ -153,8 +234,14 @@ def main(
     args = list(sys.argv[1:] if argv is None else argv)
     command: Command | None = None
     try:
-        namespace = build_parser(transport).parse_args(args)
+        parser = build_parser(transport)
+        if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (argcomplete)
+            _complete(parser)
+        namespace, unknown = parser.parse_known_args(args)
         command = namespace.command
+        if unknown:
+            raise _unknown_arguments(parser, namespace, unknown)
+        _check_connection_options(namespace, command)
         code = int(command.run(namespace))
         sys.stdout.flush()
         return code

@@ -8,10 +8,13 @@ builds one parser from them. No registry, no import-time registration.
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Command", "port"]
+__all__ = ["CannotListen", "Command", "listen", "listen_url", "port", "warn_if_every_interface"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +58,61 @@ def port(text: str, *, lowest: int = 1) -> int:
             f"expected a TCP port from {lowest} to 65535, got {text!r}"
         )
     return value
+
+
+class CannotListen(OSError):
+    """The address of ``mock-server`` or ``mcp --http`` cannot be bound (busy port, address not
+    on this host, no permission). Both commands report it as one line with the same exit code.
+    """
+
+
+def listen(host: str, port: int, *, backlog: int = 2048) -> socket.socket:
+    """A listening TCP socket on `host`:`port` (IPv4 or IPv6, whichever `host` resolves to
+    first) with a queue of `backlog` connections, inheritable so that worker processes can
+    share it.
+
+    Binding before the server starts lets a command report a busy port in one line and print
+    its URL only once connections are accepted (they wait in the backlog meanwhile).
+
+    Raises:
+        CannotListen: the address cannot be resolved or bound; ``str()`` is one line naming it.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def listen_url(sock: socket.socket) -> str:
+    """``http://HOST:PORT`` of a listening socket (an IPv6 host in brackets, RFC 3986)."""
+    host, bound_port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{bound_port}"
+
+
+def warn_if_every_interface(host: str) -> None:
+    """Print one warning line to stderr if `host` (a ``--host`` value) is the unspecified
+    address (``0.0.0.0``, ``::``), so the server is reachable from other machines."""
+    try:
+        every = not host or ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return
+    if every:
+        print(
+            f"warning: --host {host or '(empty)'} listens on every network interface: anyone "
+            "who can reach this machine can call it; use 127.0.0.1 unless that is intended",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "MAX_BODY_BYTES",
     "PATH_PREFIX",
+    "base_url_hint",
     "normalize_base_url",
     "operation_name",
     "operation_path",
@@ -69,3 +70,20 @@ def normalize_base_url(url: str) -> str:
     if parts.query or parts.fragment:
         raise ValueError(f"base URL must not have a query or fragment, got {url!r}")
     return stripped
+
+
+def base_url_hint(base_url: str) -> str | None:
+    """A hint when `base_url` (normalised) looks like an operation's path rather than the
+    service's root: it ends in the path prefix ``/api/mcp`` (or holds it), so every call would
+    go to ``.../api/mcp/api/mcp/<operation>`` and be answered 404 (spec 4.1.8). None otherwise.
+    """
+    path = urlsplit(base_url).path
+    prefix = PATH_PREFIX.rstrip("/")
+    at = path.find(prefix + "/") if not path.endswith(prefix) else len(path) - len(prefix)
+    if at < 0:
+        return None
+    root = base_url[: len(base_url) - len(path) + at]
+    return (
+        f"the base URL is the service's root, without {prefix}: calls go to "
+        f"{base_url}{PATH_PREFIX}<operation>; did you mean {root}?"
+    )

@@ -243,3 +243,23 @@ def test_arguments_are_validated_once_and_one_client_serves_every_call(
         assert call(server, "get-release-details", {"version": "1.0.0"}).is_error is False
     assert len(validated) == 3  # once per call: the codec is the validator
     assert clients == []  # no client made per call
+
+
+def test_tools_list_carries_titles_and_read_only_hints() -> None:
+    """Agents see from tools/list that both operations are safe to call again: the proto marks
+    both rpcs idempotency_level = NO_SIDE_EFFECTS."""
+
+    async def run() -> list[types.Tool]:
+        server = create_server(factory(lambda request: httpx.Response(500)))
+        async with Client(server) as client:  # type: ignore[arg-type]
+            return (await client.list_tools()).tools
+
+    tools = {tool.name: tool for tool in anyio.run(run)}
+    assert set(tools) == {"list-rum-environments", "get-release-details"}
+    for tool in tools.values():
+        op = projectops.operation(tool.name)
+        assert tool.title == op.title and tool.title and not tool.title.endswith(" ")
+        assert tool.description is not None and tool.description.startswith(tool.title)
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is True
+        assert tool.annotations.idempotent_hint is True

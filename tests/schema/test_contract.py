@@ -130,7 +130,8 @@ def test_dropping_the_http_option_fails_naming_each_part(tmp_path: Path) -> None
 def test_removing_an_operation_fails(tmp_path: Path) -> None:
     rpc = OPS, "rpc GetReleaseDetails(GetReleaseDetailsRequest) returns (GetReleaseDetailsResponse)"
     old = rpc[1] + (
-        ' {\n    option (google.api.http) = {\n      post: "/api/mcp/get_release_details"'
+        " {\n    option idempotency_level = NO_SIDE_EFFECTS;\n"
+        '    option (google.api.http) = {\n      post: "/api/mcp/get_release_details"'
         '\n      body: "*"\n    };\n  }\n'
     )
     assert findings(tmp_path, (OPS, old, "")) == [

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import stat
 import sys
 from functools import partial
@@ -36,8 +37,14 @@ from google.protobuf.message import Message
 from projectops import json_schema
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
-from projectops.commands import Command, port
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, MAX_BODY_BYTES
+from projectops.commands import Command, port, warn_if_every_interface
+from projectops.conventions import (
+    API_KEY_ENV,
+    API_KEY_HEADER,
+    BASE_URL_ENV,
+    MAX_BODY_BYTES,
+    base_url_hint,
+)
 from projectops.descriptions import description
 from projectops.registry import Operation, operation, operations
 
@@ -54,7 +61,9 @@ DEFAULT_MCP_PORT = 8765
 _FIELD_DEST = "field:"  # argparse dest prefix of request fields: cannot clash with options
 # Options an operation command defines itself; a request field whose flag would be one of these
 # is settable through --json-input only.
-_OWN_FLAGS = frozenset({"--help", "--json-input", "--base-url", "--timeout"})
+_OWN_FLAGS = frozenset(
+    {"--help", "--json-input", "--compact", "--dry-run", "--base-url", "--timeout"}
+)
 
 
 def commands(transport: httpx.AsyncBaseTransport | None = None) -> list[Command]:
@@ -81,15 +90,44 @@ def commands(transport: httpx.AsyncBaseTransport | None = None) -> list[Command]
         Command(
             "operations",
             "list every operation: tool name, path, summary",
-            lambda parser: None,
+            _configure_operations,
             _run_operations,
             description="List every operation of the API.",
+        ),
+        Command(
+            "describe",
+            "show the reference of an operation: path, description, request and response fields",
+            _configure_describe,
+            _run_describe,
+            description="Show an operation's reference, from the proto: its path and "
+            "description, then its request's and response's fields with their JSON names, JSON "
+            "types, whether they are REQUIRED, and their comments. Without TOOL, list the "
+            "operations.",
         ),
         Command(
             "schema",
             "print the JSON Schema of a tool's input (or, with --output, output)",
             _configure_schema,
             _run_schema,
+        ),
+        Command(
+            "openapi",
+            "print the OpenAPI 3.1 document of the API",
+            _configure_openapi,
+            _run_openapi,
+            description="Print the OpenAPI 3.1 document of the API, derived from the proto: "
+            "every operation, its request and response schemas, its errors and the API key "
+            "scheme. Feed it to Swagger UI, Redoc, Postman or a client generator.",
+        ),
+        Command(
+            "completion",
+            "print the shell completion script (bash, zsh or fish)",
+            _configure_completion,
+            _run_completion,
+            extra="client",
+            description="Print the completion script of projectops for SHELL: commands, flags "
+            "and enum values complete with Tab. Install it with, for example, "
+            '`eval "$(projectops completion bash)"` in ~/.bashrc.',
         ),
         Command(
             "mcp",
@@ -155,7 +193,16 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
         "--json-input",
         metavar="JSON",
         help="the request as a JSON object, inline or @path/to/file.json (@- reads stdin); "
-        "merged over the flags, its fields win",
+        "merged over the flags, its fields win (a notice on stderr says when both set one)",
+    )
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "--compact", action="store_true", help="print the response JSON on one line"
+    )
+    output.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the HTTP request that would be sent (the API key redacted) and send nothing",
     )
 
 
@@ -199,8 +246,15 @@ def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
     request: dict[str, Any] = {}
     for fd in _flag_fields(op):
         value = getattr(args, _FIELD_DEST + fd.name)
-        # JSON wins, under either name of the field.
-        if value is not None and fd.name not in data and fd.json_name not in data:
+        if value is None:
+            continue
+        # JSON wins, under either name of the field, as in the service's own CLI.
+        if fd.name in data or fd.json_name in data:
+            print(
+                f"notice: {_flag(fd)} is also set by --json-input; the --json-input value is used",
+                file=sys.stderr,
+            )
+        else:
             request[fd.json_name] = value
     request.update(data)
     return request
@@ -215,20 +269,85 @@ def _run_operation(
     from projectops.codec import to_json
 
     request = _request_object(op, args)
+    if args.dry_run:
+        transport = _dry_run_transport()
 
     async def call() -> Message:
         async with AsyncClient(args.base_url, timeout=args.timeout, transport=transport) as client:
+            hint = base_url_hint(client.base_url)
+            if hint is not None:
+                print(f"hint: {hint}", file=sys.stderr)
             return await client.call(op, request)
 
-    print(to_json(anyio.run(call), indent=2))
+    try:
+        response = anyio.run(call)
+    except _DryRun as dry:
+        sys.stdout.write(dry.text)
+        return EXIT_OK
+    print(to_json(response, indent=None if args.compact else 2))
     return EXIT_OK
+
+
+class _DryRun(Exception):
+    """Carries the would-be request out of the client: ``--dry-run`` stops the call here."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__("dry run")
+        self.text = text
+
+
+def _dry_run_text(request: httpx.Request) -> str:
+    """`request` as an HTTP/1.1 message (request line, headers, blank line, body), with the
+    API key header's value redacted."""
+    lines = [f"{request.method} {request.url} HTTP/1.1"]
+    for raw_name, raw_value in request.headers.raw:
+        name = raw_name.decode("latin-1")
+        shown = "***" if name.lower() == API_KEY_HEADER.lower() else raw_value.decode("latin-1")
+        lines.append(f"{name}: {shown}")
+    body = request.content.decode("utf-8", "replace")
+    return "\n".join(lines) + "\n\n" + body + "\n"
+
+
+def _dry_run_transport() -> httpx.AsyncBaseTransport:
+    """A transport that sends nothing: it raises :class:`_DryRun` with the request it got,
+    exactly as the client built it, so ``--dry-run`` shows what a real call would send."""
+    import httpx
+
+    class DryRunTransport(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            raise _DryRun(_dry_run_text(request))
+
+    return DryRunTransport()
 
 
 # --- operations, schema, mcp ------------------------------------------------------------------
 
 
+def _configure_operations(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON array of objects (name, toolName, path, summary, description, "
+        "readOnly) for scripts",
+    )
+
+
 def _run_operations(args: argparse.Namespace) -> int:
     ops = operations()
+    if args.json:
+        listing = [
+            {
+                "name": op.name,
+                "toolName": op.tool_name,
+                "path": op.path,
+                "summary": op.summary,
+                "description": op.description,
+                "readOnly": op.read_only,
+            }
+            for op in ops
+        ]
+        print(json.dumps(listing, indent=2, ensure_ascii=False))
+        return EXIT_OK
     name_width = max(len(op.tool_name) for op in ops)
     path_width = max(len(op.path) for op in ops)
     for op in ops:
@@ -236,11 +355,77 @@ def _run_operations(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _configure_schema(parser: argparse.ArgumentParser) -> None:
+def _tool_argument(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
     names = [op.tool_name for op in operations()]
     parser.add_argument(
-        "tool", metavar="TOOL", choices=names, help="the tool (operation) name: " + ", ".join(names)
+        "tool",
+        metavar="TOOL",
+        nargs="?" if optional else None,
+        choices=names,
+        help="the tool (operation) name: " + ", ".join(names),
     )
+
+
+def _configure_describe(parser: argparse.ArgumentParser) -> None:
+    _tool_argument(parser, optional=True)
+
+
+def _run_describe(args: argparse.Namespace) -> int:
+    from projectops import reference
+
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    text = (
+        reference.index(width=width)
+        if args.tool is None
+        else reference.describe(operation(args.tool), width=width)
+    )
+    print(text.rstrip("\n"))
+    return EXIT_OK
+
+
+def _configure_openapi(parser: argparse.ArgumentParser) -> None:
+    from projectops.conventions import DEFAULT_BASE_URL
+
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        default=DEFAULT_BASE_URL,
+        help=f"the server URL the document names (default: {DEFAULT_BASE_URL}, the mock server)",
+    )
+    parser.add_argument(
+        "--format", choices=["json", "yaml"], default="json", help="output format (default: json)"
+    )
+
+
+def _run_openapi(args: argparse.Namespace) -> int:
+    from projectops import openapi
+
+    try:
+        sys.stdout.write(openapi.render(args.base_url, args.format))
+    except openapi.RenderError as exc:
+        raise UsageError(str(exc)) from None
+    return EXIT_OK
+
+
+#: The shells ``projectops completion`` writes a script for (argcomplete's ``shellcode``).
+COMPLETION_SHELLS = ("bash", "zsh", "fish")
+
+
+def _configure_completion(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "shell", metavar="SHELL", choices=COMPLETION_SHELLS, help="bash, zsh or fish"
+    )
+
+
+def _run_completion(args: argparse.Namespace) -> int:
+    from argcomplete.shell_integration import shellcode
+
+    sys.stdout.write(shellcode(["projectops"], shell=args.shell))
+    return EXIT_OK
+
+
+def _configure_schema(parser: argparse.ArgumentParser) -> None:
+    _tool_argument(parser)
     parser.add_argument(
         "--output",
         action="store_true",
@@ -264,7 +449,6 @@ def _configure_mcp(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--host",
-        default=DEFAULT_MCP_HOST,
         help=f"address to bind with --http (default: {DEFAULT_MCP_HOST}, loopback only); Host "
         "and Origin headers must name a loopback address or this host (DNS-rebinding "
         "protection)",
@@ -272,7 +456,6 @@ def _configure_mcp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port",
         type=port,
-        default=DEFAULT_MCP_PORT,
         help=f"TCP port to listen on with --http (default: {DEFAULT_MCP_PORT})",
     )
     parser.epilog = (
@@ -283,8 +466,17 @@ def _configure_mcp(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
+    if not args.http:
+        given = [flag for flag in ("--host", "--port") if getattr(args, flag[2:]) is not None]
+        if given:
+            raise UsageError(f"{given[0]} applies only with --http (stdio has no address)")
+    host = DEFAULT_MCP_HOST if args.host is None else args.host
+    port = DEFAULT_MCP_PORT if args.port is None else args.port
+    if args.http:
+        warn_if_every_interface(host)
+
     from projectops.client import mcp_server
 
     return mcp_server.run(
-        http=args.http, host=args.host, port=args.port, base_url=args.base_url, timeout=args.timeout
+        http=args.http, host=host, port=port, base_url=args.base_url, timeout=args.timeout
     )

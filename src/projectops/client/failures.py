@@ -23,6 +23,7 @@ from projectops.client._errors import (
 )
 from projectops.client._text import outside_text
 from projectops.client.redaction import redact
+from projectops.commands import CannotListen
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.errors import (
     ApiError,
@@ -115,6 +116,8 @@ _NO_ANSWER = Failure(
 #: Exception class -> how it is reported (most specific classes first, for reading).
 FAILURES: Mapping[type[BaseException], Failure] = {
     UsageError: Failure(EXIT_USAGE, "{message}", "{message}"),
+    # A busy or foreign --host/--port of mock-server or mcp --http: fixed by another flag value.
+    CannotListen: Failure(EXIT_USAGE, "{message}", "{message}"),
     MissingApiKey: Failure(
         EXIT_USAGE,
         "{message}",

@@ -29,6 +29,7 @@ this module only when ``projectops mcp`` runs.
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 import time
 from collections.abc import Mapping
@@ -48,6 +49,7 @@ from projectops.client.failures import EXIT_INTERNAL, failure
 from projectops.client.http import AsyncClient
 from projectops.client.redaction import redact
 from projectops.codec import dump, to_dict
+from projectops.commands import listen, listen_url
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.descriptions import description
 from projectops.registry import SERVICE, UnknownOperationError, operation, operations
@@ -77,17 +79,25 @@ _log = logging.getLogger(__name__)
 def operation_tools() -> list[types.Tool]:
     """The MCP tools of the registry's operations, in registry order.
 
-    Each is named by the operation's tool name, described by its rpc comment, and carries
-    ``inputSchema`` = :func:`projectops.json_schema.input_schema` and ``outputSchema`` =
+    Each is named by the operation's tool name, titled by the first sentence of its rpc
+    comment, described by the whole comment (led by "Deprecated." for an rpc with the
+    ``deprecated`` option), and carries ``inputSchema`` =
+    :func:`projectops.json_schema.input_schema` and ``outputSchema`` =
     :func:`projectops.json_schema.output_schema` (object schemas at the top level, as MCP
-    requires).
+    requires). Its annotations (MCP 2025-06-18, "Tool annotations") come from the rpc's
+    ``idempotency_level``: ``NO_SIDE_EFFECTS`` gives ``readOnlyHint`` and ``idempotentHint``,
+    ``IDEMPOTENT`` gives ``idempotentHint``; unknown leaves both false.
     """
     return [
         types.Tool(
             name=op.tool_name,
-            description=op.description,
+            title=op.title,
+            description=f"Deprecated. {op.description}" if op.deprecated else op.description,
             input_schema=json_schema.input_schema(op),
             output_schema=json_schema.output_schema(op),
+            annotations=types.ToolAnnotations(
+                title=op.title, read_only_hint=op.read_only, idempotent_hint=op.idempotent
+            ),
         )
         for op in operations()
     ]
@@ -216,18 +226,20 @@ def http_app(server: Server[Any], host: str, port: int) -> Starlette:
     )
 
 
-def serve_http(server: Server[Any], host: str, port: int) -> None:
-    """Serve `server` over Streamable HTTP on ``http://host:port/mcp`` until SIGINT/SIGTERM.
-
-    Raises:
-        SystemExit: uvicorn could not bind the address (it logs why).
-    """
+def serve_http(server: Server[Any], sock: socket.socket) -> None:
+    """Serve `server` over Streamable HTTP on the listening socket `sock` (from
+    :func:`projectops.commands.listen`), at :data:`HTTP_PATH`, until SIGINT/SIGTERM."""
     import uvicorn  # part of the mcp extra; only the HTTP transport needs it
 
+    host, port = sock.getsockname()[:2]
     # log_config=None: uvicorn's loggers go through configure_logging's redacting handler.
-    uvicorn.run(
-        http_app(server, host, port), host=host, port=port, log_level="warning", log_config=None
+    config = uvicorn.Config(
+        http_app(server, host, port), log_level="warning", log_config=None, lifespan="on"
     )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 def run(
@@ -240,13 +252,14 @@ def run(
         host, port: the HTTP address (the CLI's default is 127.0.0.1:8765).
         base_url: the service's base URL; None reads ``SERVICE_BACKEND_URL`` (default
             :data:`~projectops.DEFAULT_BASE_URL`).
-        timeout: seconds each tool call waits for each phase of its HTTP request.
+        timeout: seconds each tool call's HTTP request may take as a whole.
 
     Returns:
         0 when the transport ends normally (stdin closed, SIGINT).
 
     Raises:
         ValueError: the base URL is not an absolute http(s) URL (checked before serving).
+        projectops.commands.CannotListen: with `http`, `host`:`port` cannot be bound.
     """
     configure_logging()
     try:
@@ -254,14 +267,15 @@ def run(
     except ValueError as exc:
         raise ValueError(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
     server = create_server(client)
-    where = f"http://{host}:{port}{HTTP_PATH}" if http else "stdio"
+    sock = listen(host, port) if http else None  # a busy port is one line, before anything else
+    where = f"{listen_url(sock)}{HTTP_PATH}" if sock is not None else "stdio"
     _log.info("serving %d tools on %s; service at %s", len(operations()), where, client.base_url)
     if not client.has_api_key:
         _log.warning(
             "%s is not set: tool calls will fail until it holds the project's API key", API_KEY_ENV
         )
-    if http:
-        serve_http(server, host, port)
+    if sock is not None:
+        serve_http(server, sock)
     else:
         anyio.run(serve_stdio, server)
     return 0
