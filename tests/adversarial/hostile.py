@@ -114,7 +114,6 @@ class HostileServer:
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind((LOOPBACK, 0))
         self._listener.listen(16)
-        self._listener.settimeout(0.2)
         self.base_url = f"http://{LOOPBACK}:{self._listener.getsockname()[1]}"
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -125,9 +124,7 @@ class HostileServer:
         while not self._stopping.is_set():
             try:
                 sock, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
+            except OSError:  # closed by close()
                 return
             thread = threading.Thread(target=self._serve, args=(sock,), daemon=True)
             self._threads.append(thread)
@@ -150,6 +147,10 @@ class HostileServer:
     def close(self) -> None:
         """Stop accepting, close the listener and wait (bounded) for open connections."""
         self._stopping.set()
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        except OSError:
+            pass
         self._listener.close()
         self._accepter.join(5)
         for thread in self._threads:

@@ -88,13 +88,13 @@ def call(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Cal
 
 @pytest.mark.parametrize("trickle", [trickle_head, trickle_body], ids=["head", "body"])
 def test_a_trickling_answer_times_out_as_a_whole(call: Call, trickle: Any) -> None:
-    with hostile_server(trickle(interval=0.25, limit=10)) as server:
+    with hostile_server(trickle(interval=0.1, limit=10)) as server:
         started = time.monotonic()
         with pytest.raises(AnswerTimedOut) as caught:
             call(server.base_url, timeout=1.0)
         elapsed = time.monotonic() - started
     print(f"FIGURE library trickle-{trickle.__name__}: gave up after {elapsed:.2f} s (limit 1 s)")
-    # A per-read time-out would wait for all ~100 bytes at 4 a second: 25 s.
+    # A per-read time-out would wait for all ~100 bytes at 10 a second: 10 s.
     assert 0.9 <= elapsed < 2.0, elapsed
     message = caught.value.message
     assert message.startswith(f"no complete answer from {server.base_url} within the time-out")
@@ -103,24 +103,24 @@ def test_a_trickling_answer_times_out_as_a_whole(call: Call, trickle: Any) -> No
 
 
 def test_the_typed_clients_take_the_same_limits() -> None:
-    with hostile_server(trickle_head(interval=0.25, limit=10)) as server:
+    with hostile_server(trickle_head(interval=0.1, limit=10)) as server:
         started = time.monotonic()
         with (
-            OperationsServiceClient(server.base_url, KEY, timeout=1.0) as client,
+            OperationsServiceClient(server.base_url, KEY, timeout=0.5) as client,
             pytest.raises(AnswerTimedOut),
         ):
             client.list_rum_environments()
 
         async def go() -> None:
             async with AsyncOperationsServiceClient(
-                server.base_url, KEY, timeout=1.0, max_response_bytes=10
+                server.base_url, KEY, timeout=0.5, max_response_bytes=10
             ) as client:
                 assert client.max_response_bytes == 10
                 await client.list_rum_environments()
 
         with pytest.raises(AnswerTimedOut):
             asyncio.run(go())
-        assert time.monotonic() - started < 4.0
+        assert time.monotonic() - started < 2.5
     assert OperationsServiceClient(api_key=KEY).max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES
 
 
