@@ -155,11 +155,11 @@ def _unknown_arguments(
     return UsageError(f"unexpected argument {first!r} {see}")
 
 
-def _all_commands(transport: httpx.AsyncBaseTransport | None) -> list[Command]:
+def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
     return [*cli.commands(transport), *server_commands.commands()]
 
 
-def build_parser(transport: httpx.AsyncBaseTransport | None = None) -> argparse.ArgumentParser:
+def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.ArgumentParser:
     """The parser of ``projectops``: every command of the client and server layers.
 
     Every subcommand's parsed namespace has ``command`` (its :class:`Command`) and
@@ -217,15 +217,13 @@ def _report(line: str) -> None:
     print(f"error: {redact(line)}", file=sys.stderr)
 
 
-def main(
-    argv: Sequence[str] | None = None, *, transport: httpx.AsyncBaseTransport | None = None
-) -> int:
+def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | None = None) -> int:
     """Run ``projectops`` with `argv` (default ``sys.argv[1:]``); return the exit code.
 
     Args:
         argv: the arguments, without the program name.
-        transport: an ``httpx.AsyncBaseTransport`` the operation commands send through
-            instead of the network (in-process tests: ``httpx.ASGITransport(app)``).
+        transport: an ``httpx.BaseTransport`` the operation commands send through
+            instead of the network (in-process tests: ``httpx.MockTransport(handler)``).
 
     Never raises (``SystemExit`` of ``--help`` included): failures are one ``error: ...`` line
     on stderr and an exit code of :data:`EXIT_CODES` (0 success, 2 usage or local input,

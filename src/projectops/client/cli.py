@@ -32,7 +32,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from google.protobuf.message import Message
 
 from projectops import json_schema
 from projectops.client.failures import EXIT_OK, UsageError
@@ -66,13 +65,12 @@ _OWN_FLAGS = frozenset(
 )
 
 
-def commands(transport: httpx.AsyncBaseTransport | None = None) -> list[Command]:
+def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
     """The client's commands, in the order ``projectops --help`` lists them.
 
     Args:
-        transport: an ``httpx.AsyncBaseTransport`` the operation commands send through instead
-            of the network (tests run the CLI in-process against an ASGI app with
-            ``httpx.ASGITransport``).
+        transport: an ``httpx.BaseTransport`` the operation commands send through instead
+            of the network (e.g. ``httpx.MockTransport`` in tests).
     """
     out = [
         Command(
@@ -261,26 +259,21 @@ def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_operation(
-    op: Operation, transport: httpx.AsyncBaseTransport | None, args: argparse.Namespace
+    op: Operation, transport: httpx.BaseTransport | None, args: argparse.Namespace
 ) -> int:
-    import anyio
-
-    from projectops.client.http import AsyncClient
+    # The sync client: no event loop to start, which keeps a call quick to start up.
+    from projectops.client.http import Client
     from projectops.codec import to_json
 
     request = _request_object(op, args)
     if args.dry_run:
         transport = _dry_run_transport()
-
-    async def call() -> Message:
-        async with AsyncClient(args.base_url, timeout=args.timeout, transport=transport) as client:
+    try:
+        with Client(args.base_url, timeout=args.timeout, transport=transport) as client:
             hint = base_url_hint(client.base_url)
             if hint is not None:
                 print(f"hint: {hint}", file=sys.stderr)
-            return await client.call(op, request)
-
-    try:
-        response = anyio.run(call)
+            response = client.call(op, request)
     except _DryRun as dry:
         sys.stdout.write(dry.text)
         return EXIT_OK
@@ -308,13 +301,13 @@ def _dry_run_text(request: httpx.Request) -> str:
     return "\n".join(lines) + "\n\n" + body + "\n"
 
 
-def _dry_run_transport() -> httpx.AsyncBaseTransport:
+def _dry_run_transport() -> httpx.BaseTransport:
     """A transport that sends nothing: it raises :class:`_DryRun` with the request it got,
     exactly as the client built it, so ``--dry-run`` shows what a real call would send."""
     import httpx
 
-    class DryRunTransport(httpx.AsyncBaseTransport):
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    class DryRunTransport(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
             raise _DryRun(_dry_run_text(request))
 
     return DryRunTransport()
