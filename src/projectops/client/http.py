@@ -51,7 +51,7 @@ import os
 import re
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Self, TypeVar, overload
@@ -761,9 +761,10 @@ class AsyncClient(_CallBuilder):
                 response = await self._http.send(http_request, stream=True)
                 try:
                     limit = self._body_limit(op, response)
-                    async for chunk in _araw_chunks(response):
-                        if not self._take(op, response, body, chunk, limit):
-                            break
+                    async with aclosing(_araw_chunks(response)) as chunks:
+                        async for chunk in chunks:
+                            if not self._take(op, response, body, chunk, limit):
+                                break
                 finally:
                     await response.aclose()
         except httpx.RequestError as exc:
