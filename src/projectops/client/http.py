@@ -50,7 +50,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
 from types import TracebackType
@@ -291,7 +291,7 @@ def _raw_chunks(response: httpx.Response) -> Iterator[bytes]:
         yield from response.iter_raw()
 
 
-async def _araw_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+async def _araw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """:func:`_raw_chunks` of an async `response`."""
     try:
         yield response.content
