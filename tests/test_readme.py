@@ -74,3 +74,32 @@ def test_server_adapter_example_of_the_readme_serves_as_documented() -> None:
         "/api/mcp/get_release_details", json={}, headers={"Service-Api-Key": "nope"}
     )
     assert denied.status_code == 401
+
+
+def test_cli_section_of_the_readme_runs_as_written_against_the_mock_server(
+    mock_server: Any, tmp_path: Path
+) -> None:
+    """Each line of the CLI section's first sh block, in bash with -e and pipefail; only the
+    mock server's address is that of the test's server instead of the default port."""
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("## The command-line client")
+    found = re.search(r"```sh\n(.*?)```", readme[start:], re.S)
+    assert found
+    script = found.group(1).replace("http://127.0.0.1:8787", mock_server.base_url)
+    assert "projectops describe" in script and "--dry-run" in script
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "openapi.json").read_text().startswith("{")
+    notices = [line for line in result.stderr.splitlines() if line.startswith("notice: ")]
+    assert notices == [
+        "notice: --version is also set by --json-input; the --json-input value is used"
+    ]

@@ -246,3 +246,32 @@ def test_a_busy_port_is_one_line_and_the_same_exit_code_and_every_interface_is_w
     warning, error = proc.stderr.splitlines()
     assert warning.startswith("warning: --host 0.0.0.0 listens on every network interface")
     assert error.startswith(f"error: cannot listen on 0.0.0.0:{busy_port}: ")
+
+
+# --- openapi ----------------------------------------------------------------------------------
+
+
+def test_openapi_prints_a_valid_document_for_the_given_server(run_cli: RunCli) -> None:
+    from openapi_spec_validator import validate
+
+    proc = run_cli("openapi", "--base-url", "https://ops.example/")
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    validate(document)
+    assert document["servers"] == [{"url": "https://ops.example"}]
+    assert {path for path in document["paths"]} == {op.path for op in operations()}
+    assert yaml_document(run_cli) == document
+
+
+def yaml_document(run_cli: RunCli) -> Any:
+    import yaml
+
+    proc = run_cli("openapi", "--format", "yaml", "--base-url", "https://ops.example")
+    assert proc.returncode == 0, proc.stderr
+    return yaml.safe_load(proc.stdout)
+
+
+def test_openapi_rejects_a_bad_server_url_in_one_line(run_cli: RunCli) -> None:
+    proc = run_cli("openapi", "--base-url", "ops.example")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "absolute http(s) URL" in proc.stderr

@@ -381,6 +381,7 @@ def _configure_openapi(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--base-url",
+        dest="server_url",  # not the connection option's dest: this one names, never calls
         metavar="URL",
         default=DEFAULT_BASE_URL,
         help=f"the server URL the document names (default: {DEFAULT_BASE_URL}, the mock server)",
@@ -394,7 +395,7 @@ def _run_openapi(args: argparse.Namespace) -> int:
     from projectops import openapi
 
     try:
-        sys.stdout.write(openapi.render(args.base_url, args.format))
+        sys.stdout.write(openapi.render(args.server_url, args.format))
     except openapi.RenderError as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
