@@ -4,12 +4,14 @@
 with any extra flags, optionally under a lowered open-file limit (``RLIMIT_NOFILE``, set in the
 child before it runs), with stdout and stderr going to files (a chatty server never blocks on a
 pipe, and the size of its log can be measured), and stops it with SIGTERM afterwards.
+:func:`crashing_server` runs uvicorn on an app whose handlers fail (the crash log under test).
 :func:`raw_exchange` sends raw bytes on one socket and reads the answer until the server
 closes or a deadline passes: the tool for malformed and slow HTTP.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import socket
@@ -20,10 +22,24 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote, quote_plus
 
 from tests.loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
 
-__all__ = ["LOOPBACK", "MockServer", "mock_server", "raw_exchange", "read_until_closed"]
+__all__ = [
+    "CRASH_KEY",
+    "LOOPBACK",
+    "MockServer",
+    "crashing_app",
+    "crashing_server",
+    "mock_server",
+    "raw_exchange",
+    "read_until_closed",
+]
+
+#: The repository's root (the working directory of servers that import ``tests``).
+REPO = Path(__file__).resolve().parents[2]
 
 
 class MockServer:
@@ -169,3 +185,59 @@ def raw_exchange(port: int, payload: bytes, timeout: float = 10.0) -> tuple[byte
         answer, closed = read_until_closed(sock, start + timeout)
         elapsed = time.monotonic() - start
     return answer, closed, elapsed
+
+
+#: The key of :func:`crashing_app`: printable ASCII (it must travel in a header) holding every
+#: character that some escaping changes (quote, apostrophe, backslash, slash, plus, space, %).
+CRASH_KEY = 'Crash-Key/"q"\\b+s p%\'x'
+
+
+def crashing_app() -> Any:
+    """An app of ``create_app`` whose every handler fails with an exception that quotes the
+    request's ``version`` in many escapings (``repr``, upper case, percent-encoded, JSON, UTF-8
+    bytes, ``ascii``); :data:`CRASH_KEY` is its one key. For ``uvicorn --factory``."""
+    from projectops.registry import operations
+    from projectops.server import create_app
+
+    def crash(request: Any, context: Any) -> Any:
+        value = getattr(request, "version", "")
+        raise RuntimeError(
+            f"lookup failed for {value!r} {value.upper()} {value.lower()} "
+            f"{quote(value, safe='')} {quote_plus(value)} {json.dumps(value)} "
+            f"{value.encode()!r} {value!a} {[value]!r} {repr(value)!r}"
+        )
+
+    def authenticate(key: str) -> str | None:
+        return "crash" if key == CRASH_KEY else None
+
+    service = type("Crashing", (), {op.name: staticmethod(crash) for op in operations()})()
+    return create_app(service, authenticate=authenticate)
+
+
+@contextmanager
+def crashing_server(timeout: float = STARTUP_TIMEOUT) -> Iterator[MockServer]:
+    """:func:`crashing_app` served by uvicorn in a subprocess on 127.0.0.1 (its stderr is the
+    crash log); a :class:`MockServer` handle (only ``port``, ``base_url``, ``stderr`` and
+    ``stop`` are meaningful)."""
+    server = MockServer.__new__(MockServer)
+    server._dir = tempfile.TemporaryDirectory(prefix="projectops-crash-")
+    server._out_path = Path(server._dir.name, "stdout")
+    server._err_path = Path(server._dir.name, "stderr")
+    server.port = free_port()
+    server.base_url = f"http://{LOOPBACK}:{server.port}"
+    args = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:crashing_app"]
+    args += ["--host", LOOPBACK, "--port", str(server.port), "--log-level", "warning"]
+    with server._out_path.open("wb") as out, server._err_path.open("wb") as err:
+        server.process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            cwd=REPO,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        wait_until_listening(server.process, server.port, "crashing server", server.stderr, timeout)
+        yield server
+    finally:
+        server.close()

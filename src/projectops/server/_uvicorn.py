@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import resource
 import socket
 import time
@@ -92,6 +93,10 @@ def _answer(status: int, error: ApiError) -> bytes:
         "connection: close\r\n\r\n"
     )
     return head.encode("ascii") + body
+
+
+# Where h11's error text starts quoting the request: ": bytearray(b'...')" or ": b'...'".
+_QUOTED_BYTES = re.compile(r":?\s*(?:bytearray\()?b['\"]")
 
 
 def _printable(text: str, limit: int = 120) -> str:
@@ -248,7 +253,8 @@ class SheddingH11Protocol(H11Protocol):
         """Answer malformed HTTP with an ``ErrorResponse`` and close (uvicorn's is plain text)."""
         error = self.conn.last_error if isinstance(self.conn, _Connection) else None
         hint = error.error_status_hint if error is not None else 400
-        reason = _printable(str(error) if error is not None else msg)
+        # h11 quotes the offending bytes (a header line may hold the key): keep its words only.
+        reason = _printable(_QUOTED_BYTES.split(str(error) if error is not None else msg)[0])
         answer: ApiError
         if hint == 431:
             status = 431

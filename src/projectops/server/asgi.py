@@ -103,7 +103,7 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     if status == 404:
         return _error(
             NotFound(
-                f"no operation at {request.url.path!r}; operations are served "
+                f"no operation at {_quoted(request.url.path)}; operations are served "
                 "at /api/mcp/<operation_name>"
             )
         )
@@ -165,7 +165,8 @@ class _Endpoint:
     async def _respond(self, request: Request, scope: Scope) -> Response:
         # Route on the path as sent: "/api/mcp%2fx" decodes to an operation's path, but is not it.
         if b"%" in scope.get("raw_path", b""):
-            return _error(NotFound(f"no operation at {scope['raw_path'].decode('latin-1')!r}"))
+            sent = scope["raw_path"].decode("latin-1")
+            return _error(NotFound(f"no operation at {_quoted(sent)}"))
         if request.method != _POST:
             return _error(
                 Unimplemented(f"method {request.method} is not allowed; every operation is POST"),
@@ -285,6 +286,11 @@ async def _read_body(request: Request) -> bytes:
         if len(body) > MAX_BODY_BYTES:
             raise too_large
     return bytes(body)
+
+
+def _quoted(path: str, limit: int = 100) -> str:
+    """`path` as a Python literal, cut to `limit` characters: a request value in a message."""
+    return repr(path) if len(path) <= limit else f"{path[:limit]!r}... ({len(path)} characters)"
 
 
 def _too_long(error: ApiError) -> bool:

@@ -30,6 +30,7 @@ encoded to JSON once, on first use, and served from that cache.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import signal
@@ -222,6 +223,7 @@ def serve(
         backlog=limits.backlog,
         h11_max_incomplete_event_size=limits.h11_max_incomplete_event_size,
         log_level="warning",
+        log_config=_log_config(),
         access_log=access_log,
         lifespan="off",
     )
@@ -243,6 +245,14 @@ def serve(
     finally:
         listener.close()
     return 0 if server.started or server.should_exit else 1
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging set-up, with the access log on stderr beside every other line
+    (uvicorn writes it to stdout)."""
+    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    return config
 
 
 def app_from_environment() -> Starlette:
