@@ -3,14 +3,13 @@ backends on 127.0.0.1 (:mod:`tests.adversarial.hostile`).
 
 Each test prints its measured figures on lines starting ``FIGURE`` (see them with
 ``pytest tests/adversarial/test_client_cli.py -s | grep FIGURE``): the time to give up on a
-trickling server, the peak memory (``ru_maxrss`` of the CLI process alone, from ``wait4``) for a
-100 MB answer and a gzip bomb, beside the CLI's memory for a small answer.
+trickling server, the peak memory (``ru_maxrss`` of the CLI process alone, read by a small
+launcher process) for a 100 MB answer and a gzip bomb, beside the CLI's memory for a small
+answer.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -50,42 +49,48 @@ class Run:
     max_rss_bytes: int
 
 
+# Runs the CLI as its only child and writes that child's peak RSS (KiB) to the file argv[1].
+# The CLI is not started from pytest directly: Linux carries the high-water RSS of the process
+# that forks over exec, so a child of a large pytest process would report pytest's size.
+_LAUNCHER = """
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(code)
+"""
+
+
 def start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path, float]:
-    """Start ``python -m projectops *args`` with output to files; (process, folder, start)."""
+    """Start ``python -m projectops *args`` (through :data:`_LAUNCHER`) with output to files;
+    (process, folder, start time)."""
     folder = Path(tempfile.mkdtemp(prefix="projectops-cli-"))
+    cli = [sys.executable, "-m", "projectops", *args]
+    launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(folder / "rss")]
     with open(folder / "out", "wb") as out, open(folder / "err", "wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "projectops", *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
+            launcher + cli, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
         )
     return process, folder, time.monotonic()
 
 
 def finish(process: subprocess.Popen[bytes], folder: Path, started: float) -> Run:
     """Wait (at most :data:`RUN_LIMIT` s) for `process`; its :class:`Run`, with the peak
-    resident memory of that process alone (``wait4``'s rusage, not all children's)."""
-    deadline = started + RUN_LIMIT
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            process.send_signal(signal.SIGKILL)
-            os.wait4(process.pid, 0)
-            pytest.fail(f"projectops {process.args} ran over {RUN_LIMIT} s")
-        time.sleep(0.02)
+    resident memory of the CLI process alone."""
+    try:
+        process.wait(max(started + RUN_LIMIT - time.monotonic(), 0.1))
+    except subprocess.TimeoutExpired:
+        process.kill()  # the launcher; its CLI child dies with the closed pipes or its limit
+        process.wait()
+        pytest.fail(f"projectops {process.args} ran over {RUN_LIMIT} s")
     seconds = time.monotonic() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
     out = (folder / "out").read_text("utf-8", "replace")
     err = (folder / "err").read_text("utf-8", "replace")
-    for name in ("out", "err"):
+    rss_kib = int((folder / "rss").read_text())  # ru_maxrss is in KiB on Linux
+    for name in ("out", "err", "rss"):
         (folder / name).unlink()
     folder.rmdir()
-    # ru_maxrss is in KiB on Linux.
-    return Run(process.returncode, out, err, seconds, usage.ru_maxrss * 1024)
+    return Run(process.returncode, out, err, seconds, rss_kib * 1024)
 
 
 def run_cli(*args: str, base_url: str, key: str | None = KEY) -> Run:
