@@ -92,14 +92,32 @@ def _seconds(text: str) -> float:
 
 #: Seconds a call may take as a whole unless ``--timeout`` says otherwise.
 DEFAULT_TIMEOUT = 30.0
+#: Bytes of an answer's body a call reads unless ``--max-response-bytes`` says otherwise (the
+#: client's default, restated so that parsing arguments never imports httpx; a test holds both).
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: The options of :func:`_add_connection_options`: flag -> argparse dest.
-_CONNECTION_OPTIONS = {"--base-url": "base_url", "--timeout": "timeout"}
+_CONNECTION_OPTIONS = {
+    "--base-url": "base_url",
+    "--timeout": "timeout",
+    "--max-response-bytes": "max_response_bytes",
+}
+
+
+def _byte_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number of bytes, got {text!r}")
+    return value
 
 
 def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
-    """``--base-url`` and ``--timeout``, on the program (before any command) and on each
-    command that calls the service (:attr:`Command.connection`). Defaults are filled in by
-    :func:`_check_connection_options`, so a value given before the command is not reset."""
+    """``--base-url``, ``--timeout`` and ``--max-response-bytes``, on the program (before any
+    command) and on each command that calls the service (:attr:`Command.connection`). Defaults
+    are filled in by :func:`_check_connection_options`, so a value given before the command is
+    not reset."""
     default = None if top_level else argparse.SUPPRESS
     parser.add_argument(
         "--base-url",
@@ -117,6 +135,14 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
         help="seconds a call may take as a whole: connecting, sending and receiving the "
         f"complete answer (default: {DEFAULT_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--max-response-bytes",
+        metavar="BYTES",
+        type=_byte_count,
+        default=default,
+        help="the largest answer body read, in bytes; a larger answer fails (exit 5) and is not "
+        f"read further (default: {DEFAULT_MAX_RESPONSE_BYTES}, 32 MiB)",
+    )
 
 
 def _check_connection_options(namespace: argparse.Namespace, command: Command) -> None:
@@ -131,6 +157,8 @@ def _check_connection_options(namespace: argparse.Namespace, command: Command) -
         return
     if namespace.timeout is None:
         namespace.timeout = DEFAULT_TIMEOUT
+    if namespace.max_response_bytes is None:
+        namespace.max_response_bytes = DEFAULT_MAX_RESPONSE_BYTES
 
 
 def _unknown_arguments(

@@ -264,9 +264,11 @@ def test_exactly_the_spec_headers_are_sent(run_cli: RunCli, recorder: Recorder) 
         "content-type",
         "service-api-key",
         "accept",
+        "accept-encoding",
         "user-agent",
     }
     assert sent.header("Accept") == ["application/json"]
+    assert sent.header("Accept-Encoding") == ["identity"]
 
 
 def test_trailing_slashes_of_the_base_url_work(run_cli: RunCli, mock_server: Any) -> None:

@@ -275,3 +275,10 @@ def test_openapi_rejects_a_bad_server_url_in_one_line(run_cli: RunCli) -> None:
     proc = run_cli("openapi", "--base-url", "ops.example")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "absolute http(s) URL" in proc.stderr
+
+
+def test_the_cli_default_answer_cap_is_the_clients() -> None:
+    from projectops import __main__
+    from projectops.client import http
+
+    assert __main__.DEFAULT_MAX_RESPONSE_BYTES == http.DEFAULT_MAX_RESPONSE_BYTES

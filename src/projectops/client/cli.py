@@ -61,7 +61,15 @@ _FIELD_DEST = "field:"  # argparse dest prefix of request fields: cannot clash w
 # Options an operation command defines itself; a request field whose flag would be one of these
 # is settable through --json-input only.
 _OWN_FLAGS = frozenset(
-    {"--help", "--json-input", "--compact", "--dry-run", "--base-url", "--timeout"}
+    {
+        "--help",
+        "--json-input",
+        "--compact",
+        "--dry-run",
+        "--base-url",
+        "--timeout",
+        "--max-response-bytes",
+    }
 )
 
 
@@ -269,7 +277,12 @@ def _run_operation(
     if args.dry_run:
         transport = _dry_run_transport()
     try:
-        with Client(args.base_url, timeout=args.timeout, transport=transport) as client:
+        with Client(
+            args.base_url,
+            timeout=args.timeout,
+            max_response_bytes=args.max_response_bytes,
+            transport=transport,
+        ) as client:
             hint = base_url_hint(client.base_url)
             if hint is not None:
                 print(f"hint: {hint}", file=sys.stderr)
@@ -472,5 +485,10 @@ def _run_mcp(args: argparse.Namespace) -> int:
     from projectops.client import mcp_server
 
     return mcp_server.run(
-        http=args.http, host=host, port=port, base_url=args.base_url, timeout=args.timeout
+        http=args.http,
+        host=host,
+        port=port,
+        base_url=args.base_url,
+        timeout=args.timeout,
+        max_response_bytes=args.max_response_bytes,
     )

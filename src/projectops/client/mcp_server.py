@@ -38,15 +38,16 @@ from typing import Any
 import anyio
 from mcp import types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 import projectops
 from projectops import json_schema
+from projectops.client._stdio import stdio_server
+from projectops.client._text import escape
 from projectops.client.failures import EXIT_INTERNAL, failure
-from projectops.client.http import AsyncClient
+from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient
 from projectops.client.redaction import redact
 from projectops.codec import dump, to_dict
 from projectops.commands import listen, listen_url
@@ -181,6 +182,10 @@ def create_server(client: AsyncClient) -> Server[Any]:
 
 
 class _RedactingFormatter(logging.Formatter):
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        # The message may hold text from outside (a tool name, an answer): one line, escaped.
+        return escape(super().formatMessage(record))
+
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))
 
@@ -243,7 +248,13 @@ def serve_http(server: Server[Any], sock: socket.socket) -> None:
 
 
 def run(
-    *, http: bool, host: str, port: int, base_url: str | None = None, timeout: float | None = 30.0
+    *,
+    http: bool,
+    host: str,
+    port: int,
+    base_url: str | None = None,
+    timeout: float | None = 30.0,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> int:
     """``projectops mcp``: serve the tools over stdio, or over Streamable HTTP if `http`.
 
@@ -253,6 +264,7 @@ def run(
         base_url: the service's base URL; None reads ``SERVICE_BACKEND_URL`` (default
             :data:`~projectops.DEFAULT_BASE_URL`).
         timeout: seconds each tool call's HTTP request may take as a whole.
+        max_response_bytes: the largest answer body a tool call reads, in bytes.
 
     Returns:
         0 when the transport ends normally (stdin closed, SIGINT).
@@ -263,7 +275,7 @@ def run(
     """
     configure_logging()
     try:
-        client = AsyncClient(base_url, timeout=timeout)
+        client = AsyncClient(base_url, timeout=timeout, max_response_bytes=max_response_bytes)
     except ValueError as exc:
         raise ValueError(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
     server = create_server(client)
