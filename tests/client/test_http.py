@@ -34,6 +34,7 @@ from projectops import (
 from projectops.client import AsyncClient, Client, MissingApiKey
 from projectops.client.http import (
     AnswerTimedOut,
+    AnswerTooLarge,
     InvalidRequest,
     InvalidResponse,
     ServiceUnreachable,
@@ -160,7 +161,19 @@ def test_request_is_a_post_with_exactly_the_spec_headers(call: Call) -> None:
     assert sent.headers.get_list("Service-Api-Key") == [KEY]
     assert "project-id" not in sent.headers and "organization-id" not in sent.headers
     assert "cookie" not in sent.headers and "authorization" not in sent.headers
+    # Nothing is decompressed that was not asked for; httpx's other defaults are not sent.
+    assert sent.headers.get_list("Accept-Encoding") == ["identity"]
+    assert "connection" not in sent.headers
     assert sent.content == b"{}"  # an operation without input sends the empty object
+
+
+def test_an_in_memory_answer_is_capped_too(call: Call) -> None:
+    body = b'{"environments": [{"environment": "' + b"x" * 2000 + b'"}]}'
+    with pytest.raises(AnswerTooLarge) as caught:
+        call(LIST, api_key=KEY, handler=Exchanges(200, body), max_response_bytes=1000)
+    assert caught.value.http_status == 200 and "1,000 bytes" in caught.value.message
+    envs = call(LIST, api_key=KEY, handler=Exchanges(200, body), max_response_bytes=len(body))
+    assert len(envs.environments[0].environment) == 2000  # exactly at the cap: read
 
 
 def test_request_body_is_the_protobuf_json_of_the_request(call: Call) -> None:
