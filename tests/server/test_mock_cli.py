@@ -135,7 +135,8 @@ BAD_FIXTURES: list[tuple[str, Any, str]] = [
     (
         "request-not-object",
         fixtures({"get_release_details": [{"request": [], "response": {}}]}),
-        "projects[0].operations.get_release_details[0].request: expected a JSON object, got an array",
+        "projects[0].operations.get_release_details[0].request: expected a JSON object, "
+        "got an array",
     ),
     (
         "duplicate-request",
@@ -311,12 +312,12 @@ def test_port_0_picks_a_free_port_and_prints_it(tmp_path: Path) -> None:
         assert process.wait(10) == 0
 
 
-def test_a_port_in_use_exits_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_port_in_use_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert main(["mock-server", "--port", str(port)]) == 1
+        assert main(["mock-server", "--port", str(port)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
     assert err.count("\n") == 1

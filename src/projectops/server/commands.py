@@ -10,7 +10,7 @@ import argparse
 from functools import partial
 from urllib.parse import urlsplit
 
-from projectops.commands import Command, port
+from projectops.commands import Command, port, warn_if_every_interface
 from projectops.conventions import DEFAULT_BASE_URL
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_REQUEST_TIMEOUT", "commands"]
@@ -143,6 +143,7 @@ def _seconds(text: str) -> float:
 def _run(args: argparse.Namespace) -> int:
     from projectops.server import mock
 
+    warn_if_every_interface(args.host)
     limits = mock.ServerLimits(
         request_timeout=args.request_timeout,
         max_connections=args.max_connections,

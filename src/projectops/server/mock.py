@@ -13,8 +13,9 @@ port accepts connections it prints one line to stderr,
 fails inside the server (logged with its traceback), a peer misbehaves (rate-limited warnings)
 or ``--access-log`` is given (one line per request: the path, never the query string). SIGINT
 (Ctrl-C) and SIGTERM stop it; the exit code is then 0. A bad fixtures file stops it before it
-listens, with exit code 2 and one line on stderr naming the file and the field path; a port it
-cannot bind gives exit code 1.
+listens, with exit code 2 and one line on stderr naming the file and the field path; so does an
+address it cannot bind (:class:`projectops.commands.CannotListen`, as for ``mcp --http``). A
+``--host`` of every interface (``0.0.0.0``, ``::``) is warned about in one line.
 
 Hostile peers are bounded (:class:`ServerLimits`, :mod:`projectops.server._uvicorn`): a
 connection must deliver each whole request within ``--request-timeout`` seconds of starting to
@@ -34,7 +35,6 @@ import copy
 import logging
 import os
 import signal
-import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,6 +47,7 @@ from google.protobuf.message import Message
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
+from projectops.commands import listen, listen_url
 from projectops.registry import Operation, operations
 from projectops.server._context import RequestContext
 from projectops.server._services import OperationsServiceHandler
@@ -124,29 +125,6 @@ class _Server(uvicorn.Server):
             self.should_exit = True
 
 
-def _listen(host: str, port: int, backlog: int) -> socket.socket:
-    """A listening TCP socket on host:port (IPv4 or IPv6, whichever the host resolves to)."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(backlog)
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
-def _url(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
-
-
 @dataclass(frozen=True)
 class ServerLimits:
     """How the mock server bounds its peers (``projectops mock-server --help`` names each).
@@ -194,18 +172,16 @@ def serve(
             builds the app from :func:`app_from_environment` and loads the fixtures itself.
 
     Returns:
-        0 after a stop signal, 1 when the address cannot be bound or the server fails to start.
+        0 after a stop signal, 1 when the server fails to start.
 
     Raises:
         FixtureError: the fixtures file is unreadable or invalid (before anything listens).
+        projectops.commands.CannotListen: `host`:`port` cannot be bound (one line, exit 2 in
+            ``projectops``, as for ``mcp --http``).
     """
     limits = limits or ServerLimits()
     projects = load_fixtures(fixtures)
-    try:
-        sock = _listen(host, port, limits.backlog)
-    except OSError as exc:
-        print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    sock = listen(host, port, backlog=limits.backlog)
     max_connections = limits.max_connections or default_max_connections()
     listener = GuardedListener.wrap(sock, max_connections)
     app: Any = create_mock_app(projects)
@@ -230,7 +206,9 @@ def serve(
     if access_log:
         logging.getLogger("uvicorn.access").setLevel(logging.INFO)
     # The socket already listens: connections made from now on wait in its backlog.
-    print(f"projectops mock server listening on {_url(listener)}", file=sys.stderr, flush=True)
+    print(
+        f"projectops mock server listening on {listen_url(listener)}", file=sys.stderr, flush=True
+    )
     if workers > 1:
         try:
             Multiprocess(config, sockets=[listener]).run()
