@@ -11,7 +11,7 @@ import json
 import logging
 import re
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus
 
@@ -55,6 +55,8 @@ ProjectT = TypeVar("ProjectT")
 Authenticate = Callable[[str], "ProjectT | Awaitable[ProjectT | None] | None"]
 
 _POST = "POST"
+_KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
+_CONTENT_TYPE_BYTES = CONTENT_TYPE.encode("ascii")
 # Longest text of an error body the adapter sends (message, each violation's field and
 # description): a handler's or the codec's words may quote a request value.
 _MAX_ERROR_TEXT = 1000
@@ -159,40 +161,48 @@ class _Endpoint:
         self._strict = strict
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = await self._respond(Request(scope, receive), scope)
+        response = await self._respond(scope, receive)
         await response(scope, receive, send)
 
-    async def _respond(self, request: Request, scope: Scope) -> Response:
+    async def _respond(self, scope: Scope, receive: Receive) -> Response | _Json:
         # Route on the path as sent: "/api/mcp%2fx" decodes to an operation's path, but is not it.
         if b"%" in scope.get("raw_path", b""):
             sent = scope["raw_path"].decode("latin-1")
             return _error(NotFound(f"no operation at {_quoted(sent)}"))
-        if request.method != _POST:
+        method = scope["method"]
+        if method != _POST:
             return _error(
-                Unimplemented(f"method {request.method} is not allowed; every operation is POST"),
+                Unimplemented(f"method {method} is not allowed; every operation is POST"),
                 405,
                 {"Allow": _POST},
             )
-        keys = request.headers.getlist(API_KEY_HEADER)
+        # One pass over the headers (ASGI names are lower case) for what the checks need.
+        keys: list[str] = []
+        declared = b""
+        for name, value in scope["headers"]:
+            if name == _KEY_NAME:
+                keys.append(value.decode("latin-1"))
+            elif name == b"content-length":
+                declared = value
         api_key = keys[0] if len(keys) == 1 else ""
         try:
             project = await self._project(keys)
             if self._handler is None:
                 raise Unimplemented(f"{self._op.name} is not implemented by this server")
-            body = await _read_body(request)
+            body = await _read_body(receive, declared)
             if len(body) > _DECODE_OFF_LOOP_BYTES:
                 message = await run_in_threadpool(self._decode, body)
             else:
                 message = self._decode(body)
             context = RequestContext(
-                project=project, operation=self._op, headers=_redacted(request)
+                project=project, operation=self._op, headers=_RedactedHeaders(scope["headers"])
             )
             answer = await self._call(self._handler, message, context, api_key)
         except ApiError as exc:
             return _error(exc)
         except ClientDisconnect:
             return _error(InvalidArgument("the client disconnected before the body was read"))
-        return Response(answer, media_type=CONTENT_TYPE)
+        return _Json(answer)
 
     async def _project(self, keys: list[str]) -> Any:
         if len(keys) > 1:  # which one would decide the project is anyone's guess
@@ -267,25 +277,81 @@ class _Callee:
         return result
 
 
-def _redacted(request: Request) -> dict[str, str]:
-    key_header = API_KEY_HEADER.lower()
-    return {
-        name: REDACTED if name == key_header else value for name, value in request.headers.items()
-    }
+class _RedactedHeaders(Mapping[str, str]):
+    """The request headers as a handler sees them (:class:`RequestContext`): names in lower case,
+    values decoded as Latin-1, the key's value :data:`REDACTED`; decoded on first use only."""
+
+    __slots__ = ("_decoded", "_raw")
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self._raw = raw
+        self._decoded: dict[str, str] | None = None
+
+    def _headers(self) -> dict[str, str]:
+        if self._decoded is None:
+            self._decoded = {
+                name.decode("latin-1"): REDACTED if name == _KEY_NAME else value.decode("latin-1")
+                for name, value in self._raw
+            }
+        return self._decoded
+
+    def __getitem__(self, name: str) -> str:
+        return self._headers()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers())
+
+    def __len__(self) -> int:
+        return len(self._headers())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._headers()!r})"
 
 
-async def _read_body(request: Request) -> bytes:
-    """The request body, read with a cap of MAX_BODY_BYTES (Content-Length is only a hint)."""
-    too_large = ResourceExhausted(f"the request body is larger than {MAX_BODY_BYTES} bytes")
-    declared = request.headers.get("content-length", "")
+class _Json:
+    """A 200 answer of an already encoded JSON body, as a plain ASGI app: the one path every
+    request that succeeds takes, so its two messages are built here, nothing else."""
+
+    __slots__ = ("_body",)
+
+    def __init__(self, body: bytes | str) -> None:
+        self._body = body.encode("utf-8") if isinstance(body, str) else body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [
+            (b"content-length", str(len(self._body)).encode("ascii")),
+            (b"content-type", _CONTENT_TYPE_BYTES),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self._body})
+
+
+async def _read_body(receive: Receive, declared: bytes) -> bytes:
+    """The request body, read with a cap of MAX_BODY_BYTES (Content-Length is only a hint).
+
+    Raises:
+        ResourceExhausted: declared or actually larger than the cap.
+        ClientDisconnect: the client went away first.
+    """
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise too_large
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise too_large
-    return bytes(body)
+        raise _too_large()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _too_large()
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _too_large() -> ResourceExhausted:
+    return ResourceExhausted(f"the request body is larger than {MAX_BODY_BYTES} bytes")
 
 
 def _quoted(path: str, limit: int = 100) -> str:

@@ -79,6 +79,8 @@ DEFAULT_FIXTURES_NAME = "default fixtures"
 MAX_FIXTURES_BYTES = 64 * 1024 * 1024
 #: The deepest nesting of JSON objects and arrays in a fixtures file (protobuf's own limit).
 MAX_DEPTH = 100
+# Distinct requests whose match key is remembered, per project.
+_KEY_CACHE_SIZE = 4096
 # Longest request value quoted in a no-match message.
 _SHOWN_CHARS = 60
 
@@ -102,6 +104,11 @@ class MockProject:
     _encoded: dict[tuple[str, str], bytes] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # (operation name, request's deterministic wire bytes) -> match key: equal bytes are equal
+    # messages, so a request seen before skips the JSON walk of match_key. Bounded.
+    _keys: dict[tuple[str, bytes], str] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __repr__(self) -> str:  # no key is held, but keep reprs short
         return f"MockProject({self.name!r})"
@@ -122,7 +129,12 @@ class MockProject:
         Raises:
             FailedPrecondition: as :meth:`answer`.
         """
-        key = _key(request)
+        wire = (op.name, request.SerializeToString(deterministic=True))
+        key = self._keys.get(wire)
+        if key is None:
+            key = _key(request)
+            if len(self._keys) < _KEY_CACHE_SIZE:
+                self._keys[wire] = key
         body = self._encoded.get((op.name, key))
         if body is None:
             body = to_json(self._find(op, request, key)).encode("utf-8")
