@@ -55,10 +55,11 @@ CONNECTION_LIMIT = 30.0
 
 @dataclass
 class Request:
-    """One request the hostile server read."""
+    """One request the hostile server read, and when (``time.monotonic()``) it was read."""
 
     head: bytes
     body: bytes
+    received: float = 0.0
 
     def header(self, name: str) -> str | None:
         """The value of header `name` (the first one), or None."""
@@ -91,6 +92,7 @@ def _read_request(sock: socket.socket) -> Request | None:
             break
         body += chunk
     request.body = body
+    request.received = time.monotonic()
     return request
 
 
