@@ -1,0 +1,109 @@
+"""How the mock server serves: the API reference beside the operations, N worker processes, its
+limit flags, and answers encoded once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import projectops
+from projectops.__main__ import main
+from projectops.codec import from_json, to_json
+from projectops.conventions import API_KEY_HEADER
+from projectops.server import _uvicorn
+from projectops.server import commands as server_commands
+from projectops.server.fixtures import load_fixtures
+
+LIST = projectops.operation("list_rum_environments")
+GET = projectops.operation("get_release_details")
+
+
+def test_the_mock_server_serves_the_openapi_document_and_the_reference_page(
+    mock_server: Any,
+) -> None:
+    with httpx.Client(base_url=mock_server.base_url, timeout=10) as client:
+        document = client.get("/openapi.json")
+        page = client.get("/docs")
+    assert document.status_code == 200
+    assert document.json()["openapi"].startswith("3.1")
+    assert set(document.json()["paths"]) == {LIST.path, GET.path}
+    assert document.json()["servers"][0]["url"] == mock_server.base_url
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+
+
+def worker_pids(parent: int) -> set[int]:
+    """The children of `parent` that run Python (uvicorn's workers; multiprocessing's resource
+    tracker is one too, so callers count at least N)."""
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent)], capture_output=True)
+    return {int(pid) for pid in out.stdout.split()}
+
+
+def test_workers_serve_the_given_fixtures_from_n_processes(
+    start_mock_server: Any, tmp_path: Path
+) -> None:
+    fixtures = {
+        "projects": [
+            {
+                "project": "w",
+                "apiKey": "w-key",
+                "operations": {
+                    "list_rum_environments": [
+                        {"request": {}, "response": {"environments": [{"environment": "W"}]}}
+                    ]
+                },
+            }
+        ]
+    }
+    path = tmp_path / "fixtures.json"
+    path.write_text(json.dumps(fixtures))
+    server = start_mock_server(fixtures_path=path, extra_args=["--workers", "2"])
+    answers = []
+    for _ in range(8):  # new connections: the kernel spreads them over the workers
+        with httpx.Client(base_url=server.base_url, timeout=10) as client:
+            answers.append(client.post(LIST.path, json={}, headers={API_KEY_HEADER: "w-key"}))
+    assert {a.status_code for a in answers} == {200}
+    assert {a.json()["environments"][0]["environment"] for a in answers} == {"W"}
+    assert len(worker_pids(server.process.pid)) >= 2
+    started = time.monotonic()
+    assert server.stop() == 0
+    assert time.monotonic() - started < 10
+    assert "Traceback" not in server.stderr()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "words"),
+    [
+        ("--request-timeout", "0", "expected seconds"),
+        ("--request-timeout", "nan", "expected seconds"),
+        ("--max-connections", "0", "expected a whole number >= 1"),
+        ("--workers", "0", "expected a whole number >= 1"),
+        ("--backlog", "x", "expected a whole number >= 1"),
+        ("--h11-max-incomplete-event-size", "10", "expected a whole number >= 1024"),
+    ],
+)
+def test_bad_limit_flags_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, words: str
+) -> None:
+    assert main(["mock-server", flag, value]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_the_request_timeout_default_is_stated_once_in_effect() -> None:
+    # The command module restates it (it must not import uvicorn); the two agree.
+    assert server_commands.DEFAULT_REQUEST_TIMEOUT == _uvicorn.DEFAULT_REQUEST_TIMEOUT
+
+
+def test_an_answer_is_encoded_once_and_equals_the_codec_output() -> None:
+    project = load_fixtures()["demo-key"]
+    request = from_json({"version": "1.0.0"}, GET.request_type)
+    spaced = from_json({"version": "  1.0.0 "}, GET.request_type)
+    first = project.encoded_answer(GET, request)
+    assert first == to_json(project.answer(GET, request)).encode()
+    assert project.encoded_answer(GET, request) is first  # from the cache
+    assert project.encoded_answer(GET, spaced) is first  # another spelling, the same answer
