@@ -27,14 +27,19 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, BinaryIO
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import mcp_types as types
 import pydantic
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.stdio import stdio_server as sdk_stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
@@ -133,6 +138,27 @@ async def _answer(
     await write_stream.send(SessionMessage(error))
 
 
+def _reader(
+    source: BinaryIO,
+    limit: int,
+    token: anyio.lowlevel.EventLoopToken,
+    lines: MemoryObjectSendStream[bytes | _Rejected | None],
+) -> None:
+    """Read `source` in a daemon thread, handing each line to the event loop; None at the end.
+
+    A daemon thread, not one of anyio's workers: a blocked read of a stdin that stays open
+    must not keep the process from exiting (Ctrl-C of ``projectops mcp`` in a terminal).
+    """
+    try:
+        while True:
+            item = _read_line(source, limit)
+            anyio.from_thread.run(lines.send, item, token=token)
+            if item is None:
+                return
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError, OSError):
+        return  # the server stopped listening, its loop is gone, or stdin failed
+
+
 async def _pump(
     source: BinaryIO,
     limit: int,
@@ -140,10 +166,15 @@ async def _pump(
     write_stream: WriteStream[SessionMessage],
 ) -> None:
     """Read `source` line by line until its end: messages to the server, errors answered."""
+    send, lines = anyio.create_memory_object_stream[bytes | _Rejected | None](0)
+    token = anyio.lowlevel.current_token()
+    thread = threading.Thread(
+        target=_reader, args=(source, limit, token, send), name="stdio reader", daemon=True
+    )
+    thread.start()
     number = 0
-    async with read_writer:
-        while True:
-            item = await anyio.to_thread.run_sync(_read_line, source, limit, abandon_on_cancel=True)
+    async with read_writer, lines:
+        async for item in lines:
             if item is None:
                 return
             number += 1
@@ -170,14 +201,18 @@ async def stdio_server(
     ``await server.run(read, write, ...)``, as with the SDK's ``mcp.server.stdio.stdio_server``.
 
     Args:
-        stdin: the binary stream to read (default: the process's stdin, ``sys.stdin.buffer``).
+        stdin: the binary stream to read (default: the process's stdin, read through a
+            duplicate of its file descriptor).
         stdout: the text stream to write (default: the SDK's, the process's stdout).
         max_line_bytes: the longest line read, in bytes (default :data:`MAX_LINE_BYTES`).
 
     Every line gets an answer: a message goes to the server, anything else is answered with a
     JSON-RPC error and logged (module docstring). The read stream ends when stdin does.
     """
-    source = stdin if stdin is not None else sys.stdin.buffer
+    # A reader of our own on a duplicate of fd 0: the reading thread may still hold its lock
+    # when the interpreter exits, and sys.stdin's would then be fatal to close. Never closed
+    # here for the same reason (a close waits for that lock); the process ends with it.
+    source = stdin if stdin is not None else open(os.dup(sys.stdin.fileno()), "rb")
     # The SDK's transport reads an empty stdin of its own and is left the writing.
     empty = anyio.wrap_file(io.StringIO())
     async with sdk_stdio_server(stdin=empty, stdout=stdout) as (_, write_stream):
