@@ -13,6 +13,7 @@ import io
 import json
 import logging
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -236,3 +237,18 @@ def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
     assert rude_answer["result"]["isError"] is True
     assert not controls(text) and "\\x1b]0;pwned\\x07" in text and len(text) < 1200
     assert not controls(rude_stderr)
+
+
+def test_ctrl_c_stops_the_stdio_server_while_its_stdin_stays_open() -> None:
+    mcp = McpProcess(base_url="http://127.0.0.1:9")
+    try:
+        mcp.send(_line(INITIALIZE))
+        mcp.collect(1)
+        mcp.process.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        code = mcp.process.wait(10)  # stdin is still open: nothing else ends the server
+        elapsed = time.monotonic() - started
+    finally:
+        stderr = mcp.close()
+    assert code in (0, 130), stderr
+    assert elapsed < 3.0
