@@ -12,8 +12,9 @@ close that, each at the smallest place it can live:
   the connection is closed, after a 408 ``ErrorResponse`` (code ``deadline_exceeded``) when part
   of a request came. Malformed HTTP that h11 rejects is answered with an ``ErrorResponse`` (400
   ``invalid_argument``; 431 ``resource_exhausted`` for a request head over
-  ``h11_max_incomplete_event_size``; 501 ``unimplemented`` for a transfer coding other than
-  chunked) and the connection closed.
+  ``h11_max_incomplete_event_size``, also one that arrives in a single read, which h11 alone
+  would parse; 501 ``unimplemented`` for a transfer coding other than chunked) and the
+  connection closed.
 - :class:`GuardedListener`: the listening socket, whose ``accept`` keeps the process's open
   connections under ``max_connections`` (by default the open-file limit less a reserve). At the
   cap it first closes the connections that have waited longest for their request (idle or slow
@@ -95,6 +96,8 @@ def _answer(status: int, error: ApiError) -> bytes:
     return head.encode("ascii") + body
 
 
+# The end of a request head (h11 also accepts bare line feeds).
+_HEAD_END = re.compile(rb"\n\r?\n")
 # Where h11's error text starts quoting the request: ": bytearray(b'...')" or ": b'...'".
 _QUOTED_BYTES = re.compile(r":?\s*(?:bytearray\()?b['\"]")
 
@@ -174,8 +177,27 @@ class SheddingH11Protocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         if self._timer is not None and data:
             self._partial = True
+        if self.conn.their_state is h11.IDLE and self._head_too_long(data):
+            self.logger.warning("Request head over %d bytes received.", self._head_limit)
+            self._close(_answer(431, self._head_error()))
+            return
         super().data_received(data)
         self._reconcile()
+
+    def _head_too_long(self, data: bytes) -> bool:
+        """Whether the request head now arriving is longer than the limit.
+
+        h11 bounds only a head still incomplete after a read; one that a single large read
+        completes is parsed whatever its size. Small reads are left to h11 (its buffer is then
+        within the limit), so this costs a look only at reads over 1 KiB.
+        """
+        if len(data) <= 1024:
+            return False
+        window = (self.conn.trailing_data[0] + data)[: self._head_limit + 4]
+        return len(window) > self._head_limit and not _HEAD_END.search(window)
+
+    def _head_error(self) -> ApiError:
+        return ResourceExhausted(f"the request head is larger than {self._head_limit} bytes")
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -258,7 +280,7 @@ class SheddingH11Protocol(H11Protocol):
         answer: ApiError
         if hint == 431:
             status = 431
-            answer = ResourceExhausted(f"the request head is larger than {self._head_limit} bytes")
+            answer = self._head_error()
         elif hint == 501:
             status = 501
             answer = Unimplemented(f"unsupported HTTP request: {reason}")
