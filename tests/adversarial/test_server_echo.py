@@ -51,7 +51,13 @@ CASES: list[tuple[str, str, bytes, int, str]] = [
     # Python's int() stops at 4,300 digits; under that the codec quotes the number whole and
     # the adapter's cut to 1,000 characters is what bounds the body.
     ("4,000-digit number", GET, b'{"version": 1' + b"0" * 4000 + b"}", 400, "invalid_argument"),
-    ("60 kB path", "/api/mcp/" + "p" * 60_000, b"{}", 404, "not_found"),
+    (
+        "12 kB path (the request head may hold 16 KiB)",
+        "/api/mcp/" + "p" * 12_000,
+        b"{}",
+        404,
+        "not_found",
+    ),
 ]
 
 
