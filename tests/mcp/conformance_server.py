@@ -20,6 +20,7 @@ from mcp.server import Server, ServerRequestContext
 
 from projectops.client import mcp_server
 from projectops.client.http import AsyncClient
+from projectops.commands import listen
 from tests.mcp.conformance_fixtures import fixture_tools
 
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     mcp_server.configure_logging()
     server = create_server(AsyncClient())
-    mcp_server.serve_http(server, args.host, args.port)
+    mcp_server.serve_http(server, listen(args.host, args.port))
     return 0
 
 

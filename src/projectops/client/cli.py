@@ -379,7 +379,8 @@ def _configure_describe(parser: argparse.ArgumentParser) -> None:
 def _run_describe(args: argparse.Namespace) -> int:
     from projectops import reference
 
-    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    # A terminal narrower than 100 columns gets its width; a pipe or file always 100.
+    width = min(shutil.get_terminal_size().columns, 100) if sys.stdout.isatty() else 100
     text = (
         reference.index(width=width)
         if args.tool is None
