@@ -247,9 +247,11 @@ class _DeadlineTransport(httpx.BaseTransport):
     :class:`_DeadlineBackend`, so the whole call is bounded by its time-out (a per-read
     time-out alone lets a server that sends a byte a second hold a call for ever)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: bool) -> None:
+        # The TLS context (loading the CA bundle) costs tens of milliseconds of start-up: made
+        # only for an https base URL. Redirects are never followed, so http stays http.
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=httpx.create_ssl_context() if tls else None,
             max_connections=100,
             max_keepalive_connections=20,
             keepalive_expiry=5.0,
@@ -601,9 +603,9 @@ class Client(_CallBuilder):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, api_key, timeout, max_response_bytes)
-        self._http = httpx.Client(
-            timeout=timeout, transport=transport or _DeadlineTransport(), follow_redirects=False
-        )
+        if transport is None:
+            transport = _DeadlineTransport(tls=self.base_url.startswith("https:"))
+        self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
         _own_headers_only(self._http)
 
     @overload
