@@ -126,7 +126,7 @@ def from_json(
         # SystemError for a field name holding an unpaired surrogate (a "\ud800" escape).
         _raise_if_surrogate(data, "")
         _raise_if_misplaced(data, descriptor, "", strict=strict)
-        raise InvalidArgument(f"invalid {descriptor.name}: {exc}") from None
+        raise InvalidArgument(f"invalid {descriptor.name}: {_cut(str(exc), 200)}") from None
     if strict:
         # json_format accepts integer enum values even without ignore_unknown_fields.
         _raise_if_misplaced(data, descriptor, "", strict=True, leaves=False)
@@ -156,7 +156,7 @@ def _raise_if_misplaced(
             if strict:
                 known = ", ".join(f.json_name for f in descriptor.fields) or "none"
                 raise _invalid(
-                    join(path, key),
+                    join(path, _cut(key)),
                     f"a known field of {descriptor.name} ({known})",
                     "an unknown field",
                 )
@@ -207,7 +207,7 @@ def _raise_if_surrogate(value: Any, path: str) -> None:
         for key, item in value.items():
             if isinstance(key, str) and not _is_utf8(key):
                 raise _invalid(path, "UTF-8 field names", "a name with an unpaired surrogate")
-            _raise_if_surrogate(item, join(path, str(key)))
+            _raise_if_surrogate(item, join(path, _cut(str(key))))
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _raise_if_surrogate(item, f"{path}[{i}]")
@@ -221,17 +221,21 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
+def _cut(text: str, limit: int = 40) -> str:
+    """`text`, or its first characters and ``...`` when longer than `limit`."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def describe_value(value: Any) -> str:
-    """A decoded JSON value in JSON's words, for error messages: ``the string "1.0"`` (cut to
-    40 characters), ``the number 3``, ``the boolean true``, ``an object``, ``an array``,
-    ``null`` (RFC 8259 section 3)."""
+    """A decoded JSON value in JSON's words, for error messages: ``the string "1.0"``, ``the
+    number 3``, ``the boolean true``, ``an object``, ``an array``, ``null`` (RFC 8259 section
+    3). Strings and numbers are cut to 40 characters: a message never echoes a long value."""
     if isinstance(value, bool):
         return f"the boolean {json.dumps(value)}"
     if isinstance(value, (int, float)):
-        return f"the number {json.dumps(value)}"
+        return f"the number {_cut(json.dumps(value))}"
     if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"the string {json.dumps(shown, ensure_ascii=False)}"
+        return f"the string {json.dumps(_cut(value), ensure_ascii=False)}"
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list):

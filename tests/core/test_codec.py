@@ -210,3 +210,19 @@ def test_enum_input(status: Any, strict: bool, outcome: str | None) -> None:
 def test_null_reads_as_the_default() -> None:
     request = projectops.from_json({"version": None}, GetReleaseDetailsRequest, strict=True)
     assert request.version == ""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"version": ' + "9" * 4000 + "}",
+        '{"' + "k" * 100_000 + '": "1.0.0"}',
+        '{"version": "1.0.0", "x' + "\\ud800" * 10 + "y" * 100_000 + '": 1}',
+    ],
+    ids=["long-number", "long-unknown-key", "long-key-with-surrogate"],
+)
+def test_errors_never_echo_a_long_value(body: str) -> None:
+    with pytest.raises(projectops.InvalidArgument) as caught:
+        projectops.from_json(body, GetReleaseDetailsRequest, strict=True)
+    text = projectops.codec.error_body(caught.value)
+    assert len(text) < 600, text
