@@ -80,15 +80,46 @@ def controls(text: str) -> list[str]:
 # --- in-process: the transport --------------------------------------------------------------
 
 
-def serve_lines(data: bytes, **options: Any) -> list[dict[str, Any]]:
-    """Serve the tool server over :func:`stdio_server` with `data` as stdin until it ends;
-    every JSON answer written to stdout, in order."""
-    out = io.StringIO()
+class _Answers(io.StringIO):
+    """stdout that sets `done` once `expected` answer lines have been written."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.expected = expected
+        self.done = threading.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if self.getvalue().count("\n") >= self.expected:
+            self.done.set()
+        return written
+
+
+class _HeldStdin(io.BytesIO):
+    """stdin whose end comes only once the answers are out (an agent keeps stdin open while
+    it waits; at the end of stdin the server may drop requests still in flight)."""
+
+    def __init__(self, data: bytes, answered: threading.Event) -> None:
+        super().__init__(data)
+        self.answered = answered
+
+    def readline(self, size: int | None = -1) -> bytes:
+        line = super().readline(size)
+        if not line:
+            self.answered.wait(10)
+        return line
+
+
+def serve_lines(data: bytes, answers: int, **options: Any) -> list[dict[str, Any]]:
+    """Serve the tool server over :func:`stdio_server` with `data` as stdin, ending stdin
+    once `answers` answers were written (or after 10 s); every JSON answer, in order."""
+    out = _Answers(answers)
     server = mcp_server.create_server(AsyncClient("http://127.0.0.1:9", KEY))
 
     async def go() -> None:
         stdout = anyio.wrap_file(out)
-        async with stdio_server(io.BytesIO(data), stdout, **options) as (read, write):
+        stdin = _HeldStdin(data, out.done)
+        async with stdio_server(stdin, stdout, **options) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(go)
@@ -103,7 +134,9 @@ def test_every_bad_line_gets_an_error_answer_and_a_log_line(
     lines += [line + b"\n" for line, _ in INVALID_REQUESTS.values()]
     lines += [b"   \n", _line({"jsonrpc": "2.0", "id": 99, "method": "ping"})]
     with caplog.at_level(logging.WARNING, logger="projectops.client.stdio"):
-        answers = serve_lines(b"".join(lines))
+        answers = serve_lines(
+            b"".join(lines), answers=2 + len(PARSE_ERRORS) + len(INVALID_REQUESTS)
+        )
 
     assert answers[0]["id"] == 1 and "result" in answers[0]  # initialize still works
     errors = [a for a in answers if "error" in a]
@@ -123,7 +156,9 @@ def test_every_bad_line_gets_an_error_answer_and_a_log_line(
 
 def test_a_line_over_the_limit_is_answered_and_skipped_without_holding_it() -> None:
     data = b'{"x": "' + b"a" * 5000 + b'"}\n' + _line({"jsonrpc": "2.0", "id": 2, "method": "ping"})
-    answers = serve_lines(_line(INITIALIZE) + _line(INITIALIZED) + data, max_line_bytes=1000)
+    answers = serve_lines(
+        _line(INITIALIZE) + _line(INITIALIZED) + data, answers=3, max_line_bytes=1000
+    )
     too_long = answers[1]
     assert too_long["id"] is None and too_long["error"]["code"] == -32700
     assert "longer than 1,000 bytes" in too_long["error"]["message"]
