@@ -32,6 +32,7 @@ encoded to JSON once, on first use, and served from that cache.
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import os
 import signal
@@ -152,6 +153,15 @@ class ServerLimits:
     h11_max_incomplete_event_size: int | None = None
 
 
+def _supervisor(config: uvicorn.Config, sockets: list[Any]) -> Multiprocess:
+    """uvicorn's worker supervisor: before 0.51 it takes the function each worker runs, later
+    versions build each worker's server themselves."""
+    if "target" in inspect.signature(Multiprocess).parameters:
+        server = uvicorn.Server(config)
+        return Multiprocess(config, target=server.run, sockets=sockets)  # type: ignore[call-arg]
+    return Multiprocess(config, sockets=sockets)
+
+
 def serve(
     *,
     host: str,
@@ -211,7 +221,7 @@ def serve(
     )
     if workers > 1:
         try:
-            Multiprocess(config, sockets=[listener]).run()
+            _supervisor(config, [listener]).run()
         finally:
             listener.close()
         return 0
