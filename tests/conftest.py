@@ -142,3 +142,11 @@ def start_mock_server() -> Iterator[StartMockServer]:
     finally:
         for server in started:
             server.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the npm tools (MCP Inspector, the conformance suite) ``npm``,
+    so ``-m "not npm"`` is the fast selection that needs no npm registry."""
+    for item in items:
+        if "npm_tools" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.npm)
