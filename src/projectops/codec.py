@@ -235,7 +235,9 @@ def describe_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"the number {_cut(json.dumps(value))}"
     if isinstance(value, str):
-        return f"the string {json.dumps(_cut(value), ensure_ascii=False)}"
+        shown = json.dumps(_cut(value), ensure_ascii=False)
+        # A lone surrogate cannot be UTF-8 (nor go into an ErrorResponse): JSON-escape it.
+        return f"the string {shown if _is_utf8(shown) else json.dumps(_cut(value))}"
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list):

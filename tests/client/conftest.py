@@ -30,7 +30,8 @@ def recorder() -> Iterator[Recorder]:
     server = ThreadingHTTPServer((LOOPBACK, 0), make_handler(rec))
     server.daemon_threads = True
     rec.base_url = f"http://{LOOPBACK}:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for the loop to look, 0.5 s by default, on every test.
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield rec

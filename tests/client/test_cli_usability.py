@@ -192,7 +192,7 @@ def test_connection_options_are_offered_only_where_they_apply(run_cli: RunCli) -
 def test_json_input_errors_use_json_words(run_cli: RunCli) -> None:
     proc = run_cli(GET.tool_name, "--json-input", '["1.0.0"]')
     assert proc.returncode == 2
-    assert "--json-input must be a JSON object, got an array" in proc.stderr
+    assert "--json-input: expected a JSON object, got an array" in proc.stderr
 
 
 def test_a_value_set_by_flag_and_json_input_keeps_the_json_one_with_a_notice(
@@ -283,3 +283,16 @@ def test_the_cli_default_answer_cap_is_the_clients() -> None:
     from projectops.client import http
 
     assert __main__.DEFAULT_MAX_RESPONSE_BYTES == http.DEFAULT_MAX_RESPONSE_BYTES
+
+
+def test_json_input_from_a_fifo_is_refused_at_once(run_cli: RunCli, tmp_path: Path) -> None:
+    fifo = tmp_path / "request.fifo"
+    os.mkfifo(fifo)  # nobody ever writes: opening it must not wait for a writer
+    proc = run_cli(GET.tool_name, "--json-input", f"@{fifo}")
+    assert proc.returncode == 2
+    assert proc.stderr == f"error: --json-input file {fifo} is not a regular file\n"
+
+
+def test_a_time_out_far_beyond_the_os_limits_still_works(run_cli: RunCli, mock_server: Any) -> None:
+    proc = run_cli(LIST.tool_name, "--timeout", "1e12", key=DEMO_KEY, base_url=mock_server.base_url)
+    assert proc.returncode == 0, proc.stderr

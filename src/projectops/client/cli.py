@@ -223,8 +223,10 @@ def _read_json_input(text: str) -> dict[str, Any]:
             if path == "-":
                 raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
             else:
-                with open(path, "rb") as file:
-                    if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                # O_NONBLOCK: opening a FIFO must not wait for a writer before the check.
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                with open(fd, "rb") as file:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
                         raise UsageError(f"{source} is not a regular file")
                     raw = file.read(MAX_BODY_BYTES + 1)
             if len(raw) > MAX_BODY_BYTES:
@@ -242,7 +244,7 @@ def _read_json_input(text: str) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:
         raise UsageError(f"{source} is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise UsageError(f"{source} must be a JSON object, got {describe_value(value)}")
+        raise UsageError(f"{source}: expected a JSON object, got {describe_value(value)}")
     return value
 
 

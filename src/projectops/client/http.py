@@ -127,6 +127,10 @@ class _Expired(Exception):
     """The call's deadline passed (raised by the sync transport's streams and between reads)."""
 
 
+#: The longest single socket wait handed to the OS, in seconds (a day); a longer time-out is
+#: still honoured as a whole, in waits of at most this.
+_LONGEST_WAIT = 86_400.0
+
 # Monotonic time by which the sync call running in this context must have its whole answer.
 _DEADLINE: ContextVar[float | None] = ContextVar("projectops_call_deadline", default=None)
 
@@ -139,6 +143,7 @@ def _left(timeout: float | None, error: type[httpcore.TimeoutException]) -> floa
     left = deadline - time.monotonic()
     if left <= 0:
         raise error("the call's time-out passed")
+    left = min(left, _LONGEST_WAIT)  # the OS's waits overflow far beyond it
     return left if timeout is None else min(timeout, left)
 
 
