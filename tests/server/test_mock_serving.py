@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import projectops
 from projectops.__main__ import main
 from projectops.codec import from_json, to_json
 from projectops.conventions import API_KEY_HEADER
+from projectops.errors import FailedPrecondition
 from projectops.server import _uvicorn
 from projectops.server import commands as server_commands
 from projectops.server.fixtures import load_fixtures
@@ -107,3 +109,22 @@ def test_an_answer_is_encoded_once_and_equals_the_codec_output() -> None:
     assert first == to_json(project.answer(GET, request)).encode()
     assert project.encoded_answer(GET, request) is first  # from the cache
     assert project.encoded_answer(GET, spaced) is first  # another spelling, the same answer
+
+
+def test_requests_a_client_makes_up_do_not_grow_the_mock_server() -> None:
+    # Each unmatched request is answered 400 and forgotten; a long matched spelling too.
+
+    project = load_fixtures()["demo-key"]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(200):
+            unknown = from_json({"version": f"{i}" + "x" * 50_000}, GET.request_type)
+            with pytest.raises(FailedPrecondition):
+                project.encoded_answer(GET, unknown)
+        spaced = from_json({"version": " " * 50_000 + "1.0.0"}, GET.request_type)
+        project.encoded_answer(GET, spaced)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 1_000_000, grown  # 200 x 50 kB would be 10 MB if they were kept

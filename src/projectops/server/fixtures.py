@@ -81,6 +81,8 @@ MAX_FIXTURES_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 100
 # Distinct requests whose match key is remembered, per project.
 _KEY_CACHE_SIZE = 4096
+#: Longest request (wire bytes) whose match key is remembered.
+_KEY_CACHE_REQUEST_BYTES = 1024
 # Longest request value quoted in a no-match message.
 _SHOWN_CHARS = 60
 
@@ -105,7 +107,8 @@ class MockProject:
         default_factory=dict, init=False, repr=False, compare=False
     )
     # (operation name, request's deterministic wire bytes) -> match key: equal bytes are equal
-    # messages, so a request seen before skips the JSON walk of match_key. Bounded.
+    # messages, so a request seen before skips the JSON walk of match_key. Only matched requests
+    # of at most _KEY_CACHE_REQUEST_BYTES, at most _KEY_CACHE_SIZE of them.
     _keys: dict[tuple[str, bytes], str] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -133,12 +136,14 @@ class MockProject:
         key = self._keys.get(wire)
         if key is None:
             key = _key(request)
-            if len(self._keys) < _KEY_CACHE_SIZE:
-                self._keys[wire] = key
         body = self._encoded.get((op.name, key))
         if body is None:
-            body = to_json(self._find(op, request, key)).encode("utf-8")
+            body = to_json(self._find(op, request, key)).encode("utf-8")  # or FailedPrecondition
             self._encoded[(op.name, key)] = body
+        # Only requests that matched an answer, and short ones: a client cannot grow the cache
+        # with requests of its own making (their memory would be the client's to choose).
+        if len(wire[1]) <= _KEY_CACHE_REQUEST_BYTES and len(self._keys) < _KEY_CACHE_SIZE:
+            self._keys[wire] = key
         return body
 
     def _find(self, op: Operation, request: Message, key: str) -> Message:
