@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -190,19 +191,21 @@ async def connection(
     latencies: list[float],
 ) -> None:
     """Send `request` again and again on one keep-alive connection while budget and time last."""
-    reader, writer = await asyncio.open_connection(LOOPBACK, port)
+    # Every wait is bounded: a stalled server ends the run with TimeoutError, never a hang.
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(LOOPBACK, port), 10)
     try:
         while budget[0] > 0 and time.monotonic() < deadline:
             budget[0] -= 1
             start = time.perf_counter()
             writer.write(request)
-            status, body = await read_answer(reader)
+            status, body = await asyncio.wait_for(read_answer(reader), 10)
             latencies.append(time.perf_counter() - start)
             if status != 200 or body != expected:
                 raise RuntimeError(f"unexpected answer {status}: {body[:200]!r}")
     finally:
         writer.close()
-        await writer.wait_closed()
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            await asyncio.wait_for(writer.wait_closed(), 5)
 
 
 async def load(

@@ -39,6 +39,16 @@ def test_the_mock_server_serves_the_openapi_document_and_the_reference_page(
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
 
+@pytest.mark.parametrize("path", ["/openapi.json", "/docs"])
+def test_a_wrong_method_on_the_reference_is_the_error_table_405(
+    mock_server: Any, path: str
+) -> None:
+    with httpx.Client(base_url=mock_server.base_url, timeout=10) as client:
+        answer = client.post(path)
+    assert answer.status_code == 405 and "GET" in answer.headers["allow"]
+    assert answer.json()["code"] == "unimplemented"
+
+
 def worker_pids(parent: int) -> set[int]:
     """The children of `parent` that run Python (uvicorn's workers; multiprocessing's resource
     tracker is one too, so callers count at least N)."""

@@ -443,6 +443,8 @@ class LimitedConfig(uvicorn.Config):
         if not request_timeout > 0:
             raise ValueError(f"request_timeout must be > 0, got {request_timeout!r}")
         self.request_timeout = request_timeout
+        # loop="asyncio": uvloop accepts connections in C, past GuardedListener.accept.
+        kwargs.setdefault("loop", "asyncio")
         super().__init__(app, http=SheddingH11Protocol, **kwargs)
 
     def configure_logging(self) -> None:

@@ -109,7 +109,13 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
                 "at /api/mcp/<operation_name>"
             )
         )
-    return _error(ApiError(str(getattr(exc, "detail", "")) or f"HTTP {status}"), status)
+    headers = getattr(exc, "headers", None)
+    if status == 405:  # a GET-only route (/docs) asked with POST: as the operations' own 405
+        allowed = (headers or {}).get("Allow", "GET")
+        return _error(
+            Unimplemented(f"{request.method} is not allowed here; use {allowed}"), 405, headers
+        )
+    return _error(ApiError(str(getattr(exc, "detail", "")) or f"HTTP {status}"), status, headers)
 
 
 def _error(
