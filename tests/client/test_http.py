@@ -481,3 +481,33 @@ def test_the_body_code_counts_only_where_the_table_gives_it_that_status(
     error = error_from_answer(status, json.dumps({"code": code, "message": "m"}))
     assert type(error) is cls
     assert (error.message, error.http_status) == ("m", status)
+
+
+@pytest.mark.parametrize("client_class", [Client, AsyncClient])
+def test_a_proxy_from_the_environment_is_used_and_no_proxy_honoured(
+    client_class: type[Client] | type[AsyncClient],
+    recorder: Recorder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", recorder.base_url)
+
+    def call(base_url: str) -> None:
+        if client_class is Client:
+            with Client(base_url, KEY, timeout=5) as client:
+                client.call("list-rum-environments")
+        else:
+
+            async def go() -> None:
+                async with AsyncClient(base_url, KEY, timeout=5) as client:
+                    await client.call("list-rum-environments")
+
+            asyncio.run(go())
+
+    call("http://svc.example")
+    assert recorder.requests[-1].path == "http://svc.example/api/mcp/list_rum_environments"
+    monkeypatch.setenv("NO_PROXY", "svc.example")
+    with pytest.raises(projectops.Unavailable):
+        call("http://svc.example")  # straight to a host that does not resolve
+    assert len(recorder.requests) == 1

@@ -50,11 +50,13 @@ from __future__ import annotations
 import os
 import re
 import time
+import urllib.request
 from collections.abc import AsyncGenerator, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Self, TypeVar, overload
+from urllib.parse import urlsplit
 
 import anyio
 import httpcore
@@ -305,6 +307,16 @@ async def _araw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     except httpx.ResponseNotRead:
         async for chunk in response.aiter_raw():
             yield chunk
+
+
+def _proxied(url: str) -> bool:
+    """Whether the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
+    any case) sends requests to `url` through a proxy, as httpx's ``trust_env`` reads it."""
+    proxies = urllib.request.getproxies_environment()
+    scheme = urlsplit(url).scheme
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(urlsplit(url).hostname or "")
 
 
 def _own_headers_only(http: httpx.Client | httpx.AsyncClient) -> None:
@@ -608,8 +620,9 @@ class Client(_CallBuilder):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, api_key, timeout, max_response_bytes)
-        if transport is None:
+        if transport is None and not _proxied(self.base_url):
             transport = _DeadlineTransport(tls=self.base_url.startswith("https:"))
+        # transport None (a proxy from the environment): httpx's own, which mounts the proxy.
         self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
         _own_headers_only(self._http)
 
