@@ -143,14 +143,18 @@ class ErrorCase:
 ERROR_CASES: tuple[ErrorCase, ...] = (
     ErrorCase(
         "unauthenticated",
-        f"The `{API_KEY_HEADER}` header is missing or blank, or the key "
-        "is unknown. Checked first: a request without a valid key gets this whatever "
-        "its path and body.",
+        f"The `{API_KEY_HEADER}` header is missing or blank, sent twice, or the key is "
+        "unknown. Checked once the path is an operation's and the method POST, before the "
+        "body is read: a request without a valid key gets this whatever its body.",
     ),
-    ErrorCase("not_found", "The operation name is not in the registry, or not served."),
+    ErrorCase(
+        "not_found",
+        "The path is no operation's path (checked first, whatever the method and key; a "
+        "percent-encoded path never matches).",
+    ),
     ErrorCase(
         "unimplemented",
-        "Any method but POST, on any path under `/api/mcp/`.",
+        "Any method but POST, on an operation's path.",
         status=405,
         headers={"Allow": "POST"},
     ),
