@@ -287,3 +287,31 @@ def test_ctrl_c_stops_the_stdio_server_while_its_stdin_stays_open() -> None:
         stderr = mcp.close()
     assert code in (0, 130), stderr
     assert elapsed < 3.0
+
+
+def test_requests_written_before_stdin_closes_are_all_answered() -> None:
+    """An agent (or a shell pipe) may write its requests and close stdin at once: each still
+    gets its one answer before the server ends (JSON-RPC 2.0, section 5)."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "list-rum-environments", "arguments": {}},
+    }
+    listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+    stdin = b"".join(_line(m) for m in (INITIALIZE, INITIALIZED, call, listing))
+    done = subprocess.run(
+        [sys.executable, "-m", "projectops", "mcp"],
+        env=cli_env(KEY, "http://127.0.0.1:9"),  # refuses: the call's answer is an error result
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+    )
+    answers = _by_id([json.loads(line) for line in done.stdout.splitlines()])
+    assert done.returncode == 0, done.stderr
+    assert set(answers) == {1, 2, 3}
+    assert answers[2]["result"]["isError"] is True  # the tool's answer, not "Connection closed"
+    assert {tool["name"] for tool in answers[3]["result"]["tools"]} == {
+        "list-rum-environments",
+        "get-release-details",
+    }

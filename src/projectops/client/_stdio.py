@@ -39,17 +39,20 @@ import anyio.from_thread
 import anyio.lowlevel
 import mcp_types as types
 import pydantic
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server as sdk_stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
 from projectops.client._text import outside_text
 
-__all__ = ["MAX_LINE_BYTES", "stdio_server"]
+__all__ = ["DRAIN_SECONDS", "MAX_LINE_BYTES", "stdio_server"]
 
 #: The longest line (one JSON-RPC message) read, in bytes; tool arguments are small.
 MAX_LINE_BYTES = 8 * 1024 * 1024
+#: Seconds the requests still in flight at the end of stdin may take to be answered (a tool
+#: call's own time-out is 30 s by default).
+DRAIN_SECONDS = 60.0
 
 _log = logging.getLogger("projectops.client.stdio")
 
@@ -110,6 +113,42 @@ def _parse_line(line: bytes) -> SessionMessage:
     return SessionMessage(message)
 
 
+class _Pending:
+    """Ids of the requests handed to the server and not answered yet (JSON-RPC 2.0 section 5:
+    every request gets exactly one response)."""
+
+    def __init__(self) -> None:
+        self.ids: set[Any] = set()
+        self._changed = anyio.Event()
+
+    def add(self, request_id: Any) -> None:
+        self.ids.add(request_id)
+
+    def answered(self, request_id: Any) -> None:
+        self.ids.discard(request_id)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def drained(self) -> None:
+        """Return once every request is answered."""
+        while self.ids:
+            await self._changed.wait()
+
+
+async def _forward(
+    answers: MemoryObjectReceiveStream[SessionMessage],
+    write_stream: WriteStream[SessionMessage],
+    pending: _Pending,
+) -> None:
+    """The server's messages to the SDK's stdout writer, noting which requests are answered."""
+    async with answers, write_stream:
+        async for session_message in answers:
+            await write_stream.send(session_message)
+            message = session_message.message
+            if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                pending.answered(message.id)  # only once the writer has it
+
+
 def _read_line(source: BinaryIO, limit: int) -> bytes | _Rejected | None:
     """One line of `source` without its newline; a :class:`_Rejected` for a line over
     `limit` bytes (read to its end in pieces, never held); None at the end of input."""
@@ -164,8 +203,14 @@ async def _pump(
     limit: int,
     read_writer: WriteStream[SessionMessage | Exception],
     write_stream: WriteStream[SessionMessage],
+    pending: _Pending,
+    drain_seconds: float,
 ) -> None:
-    """Read `source` line by line until its end: messages to the server, errors answered."""
+    """Read `source` line by line until its end: messages to the server, errors answered.
+
+    At the end of input the server's read stream stays open until every request read has
+    been answered (at most `drain_seconds`): a client that writes its requests and then
+    closes stdin still gets every answer."""
     send, lines = anyio.create_memory_object_stream[bytes | _Rejected | None](0)
     token = anyio.lowlevel.current_token()
     thread = threading.Thread(
@@ -176,6 +221,8 @@ async def _pump(
     async with read_writer, lines:
         async for item in lines:
             if item is None:
+                with anyio.move_on_after(drain_seconds):
+                    await pending.drained()
                 return
             number += 1
             if isinstance(item, bytes) and not item.strip():
@@ -187,6 +234,8 @@ async def _pump(
             except _Rejected as rejected:
                 await _answer(write_stream, number, rejected)
             else:
+                if isinstance(message.message, types.JSONRPCRequest):
+                    pending.add(message.message.id)
                 await read_writer.send(message)
 
 
@@ -196,6 +245,7 @@ async def stdio_server(
     stdout: anyio.AsyncFile[str] | None = None,
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
+    drain_seconds: float = DRAIN_SECONDS,
 ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
     """Serve MCP over stdin and stdout: ``async with stdio_server() as (read, write)``, then
     ``await server.run(read, write, ...)``, as with the SDK's ``mcp.server.stdio.stdio_server``.
@@ -205,9 +255,12 @@ async def stdio_server(
             duplicate of its file descriptor).
         stdout: the text stream to write (default: the SDK's, the process's stdout).
         max_line_bytes: the longest line read, in bytes (default :data:`MAX_LINE_BYTES`).
+        drain_seconds: at the end of stdin, how long requests still in flight may take to be
+            answered before the read stream ends (default :data:`DRAIN_SECONDS`).
 
     Every line gets an answer: a message goes to the server, anything else is answered with a
-    JSON-RPC error and logged (module docstring). The read stream ends when stdin does.
+    JSON-RPC error and logged (module docstring). The read stream ends when stdin has ended
+    and every request read from it has been answered (or `drain_seconds` have passed).
     """
     # A reader of our own on a duplicate of fd 0: the reading thread may still hold its lock
     # when the interpreter exits, and sys.stdin's would then be fatal to close. Never closed
@@ -217,9 +270,24 @@ async def stdio_server(
     empty = anyio.wrap_file(io.StringIO())
     async with sdk_stdio_server(stdin=empty, stdout=stdout) as (_, write_stream):
         read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        answer_writer, answers = anyio.create_memory_object_stream[SessionMessage](0)
+        pending = _Pending()
         async with anyio.create_task_group() as group:
-            group.start_soon(_pump, source, max_line_bytes, read_writer, write_stream)
+            group.start_soon(_forward, answers, write_stream, pending)
             try:
-                yield read_stream, write_stream
+                async with anyio.create_task_group() as readers:
+                    readers.start_soon(
+                        _pump,
+                        source,
+                        max_line_bytes,
+                        read_writer,
+                        write_stream,
+                        pending,
+                        drain_seconds,
+                    )
+                    try:
+                        yield read_stream, answer_writer
+                    finally:
+                        readers.cancel_scope.cancel()
             finally:
-                group.cancel_scope.cancel()
+                answer_writer.close()  # _forward passes on what is left, then ends
