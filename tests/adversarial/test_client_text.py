@@ -1,5 +1,5 @@
 """The two functions every outside text and every exception pass through on the client side:
-escaping and cutting (:mod:`projectops.client._text`) and key redaction
+escaping and cutting (:mod:`projectops._text`) and key redaction
 (:mod:`projectops.client.redaction`), over whole character classes and every spelling."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from projectops import FieldViolation, Unauthenticated
-from projectops.client._text import cut, escape, outside_text
+from projectops._text import cut, escape, outside_text
 from projectops.client.failures import failure
 from projectops.client.redaction import redact, scrub_exception
 from tests.client.support import KEY

@@ -1,7 +1,7 @@
 """The client's own errors and the mapping of an answer to its exception (no httpx needed).
 
 See the hierarchy in :mod:`projectops.client.http`. Every text taken from an answer is escaped
-and cut (:func:`projectops.client._text.outside_text`) before it becomes part of an exception.
+and cut (:func:`projectops._text.outside_text`) before it becomes part of an exception.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from projectops.client._text import outside_text
+from projectops._text import outside_text
 from projectops.codec import read_error_body
 from projectops.conventions import BASE_URL_ENV
 from projectops.errors import (
@@ -125,7 +125,7 @@ def error_from_answer(
     (:data:`~projectops.HTTP_STATUS_BY_CODE`) gives that code this status, else that of the
     status alone (a 400 is always an ``InvalidArgument``, ``FailedPrecondition`` or
     ``OutOfRange``); ``http_status`` is `status`. The message and each violation's field and
-    description are escaped and cut (:func:`~projectops.client._text.outside_text`: 1,000
+    description are escaped and cut (:func:`~projectops._text.outside_text`: 1,000
     characters, 200 for a field path). A body that is no ``ErrorResponse`` gives its text
     (escaped and cut, so one line), or ``HTTP <status>``, as the message; an HTML or XML page
     (by `content_type` or its first characters), which no server of this API sends, gives one

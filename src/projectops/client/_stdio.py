@@ -44,7 +44,7 @@ from mcp.server.stdio import stdio_server as sdk_stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
-from projectops.client._text import outside_text
+from projectops._text import outside_text
 
 __all__ = ["DRAIN_SECONDS", "MAX_LINE_BYTES", "stdio_server"]
 

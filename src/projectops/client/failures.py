@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from projectops._text import outside_text
 from projectops.client._errors import (
     AnswerTimedOut,
     AnswerTooLarge,
@@ -21,7 +22,6 @@ from projectops.client._errors import (
     MissingApiKey,
     ServiceUnreachable,
 )
-from projectops.client._text import outside_text
 from projectops.client.redaction import redact
 from projectops.commands import CannotListen
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV

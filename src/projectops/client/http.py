@@ -39,7 +39,7 @@ Every peer is hostile (DESIGN.md, "Trust"), the service included:
   so nothing is inflated. Error
   bodies (non-2xx) are read up to 1 MiB only.
 - Every text taken from the answer is escaped and cut before it becomes part of an exception
-  (:mod:`projectops.client._text`), and the API key, given as ``api_key`` or through
+  (:mod:`projectops._text`), and the API key, given as ``api_key`` or through
   ``SERVICE_API_KEY``, is redacted from every exception a call raises and the exceptions
   chained to it, in any spelling (:mod:`projectops.client.redaction`). A base URL that holds
   a user name or password is refused at construction.
@@ -64,6 +64,7 @@ import httpx
 from google.protobuf.message import Message
 
 import projectops
+from projectops._text import outside_text
 from projectops.client._errors import (
     AnswerTimedOut,
     AnswerTooLarge,
@@ -74,7 +75,6 @@ from projectops.client._errors import (
     UnexpectedRedirect,
     error_from_answer,
 )
-from projectops.client._text import outside_text
 from projectops.client.redaction import scrub_exception
 from projectops.codec import from_json, to_json
 from projectops.conventions import (

@@ -44,8 +44,8 @@ from starlette.applications import Starlette
 
 import projectops
 from projectops import json_schema
+from projectops._text import escape
 from projectops.client._stdio import stdio_server
-from projectops.client._text import escape
 from projectops.client.failures import EXIT_INTERNAL, failure
 from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient
 from projectops.client.redaction import redact

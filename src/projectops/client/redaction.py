@@ -2,20 +2,18 @@
 defence, DESIGN.md "Trust").
 
 No message of this package quotes the key, but a server's message, a library's or a user's
-could, and not always verbatim. :func:`redact` finds a key however it was written: in any
-letter case, percent-encoded (``%41``), repr- or JSON-escaped (``\\x41``, ``\\u0041``, a doubled
-backslash), as an HTML character reference (``&#65;``), or any mix of these, character by
-character. :func:`scrub_exception` applies it to an exception and every exception chained to
-it, so ``str``, ``repr``, ``args`` and formatted tracebacks are clean.
+could, and not always verbatim. :func:`redact` finds ``SERVICE_API_KEY``'s value and any key
+given, however it was written (:func:`projectops._text.redact_secrets`).
+:func:`scrub_exception` applies it to an exception and every exception chained to it, so
+``str``, ``repr``, ``args`` and formatted tracebacks are clean.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
-from functools import lru_cache
 
+from projectops._text import redact_secrets
 from projectops.conventions import API_KEY_ENV
 from projectops.errors import ApiError, FieldViolation
 
@@ -23,22 +21,6 @@ __all__ = ["REDACTED", "redact", "scrub_exception"]
 
 #: What a key is replaced with.
 REDACTED = "***"
-
-
-def _char_pattern(char: str) -> str:
-    """Every way one character of a key may be written, in either letter case: itself (with
-    any backslashes a repr or JSON escaping put before it), %hh, \\xhh, \\uhhhh, \\Uhhhhhhhh,
-    &#d; and &#xh;."""
-    forms = [r"\\*" + re.escape(char)]
-    for code in sorted({ord(char.lower()), ord(char.upper())}):
-        forms += [f"%{code:02x}", rf"\\+x{code:02x}", rf"\\+u{code:04x}", rf"\\+U{code:08x}"]
-        forms += [f"&#0*{code};", f"&#x0*{code:x};"]
-    return "(?:" + "|".join(forms) + ")"
-
-
-@lru_cache(maxsize=32)
-def _key_pattern(key: str) -> re.Pattern[str]:
-    return re.compile("".join(_char_pattern(c) for c in key), re.IGNORECASE)
 
 
 def _keys(extra: Iterable[str | None]) -> list[str]:
@@ -50,10 +32,7 @@ def _keys(extra: Iterable[str | None]) -> list[str]:
 def redact(text: str, keys: Iterable[str | None] = ()) -> str:
     """`text` with ``SERVICE_API_KEY``'s value and each of `keys` replaced by ``***``, in any
     of the spellings of the module docstring (blank and ``None`` keys are skipped)."""
-    for key in _keys(keys):
-        if text:
-            text = _key_pattern(key).sub(REDACTED, text)
-    return text
+    return redact_secrets(text, _keys(keys), REDACTED)
 
 
 def scrub_exception(exc: BaseException, keys: Iterable[str | None] = ()) -> None:

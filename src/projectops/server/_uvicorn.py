@@ -42,6 +42,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from projectops._text import outside_text
 from projectops.codec import error_body
 from projectops.errors import (
     ApiError,
@@ -100,12 +101,6 @@ def _answer(status: int, error: ApiError) -> bytes:
 _HEAD_END = re.compile(rb"\n\r?\n")
 # Where h11's error text starts quoting the request: ": bytearray(b'...')" or ": b'...'".
 _QUOTED_BYTES = re.compile(r":?\s*(?:bytearray\()?b['\"]")
-
-
-def _printable(text: str, limit: int = 120) -> str:
-    """`text` with every non-printable or non-ASCII character escaped, cut to `limit`."""
-    shown = "".join(c if " " <= c <= "~" else f"\\x{ord(c):02x}" for c in text[: limit + 1])
-    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 class _Peers:
@@ -276,7 +271,7 @@ class SheddingH11Protocol(H11Protocol):
         error = self.conn.last_error if isinstance(self.conn, _Connection) else None
         hint = error.error_status_hint if error is not None else 400
         # h11 quotes the offending bytes (a header line may hold the key): keep its words only.
-        reason = _printable(_QUOTED_BYTES.split(str(error) if error is not None else msg)[0])
+        reason = outside_text(_QUOTED_BYTES.split(str(error) if error is not None else msg)[0], 120)
         answer: ApiError
         if hint == 431:
             status = 431
@@ -382,7 +377,7 @@ class _QueryStringFilter(logging.Filter):
         args = record.args
         if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
             path = args[2].partition("?")[0]
-            record.args = (*args[:2], _printable(path, 200), *args[3:])
+            record.args = (*args[:2], outside_text(path, 200), *args[3:])
         return True
 
 

@@ -7,13 +7,10 @@ checks and the content-type policy.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
-import re
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
-from urllib.parse import quote, quote_plus
 
 from google.protobuf.message import Message
 from starlette.applications import Starlette
@@ -24,6 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from projectops._text import cut, escape_lines, redact_secrets
 from projectops.codec import error_body, from_json, to_json
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
 from projectops.errors import (
@@ -371,21 +369,18 @@ def _too_long(error: ApiError) -> bool:
     return any(len(text) > _MAX_ERROR_TEXT for text in texts)
 
 
-def _cut_text(text: str) -> str:
-    if len(text) <= _MAX_ERROR_TEXT:
-        return text
-    return f"{text[:_MAX_ERROR_TEXT]}... ({len(text) - _MAX_ERROR_TEXT} more characters)"
-
-
 class _Cut(ApiError):
     """`error` with its message and each violation's field and description cut to
     ``_MAX_ERROR_TEXT`` characters, the code kept (what an error body may carry)."""
 
     def __init__(self, error: ApiError) -> None:
         super().__init__(
-            _cut_text(error.message),
+            cut(error.message, _MAX_ERROR_TEXT),
             [
-                FieldViolation(field=_cut_text(v.field), description=_cut_text(v.description))
+                FieldViolation(
+                    field=cut(v.field, _MAX_ERROR_TEXT),
+                    description=cut(v.description, _MAX_ERROR_TEXT),
+                )
                 for v in error.violations
             ],
         )
@@ -395,42 +390,5 @@ class _Cut(ApiError):
 def _log_failure(what: str, exc: BaseException, api_key: str) -> None:
     """Log `exc` with its traceback: every form of `api_key` redacted, control characters
     escaped (the text may quote a request)."""
-    text = _redact("".join(traceback.format_exception(exc)), api_key)
-    logger.error("%s failed:\n%s", what, _escape_controls(text.rstrip()))
-
-
-def _redact(text: str, secret: str) -> str:
-    """`text` with every occurrence of `secret` replaced by ``[redacted]``: as it is, in any
-    letter case, and in the forms escaping gives it (``repr``/``ascii``, JSON, percent-encoding,
-    the repr of its UTF-8 bytes, and those escaped once more). A blank `secret` changes nothing.
-    """
-    if not secret.strip():
-        return text
-    forms = {secret}
-    for form in list(forms):
-        forms |= _escaped_forms(form)
-    for form in list(forms):
-        forms |= _escaped_forms(form)
-    pattern = "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True) if form)
-    return re.sub(pattern, REDACTED, text, flags=re.IGNORECASE)
-
-
-def _escaped_forms(text: str) -> set[str]:
-    return {
-        repr(text)[1:-1],
-        ascii(text)[1:-1],
-        json.dumps(text)[1:-1],
-        json.dumps(text, ensure_ascii=False)[1:-1],
-        repr(text.encode("utf-8", "surrogatepass"))[2:-1],
-        quote(text, safe=""),
-        quote(text),
-        quote_plus(text, safe=""),
-    }
-
-
-def _escape_controls(text: str) -> str:
-    """C0 and C1 control characters but the line feed, and DEL, as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+    text = redact_secrets("".join(traceback.format_exception(exc)), [api_key], REDACTED)
+    logger.error("%s failed:\n%s", what, escape_lines(text.rstrip()))

@@ -1,6 +1,7 @@
-"""Making text that came from outside this process safe to print, log or return.
+"""Making text that came from outside this process safe to print, log or return, and
+redacting a secret from it: the one implementation both the client and the server layer use.
 
-Every text a server controls (an error's ``message`` and violations, a raw body, a header, a
+Every text a peer controls (an error's ``message`` and violations, a raw body, a header, a
 protocol library's complaint about the bytes it got) goes through :func:`outside_text` before
 it reaches an exception's message, stderr, a tool result or a log line (DESIGN.md, "Trust"):
 
@@ -10,15 +11,27 @@ it reaches an exception's message, stderr, a tool result or a log line (DESIGN.m
   visible escape (``\\x1b``, ``\\u202e``), so one error is one line and cannot clear a screen,
   retitle a terminal or reorder what a reader sees.
 - :func:`cut` keeps the first characters of a long text and says how many were left out.
+- :func:`redact_secrets` finds a secret (the API key) however it was written: in any letter
+  case, percent-encoded (``%41``, ``+`` for a space), repr- or JSON-escaped (``\\x41``,
+  ``\\u0041``, doubled backslashes), as an HTML character reference (``&#65;``), or any mix of
+  these, character by character.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from functools import cache
+from collections.abc import Iterable
+from functools import cache, lru_cache
 
-__all__ = ["MAX_TEXT_CHARS", "cut", "escape", "outside_text"]
+__all__ = [
+    "MAX_TEXT_CHARS",
+    "cut",
+    "escape",
+    "escape_lines",
+    "outside_text",
+    "redact_secrets",
+]
 
 #: Characters of an outside text kept in a message (the rest is cut, with a note).
 MAX_TEXT_CHARS = 1000
@@ -89,3 +102,37 @@ def outside_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
         head, shown = head[:kept], escape(head[:kept])
     rest = len(text) - len(head)
     return f"{shown}... [{rest:,} more characters cut]" if rest else shown
+
+
+def escape_lines(text: str) -> str:
+    """:func:`escape` of each line of a multi-line text (a traceback for a log), keeping its
+    line feeds: every other unsafe character is escaped."""
+    return "\n".join(escape(line) for line in text.split("\n"))
+
+
+def _char_pattern(char: str) -> str:
+    """Every way one character of a secret may be written, in either letter case: itself (with
+    any backslashes a repr or JSON escaping put before it), %hh, \\xhh, \\uhhhh, \\Uhhhhhhhh,
+    &#d; and &#xh; (and ``+`` for a space, as form encoding writes it)."""
+    forms = [r"\\*" + re.escape(char)]
+    if char == " ":
+        forms.append(r"\+")
+    for code in sorted({ord(char.lower()), ord(char.upper())}):
+        forms += [f"%{code:02x}", rf"\\+x{code:02x}", rf"\\+u{code:04x}", rf"\\+U{code:08x}"]
+        forms += [f"&#0*{code};", f"&#x0*{code:x};"]
+    return "(?:" + "|".join(forms) + ")"
+
+
+@lru_cache(maxsize=32)
+def _secret_pattern(secret: str) -> re.Pattern[str]:
+    return re.compile("".join(_char_pattern(c) for c in secret), re.IGNORECASE)
+
+
+def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:
+    """`text` with each of `secrets` (blank and ``None`` ones skipped, surrounding white space
+    ignored) replaced by `replacement`, in any of the spellings of the module docstring; the
+    longest secret first, so one that contains another is replaced whole."""
+    for secret in sorted({s.strip() for s in secrets if s and s.strip()}, key=len, reverse=True):
+        if text:
+            text = _secret_pattern(secret).sub(replacement, text)
+    return text
