@@ -19,7 +19,12 @@ import projectops
 from projectops.client import cli, failures
 from projectops.client.failures import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from projectops.commands import Command
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
+from projectops.conventions import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_BASE_URL,
+    DEFAULT_MAX_RESPONSE_BYTES,
+)
 from projectops.server import commands as server_commands
 
 if TYPE_CHECKING:
@@ -92,9 +97,6 @@ def _seconds(text: str) -> float:
 
 #: Seconds a call may take as a whole unless ``--timeout`` says otherwise.
 DEFAULT_TIMEOUT = 30.0
-#: Bytes of an answer's body a call reads unless ``--max-response-bytes`` says otherwise (the
-#: client's default, restated so that parsing arguments never imports httpx; a test holds both).
-DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: The options of :func:`_add_connection_options`: flag -> argparse dest.
 _CONNECTION_OPTIONS = {
     "--base-url": "base_url",

@@ -14,6 +14,8 @@ __all__ = [
     "BASE_URL_ENV",
     "CONTENT_TYPE",
     "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_REQUEST_TIMEOUT",
     "MAX_BODY_BYTES",
     "PATH_PREFIX",
     "base_url_hint",
@@ -37,6 +39,11 @@ PATH_PREFIX = "/api/mcp/"
 DEFAULT_BASE_URL = "http://127.0.0.1:8787"
 #: Largest request body the server adapter accepts, in bytes (1 MiB); larger ones get 413.
 MAX_BODY_BYTES = 1024 * 1024
+#: Largest answer body a client reads by default, in bytes (``max_response_bytes``, 32 MiB).
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+#: Seconds a server waits for a whole request (head and body) once a connection waits for one
+#: (the mock server's ``--request-timeout``).
+DEFAULT_REQUEST_TIMEOUT = 10.0
 
 
 def operation_path(name: str) -> str:

@@ -278,13 +278,6 @@ def test_openapi_rejects_a_bad_server_url_in_one_line(run_cli: RunCli) -> None:
     assert "absolute http(s) URL" in proc.stderr
 
 
-def test_the_cli_default_answer_cap_is_the_clients() -> None:
-    from projectops import __main__
-    from projectops.client import http
-
-    assert __main__.DEFAULT_MAX_RESPONSE_BYTES == http.DEFAULT_MAX_RESPONSE_BYTES
-
-
 def test_json_input_from_a_fifo_is_refused_at_once(run_cli: RunCli, tmp_path: Path) -> None:
     fifo = tmp_path / "request.fifo"
     os.mkfifo(fifo)  # nobody ever writes: opening it must not wait for a writer

@@ -18,8 +18,6 @@ from projectops.__main__ import main
 from projectops.codec import from_json, to_json
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import FailedPrecondition
-from projectops.server import _uvicorn
-from projectops.server import commands as server_commands
 from projectops.server.fixtures import load_fixtures
 
 LIST = projectops.operation("list_rum_environments")
@@ -104,11 +102,6 @@ def test_bad_limit_flags_are_usage_errors(
 ) -> None:
     assert main(["mock-server", flag, value]) == 2
     assert words in capsys.readouterr().err
-
-
-def test_the_request_timeout_default_is_stated_once_in_effect() -> None:
-    # The command module restates it (it must not import uvicorn); the two agree.
-    assert server_commands.DEFAULT_REQUEST_TIMEOUT == _uvicorn.DEFAULT_REQUEST_TIMEOUT
 
 
 def test_an_answer_is_encoded_once_and_equals_the_codec_output() -> None:

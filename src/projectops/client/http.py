@@ -83,6 +83,7 @@ from projectops.conventions import (
     BASE_URL_ENV,
     CONTENT_TYPE,
     DEFAULT_BASE_URL,
+    DEFAULT_MAX_RESPONSE_BYTES,
     normalize_base_url,
 )
 from projectops.errors import ApiError, InvalidArgument
@@ -119,8 +120,6 @@ RequestLike = Message | Mapping[str, Any] | None
 _KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
 _ERRNO_PREFIX = re.compile(r"^\[Errno -?\d+\]\s*")
 
-#: Default cap of an answer's body, in bytes (``max_response_bytes``).
-DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 # Bytes of a non-2xx answer's body that are read: its message is cut to 1,000 characters.
 _MAX_ERROR_BODY_BYTES = 1024 * 1024
 

@@ -44,6 +44,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from projectops._text import outside_text
 from projectops.codec import error_body
+from projectops.conventions import DEFAULT_REQUEST_TIMEOUT
 from projectops.errors import (
     ApiError,
     DeadlineExceeded,
@@ -62,8 +63,6 @@ __all__ = [
     "install_log_filters",
 ]
 
-#: Seconds a connection may take to deliver a whole request (head and body).
-DEFAULT_REQUEST_TIMEOUT = 10.0
 #: h11's own limit on a request head (uvicorn's ``h11_max_incomplete_event_size`` default).
 _H11_DEFAULT_HEAD_BYTES = 16 * 1024
 # How long a closed connection may take to flush its last bytes before it is aborted.

@@ -11,17 +11,13 @@ from functools import partial
 from urllib.parse import urlsplit
 
 from projectops.commands import Command, port, warn_if_every_interface
-from projectops.conventions import DEFAULT_BASE_URL
+from projectops.conventions import DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_REQUEST_TIMEOUT", "commands"]
 
 #: Where the mock server listens by default: the client's default base URL.
 DEFAULT_HOST = urlsplit(DEFAULT_BASE_URL).hostname or "127.0.0.1"
 DEFAULT_PORT = urlsplit(DEFAULT_BASE_URL).port or 8787
-#: Seconds a connection may take to deliver a whole request (``--request-timeout``); the same
-#: value as ``projectops.server._uvicorn.DEFAULT_REQUEST_TIMEOUT``, restated here because this
-#: module must not import uvicorn (a test holds the two equal).
-DEFAULT_REQUEST_TIMEOUT = 10.0
 
 
 def commands() -> list[Command]:
