@@ -6,6 +6,7 @@ API key in the ``Service-Api-Key`` header. Tool names are operation names in keb
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -67,9 +68,16 @@ def normalize_base_url(url: str) -> str:
     ``"http://127.0.0.1:8787//"`` becomes ``"http://127.0.0.1:8787"``.
 
     Raises:
-        ValueError: the URL is not absolute, its scheme is not http or https, or it carries a
-            query or fragment.
+        ValueError: the URL is not absolute, its scheme is not http or https, it carries a
+            query or fragment, or a user name or password (the message never quotes a URL
+            with one: it may hold a secret).
     """
+    rest = url.strip().split("://", 1)[-1]
+    if "@" in re.split(r"[/?#]", rest, maxsplit=1)[0]:
+        raise ValueError(
+            "base URL must not hold a user name or password (the part before '@'); the "
+            f"project's API key goes in {API_KEY_ENV} or api_key, never in the URL"
+        )
     stripped = url.strip().rstrip("/")
     parts = urlsplit(stripped)
     if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -289,3 +289,11 @@ def test_json_input_from_a_fifo_is_refused_at_once(run_cli: RunCli, tmp_path: Pa
 def test_a_time_out_far_beyond_the_os_limits_still_works(run_cli: RunCli, mock_server: Any) -> None:
     proc = run_cli(LIST.tool_name, "--timeout", "1e12", key=DEMO_KEY, base_url=mock_server.base_url)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_openapi_refuses_a_server_url_with_a_password_without_printing_it(
+    run_cli: RunCli,
+) -> None:
+    proc = run_cli("openapi", "--base-url", "http://user:s3cret@ops.example")
+    assert proc.returncode == 2 and "s3cret" not in proc.stderr + proc.stdout
+    assert "must not hold a user name or password" in proc.stderr

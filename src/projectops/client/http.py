@@ -325,17 +325,6 @@ def _own_headers_only(http: httpx.Client | httpx.AsyncClient) -> None:
         del http.headers[name]
 
 
-def _reject_userinfo(url: str) -> None:
-    """Refuse a base URL with a user name or password, without ever quoting it."""
-    text = url.strip()
-    rest = text.split("://", 1)[1] if "://" in text else text
-    if "@" in re.split(r"[/?#]", rest, maxsplit=1)[0]:
-        raise ValueError(
-            "base URL must not hold a user name or password (the part before '@'); the "
-            f"project's API key goes in {API_KEY_ENV} or api_key, never in the URL"
-        )
-
-
 class _CallBuilder:
     """Everything of a call but the waiting: configuration, request building, answer decoding.
 
@@ -355,7 +344,6 @@ class _CallBuilder:
         url = (
             base_url if base_url is not None else (os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL)
         )
-        _reject_userinfo(url)
         self._base_url = normalize_base_url(url)
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         self._api_key = key.strip() if key else None
