@@ -19,11 +19,18 @@ from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
-from projectops.conventions import operation_name, tool_name
+from projectops.conventions import operation_name, operation_path, tool_name
 from projectops.descriptions import description, summary
 from projectops.v1 import operations_pb2
 
-__all__ = ["SERVICE", "Operation", "UnknownOperationError", "operation", "operations"]
+__all__ = [
+    "SERVICE",
+    "Operation",
+    "UnknownOperationError",
+    "operation",
+    "operation_of",
+    "operations",
+]
 
 #: The service descriptor every operation is derived from.
 SERVICE: ServiceDescriptor = operations_pb2.DESCRIPTOR.services_by_name["OperationsService"]
@@ -101,21 +108,29 @@ def _snake_case(rpc_name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", rpc_name).lower()
 
 
+def operation_of(method: MethodDescriptor) -> Operation:
+    """The :class:`Operation` of one rpc, from its descriptor alone: name in snake_case,
+    kebab-case tool name (spec 4.1.7), the path of its ``google.api.http`` post binding (spec
+    4.1.2's ``/api/mcp/<name>`` when it has none, as an rpc of a test schema may), the
+    generated request and response classes, and its comment as description.
+    """
+    name = _snake_case(method.name)
+    # googleapis-common-protos types its extensions as plain FieldDescriptors.
+    path: str = method.GetOptions().Extensions[annotations_pb2.http].post  # type: ignore[index]
+    return Operation(
+        name=name,
+        tool_name=tool_name(name),
+        path=path or operation_path(name),
+        request_type=message_factory.GetMessageClass(method.input_type),
+        response_type=message_factory.GetMessageClass(method.output_type),
+        description=description(method),
+        method=method,
+    )
+
+
 def _build(service: ServiceDescriptor) -> dict[str, Operation]:
-    ops: dict[str, Operation] = {}
-    for method in service.methods:
-        name = _snake_case(method.name)
-        ops[name] = Operation(
-            name=name,
-            tool_name=tool_name(name),
-            # googleapis-common-protos types its extensions as plain FieldDescriptors.
-            path=method.GetOptions().Extensions[annotations_pb2.http].post,  # type: ignore[index]
-            request_type=message_factory.GetMessageClass(method.input_type),
-            response_type=message_factory.GetMessageClass(method.output_type),
-            description=description(method),
-            method=method,
-        )
-    return ops
+    ops = [operation_of(method) for method in service.methods]
+    return {op.name: op for op in ops}
 
 
 _BY_NAME: Mapping[str, Operation] = MappingProxyType(_build(SERVICE))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -12,7 +13,6 @@ from google.protobuf import (
     descriptor_pb2,
     descriptor_pool,
     duration_pb2,
-    message_factory,
     struct_pb2,
     timestamp_pb2,
 )
@@ -21,7 +21,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 import projectops
 from projectops import reference
 from projectops._wire import value_form
-from projectops.registry import Operation
+from projectops.registry import Operation, operation_of
 from projectops.validation import is_required
 
 OPS = projectops.operations()
@@ -247,14 +247,8 @@ def _synthetic_operation() -> Operation:
     method.options.deprecated = True
     pool.Add(file)
     rpc = pool.FindServiceByName("rt.v1.S").methods_by_name["Walk"]
-    return Operation(
-        name="walk",
-        tool_name="walk",
-        path="/api/mcp/walk",
-        request_type=message_factory.GetMessageClass(rpc.input_type),
-        response_type=message_factory.GetMessageClass(rpc.output_type),
-        description="Walk a tree. Answers how many nodes it visited.",
-        method=rpc,
+    return dataclasses.replace(
+        operation_of(rpc), description="Walk a tree. Answers how many nodes it visited."
     )
 
 

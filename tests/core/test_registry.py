@@ -3,10 +3,10 @@
 import re
 
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool
 
 import projectops
-from projectops.registry import SERVICE, Operation
+from projectops.registry import SERVICE, Operation, operation_of
 
 
 def test_every_rpc_is_an_operation_in_service_order() -> None:
@@ -84,15 +84,7 @@ def _rpc_with(level: str, deprecated: bool) -> Operation:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
     rpc = pool.FindServiceByName("synthetic.v1.S").methods_by_name["Ping"]
-    return Operation(
-        name="ping",
-        tool_name="ping",
-        path="/api/mcp/ping",
-        request_type=message_factory.GetMessageClass(rpc.input_type),
-        response_type=message_factory.GetMessageClass(rpc.output_type),
-        description="",
-        method=rpc,
-    )
+    return operation_of(rpc)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,11 @@ import openapi_spec_validator
 import pytest
 import referencing
 import yaml
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool
 
 import projectops
 from projectops import json_schema, openapi
-from projectops.registry import SERVICE, Operation
+from projectops.registry import SERVICE, Operation, operation_of
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 OPS = projectops.operations()
@@ -184,15 +185,7 @@ def _synthetic_operation(level: str, deprecated: bool) -> Operation:
     method.options.deprecated = deprecated
     pool.Add(file)
     rpc = pool.FindServiceByName("synthetic.v1.S").methods_by_name["Ping"]
-    return Operation(
-        name="ping",
-        tool_name="ping",
-        path="/api/mcp/ping",
-        request_type=message_factory.GetMessageClass(rpc.input_type),
-        response_type=message_factory.GetMessageClass(rpc.output_type),
-        description="Ping. Answers.",
-        method=rpc,
-    )
+    return dataclasses.replace(operation_of(rpc), description="Ping. Answers.")
 
 
 @pytest.mark.parametrize(
