@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import projectops
 from projectops.client import cli, failures
 from projectops.client.failures import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
-from projectops.commands import Command
+from projectops.commands import Command, seconds, whole
 from projectops.conventions import (
     API_KEY_ENV,
     BASE_URL_ENV,
@@ -85,16 +85,6 @@ class _Formatter(argparse.HelpFormatter):
         )
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
 #: Seconds a call may take as a whole unless ``--timeout`` says otherwise.
 DEFAULT_TIMEOUT = 30.0
 #: The options of :func:`_add_connection_options`: flag -> argparse dest.
@@ -103,16 +93,6 @@ _CONNECTION_OPTIONS = {
     "--timeout": "timeout",
     "--max-response-bytes": "max_response_bytes",
 }
-
-
-def _byte_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number of bytes, got {text!r}")
-    return value
 
 
 def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
@@ -132,7 +112,7 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
     parser.add_argument(
         "--timeout",
         metavar="SECONDS",
-        type=_seconds,
+        type=seconds,
         default=default,
         help="seconds a call may take as a whole: connecting, sending and receiving the "
         f"complete answer (default: {DEFAULT_TIMEOUT:g})",
@@ -140,7 +120,7 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
     parser.add_argument(
         "--max-response-bytes",
         metavar="BYTES",
-        type=_byte_count,
+        type=whole,
         default=default,
         help="the largest answer body read, in bytes; a larger answer fails (exit 5) and is not "
         f"read further (default: {DEFAULT_MAX_RESPONSE_BYTES}, 32 MiB)",

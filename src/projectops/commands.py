@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["CannotListen", "Command", "listen", "listen_url", "port", "warn_if_every_interface"]
+__all__ = [
+    "CannotListen",
+    "Command",
+    "listen",
+    "listen_url",
+    "port",
+    "seconds",
+    "warn_if_every_interface",
+    "whole",
+]
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,38 @@ class Command:
     extra: str = ""
 
 
+def whole(text: str, *, lowest: int = 1) -> int:
+    """A whole number of at least `lowest` from the command line (argparse ``type``).
+
+    Raises:
+        argparse.ArgumentTypeError: not a whole number, or less than `lowest`.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = lowest - 1
+    if value < lowest:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {lowest}, got {text!r}")
+    return value
+
+
+def seconds(text: str, *, below: float = math.inf) -> float:
+    """A number of seconds, more than 0 and less than `below` (finite), from the command line
+    (argparse ``type``).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, not positive, not finite, or not below `below`.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < below or value == math.inf:
+        bound = "" if below == math.inf else f" and less than {below:g}"
+        raise argparse.ArgumentTypeError(f"expected seconds, more than 0{bound}, got {text!r}")
+    return value
+
+
 def port(text: str, *, lowest: int = 1) -> int:
     """A TCP port from the command line (argparse ``type``); `lowest` 0 allows "any free one".
 
@@ -50,8 +92,8 @@ def port(text: str, *, lowest: int = 1) -> int:
         argparse.ArgumentTypeError: not a whole number from `lowest` to 65535.
     """
     try:
-        value = int(text)
-    except ValueError:
+        value = whole(text, lowest=lowest)
+    except argparse.ArgumentTypeError:
         value = -1
     if not lowest <= value <= 65535:
         raise argparse.ArgumentTypeError(

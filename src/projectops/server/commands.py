@@ -10,7 +10,7 @@ import argparse
 from functools import partial
 from urllib.parse import urlsplit
 
-from projectops.commands import Command, port, warn_if_every_interface
+from projectops.commands import Command, port, seconds, warn_if_every_interface, whole
 from projectops.conventions import DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_REQUEST_TIMEOUT", "commands"]
@@ -58,7 +58,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=partial(_whole, lowest=1),
+        type=partial(whole, lowest=1),
         default=1,
         metavar="N",
         help="serve with N processes sharing the port (default: 1)",
@@ -70,7 +70,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     limits.add_argument(
         "--request-timeout",
-        type=_seconds,
+        type=partial(seconds, below=86400),
         default=DEFAULT_REQUEST_TIMEOUT,
         metavar="SECONDS",
         help="close a connection that has not delivered a whole request (head and body) this "
@@ -79,61 +79,37 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     limits.add_argument(
         "--max-connections",
-        type=partial(_whole, lowest=1),
+        type=partial(whole, lowest=1),
         metavar="N",
         help="most connections open at once; at the cap the longest-waiting idle or slow ones "
         "are closed first, else new ones get 503 (default: the open-file limit less a reserve)",
     )
     limits.add_argument(
         "--timeout-keep-alive",
-        type=partial(_whole, lowest=1),
+        type=partial(whole, lowest=1),
         default=5,
         metavar="SECONDS",
         help="close an idle keep-alive connection after this long (default: 5)",
     )
     limits.add_argument(
         "--limit-concurrency",
-        type=partial(_whole, lowest=1),
+        type=partial(whole, lowest=1),
         metavar="N",
         help="answer 503 once this many connections or requests are open (default: no limit)",
     )
     limits.add_argument(
         "--backlog",
-        type=partial(_whole, lowest=1),
+        type=partial(whole, lowest=1),
         default=2048,
         metavar="N",
         help="connections waiting to be accepted (default: 2048)",
     )
     limits.add_argument(
         "--h11-max-incomplete-event-size",
-        type=partial(_whole, lowest=1024),
+        type=partial(whole, lowest=1024),
         metavar="BYTES",
         help="largest request head; a larger one is answered 431 (default: 16384)",
     )
-
-
-def _whole(text: str, *, lowest: int) -> int:
-    """A whole number of at least `lowest` (argparse ``type``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = lowest - 1
-    if value < lowest:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= {lowest}, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """A positive, finite number of seconds (argparse ``type``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < 86400:
-        raise argparse.ArgumentTypeError(
-            f"expected seconds, more than 0 and less than 86400, got {text!r}"
-        )
-    return value
 
 
 def _run(args: argparse.Namespace) -> int:
