@@ -3,10 +3,10 @@
 import re
 
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool
 
 import projectops
-from projectops.registry import SERVICE, Operation, operation_of
+from projectops.registry import SERVICE
+from tests.synthetic import rpc_with
 
 
 def test_every_rpc_is_an_operation_in_service_order() -> None:
@@ -67,26 +67,6 @@ def test_both_operations_are_reads_by_the_proto(op: projectops.Operation) -> Non
     assert op.title.endswith(".") and "\n" not in op.title
 
 
-def _rpc_with(level: str, deprecated: bool) -> Operation:
-    """An operation of a private pool whose rpc carries the given standard options."""
-    file = descriptor_pb2.FileDescriptorProto(
-        name="synthetic/v1/x.proto", package="synthetic.v1", syntax="proto3"
-    )
-    file.message_type.add(name="PingRequest")
-    file.message_type.add(name="PingResponse")
-    method = file.service.add(name="S").method.add(
-        name="Ping",
-        input_type=".synthetic.v1.PingRequest",
-        output_type=".synthetic.v1.PingResponse",
-    )
-    method.options.idempotency_level = descriptor_pb2.MethodOptions.IdempotencyLevel.Value(level)
-    method.options.deprecated = deprecated
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    rpc = pool.FindServiceByName("synthetic.v1.S").methods_by_name["Ping"]
-    return operation_of(rpc)
-
-
 @pytest.mark.parametrize(
     ("level", "deprecated", "read_only", "idempotent"),
     [
@@ -98,6 +78,6 @@ def _rpc_with(level: str, deprecated: bool) -> Operation:
 def test_behaviour_facts_come_from_the_rpc_options(
     level: str, deprecated: bool, read_only: bool, idempotent: bool
 ) -> None:
-    op = _rpc_with(level, deprecated)
+    op = rpc_with(level, deprecated)
     assert op.idempotency == level
     assert (op.read_only, op.idempotent, op.deprecated) == (read_only, idempotent, deprecated)

@@ -12,11 +12,12 @@ import openapi_spec_validator
 import pytest
 import referencing
 import yaml
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pb2
 
 import projectops
 from projectops import json_schema, openapi
-from projectops.registry import SERVICE, Operation, operation_of
+from projectops.registry import SERVICE, Operation
+from tests.synthetic import rpc_with
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 OPS = projectops.operations()
@@ -169,23 +170,8 @@ def test_examples_are_the_default_fixtures_validated() -> None:
 
 
 def _synthetic_operation(level: str, deprecated: bool) -> Operation:
-    """An operation of a private pool whose rpc has the given options."""
-    pool = descriptor_pool.DescriptorPool()
-    file = descriptor_pb2.FileDescriptorProto(
-        name="synthetic/v1/x.proto", package="synthetic.v1", syntax="proto3"
-    )
-    file.message_type.add(name="PingRequest")
-    file.message_type.add(name="PingResponse")
-    method = file.service.add(name="S").method.add(
-        name="Ping",
-        input_type=".synthetic.v1.PingRequest",
-        output_type=".synthetic.v1.PingResponse",
-    )
-    method.options.idempotency_level = descriptor_pb2.MethodOptions.IdempotencyLevel.Value(level)
-    method.options.deprecated = deprecated
-    pool.Add(file)
-    rpc = pool.FindServiceByName("synthetic.v1.S").methods_by_name["Ping"]
-    return dataclasses.replace(operation_of(rpc), description="Ping. Answers.")
+    """An operation of a private pool whose rpc has the given options, and a comment."""
+    return dataclasses.replace(rpc_with(level, deprecated), description="Ping. Answers.")
 
 
 @pytest.mark.parametrize(
