@@ -23,7 +23,6 @@ import argparse
 import copy
 import gc
 import json
-import os
 import statistics
 import sys
 import time
@@ -31,19 +30,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-try:
-    import projectops
-except ImportError:
-    venv_python = REPO / ".venv" / "bin" / "python"
-    if venv_python.exists() and Path(sys.executable) != venv_python:
-        os.execv(str(venv_python), [str(venv_python), *sys.argv])
-    sys.exit("error: projectops is not installed; run `pip install -e '.[dev]'` first")
+from protolib import REPO, ensure_dev_python
 
+ensure_dev_python("projectops", "projectops")
 import google.protobuf as protobuf  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 from google.protobuf.internal import api_implementation  # noqa: E402
 
+import projectops  # noqa: E402
 from projectops import _fastcodec, codec  # noqa: E402
 from projectops.v1.operations_pb2 import GetReleaseDetailsResponse  # noqa: E402
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import signal
 import socket
 import statistics
@@ -40,16 +39,10 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-try:
-    import projectops  # noqa: F401
-except ImportError:
-    venv_python = REPO / ".venv" / "bin" / "python"
-    if venv_python.exists() and Path(sys.executable) != venv_python:
-        os.execv(str(venv_python), [str(venv_python), *sys.argv])
-    sys.exit("error: projectops is not installed; run `pip install -e '.[dev]'` first")
+from protolib import ensure_dev_python
+
+ensure_dev_python("projectops", "projectops")
 
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE  # noqa: E402
 from projectops.registry import operation  # noqa: E402

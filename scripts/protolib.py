@@ -7,6 +7,7 @@ by `scripts/generate` and `scripts/check-proto`; it is not part of the installed
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -18,15 +19,16 @@ PROTO_PACKAGE_DIR = Path("projectops") / "v1"
 DESCRIPTOR_SET_NAME = "projectops.binpb"
 
 
-def ensure_dev_python() -> None:
-    """Re-run the calling script with the repo's `.venv` interpreter if the tools are missing."""
+def ensure_dev_python(module: str = "grpc_tools", distribution: str = "grpcio-tools") -> None:
+    """Re-run the calling script with the repo's `.venv` interpreter if `module` (of the
+    `distribution`) cannot be imported here; exit with one line if it is missing there too."""
     try:
-        import grpc_tools  # noqa: F401
+        importlib.import_module(module)
     except ImportError:
         venv_python = REPO / ".venv" / "bin" / "python"
         if venv_python.exists() and Path(sys.executable) != venv_python:
             os.execv(str(venv_python), [str(venv_python), *sys.argv])
-        sys.exit("error: grpcio-tools is not installed; run `pip install -e '.[dev]'` first")
+        sys.exit(f"error: {distribution} is not installed; run `pip install -e '.[dev]'` first")
 
 
 def include_roots() -> list[Path]:
