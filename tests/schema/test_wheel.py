@@ -1,7 +1,8 @@
 """A real build and install: the sdist and wheel build, and the wheel works where users install it.
 
 `python -m build` makes the sdist and, from it, the wheel (so the sdist is complete enough to
-build). The wheel is installed, not editable, into a fresh venv with protobuf,
+build), with the build backend of the dev environment (``pip install -e .`` proves the isolated
+build every run). The wheel is installed, not editable, into a fresh venv with protobuf,
 googleapis-common-protos and httpx at the floors pyproject.toml declares; there the CLI answers,
 `projectops operations` shows the proto comments (so the descriptor set with source info is in
 the wheel), and the README's Python example runs as written. Then protobuf and
@@ -56,7 +57,7 @@ def run(*argv: str | Path, cwd: Path = REPO, timeout: float = 600) -> str:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    run(sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", out, REPO)
+    run(sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", out, REPO)
     return out
 
 
@@ -70,11 +71,14 @@ def wheel(dist: Path) -> Path:
 def venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Path]:
     """A fresh venv with the wheel (and its `client` extra) at the declared floors."""
     root = tmp_path_factory.mktemp("venv")
-    run(sys.executable, "-m", "venv", root)
+    # The venv gets no pip of its own: the dev environment's pip installs into it (--python).
+    run(sys.executable, "-m", "venv", "--without-pip", root)
     pip = [
-        root / "bin" / "python",
+        sys.executable,
         "-m",
         "pip",
+        "--python",
+        root / "bin" / "python",
         "install",
         "--quiet",
         "--disable-pip-version-check",
@@ -108,8 +112,9 @@ def test_the_sdist_holds_the_schema(dist: Path) -> None:
 
 
 def test_installed_at_the_floors(venv: Path) -> None:
-    installed = run(venv / "bin" / "python", "-m", "pip", "list", "--format=freeze")
-    versions = dict(line.split("==") for line in installed.splitlines() if "==" in line)
+    listing = "import importlib.metadata as m\nfor d in m.distributions(): print(d.name, d.version)"
+    installed = run(venv / "bin" / "python", "-c", listing, cwd=venv)
+    versions = dict(line.split() for line in installed.splitlines())
     for pin in floor_pins():
         name, floor = pin.split("==")
         assert versions[name] == floor or versions[name].startswith(floor + "."), (pin, versions)
@@ -162,9 +167,11 @@ def test_the_readme_example_runs_at_the_floor(venv: Path) -> None:
 def test_the_readme_example_runs_on_the_newest_protobuf(venv: Path) -> None:
     (protobuf,) = [r for r in PROJECT["dependencies"] if r.startswith("protobuf")]
     run(
-        venv / "bin" / "python",
+        sys.executable,
         "-m",
         "pip",
+        "--python",
+        venv / "bin" / "python",
         "install",
         "--quiet",
         "--disable-pip-version-check",
