@@ -1,4 +1,4 @@
-"""Shared fixtures: the mock server as a real subprocess on 127.0.0.1.
+"""Shared fixtures: the mock server as a real subprocess on 127.0.0.1, and the CLI runners.
 
 ``mock_server`` (session scope) is one server on the default fixtures, shared by every test that
 only reads from it; ``start_mock_server`` (function scope) is a factory for tests that need their
@@ -6,10 +6,15 @@ own server (other fixtures, extra flags, or to inspect its output and exit code)
 ``python -m projectops mock-server --host 127.0.0.1 --port <free port>`` exactly as a user would,
 wait until the port accepts connections (at most :data:`STARTUP_TIMEOUT` seconds; the test fails
 with the server's stderr if it exits first), and stop it with SIGTERM afterwards.
+
+``run_cli`` runs the CLI in-process (``projectops.__main__.main``) with an environment the test
+controls; ``run_cli_process`` runs the real entry point, ``python -m projectops ...``, for the
+few tests where the process matters.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -19,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from projectops.__main__ import main
+from tests.client.support import CLI_TIMEOUT, KEY, RunCli, cli_env
 from tests.loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
 
 
@@ -142,6 +149,63 @@ def start_mock_server() -> Iterator[StartMockServer]:
     finally:
         for server in started:
             server.close()
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> RunCli:
+    """``run_cli(*args, key=KEY, base_url=None, stdin=None, cwd=None)`` runs ``projectops
+    *args`` in-process and returns what a finished process would (exit code, text output).
+
+    `key` and `base_url` set SERVICE_API_KEY and SERVICE_BACKEND_URL (``None``: unset).
+    """
+
+    def run(
+        *args: str,
+        key: str | None = KEY,
+        base_url: str | None = None,
+        stdin: str | None = None,
+        cwd: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        with monkeypatch.context() as patch:
+            for name in [n for n in os.environ if n.startswith("SERVICE_")]:
+                patch.delenv(name)
+            for name, value in cli_env(key, base_url).items():
+                patch.setenv(name, value)
+            patch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((stdin or "").encode())))
+            if cwd is not None:
+                patch.chdir(cwd)
+            capfd.readouterr()
+            code = main(list(args))
+            out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out, err)
+
+    return run
+
+
+@pytest.fixture
+def run_cli_process() -> RunCli:
+    """:func:`run_cli` as a real subprocess, ``python -m projectops *args``."""
+
+    def run(
+        *args: str,
+        key: str | None = KEY,
+        base_url: str | None = None,
+        stdin: str | None = None,
+        cwd: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "projectops", *args],
+            env=cli_env(key, base_url),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT,
+            cwd=cwd,
+            check=False,
+        )
+
+    return run
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

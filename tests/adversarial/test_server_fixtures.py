@@ -1,5 +1,10 @@
-"""Bad fixtures files against the real ``projectops mock-server``: every one is exit 2 and one line
-naming the file, at once and in bounded memory, before anything listens."""
+"""Bad fixtures files against ``projectops mock-server``: every one is exit 2 and one line naming
+the file, at once and in bounded memory, before anything listens.
+
+The files that would cost an unbounded read (64 MiB and more, ``/dev/zero``) go to the real
+program under an address-space limit; the others to :func:`projectops.__main__.main` in-process,
+where listening would fail the test.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
+
+from projectops.__main__ import main
+from projectops.server import mock
 
 #: Address space the server may use while it rejects a file (unbounded reads would exceed it).
 MEMORY_LIMIT = 1536 * 1024 * 1024
@@ -109,22 +117,48 @@ def limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
+#: The files whose reading must be bounded: the real program, under MEMORY_LIMIT.
+IN_A_SUBPROCESS = {"over 64 MiB", "/dev/zero"}
+
+
+def run_mock_server(path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Exit code and stderr of ``projectops mock-server --port 0 --fixtures <path>``."""
+    argv = ["mock-server", "--port", "0", "--fixtures", str(path)]
+    if name in IN_A_SUBPROCESS:
+        result = subprocess.run(
+            [sys.executable, "-m", "projectops", *argv],
+            capture_output=True,
+            timeout=30,
+            preexec_fn=limit_memory,
+        )
+        assert result.stdout == b""
+        return result.returncode, result.stderr.decode("utf-8", "replace")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mock, "listen", listening_is_a_failure)
+        code = main(argv)
+    out, err = capsys.readouterr()
+    assert out == ""
+    return code, err
+
+
+def listening_is_a_failure(*_: object, **__: object) -> NoReturn:
+    raise AssertionError("the mock server went on to listen with a bad fixtures file")
+
+
 @pytest.mark.parametrize(("name", "make", "words"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
 def test_a_bad_fixtures_file_is_exit_2_and_one_line(
-    tmp_path: Path, name: str, make: Callable[[Path], Path], words: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    make: Callable[[Path], Path],
+    words: str,
 ) -> None:
     path = make(tmp_path)
     start = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "projectops", "mock-server", "--port", "0", "--fixtures", str(path)],
-        capture_output=True,
-        timeout=30,
-        preexec_fn=limit_memory,
-    )
+    code, err = run_mock_server(path, name, capsys)
     seconds = time.monotonic() - start
-    err = result.stderr.decode("utf-8", "replace")
-    print(f"{name}: exit {result.returncode} in {seconds:.2f} s: {err.strip()[:160]}")
-    assert (result.returncode, result.stdout) == (2, b""), err
+    print(f"{name}: exit {code} in {seconds:.2f} s: {err.strip()[:160]}")
+    assert code == 2, err
     assert err.count("\n") == 1 and err.startswith(f"error: {path}: "), err
     assert words in err
     assert "\x1b" not in err and "\x9b" not in err

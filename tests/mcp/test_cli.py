@@ -1,5 +1,8 @@
-"""``projectops schema`` and the failures of ``projectops mcp`` before it serves (issue 4),
-run as real subprocesses."""
+"""``projectops schema`` and the failures of ``projectops mcp`` before it serves.
+
+In-process through :func:`projectops.__main__.main`; the program without the ``mcp`` package
+(the core-only install) runs as a real subprocess, where ``mcp`` can be made unimportable.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import pytest
 
 import projectops
 from projectops import BASE_URL_ENV, json_schema
+from tests.client.support import RunCli
 
 # Runs the program with the `mcp` package unimportable, as without the `mcp` extra.
 WITHOUT_MCP = (
@@ -19,10 +23,10 @@ WITHOUT_MCP = (
 )
 
 
-def projectops_cli(*args: str, without_mcp: bool = False) -> subprocess.CompletedProcess[str]:
-    program = ["-c", WITHOUT_MCP] if without_mcp else ["-m", "projectops"]
+def without_the_mcp_extra(*args: str) -> subprocess.CompletedProcess[str]:
+    """``projectops`` in a subprocess where ``import mcp`` fails."""
     return subprocess.run(
-        [sys.executable, *program, *args],
+        [sys.executable, "-c", WITHOUT_MCP, *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -33,8 +37,10 @@ def projectops_cli(*args: str, without_mcp: bool = False) -> subprocess.Complete
 
 @pytest.mark.parametrize("output", [False, True], ids=["input", "output"])
 @pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.tool_name)
-def test_schema_prints_the_tools_schema_indented(op: projectops.Operation, output: bool) -> None:
-    done = projectops_cli("schema", op.tool_name, *(["--output"] if output else []))
+def test_schema_prints_the_tools_schema_indented(
+    run_cli: RunCli, op: projectops.Operation, output: bool
+) -> None:
+    done = run_cli("schema", op.tool_name, *(["--output"] if output else []))
     assert (done.returncode, done.stderr) == (0, "")
     expected = json_schema.output_schema(op) if output else json_schema.input_schema(op)
     assert json.loads(done.stdout) == expected
@@ -42,15 +48,15 @@ def test_schema_prints_the_tools_schema_indented(op: projectops.Operation, outpu
     assert expected["type"] == "object"  # the top level is the object schema itself
 
 
-def test_schema_of_an_unknown_tool_is_a_usage_error() -> None:
-    done = projectops_cli("schema", "no-such-tool")
+def test_schema_of_an_unknown_tool_is_a_usage_error(run_cli: RunCli) -> None:
+    done = run_cli("schema", "no-such-tool")
     assert (done.returncode, done.stdout) == (2, "")
     assert len(done.stderr.splitlines()) == 1
     assert "no-such-tool" in done.stderr and "get-release-details" in done.stderr
 
 
 def test_mcp_without_the_mcp_extra_exits_2_naming_the_extra() -> None:
-    done = projectops_cli("mcp", without_mcp=True)
+    done = without_the_mcp_extra("mcp")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [
         "error: projectops mcp needs the 'mcp' extra (mcp is not installed): "
@@ -59,9 +65,9 @@ def test_mcp_without_the_mcp_extra_exits_2_naming_the_extra() -> None:
 
 
 def test_the_rest_of_the_cli_works_without_the_mcp_extra() -> None:
-    listing = projectops_cli("--help", without_mcp=True)
+    listing = without_the_mcp_extra("--help")
     assert listing.returncode == 0 and " mcp " in listing.stdout and " schema " in listing.stdout
-    done = projectops_cli("schema", "get-release-details", without_mcp=True)
+    done = without_the_mcp_extra("schema", "get-release-details")
     assert done.returncode == 0
     assert json.loads(done.stdout) == json_schema.input_schema("get-release-details")
 
@@ -75,8 +81,10 @@ def test_the_rest_of_the_cli_works_without_the_mcp_extra() -> None:
     ],
     ids=["base-url", "port-0", "port-text"],
 )
-def test_mcp_with_bad_options_exits_2_with_one_line_before_serving(args: list[str]) -> None:
-    done = projectops_cli("mcp", *args)
+def test_mcp_with_bad_options_exits_2_with_one_line_before_serving(
+    run_cli: RunCli, args: list[str]
+) -> None:
+    done = run_cli("mcp", *args)
     assert (done.returncode, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: ")

@@ -57,7 +57,8 @@ def run(*argv: str | Path, cwd: Path = REPO, timeout: float = 600) -> str:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    run(sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", out, REPO)
+    build = [sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel"]
+    run(*build, "--outdir", out, REPO)
     return out
 
 
