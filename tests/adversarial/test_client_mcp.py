@@ -232,10 +232,10 @@ def _call(request_id: int, tool: str) -> bytes:
 def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
     body = json.dumps({"code": "internal", "message": "\x1b]0;pwned\x07\x1b[2J" + "A" * 5000})
     with (
-        hostile_server(trickle_head(interval=1.0)) as slow,
+        hostile_server(trickle_head(interval=0.25)) as slow,
         hostile_server(answer(500, body)) as rude,
     ):
-        mcp = McpProcess("--timeout", "3", base_url=slow.base_url)
+        mcp = McpProcess("--timeout", "1", base_url=slow.base_url)
         try:
             mcp.send(_line(INITIALIZE))
             mcp.collect(1)
@@ -266,7 +266,7 @@ def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
     result = slow_answer["result"]
     assert slow_answer["id"] == 2 and result["isError"] is True
     assert "no complete answer" in result["content"][0]["text"]
-    assert 2.9 <= elapsed < 5.0, elapsed
+    assert 0.95 <= elapsed < 2.5, elapsed
 
     text = rude_answer["result"]["content"][0]["text"]
     assert rude_answer["result"]["isError"] is True

@@ -5,9 +5,11 @@ build), with the build backend of the dev environment (``pip install -e .`` prov
 build every run). The wheel is installed, not editable, into a fresh venv with protobuf,
 googleapis-common-protos and httpx at the floors pyproject.toml declares; there the CLI answers,
 `projectops operations` shows the proto comments (so the descriptor set with source info is in
-the wheel), and the README's Python example runs as written. Then protobuf and
-googleapis-common-protos are upgraded to the newest releases the range admits and the example
-runs again.
+the wheel), and the README's Python example runs as written. The example runs again in a venv
+of its own with the newest protobuf and googleapis-common-protos the range admits.
+
+Each test stands alone (pytest-xdist may run them on different workers); the build is once per
+worker.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import sys
 import tarfile
 import tomllib
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,24 +69,13 @@ def wheel(dist: Path) -> Path:
     return found
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Path]:
-    """A fresh venv with the wheel (and its `client` extra) at the declared floors."""
-    root = tmp_path_factory.mktemp("venv")
-    # The venv gets no pip of its own: the dev environment's pip installs into it (--python).
+def venv_with(root: Path, *requirements: str | Path) -> Path:
+    """A fresh venv at `root` with `requirements` installed (by the dev environment's pip: the
+    venv gets none of its own)."""
     run(sys.executable, "-m", "venv", "--without-pip", root)
-    pip = [
-        sys.executable,
-        "-m",
-        "pip",
-        "--python",
-        root / "bin" / "python",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-    ]
-    run(*pip, f"{wheel}[client]", *floor_pins())
-    yield root
+    pip = [sys.executable, "-m", "pip", "--python", root / "bin" / "python", "install"]
+    run(*pip, "--quiet", "--disable-pip-version-check", *requirements)
+    return root
 
 
 def test_the_wheel_holds_the_typing_markers_stubs_and_descriptor_set(wheel: Path) -> None:
@@ -112,7 +102,9 @@ def test_the_sdist_holds_the_schema(dist: Path) -> None:
         assert name in names
 
 
-def test_installed_at_the_floors(venv: Path) -> None:
+def test_the_wheel_works_at_the_floors(tmp_path: Path, wheel: Path) -> None:
+    """The wheel (and its `client` extra) in a venv where every dependency is at its floor."""
+    venv = venv_with(tmp_path / "venv", f"{wheel}[client]", *floor_pins())
     listing = "import importlib.metadata as m\nfor d in m.distributions(): print(d.name, d.version)"
     installed = run(venv / "bin" / "python", "-c", listing, cwd=venv)
     versions = dict(line.split() for line in installed.splitlines())
@@ -125,8 +117,6 @@ def test_installed_at_the_floors(venv: Path) -> None:
     )
     assert location.startswith(str(venv)), location
 
-
-def test_the_cli_runs_from_the_wheel(venv: Path) -> None:
     assert run(venv / "bin" / "projectops", "--version", cwd=venv).strip() == (
         f"projectops {VERSION}"
     )
@@ -134,6 +124,8 @@ def test_the_cli_runs_from_the_wheel(venv: Path) -> None:
     # The proto comments come from the descriptor set with source info shipped in the wheel.
     assert "List the RUM environments of the project." in listing
     assert "/api/mcp/get_release_details" in listing
+
+    check_example(venv)
 
 
 def readme_example() -> str:
@@ -144,6 +136,7 @@ def readme_example() -> str:
 
 
 def check_example(venv: Path) -> None:
+    """The README's Python example runs as written with the venv's python."""
     # cwd is the checkout (the example opens a golden file), which has no importable
     # `projectops` at its top: the import below is the installed wheel's.
     where = "import projectops, sys; print(projectops.__file__, file=sys.stderr)\n"
@@ -161,25 +154,9 @@ def check_example(venv: Path) -> None:
     assert lines[:2] == ["1.4.0", "9007199254740993"]
 
 
-def test_the_readme_example_runs_at_the_floor(venv: Path) -> None:
-    check_example(venv)
-
-
-def test_the_readme_example_runs_on_the_newest_protobuf(venv: Path) -> None:
+def test_the_readme_example_runs_on_the_newest_protobuf(tmp_path: Path, wheel: Path) -> None:
     (protobuf,) = [r for r in PROJECT["dependencies"] if r.startswith("protobuf")]
-    run(
-        sys.executable,
-        "-m",
-        "pip",
-        "--python",
-        venv / "bin" / "python",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--upgrade",
-        protobuf,
-        "googleapis-common-protos",
-    )
+    venv = venv_with(tmp_path / "venv", wheel, "--upgrade", protobuf, "googleapis-common-protos")
     version = run(
         venv / "bin" / "python",
         "-c",
