@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -149,6 +150,15 @@ def start_mock_server() -> Iterator[StartMockServer]:
     finally:
         for server in started:
             server.close()
+
+
+@pytest.fixture
+def dead_url() -> Iterator[str]:
+    """A base URL whose port refuses connections: bound (so nobody else takes it), not
+    listening."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        yield f"http://{LOOPBACK}:{sock.getsockname()[1]}"
 
 
 @pytest.fixture

@@ -35,15 +35,6 @@ def recorder() -> Iterator[Recorder]:
 
 
 @pytest.fixture
-def dead_url() -> Iterator[str]:
-    """A base URL whose port refuses connections: bound (so nobody else takes it), not
-    listening."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        yield f"http://{LOOPBACK}:{sock.getsockname()[1]}"
-
-
-@pytest.fixture
 def silent_url() -> Iterator[str]:
     """A base URL that accepts connections (kernel backlog) but never answers."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -1,7 +1,7 @@
 """The tool server in-process (``mcp.Client(server)``), with the HTTP client on an
 ``httpx.MockTransport``: the failure sentences of every kind of answer, key redaction, one
-validation and one HTTP client, and both MCP protocol eras. The end-to-end tests are in
-``test_stdio.py``."""
+validation and one HTTP client, and both MCP protocol eras; a wrong key and a refused
+connection against real sockets. The end-to-end tests are in ``test_stdio.py``."""
 
 from __future__ import annotations
 
@@ -184,6 +184,28 @@ def test_no_answer_names_the_base_url() -> None:
     result = call(create_server(factory(handler)), "list-rum-environments", {})
     assert result.is_error is True
     assert SERVICE in text_of(result) and BASE_URL_ENV in text_of(result)
+
+
+def test_a_wrong_key_says_the_key_is_missing_or_invalid_and_which_variable_sets_it(
+    mock_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "not-a-key-7f3a9c"
+    server = create_server(AsyncClient(mock_server.base_url, key))  # the real service's 401
+    result = call(server, "get-release-details", {"version": "1.0.0"})
+    assert result.is_error is True
+    text = text_of(result)
+    assert text.startswith(f"The API key is missing or invalid: set {API_KEY_ENV} to ")
+    assert "401" in text
+    assert key not in text and key not in caplog.text
+
+
+def test_a_service_nobody_listens_at_is_named_with_its_variable(dead_url: str) -> None:
+    server = create_server(AsyncClient(dead_url, KEY))
+    result = call(server, "list-rum-environments", {})
+    assert result.is_error is True
+    text = text_of(result)
+    assert text.startswith("The service did not answer: ")
+    assert dead_url in text and BASE_URL_ENV in text
 
 
 def test_a_missing_key_fails_the_call_only() -> None:
