@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -204,6 +205,16 @@ class HttpServer:
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
+        """The log once it holds `text` (the server logs just after it starts listening);
+        fails the test after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while text not in (log := self.log()):
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {text!r} in the server's log within {timeout} s:\n{log}")
+            time.sleep(0.02)
+        return log
 
     def stop(self) -> int:
         """SIGINT (uvicorn's graceful stop), wait, kill if need be; the exit code."""

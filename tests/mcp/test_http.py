@@ -101,7 +101,7 @@ def test_conformance_scenario_passes_against_projectops_mcp_http(
 
 
 def test_http_binds_loopback_by_default_and_logs_its_url(plain: HttpServer) -> None:
-    assert f"serving {len(operations())} tools on {plain.url}" in plain.log()
+    plain.wait_for_log(f"serving {len(operations())} tools on {plain.url}")
     assert plain.url.startswith(f"http://{LOOPBACK}:")
 
 
