@@ -70,11 +70,11 @@ def wheel(dist: Path) -> Path:
 
 
 def venv_with(root: Path, *requirements: str | Path) -> Path:
-    """A fresh venv at `root` with `requirements` installed (by the dev environment's pip: the
-    venv gets none of its own)."""
-    run(sys.executable, "-m", "venv", "--without-pip", root)
-    pip = [sys.executable, "-m", "pip", "--python", root / "bin" / "python", "install"]
-    run(*pip, "--quiet", "--disable-pip-version-check", *requirements)
+    """A fresh venv at `root` with `requirements` installed, by uv (a tenth of pip's time;
+    the resolution of exact pins is the same)."""
+    uv = Path(sys.executable).with_name("uv")
+    run(uv, "venv", "--quiet", "--python", sys.executable, root)
+    run(uv, "pip", "install", "--quiet", "--python", root / "bin" / "python", *requirements)
     return root
 
 
