@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from projectops.client import AsyncClient, mcp_server
 from projectops.client._stdio import stdio_server
@@ -228,13 +229,27 @@ def _call(request_id: int, tool: str) -> bytes:
     return _line({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
 
 
+def test_an_answer_that_would_drive_the_terminal_is_escaped_and_cut(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    body = json.dumps({"code": "internal", "message": "\x1b]0;pwned\x07\x1b[2J" + "A" * 5000})
+
+    async def call(base_url: str) -> Any:
+        server = mcp_server.create_server(AsyncClient(base_url, KEY))
+        async with Client(server) as client:  # type: ignore[arg-type]
+            return await client.call_tool("list-rum-environments", {})
+
+    with hostile_server(answer(500, body)) as rude, caplog.at_level(logging.INFO):
+        result = anyio.run(call, rude.base_url)
+    text = result.content[0].text
+    assert result.is_error is True
+    assert not controls(text) and "\\x1b]0;pwned\\x07" in text and len(text) < 1200
+    assert not controls(caplog.text)
+
+
 @pytest.mark.slow
 def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
-    body = json.dumps({"code": "internal", "message": "\x1b]0;pwned\x07\x1b[2J" + "A" * 5000})
-    with (
-        hostile_server(trickle_head(interval=0.25)) as slow,
-        hostile_server(answer(500, body)) as rude,
-    ):
+    with hostile_server(trickle_head(interval=0.25)) as slow:
         mcp = McpProcess("--timeout", "1", base_url=slow.base_url)
         try:
             mcp.send(_line(INITIALIZE))
@@ -250,28 +265,16 @@ def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
             elapsed = time.monotonic() - started
         finally:
             stderr = mcp.close()
-        rude_mcp = McpProcess(base_url=rude.base_url)
-        try:
-            rude_mcp.send(
-                _line(INITIALIZE) + _line(INITIALIZED) + _call(3, "list-rum-environments")
-            )
-            rude_answer = rude_mcp.collect(2)[1]
-        finally:
-            rude_stderr = rude_mcp.close()
 
     assert [(a["id"], a["error"]["code"]) for a in answered] == [(None, -32700)] * len(bad)
     assert stderr.count("rejected: -32700") == len(bad)
+    assert not controls(stderr)
 
     print(f"FIGURE mcp tool call against a trickling server: answered after {elapsed:.2f} s")
     result = slow_answer["result"]
     assert slow_answer["id"] == 2 and result["isError"] is True
     assert "no complete answer" in result["content"][0]["text"]
     assert 0.95 <= elapsed < 2.5, elapsed
-
-    text = rude_answer["result"]["content"][0]["text"]
-    assert rude_answer["result"]["isError"] is True
-    assert not controls(text) and "\\x1b]0;pwned\\x07" in text and len(text) < 1200
-    assert not controls(rude_stderr)
 
 
 def test_ctrl_c_stops_the_stdio_server_while_its_stdin_stays_open() -> None:
