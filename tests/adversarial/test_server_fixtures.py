@@ -20,8 +20,8 @@ from typing import Any, NoReturn
 
 import pytest
 
-from projectops.__main__ import main
 from projectops.server import mock
+from tests.client.support import RunCli
 
 #: Address space the server may use while it rejects a file (unbounded reads would exceed it).
 MEMORY_LIMIT = 1536 * 1024 * 1024
@@ -121,26 +121,6 @@ def limit_memory() -> None:
 IN_A_SUBPROCESS = {"over 64 MiB", "/dev/zero"}
 
 
-def run_mock_server(path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """Exit code and stderr of ``projectops mock-server --port 0 --fixtures <path>``."""
-    argv = ["mock-server", "--port", "0", "--fixtures", str(path)]
-    if name in IN_A_SUBPROCESS:
-        result = subprocess.run(
-            [sys.executable, "-m", "projectops", *argv],
-            capture_output=True,
-            timeout=30,
-            preexec_fn=limit_memory,
-        )
-        assert result.stdout == b""
-        return result.returncode, result.stderr.decode("utf-8", "replace")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(mock, "listen", listening_is_a_failure)
-        code = main(argv)
-    out, err = capsys.readouterr()
-    assert out == ""
-    return code, err
-
-
 def listening_is_a_failure(*_: object, **__: object) -> NoReturn:
     raise AssertionError("the mock server went on to listen with a bad fixtures file")
 
@@ -148,17 +128,31 @@ def listening_is_a_failure(*_: object, **__: object) -> NoReturn:
 @pytest.mark.parametrize(("name", "make", "words"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
 def test_a_bad_fixtures_file_is_exit_2_and_one_line(
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: RunCli,
     name: str,
     make: Callable[[Path], Path],
     words: str,
 ) -> None:
     path = make(tmp_path)
+    argv = ["mock-server", "--port", "0", "--fixtures", str(path)]
     start = time.monotonic()
-    code, err = run_mock_server(path, name, capsys)
+    if name in IN_A_SUBPROCESS:
+        done = subprocess.run(
+            [sys.executable, "-m", "projectops", *argv],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=30,
+            preexec_fn=limit_memory,
+        )
+    else:
+        monkeypatch.setattr(mock, "listen", listening_is_a_failure)
+        done = run_cli(*argv)
     seconds = time.monotonic() - start
+    code, err = done.returncode, done.stderr
     print(f"{name}: exit {code} in {seconds:.2f} s: {err.strip()[:160]}")
-    assert code == 2, err
+    assert (code, done.stdout) == (2, ""), err
     assert err.count("\n") == 1 and err.startswith(f"error: {path}: "), err
     assert words in err
     assert "\x1b" not in err and "\x9b" not in err
