@@ -179,6 +179,9 @@ class McpProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            # As a terminal starts it: a test run in the background inherits SIGINT ignored,
+            # and a program started so keeps ignoring it (Ctrl-C is not for a background job).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
         self.stderr = b""
