@@ -23,6 +23,7 @@ from projectops.conventions import (
     API_KEY_ENV,
     BASE_URL_ENV,
     DEFAULT_BASE_URL,
+    DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESPONSE_BYTES,
 )
 from projectops.server import commands as server_commands
@@ -85,8 +86,6 @@ class _Formatter(argparse.HelpFormatter):
         )
 
 
-#: Seconds a call may take as a whole unless ``--timeout`` says otherwise.
-DEFAULT_TIMEOUT = 30.0
 #: The options of :func:`_add_connection_options`: flag -> argparse dest.
 _CONNECTION_OPTIONS = {
     "--base-url": "base_url",
@@ -115,7 +114,7 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
         type=seconds,
         default=default,
         help="seconds a call may take as a whole: connecting, sending and receiving the "
-        f"complete answer (default: {DEFAULT_TIMEOUT:g})",
+        f"complete answer (default: {DEFAULT_CALL_TIMEOUT:g})",
     )
     parser.add_argument(
         "--max-response-bytes",
@@ -138,7 +137,7 @@ def _check_connection_options(namespace: argparse.Namespace, command: Command) -
                 )
         return
     if namespace.timeout is None:
-        namespace.timeout = DEFAULT_TIMEOUT
+        namespace.timeout = DEFAULT_CALL_TIMEOUT
     if namespace.max_response_bytes is None:
         namespace.max_response_bytes = DEFAULT_MAX_RESPONSE_BYTES
 

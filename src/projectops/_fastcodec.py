@@ -890,7 +890,8 @@ def _encode_duration(duration: Any) -> str:
 
 
 def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
-    """codec._in_field_order, for json_format's output (the fallback and other WKTs)."""
+    """`data` (json_format's output: the fallback and other WKTs) with its keys in the order of
+    `descriptor`'s fields, as the fast path writes them; unknown keys (an Any's "@type") last."""
     out: dict[str, Any] = {}
     for fd in descriptor.fields:
         if fd.json_name not in data:

@@ -15,6 +15,7 @@ __all__ = [
     "BASE_URL_ENV",
     "CONTENT_TYPE",
     "DEFAULT_BASE_URL",
+    "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_REQUEST_TIMEOUT",
     "MAX_BODY_BYTES",
@@ -40,6 +41,9 @@ PATH_PREFIX = "/api/mcp/"
 DEFAULT_BASE_URL = "http://127.0.0.1:8787"
 #: Largest request body the server adapter accepts, in bytes (1 MiB); larger ones get 413.
 MAX_BODY_BYTES = 1024 * 1024
+#: Seconds a client call may take as a whole by default (connect, send, the whole answer):
+#: ``timeout`` of the clients, ``--timeout`` of the CLI and the tool server.
+DEFAULT_CALL_TIMEOUT = 30.0
 #: Largest answer body a client reads by default, in bytes (``max_response_bytes``, 32 MiB).
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: Seconds a server waits for a whole request (head and body) once a connection waits for one

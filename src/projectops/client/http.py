@@ -83,6 +83,7 @@ from projectops.conventions import (
     BASE_URL_ENV,
     CONTENT_TYPE,
     DEFAULT_BASE_URL,
+    DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESPONSE_BYTES,
     normalize_base_url,
 )
@@ -602,7 +603,7 @@ class Client(_CallBuilder):
         base_url: str | None = None,
         api_key: str | None = None,
         *,
-        timeout: float | None = 30.0,
+        timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -727,7 +728,7 @@ class AsyncClient(_CallBuilder):
         base_url: str | None = None,
         api_key: str | None = None,
         *,
-        timeout: float | None = 30.0,
+        timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:

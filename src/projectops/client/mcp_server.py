@@ -51,7 +51,7 @@ from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient
 from projectops.client.redaction import redact
 from projectops.codec import dump, to_dict
 from projectops.commands import listen, listen_url
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT
 from projectops.descriptions import description
 from projectops.registry import SERVICE, UnknownOperationError, operation, operations
 
@@ -253,7 +253,7 @@ def run(
     host: str,
     port: int,
     base_url: str | None = None,
-    timeout: float | None = 30.0,
+    timeout: float | None = DEFAULT_CALL_TIMEOUT,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> int:
     """``projectops mcp``: serve the tools over stdio, or over Streamable HTTP if `http`.
