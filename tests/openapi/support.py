@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 import projectops
+from projectops.commands import listen, listen_url
 from projectops.errors import ERROR_CLASSES, Code
 from projectops.openapi import ERROR_CASES
 from projectops.registry import operations
@@ -66,12 +66,13 @@ def api_error_classes() -> dict[str, type[projectops.ApiError]]:
 
 @contextmanager
 def serving(app: Starlette) -> Iterator[str]:
-    """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
+    """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL.
+
+    The socket is the mock server's own (:func:`projectops.commands.listen`): asyncio turns
+    Nagle's algorithm off only on sockets made with ``IPPROTO_TCP``, and with it on every
+    answer waited 40 ms for the client's delayed ACK.
+    """
+    sock = listen("127.0.0.1", 0, backlog=128)
     config = uvicorn.Config(app, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -82,7 +83,7 @@ def serving(app: Starlette) -> Iterator[str]:
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield listen_url(sock)
     finally:
         server.should_exit = True
         thread.join(timeout=10)
