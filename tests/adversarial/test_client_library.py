@@ -102,6 +102,37 @@ def test_a_trickling_answer_times_out_as_a_whole(call: Call, trickle: Any) -> No
     assert isinstance(caught.value, DeadlineExceeded) and caught.value.http_status is None
 
 
+PROXY_VARIABLES = [f(n) for n in ("http_proxy", "all_proxy", "no_proxy") for f in (str, str.upper)]
+
+
+def test_a_trickling_proxy_from_the_environment_times_out_as_a_whole(
+    call: Call, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with hostile_server(trickle_head(interval=0.1, limit=10)) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.base_url)
+        started = time.monotonic()
+        with pytest.raises(AnswerTimedOut):
+            call("http://svc.example", timeout=0.5)
+        elapsed = time.monotonic() - started
+    (request,) = proxy.requests  # the call went through the proxy
+    assert request.head.startswith(b"POST http://svc.example/api/mcp/list_rum_environments ")
+    assert 0.45 <= elapsed < 1.5, elapsed
+
+
+@pytest.mark.parametrize("client_class", [Client, AsyncClient])
+def test_a_proxy_of_an_unknown_scheme_is_refused_without_quoting_it(
+    client_class: type[Client] | type[AsyncClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ALL_PROXY", "ftp://user:hunter2@proxy.example:21")
+    with pytest.raises(ValueError, match="'ftp'") as caught:
+        client_class("http://svc.example", KEY)
+    assert "hunter2" not in str(caught.value)
+
+
 def test_the_typed_clients_take_the_same_limits() -> None:
     with hostile_server(trickle_head(interval=0.1, limit=10)) as server:
         started = time.monotonic()

@@ -252,18 +252,47 @@ class _DeadlineStreamBody(httpx.SyncByteStream):
 class _DeadlineTransport(httpx.BaseTransport):
     """The sync client's transport: httpx's default connection pool (httpcore), on
     :class:`_DeadlineBackend`, so the whole call is bounded by its time-out (a per-read
-    time-out alone lets a server that sends a byte a second hold a call for ever)."""
+    time-out alone lets a server that sends a byte a second hold a call for ever).
 
-    def __init__(self, *, tls: bool) -> None:
+    With a proxy from the environment (:func:`_environment_proxy`) the pool is httpcore's
+    proxy pool on the same backend, as httpx's own transport would mount it: the time-out
+    then bounds the proxy's answer, and a ``CONNECT`` tunnel's, as a whole too.
+    """
+
+    def __init__(self, base_url: str) -> None:
         # The TLS context (loading the CA bundle) costs tens of milliseconds of start-up: made
         # only for an https base URL. Redirects are never followed, so http stays http.
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context() if tls else None,
-            max_connections=100,
-            max_keepalive_connections=20,
-            keepalive_expiry=5.0,
-            network_backend=_DeadlineBackend(),
+        ssl_context = httpx.create_ssl_context() if base_url.startswith("https:") else None
+        limits: dict[str, Any] = {
+            "max_connections": 100,
+            "max_keepalive_connections": 20,
+            "keepalive_expiry": 5.0,
+            "network_backend": _DeadlineBackend(),
+        }
+        proxy = _environment_proxy(base_url)
+        self._pool: httpcore.ConnectionPool
+        if proxy is None:
+            self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, **limits)
+            return
+        proxy_url = httpcore.URL(
+            scheme=proxy.url.raw_scheme,
+            host=proxy.url.raw_host,
+            port=proxy.url.port,
+            target=proxy.url.raw_path,
         )
+        if proxy.url.scheme in ("http", "https"):
+            self._pool = httpcore.HTTPProxy(
+                proxy_url=proxy_url,
+                proxy_auth=proxy.raw_auth,
+                proxy_headers=proxy.headers.raw,
+                ssl_context=ssl_context,
+                proxy_ssl_context=proxy.ssl_context,
+                **limits,
+            )
+        else:  # socks5, socks5h (checked by _environment_proxy); needs httpx[socks]
+            self._pool = httpcore.SOCKSProxy(
+                proxy_url=proxy_url, proxy_auth=proxy.raw_auth, ssl_context=ssl_context, **limits
+            )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         core_request = httpcore.Request(
@@ -309,14 +338,31 @@ async def _araw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
             yield chunk
 
 
-def _proxied(url: str) -> bool:
-    """Whether the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
-    any case) sends requests to `url` through a proxy, as httpx's ``trust_env`` reads it."""
+# The proxy schemes httpx (httpcore) can speak.
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+
+
+def _environment_proxy(url: str) -> httpx.Proxy | None:
+    """The proxy that the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+    ``NO_PROXY``, any case) names for requests to `url`, or ``None`` for a direct connection.
+
+    Raises:
+        ValueError: the proxy's scheme is none of http, https, socks5 and socks5h (the
+            message never quotes the proxy's address, which may hold a password).
+    """
     proxies = urllib.request.getproxies_environment()
-    scheme = urlsplit(url).scheme
-    if not (proxies.get(scheme) or proxies.get("all")):
-        return False
-    return not urllib.request.proxy_bypass(urlsplit(url).hostname or "")
+    parts = urlsplit(url)
+    address = proxies.get(parts.scheme) or proxies.get("all")
+    if not address or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    address = address if "://" in address else f"http://{address}"
+    scheme = urlsplit(address).scheme.lower()
+    if scheme not in _PROXY_SCHEMES:
+        raise ValueError(
+            f"the environment's proxy for {parts.scheme} requests has the scheme {scheme!r}; "
+            f"use one of {', '.join(_PROXY_SCHEMES)}"
+        )
+    return httpx.Proxy(address)
 
 
 def _own_headers_only(http: httpx.Client | httpx.AsyncClient) -> None:
@@ -585,12 +631,16 @@ class Client(_CallBuilder):
             larger answer raises :class:`AnswerTooLarge` without being read to its end.
         transport: an ``httpx.BaseTransport`` to send through instead of the network (for
             tests, e.g. ``httpx.MockTransport``, or to embed the client). The time-out then
-            bounds the wait between chunks of the body, not the transport's own waits.
+            bounds the wait between chunks of the body, not the transport's own waits. Without
+            it, a proxy named by the environment is used, and the time-out bounds the call
+            through it as a whole.
 
     Raises:
         ValueError: the base URL is not an absolute http(s) URL, or holds a user name or
             password (the message never quotes them); `timeout` is not positive;
-            `max_response_bytes` is less than 1.
+            `max_response_bytes` is less than 1; the environment's proxy for the base URL
+            (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``; ``NO_PROXY`` exempts hosts) is
+            not an http, https or socks5 URL.
         TypeError: `max_response_bytes` is not an int.
 
     Use as a context manager, or call :meth:`close` when done.
@@ -608,9 +658,8 @@ class Client(_CallBuilder):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, api_key, timeout, max_response_bytes)
-        if transport is None and not _proxied(self.base_url):
-            transport = _DeadlineTransport(tls=self.base_url.startswith("https:"))
-        # transport None (a proxy from the environment): httpx's own, which mounts the proxy.
+        if transport is None:
+            transport = _DeadlineTransport(self.base_url)
         self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
         _own_headers_only(self._http)
 
@@ -733,6 +782,9 @@ class AsyncClient(_CallBuilder):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, api_key, timeout, max_response_bytes)
+        if transport is None:
+            # The proxy the sync client takes too: one reading of the environment.
+            transport = httpx.AsyncHTTPTransport(proxy=_environment_proxy(self.base_url))
         self._http = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False)
         _own_headers_only(self._http)
 
