@@ -15,8 +15,9 @@ core-only commands (``projectops operations``, ``schema``) run without httpx ins
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from projectops.client._services import AsyncOperationsServiceClient, OperationsServiceClient
@@ -67,9 +68,4 @@ __all__ = [
 ]
 
 if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        module = _WHERE.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+    __getattr__ = lazy_attributes(__name__, _WHERE)

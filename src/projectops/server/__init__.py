@@ -49,8 +49,9 @@ command can be listed without the server extra installed.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from projectops.server._context import RequestContext
@@ -72,9 +73,4 @@ __all__ = [
 ]
 
 if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        module = _WHERE.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+    __getattr__ = lazy_attributes(__name__, _WHERE)
