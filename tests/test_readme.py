@@ -1,4 +1,5 @@
-"""The README's Python example runs as written, from the repository root."""
+"""The README's examples run as written, from the repository root, and its error table agrees
+with the server's."""
 
 import os
 import re
@@ -8,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
+
+import projectops
+from projectops.openapi import ERROR_CASES
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -103,3 +107,35 @@ def test_cli_section_of_the_readme_runs_as_written_against_the_mock_server(
     assert notices == [
         "notice: --version is also set by --json-input; the --json-input value is used"
     ]
+
+
+def _error_table_rows() -> list[tuple[str, str, str]]:
+    """(situation, status cell, code cell) of each row of the README's error table."""
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("| situation | status | code |")
+    rows = []
+    for line in readme[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        situation, status, code = (cell.strip() for cell in line.strip("|").split(" | ", 2))
+        rows.append((situation, status, code))
+    return rows
+
+
+def test_the_readme_error_table_agrees_with_the_servers_table() -> None:
+    """Every error answer of the document's table (``openapi.ERROR_CASES``) is a row of the
+    README's table with its status and code, and a row whose code the app answers with its own
+    status (not marked outside the table) has ``HTTP_STATUS_BY_CODE``'s status for it."""
+    rows = _error_table_rows()
+    pairs = set()
+    for situation, status_cell, code_cell in rows:
+        status = int(re.match(r"\d{3}", status_cell).group())  # type: ignore[union-attr]
+        code = re.match(r"`(\w+)`", code_cell)
+        if code is None:
+            continue  # uvicorn's own answer: no code
+        pairs.add((status, code.group(1)))
+        if "outside the table" not in code_cell:
+            assert projectops.HTTP_STATUS_BY_CODE[projectops.Code(code.group(1))] == status, (
+                situation
+            )
+    assert {(case.http_status, case.code) for case in ERROR_CASES} <= pairs
