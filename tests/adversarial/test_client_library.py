@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import traceback
 import unicodedata
@@ -122,13 +123,24 @@ def test_a_trickling_proxy_from_the_environment_times_out_as_a_whole(
 
 
 @pytest.mark.parametrize("client_class", [Client, AsyncClient])
-def test_a_proxy_of_an_unknown_scheme_is_refused_without_quoting_it(
-    client_class: type[Client] | type[AsyncClient], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("proxy", "expected"),
+    [
+        ("ftp://user:hunter2@proxy.example:21", "has the scheme 'ftp'"),
+        ("http://user:hunter2@[::1", "is not a valid URL"),
+    ],
+    ids=["unknown scheme", "not a URL"],
+)
+def test_a_bad_proxy_in_the_environment_is_refused_without_quoting_it(
+    client_class: type[Client] | type[AsyncClient],
+    proxy: str,
+    expected: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ALL_PROXY", "ftp://user:hunter2@proxy.example:21")
-    with pytest.raises(ValueError, match="'ftp'") as caught:
+    monkeypatch.setenv("ALL_PROXY", proxy)
+    with pytest.raises(ValueError, match=re.escape(expected)) as caught:
         client_class("http://svc.example", KEY)
     assert "hunter2" not in str(caught.value)
 

@@ -47,6 +47,7 @@ Every peer is hostile (DESIGN.md, "Trust"), the service included:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import time
@@ -347,8 +348,9 @@ def _environment_proxy(url: str) -> httpx.Proxy | None:
     ``NO_PROXY``, any case) names for requests to `url`, or ``None`` for a direct connection.
 
     Raises:
-        ValueError: the proxy's scheme is none of http, https, socks5 and socks5h (the
-            message never quotes the proxy's address, which may hold a password).
+        ValueError: the proxy is not a URL, its scheme is none of http, https, socks5 and
+            socks5h, or it is socks5 and the ``socksio`` package is missing (the message never
+            quotes the proxy's address, which may hold a password).
     """
     proxies = urllib.request.getproxies_environment()
     parts = urlsplit(url)
@@ -356,13 +358,24 @@ def _environment_proxy(url: str) -> httpx.Proxy | None:
     if not address or urllib.request.proxy_bypass(parts.hostname or ""):
         return None
     address = address if "://" in address else f"http://{address}"
-    scheme = urlsplit(address).scheme.lower()
-    if scheme not in _PROXY_SCHEMES:
+    try:
+        scheme = urlsplit(address).scheme.lower()
+        proxy = httpx.Proxy(address) if scheme in _PROXY_SCHEMES else None
+    except (ValueError, httpx.InvalidURL):
+        raise ValueError(
+            f"the environment's proxy for {parts.scheme} requests is not a valid URL"
+        ) from None
+    if proxy is None:
         raise ValueError(
             f"the environment's proxy for {parts.scheme} requests has the scheme {scheme!r}; "
             f"use one of {', '.join(_PROXY_SCHEMES)}"
         )
-    return httpx.Proxy(address)
+    if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
+        raise ValueError(
+            f"the environment's proxy for {parts.scheme} requests is a SOCKS proxy, which "
+            "needs the socksio package: pip install 'httpx[socks]'"
+        )
+    return proxy
 
 
 def _own_headers_only(http: httpx.Client | httpx.AsyncClient) -> None:
