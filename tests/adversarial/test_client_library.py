@@ -27,6 +27,7 @@ from projectops.client import (
     AsyncClient,
     AsyncOperationsServiceClient,
     Client,
+    InvalidProxy,
     InvalidRequest,
     InvalidResponse,
     OperationsServiceClient,
@@ -140,7 +141,7 @@ def test_a_bad_proxy_in_the_environment_is_refused_without_quoting_it(
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ALL_PROXY", proxy)
-    with pytest.raises(ValueError, match=re.escape(expected)) as caught:
+    with pytest.raises(InvalidProxy, match=re.escape(expected)) as caught:
         client_class("http://svc.example", KEY)
     assert "hunter2" not in str(caught.value)
 

@@ -98,6 +98,7 @@ __all__ = [
     "AnswerTooLarge",
     "AsyncClient",
     "Client",
+    "InvalidProxy",
     "InvalidRequest",
     "InvalidResponse",
     "MissingApiKey",
@@ -343,14 +344,18 @@ async def _araw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
 _PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 
 
+class InvalidProxy(ValueError):
+    """The environment names a proxy for the base URL that cannot be used (not a URL, an
+    unknown scheme, SOCKS without ``socksio``); the message never quotes its address."""
+
+
 def _environment_proxy(url: str) -> httpx.Proxy | None:
     """The proxy that the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
     ``NO_PROXY``, any case) names for requests to `url`, or ``None`` for a direct connection.
 
     Raises:
-        ValueError: the proxy is not a URL, its scheme is none of http, https, socks5 and
-            socks5h, or it is socks5 and the ``socksio`` package is missing (the message never
-            quotes the proxy's address, which may hold a password).
+        InvalidProxy: the proxy is not a URL, its scheme is none of http, https, socks5 and
+            socks5h, or it is socks5 and the ``socksio`` package is missing.
     """
     proxies = urllib.request.getproxies_environment()
     parts = urlsplit(url)
@@ -362,16 +367,16 @@ def _environment_proxy(url: str) -> httpx.Proxy | None:
         scheme = urlsplit(address).scheme.lower()
         proxy = httpx.Proxy(address) if scheme in _PROXY_SCHEMES else None
     except (ValueError, httpx.InvalidURL):
-        raise ValueError(
+        raise InvalidProxy(
             f"the environment's proxy for {parts.scheme} requests is not a valid URL"
         ) from None
     if proxy is None:
-        raise ValueError(
+        raise InvalidProxy(
             f"the environment's proxy for {parts.scheme} requests has the scheme {scheme!r}; "
             f"use one of {', '.join(_PROXY_SCHEMES)}"
         )
     if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
-        raise ValueError(
+        raise InvalidProxy(
             f"the environment's proxy for {parts.scheme} requests is a SOCKS proxy, which "
             "needs the socksio package: pip install 'httpx[socks]'"
         )
@@ -651,9 +656,9 @@ class Client(_CallBuilder):
     Raises:
         ValueError: the base URL is not an absolute http(s) URL, or holds a user name or
             password (the message never quotes them); `timeout` is not positive;
-            `max_response_bytes` is less than 1; the environment's proxy for the base URL
-            (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``; ``NO_PROXY`` exempts hosts) is
-            not an http, https or socks5 URL.
+            `max_response_bytes` is less than 1; :class:`InvalidProxy` (a ``ValueError``): the
+            environment's proxy for the base URL (``HTTP_PROXY``, ``HTTPS_PROXY``,
+            ``ALL_PROXY``; ``NO_PROXY`` exempts hosts) is not an http, https or socks5 URL.
         TypeError: `max_response_bytes` is not an int.
 
     Use as a context manager, or call :meth:`close` when done.

@@ -47,7 +47,7 @@ from projectops import json_schema
 from projectops._text import escape
 from projectops.client._stdio import stdio_server
 from projectops.client.failures import EXIT_INTERNAL, failure
-from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient
+from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient, InvalidProxy
 from projectops.client.redaction import redact
 from projectops.codec import dump, to_dict
 from projectops.commands import listen, listen_url
@@ -270,12 +270,15 @@ def run(
         0 when the transport ends normally (stdin closed, SIGINT).
 
     Raises:
-        ValueError: the base URL is not an absolute http(s) URL (checked before serving).
+        ValueError: the base URL is not an absolute http(s) URL, or the environment's proxy
+            for it cannot be used (checked before serving).
         projectops.commands.CannotListen: with `http`, `host`:`port` cannot be bound.
     """
     configure_logging()
     try:
         client = AsyncClient(base_url, timeout=timeout, max_response_bytes=max_response_bytes)
+    except InvalidProxy:
+        raise
     except ValueError as exc:
         raise ValueError(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
     server = create_server(client)
