@@ -29,6 +29,13 @@ from projectops.__main__ import main
 from tests.client.support import CLI_TIMEOUT, KEY, RunCli, cli_env
 from tests.loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
 
+# One Hypothesis store for the whole suite, whatever the working directory: the pytest workers
+# and the schemathesis runs (tests/openapi, cwd a tmp dir) share its Unicode tables, which take
+# each process about 2 s of CPU to build when missing, and its example database.
+os.environ.setdefault(
+    "HYPOTHESIS_STORAGE_DIRECTORY", str(Path(__file__).resolve().parents[1] / ".hypothesis")
+)
+
 
 class MockServerProcess:
     """A running ``projectops mock-server`` subprocess.
