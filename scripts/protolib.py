@@ -11,6 +11,7 @@ import importlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,6 +75,31 @@ def buf_binary() -> str:
     sys.exit("error: buf is not installed; run `pip install -e '.[dev]'` first")
 
 
-def run(argv: list[str], cwd: Path) -> int:
-    """Run a command, streaming its output; return its exit code."""
-    return subprocess.run(argv, cwd=cwd, check=False).returncode
+def run_together(commands: dict[str, list[str]], cwd: Path, timeout: float = 300.0) -> list[str]:
+    """Run `commands` (name -> argv) at once; return the names of those that failed.
+
+    Each one's output is printed after it ends, in the order of `commands`, so the outputs
+    never interleave. One that runs longer than `timeout` seconds (all of them, as a whole)
+    is killed and counts as failed.
+    """
+    started = {
+        name: subprocess.Popen(
+            argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for name, argv in commands.items()
+    }
+    deadline = time.monotonic() + timeout
+    failed = []
+    for name, process in started.items():
+        try:
+            out, err = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+            err += f"error: {name} did not finish within {timeout:g} s\n"
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        if process.returncode != 0:
+            failed.append(name)
+    sys.stdout.flush()
+    return failed
