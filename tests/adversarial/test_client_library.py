@@ -53,6 +53,9 @@ from tests.client.support import KEY
 LIST = projectops.operation("list_rum_environments")
 GET = projectops.operation("get_release_details")
 Call = Callable[..., Any]
+#: The time-out of the trickling-server tests, in seconds: each read is quick (a byte every
+#: 0.05 s), only a deadline on the whole call ends them this early.
+TIMEOUT = 0.25
 
 # What a terminal or a log reader acts on; none may reach an error's text.
 _CONTROL_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
@@ -90,17 +93,20 @@ def call(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Cal
 
 @pytest.mark.parametrize("trickle", [trickle_head, trickle_body], ids=["head", "body"])
 def test_a_trickling_answer_times_out_as_a_whole(call: Call, trickle: Any) -> None:
-    with hostile_server(trickle(interval=0.1, limit=10)) as server:
+    with hostile_server(trickle(interval=0.05, limit=10)) as server:
         started = time.monotonic()
         with pytest.raises(AnswerTimedOut) as caught:
-            call(server.base_url, timeout=0.5)
+            call(server.base_url, timeout=TIMEOUT)
         elapsed = time.monotonic() - started
-    print(f"FIGURE library trickle-{trickle.__name__}: gave up after {elapsed:.2f} s (limit 0.5 s)")
-    # A per-read time-out would wait for all ~100 bytes at 10 a second: 10 s.
-    assert 0.45 <= elapsed < 1.5, elapsed
+    print(
+        f"FIGURE library trickle-{trickle.__name__}: gave up after {elapsed:.2f} s "
+        f"(limit {TIMEOUT} s)"
+    )
+    # A per-read time-out would wait for all ~100 bytes at 20 a second: 5 s.
+    assert TIMEOUT * 0.9 <= elapsed < TIMEOUT + 1.0, elapsed
     message = caught.value.message
     assert message.startswith(f"no complete answer from {server.base_url} within the time-out")
-    assert "0.5 s" in message
+    assert f"{TIMEOUT} s" in message
     assert isinstance(caught.value, DeadlineExceeded) and caught.value.http_status is None
 
 
@@ -112,15 +118,15 @@ def test_a_trickling_proxy_from_the_environment_times_out_as_a_whole(
 ) -> None:
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    with hostile_server(trickle_head(interval=0.1, limit=10)) as proxy:
+    with hostile_server(trickle_head(interval=0.05, limit=10)) as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.base_url)
         started = time.monotonic()
         with pytest.raises(AnswerTimedOut):
-            call("http://svc.example", timeout=0.5)
+            call("http://svc.example", timeout=TIMEOUT)
         elapsed = time.monotonic() - started
     (request,) = proxy.requests  # the call went through the proxy
     assert request.head.startswith(b"POST http://svc.example/api/mcp/list_rum_environments ")
-    assert 0.45 <= elapsed < 1.5, elapsed
+    assert TIMEOUT * 0.9 <= elapsed < TIMEOUT + 1.0, elapsed
 
 
 @pytest.mark.parametrize("client_class", [Client, AsyncClient])
@@ -147,24 +153,24 @@ def test_a_bad_proxy_in_the_environment_is_refused_without_quoting_it(
 
 
 def test_the_typed_clients_take_the_same_limits() -> None:
-    with hostile_server(trickle_head(interval=0.1, limit=10)) as server:
+    with hostile_server(trickle_head(interval=0.05, limit=10)) as server:
         started = time.monotonic()
         with (
-            OperationsServiceClient(server.base_url, KEY, timeout=0.5) as client,
+            OperationsServiceClient(server.base_url, KEY, timeout=TIMEOUT) as client,
             pytest.raises(AnswerTimedOut),
         ):
             client.list_rum_environments()
 
         async def go() -> None:
             async with AsyncOperationsServiceClient(
-                server.base_url, KEY, timeout=0.5, max_response_bytes=10
+                server.base_url, KEY, timeout=TIMEOUT, max_response_bytes=10
             ) as client:
                 assert client.max_response_bytes == 10
                 await client.list_rum_environments()
 
         with pytest.raises(AnswerTimedOut):
             asyncio.run(go())
-        assert time.monotonic() - started < 2.5
+        assert time.monotonic() - started < 2 * TIMEOUT + 1.5
     assert OperationsServiceClient(api_key=KEY).max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES
 
 
