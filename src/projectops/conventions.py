@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
     "MAX_BODY_BYTES",
     "PATH_PREFIX",
+    "InvalidBaseUrl",
     "base_url_hint",
     "normalize_base_url",
     "operation_name",
@@ -66,28 +67,34 @@ def operation_name(tool: str) -> str:
     return tool.replace("-", "_")
 
 
+class InvalidBaseUrl(ValueError):
+    """A base URL that :func:`normalize_base_url` refuses (spec 4.1.8). Its own class, so a
+    caller that names where the URL came from (a flag, an environment variable) says so for
+    this error only, and not for a bad time-out or a bad proxy."""
+
+
 def normalize_base_url(url: str) -> str:
     """Check and normalise a base URL (spec 4.1.8): absolute http(s), no trailing slash.
 
     ``"http://127.0.0.1:8787//"`` becomes ``"http://127.0.0.1:8787"``.
 
     Raises:
-        ValueError: the URL is not absolute, its scheme is not http or https, it carries a
-            query or fragment, or a user name or password (the message never quotes a URL
-            with one: it may hold a secret).
+        InvalidBaseUrl: (a ValueError) the URL is not absolute, its scheme is not http or
+            https, it carries a query or fragment, or a user name or password (the message
+            never quotes a URL with one: it may hold a secret).
     """
     rest = url.strip().split("://", 1)[-1]
     if "@" in re.split(r"[/?#]", rest, maxsplit=1)[0]:
-        raise ValueError(
+        raise InvalidBaseUrl(
             "base URL must not hold a user name or password (the part before '@'); the "
             f"project's API key goes in {API_KEY_ENV} or api_key, never in the URL"
         )
     stripped = url.strip().rstrip("/")
     parts = urlsplit(stripped)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base URL must be an absolute http(s) URL, got {url!r}")
+        raise InvalidBaseUrl(f"base URL must be an absolute http(s) URL, got {url!r}")
     if parts.query or parts.fragment:
-        raise ValueError(f"base URL must not have a query or fragment, got {url!r}")
+        raise InvalidBaseUrl(f"base URL must not have a query or fragment, got {url!r}")
     return stripped
 
 

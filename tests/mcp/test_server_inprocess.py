@@ -22,6 +22,7 @@ from projectops import (
     FieldViolation,
     Internal,
     InvalidArgument,
+    InvalidBaseUrl,
     Unauthenticated,
 )
 from projectops.client import (
@@ -231,8 +232,16 @@ def test_an_unusable_base_url_stops_the_server_before_it_serves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(BASE_URL_ENV, "not a url")
-    with pytest.raises(ValueError, match=BASE_URL_ENV):
+    with pytest.raises(InvalidBaseUrl, match=BASE_URL_ENV):
         mcp_server.run(http=False, host="127.0.0.1", port=1)
+
+
+@pytest.mark.parametrize("limit", [{"timeout": 0}, {"max_response_bytes": 0}])
+def test_a_bad_limit_is_refused_without_blaming_the_base_url(limit: dict[str, int]) -> None:
+    with pytest.raises(ValueError) as caught:
+        mcp_server.run(http=False, host="127.0.0.1", port=1, **limit)
+    assert not isinstance(caught.value, InvalidBaseUrl)
+    assert next(iter(limit)) in str(caught.value) and "base-url" not in str(caught.value)
 
 
 def test_an_unexpected_failure_is_an_error_result_and_logged(

@@ -47,11 +47,11 @@ from projectops import json_schema
 from projectops._text import escape
 from projectops.client._stdio import stdio_server
 from projectops.client.failures import EXIT_INTERNAL, failure
-from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient, InvalidProxy
+from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient
 from projectops.client.redaction import redact
 from projectops.codec import dump, to_dict
 from projectops.commands import listen, listen_url
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT, InvalidBaseUrl
 from projectops.descriptions import description
 from projectops.registry import SERVICE, UnknownOperationError, operation, operations
 
@@ -270,17 +270,18 @@ def run(
         0 when the transport ends normally (stdin closed, SIGINT).
 
     Raises:
-        ValueError: the base URL is not an absolute http(s) URL, or the environment's proxy
-            for it cannot be used (checked before serving).
+        projectops.InvalidBaseUrl: (a ValueError) the base URL is not an absolute http(s) URL;
+            the message says it was set by ``--base-url`` or ``SERVICE_BACKEND_URL``.
+        ValueError: `timeout` or `max_response_bytes` is not positive, or the environment's
+            proxy for the base URL cannot be used (``InvalidProxy``). All are checked before
+            serving.
         projectops.commands.CannotListen: with `http`, `host`:`port` cannot be bound.
     """
     configure_logging()
     try:
         client = AsyncClient(base_url, timeout=timeout, max_response_bytes=max_response_bytes)
-    except InvalidProxy:
-        raise
-    except ValueError as exc:
-        raise ValueError(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
+    except InvalidBaseUrl as exc:
+        raise InvalidBaseUrl(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
     server = create_server(client)
     sock = listen(host, port) if http else None  # a busy port is one line, before anything else
     where = f"{listen_url(sock)}{HTTP_PATH}" if sock is not None else "stdio"
