@@ -160,6 +160,16 @@ def start_mock_server() -> Iterator[StartMockServer]:
 
 
 @pytest.fixture
+def no_proxy_in_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No proxy named by the environment (``*_PROXY``, ``NO_PROXY``, either case), whatever the
+    machine's: the test sets its own through the returned ``monkeypatch``."""
+    for scheme in ("http", "https", "all", "no"):
+        for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
 def dead_url() -> Iterator[str]:
     """A base URL whose port refuses connections: bound (so nobody else takes it), not
     listening."""

@@ -110,16 +110,11 @@ def test_a_trickling_answer_times_out_as_a_whole(call: Call, trickle: Any) -> No
     assert isinstance(caught.value, DeadlineExceeded) and caught.value.http_status is None
 
 
-PROXY_VARIABLES = [f(n) for n in ("http_proxy", "all_proxy", "no_proxy") for f in (str, str.upper)]
-
-
 def test_a_trickling_proxy_from_the_environment_times_out_as_a_whole(
-    call: Call, monkeypatch: pytest.MonkeyPatch
+    call: Call, no_proxy_in_env: pytest.MonkeyPatch
 ) -> None:
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
     with hostile_server(trickle_head(interval=0.05, limit=10)) as proxy:
-        monkeypatch.setenv("HTTP_PROXY", proxy.base_url)
+        no_proxy_in_env.setenv("HTTP_PROXY", proxy.base_url)
         started = time.monotonic()
         with pytest.raises(AnswerTimedOut):
             call("http://svc.example", timeout=TIMEOUT)
@@ -142,11 +137,9 @@ def test_a_bad_proxy_in_the_environment_is_refused_without_quoting_it(
     client_class: type[Client] | type[AsyncClient],
     proxy: str,
     expected: str,
-    monkeypatch: pytest.MonkeyPatch,
+    no_proxy_in_env: pytest.MonkeyPatch,
 ) -> None:
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ALL_PROXY", proxy)
+    no_proxy_in_env.setenv("ALL_PROXY", proxy)
     with pytest.raises(InvalidProxy, match=re.escape(expected)) as caught:
         client_class("http://svc.example", KEY)
     assert "hunter2" not in str(caught.value)

@@ -487,11 +487,9 @@ def test_the_body_code_counts_only_where_the_table_gives_it_that_status(
 def test_a_proxy_from_the_environment_is_used_and_no_proxy_honoured(
     client_class: type[Client] | type[AsyncClient],
     recorder: Recorder,
-    monkeypatch: pytest.MonkeyPatch,
+    no_proxy_in_env: pytest.MonkeyPatch,
 ) -> None:
-    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", recorder.base_url)
+    no_proxy_in_env.setenv("HTTP_PROXY", recorder.base_url)
 
     def call(base_url: str) -> None:
         if client_class is Client:
@@ -507,7 +505,7 @@ def test_a_proxy_from_the_environment_is_used_and_no_proxy_honoured(
 
     call("http://svc.example")
     assert recorder.requests[-1].path == "http://svc.example/api/mcp/list_rum_environments"
-    monkeypatch.setenv("NO_PROXY", "svc.example")
+    no_proxy_in_env.setenv("NO_PROXY", "svc.example")
     with pytest.raises(projectops.Unavailable):
         call("http://svc.example")  # straight to a host that does not resolve
     assert len(recorder.requests) == 1
