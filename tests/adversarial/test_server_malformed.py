@@ -125,6 +125,22 @@ def test_a_head_over_the_limit_that_arrives_in_pieces_is_answered_431(server_por
     assert closed and (status, body["code"]) == (431, "resource_exhausted")
 
 
+def test_a_pipelined_head_over_the_limit_is_answered_431_after_the_first_answer(
+    server_port: int,
+) -> None:
+    # One write: a whole request, then a second one whose head (20 KiB, complete) waits in the
+    # buffer while the first is answered; h11 alone would parse it whatever its size.
+    first = START + KEY + b"Content-Length: 2\r\n\r\n{}"
+    second = START + KEY + b"X-Big: " + b"a" * 20_000 + b"\r\nContent-Length: 2\r\n\r\n{}"
+    with socket.create_connection((LOOPBACK, server_port), timeout=5) as sock:
+        sock.sendall(first + second)
+        answer, closed = read_until_closed(sock, time.monotonic() + 5)
+    assert closed and answer.count(b"HTTP/1.1 ") == 2, answer[:500]
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    status, _, body = parse(answer[answer.rindex(b"HTTP/1.1 ") :])
+    assert (status, body["code"]) == (431, "resource_exhausted")
+
+
 def test_a_stream_of_malformed_requests_does_not_flood_the_log() -> None:
     with mock_server() as server:
         for _ in range(200):

@@ -12,9 +12,9 @@ close that, each at the smallest place it can live:
   the connection is closed, after a 408 ``ErrorResponse`` (code ``deadline_exceeded``) when part
   of a request came. Malformed HTTP that h11 rejects is answered with an ``ErrorResponse`` (400
   ``invalid_argument``; 431 ``resource_exhausted`` for a request head over
-  ``h11_max_incomplete_event_size``, also one that arrives in a single read, which h11 alone
-  would parse; 501 ``unimplemented`` for a transfer coding other than chunked) and the
-  connection closed.
+  ``h11_max_incomplete_event_size``, also one that arrives in a single read or waits whole in
+  the buffer behind a pipelined request, which h11 alone would parse; 501 ``unimplemented``
+  for a transfer coding other than chunked) and the connection closed.
 - :class:`GuardedListener`: the listening socket, whose ``accept`` keeps the process's open
   connections under ``max_connections`` (by default the open-file limit less a reserve). At the
   cap it first closes the connections that have waited longest for their request (idle or slow
@@ -187,14 +187,28 @@ class SheddingH11Protocol(H11Protocol):
         """
         if len(data) <= 1024:
             return False
-        window = (self.conn.trailing_data[0] + data)[: self._head_limit + 4]
+        return self._starts_with_long_head(self.conn.trailing_data[0] + data)
+
+    def _starts_with_long_head(self, buffer: bytes) -> bool:
+        """Whether `buffer` begins with more than the limit's bytes and no end of a head."""
+        window = buffer[: self._head_limit + 4]
         return len(window) > self._head_limit and not _HEAD_END.search(window)
 
     def _head_error(self) -> ApiError:
         return ResourceExhausted(f"the request head is larger than {self._head_limit} bytes")
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        # A pipelined request waited in h11's buffer while this answer went out; uvicorn now
+        # parses it, and h11 takes a head that is already whole whatever its size.
+        buffered, _ = self.conn.trailing_data
+        if (
+            len(buffered) > self._head_limit
+            and self.conn.their_state is h11.DONE
+            and self._starts_with_long_head(buffered)
+        ):
+            self.logger.warning("Request head over %d bytes received.", self._head_limit)
+            self._close(_answer(431, self._head_error()))
+        super().on_response_complete()  # returns early on a closing connection
         self._reconcile()
 
     # The deadline of a request
