@@ -78,28 +78,37 @@ def buf_binary() -> str:
 def run_together(commands: dict[str, list[str]], cwd: Path, timeout: float = 300.0) -> list[str]:
     """Run `commands` (name -> argv) at once; return the names of those that failed.
 
-    Each one's output is printed after it ends, in the order of `commands`, so the outputs
-    never interleave. One that runs longer than `timeout` seconds (all of them, as a whole)
-    is killed and counts as failed.
+    Each one's output (stdout and stderr as one stream, in its own order) is printed to stdout
+    after it ends, whole and in the order of `commands`, so the outputs never interleave. Any
+    still running `timeout` seconds after the start (one deadline for all) is killed, says so
+    on stderr and counts as failed.
     """
-    started = {
-        name: subprocess.Popen(
-            argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for name, argv in commands.items()
-    }
-    deadline = time.monotonic() + timeout
-    failed = []
-    for name, process in started.items():
-        try:
-            out, err = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            out, err = process.communicate()
-            err += f"error: {name} did not finish within {timeout:g} s\n"
-        sys.stdout.write(out)
-        sys.stderr.write(err)
-        if process.returncode != 0:
-            failed.append(name)
-    sys.stdout.flush()
-    return failed
+    started: dict[str, subprocess.Popen[str]] = {}
+    try:
+        for name, argv in commands.items():
+            started[name] = subprocess.Popen(
+                argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        deadline = time.monotonic() + timeout
+        failed = []
+        for name, process in started.items():
+            try:
+                out, _ = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                late = False
+            except subprocess.TimeoutExpired:  # also raised at once, unread, past the deadline
+                late = process.poll() is None
+                if late:
+                    process.kill()
+                out, _ = process.communicate()
+            sys.stdout.write(out)
+            sys.stdout.flush()
+            if late:
+                print(f"error: {name} did not finish within {timeout:g} s", file=sys.stderr)
+            if late or process.returncode != 0:
+                failed.append(name)
+        return failed
+    finally:
+        for process in started.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()

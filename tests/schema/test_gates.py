@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+import protolib  # noqa: E402
+
 RUM = Path("proto/projectops/v1/rum_environment.proto")
 
 
@@ -137,3 +140,23 @@ def test_breaking_against_a_git_ref(copy: Path) -> None:
     assert 'changed name from "first_seen_time" to "first_seen"' in result.stdout
     missing = run("check-proto", "--root", str(copy), "--against-ref", "no-such-ref")
     assert missing.returncode == 1 and "cannot read proto/ at no-such-ref" in missing.stderr
+
+
+def test_the_gates_run_at_once_and_print_each_output_whole_in_order(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    py = sys.executable
+    commands = {
+        "late": [py, "-c", "import time; print('late: began', flush=True); time.sleep(30)"],
+        "fails": [
+            py,
+            "-c",
+            "import sys; print('fails: out', flush=True); sys.stderr.write('fails: err\\n');"
+            " sys.exit(1)",
+        ],
+        "passes": [py, "-c", "print('passes: out')"],
+    }
+    assert protolib.run_together(commands, cwd=tmp_path, timeout=1.0) == ["late", "fails"]
+    out, err = capfd.readouterr()
+    assert out.splitlines() == ["late: began", "fails: out", "fails: err", "passes: out"]
+    assert err.splitlines() == ["error: late did not finish within 1 s"]
