@@ -125,20 +125,44 @@ def test_a_head_over_the_limit_that_arrives_in_pieces_is_answered_431(server_por
     assert closed and (status, body["code"]) == (431, "resource_exhausted")
 
 
-def test_a_pipelined_head_over_the_limit_is_answered_431_after_the_first_answer(
-    server_port: int,
+BIG_HEAD = START + KEY + b"X-Big: " + b"a" * 20_000 + b"\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@pytest.mark.parametrize(
+    ("writes", "first_status", "status", "code"),
+    [
+        # A whole request, then one whose 20 KiB head, already whole, waits in the buffer while
+        # the first is answered: h11 alone would parse it whatever its size.
+        ([START + KEY + b"Content-Length: 2\r\n\r\n{}" + BIG_HEAD], 200, 431, "resource_exhausted"),
+        # Answered 401 before its body was read; the body comes with the big head behind it.
+        (
+            [START + b"Content-Length: 2\r\n\r\n", b"{}" + BIG_HEAD],
+            401,
+            431,
+            "resource_exhausted",
+        ),
+        # A whole request, then a malformed one behind it: answered too, not just dropped.
+        (
+            [START + KEY + b"Content-Length: 2\r\n\r\n{}" + START + b"Content-Length: x\r\n\r\n"],
+            200,
+            400,
+            "invalid_argument",
+        ),
+    ],
+    ids=["pipelined big head", "big head behind an early answer", "pipelined malformed"],
+)
+def test_a_bad_request_behind_an_answered_one_gets_its_own_error_answer(
+    server_port: int, writes: list[bytes], first_status: int, status: int, code: str
 ) -> None:
-    # One write: a whole request, then a second one whose head (20 KiB, complete) waits in the
-    # buffer while the first is answered; h11 alone would parse it whatever its size.
-    first = START + KEY + b"Content-Length: 2\r\n\r\n{}"
-    second = START + KEY + b"X-Big: " + b"a" * 20_000 + b"\r\nContent-Length: 2\r\n\r\n{}"
     with socket.create_connection((LOOPBACK, server_port), timeout=5) as sock:
-        sock.sendall(first + second)
+        for data in writes:
+            sock.sendall(data)
+            time.sleep(0.05)  # the first answer goes out between the writes
         answer, closed = read_until_closed(sock, time.monotonic() + 5)
     assert closed and answer.count(b"HTTP/1.1 ") == 2, answer[:500]
-    assert answer.startswith(b"HTTP/1.1 200 ")
-    status, _, body = parse(answer[answer.rindex(b"HTTP/1.1 ") :])
-    assert (status, body["code"]) == (431, "resource_exhausted")
+    assert answer.startswith(f"HTTP/1.1 {first_status} ".encode()), answer[:200]
+    second = parse(answer[answer.rindex(b"HTTP/1.1 ") :])
+    assert (second[0], second[2]["code"]) == (status, code)
 
 
 def test_a_stream_of_malformed_requests_does_not_flood_the_log() -> None:

@@ -12,8 +12,8 @@ close that, each at the smallest place it can live:
   the connection is closed, after a 408 ``ErrorResponse`` (code ``deadline_exceeded``) when part
   of a request came. Malformed HTTP that h11 rejects is answered with an ``ErrorResponse`` (400
   ``invalid_argument``; 431 ``resource_exhausted`` for a request head over
-  ``h11_max_incomplete_event_size``, also one that arrives in a single read or waits whole in
-  the buffer behind a pipelined request, which h11 alone would parse; 501 ``unimplemented``
+  ``h11_max_incomplete_event_size``, also one already whole in the buffer (one large read, or
+  behind a pipelined request or an early answer), which h11 alone would parse; 501 ``unimplemented``
   for a transfer coding other than chunked) and the connection closed.
 - :class:`GuardedListener`: the listening socket, whose ``accept`` keeps the process's open
   connections under ``max_connections`` (by default the open-file limit less a reserve). At the
@@ -132,16 +132,34 @@ def _peers(address: Any) -> _Peers:
 
 
 class _Connection(h11.Connection):
-    """h11's connection, remembering the last protocol error it raised (for its status hint)."""
+    """h11's connection that refuses a request head over `head_limit` bytes however it came,
+    and remembers the last protocol error it raised (for its status hint).
+
+    h11 bounds only a head still incomplete after a read; one already whole in the buffer (a
+    single large read, or one that waited there behind a pipelined request or an answer sent
+    before the body was read) it parses whatever its size.
+    """
 
     last_error: h11.RemoteProtocolError | None = None
 
+    def __init__(self, role: type[h11.SERVER], head_limit: int) -> None:
+        super().__init__(role, head_limit)
+        self.head_limit = head_limit
+
     def next_event(self) -> Any:
         try:
+            if self.their_state is h11.IDLE and self._starts_with_long_head():
+                raise h11.RemoteProtocolError("request head too long", error_status_hint=431)
             return super().next_event()
         except h11.RemoteProtocolError as exc:
             self.last_error = exc
             raise
+
+    def _starts_with_long_head(self) -> bool:
+        buffered, _ = self.trailing_data
+        if len(buffered) <= self.head_limit:
+            return False  # h11's own limit covers what is still incomplete
+        return not _HEAD_END.search(buffered, 0, self.head_limit + 4)
 
 
 class SheddingH11Protocol(H11Protocol):
@@ -171,44 +189,14 @@ class SheddingH11Protocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         if self._timer is not None and data:
             self._partial = True
-        if self.conn.their_state is h11.IDLE and self._head_too_long(data):
-            self.logger.warning("Request head over %d bytes received.", self._head_limit)
-            self._close(_answer(431, self._head_error()))
-            return
         super().data_received(data)
         self._reconcile()
-
-    def _head_too_long(self, data: bytes) -> bool:
-        """Whether the request head now arriving is longer than the limit.
-
-        h11 bounds only a head still incomplete after a read; one that a single large read
-        completes is parsed whatever its size. Small reads are left to h11 (its buffer is then
-        within the limit), so this costs a look only at reads over 1 KiB.
-        """
-        if len(data) <= 1024:
-            return False
-        return self._starts_with_long_head(self.conn.trailing_data[0] + data)
-
-    def _starts_with_long_head(self, buffer: bytes) -> bool:
-        """Whether `buffer` begins with more than the limit's bytes and no end of a head."""
-        window = buffer[: self._head_limit + 4]
-        return len(window) > self._head_limit and not _HEAD_END.search(window)
 
     def _head_error(self) -> ApiError:
         return ResourceExhausted(f"the request head is larger than {self._head_limit} bytes")
 
     def on_response_complete(self) -> None:
-        # A pipelined request waited in h11's buffer while this answer went out; uvicorn now
-        # parses it, and h11 takes a head that is already whole whatever its size.
-        buffered, _ = self.conn.trailing_data
-        if (
-            len(buffered) > self._head_limit
-            and self.conn.their_state is h11.DONE
-            and self._starts_with_long_head(buffered)
-        ):
-            self.logger.warning("Request head over %d bytes received.", self._head_limit)
-            self._close(_answer(431, self._head_error()))
-        super().on_response_complete()  # returns early on a closing connection
+        super().on_response_complete()
         self._reconcile()
 
     # The deadline of a request
@@ -295,7 +283,11 @@ class SheddingH11Protocol(H11Protocol):
         else:
             status = 400
             answer = InvalidArgument(f"malformed HTTP request: {reason}")
-        if self.cycle is not None and self.cycle.response_started:
+        if (
+            self.cycle is not None
+            and self.cycle.response_started
+            and not self.cycle.response_complete
+        ):
             self._close(b"", abort=True)  # an answer is under way: no second one
         else:
             self._close(_answer(status, answer))
