@@ -194,7 +194,7 @@ def document(base_url: str = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[
         A new JSON-serialisable dict each call (callers may change it).
 
     Raises:
-        ValueError: `base_url` is not an absolute http(s) URL.
+        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is not an absolute http(s) URL.
     """
     doc = copy.deepcopy(_document(strict))
     doc["servers"] = [{"url": projectops.normalize_base_url(base_url)}]
@@ -209,7 +209,7 @@ def render(base_url: str = DEFAULT_BASE_URL, fmt: Format | str = "json") -> str:
 
     Raises:
         RenderError: `fmt` is neither ``json`` nor ``yaml``, or PyYAML is not installed.
-        ValueError: `base_url` is not an absolute http(s) URL.
+        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is not an absolute http(s) URL.
     """
     if fmt not in ("json", "yaml"):
         raise RenderError(f"unknown format {fmt!r}; expected json or yaml")

@@ -237,7 +237,10 @@ def test_an_unusable_base_url_stops_the_server_before_it_serves(
 
 
 @pytest.mark.parametrize("limit", [{"timeout": 0}, {"max_response_bytes": 0}])
-def test_a_bad_limit_is_refused_without_blaming_the_base_url(limit: dict[str, int]) -> None:
+def test_a_bad_limit_is_refused_without_blaming_the_base_url(
+    limit: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(BASE_URL_ENV, raising=False)
     with pytest.raises(ValueError) as caught:
         mcp_server.run(http=False, host="127.0.0.1", port=1, **limit)
     assert not isinstance(caught.value, InvalidBaseUrl)

@@ -654,11 +654,12 @@ class Client(_CallBuilder):
             through it as a whole.
 
     Raises:
-        ValueError: the base URL is not an absolute http(s) URL, or holds a user name or
-            password (the message never quotes them); `timeout` is not positive;
-            `max_response_bytes` is less than 1; :class:`InvalidProxy` (a ``ValueError``): the
-            environment's proxy for the base URL (``HTTP_PROXY``, ``HTTPS_PROXY``,
-            ``ALL_PROXY``; ``NO_PROXY`` exempts hosts) is not an http, https or socks5 URL.
+        projectops.InvalidBaseUrl: (a ``ValueError``) the base URL is not an absolute
+            http(s) URL, or holds a user name or password (the message never quotes them).
+        InvalidProxy: (a ``ValueError``) the environment's proxy for the base URL
+            (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``; ``NO_PROXY`` exempts hosts) is not
+            an http, https or socks5 URL.
+        ValueError: `timeout` is not positive, or `max_response_bytes` is less than 1.
         TypeError: `max_response_bytes` is not an int.
 
     Use as a context manager, or call :meth:`close` when done.

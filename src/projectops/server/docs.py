@@ -80,7 +80,7 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
 
     Raises:
         RuntimeError: Swagger UI is not installed (:func:`swagger_ui_assets`).
-        ValueError: `base_url` is not an absolute http(s) URL.
+        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is not an absolute http(s) URL.
     """
     assets = swagger_ui_assets()
     if base_url is not None:
