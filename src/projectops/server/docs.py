@@ -30,7 +30,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from projectops.codec import to_json
-from projectops.conventions import CONTENT_TYPE
+from projectops.conventions import CONTENT_TYPE, InvalidBaseUrl
 from projectops.openapi import TITLE, document
 from projectops.v1.error_pb2 import ErrorResponse
 
@@ -90,7 +90,7 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
         url = base_url if base_url is not None else _request_base_url(request)
         try:
             doc = document(url)
-        except ValueError:
+        except InvalidBaseUrl:
             return _error(
                 "invalid_argument", 400, f"cannot serve the document for the base URL {url!r}"
             )
