@@ -79,9 +79,10 @@ def normalize_base_url(url: str) -> str:
     ``"http://127.0.0.1:8787//"`` becomes ``"http://127.0.0.1:8787"``.
 
     Raises:
-        InvalidBaseUrl: (a ValueError) the URL is not absolute, its scheme is not http or
-            https, it carries a query or fragment, or a user name or password (the message
-            never quotes a URL with one: it may hold a secret).
+        InvalidBaseUrl: (a ValueError) the URL is not absolute, its host or port is
+            malformed, its scheme is not http or https, it carries a query or fragment, or a
+            user name or password (the message never quotes a URL with one: it may hold a
+            secret).
     """
     rest = url.strip().split("://", 1)[-1]
     if "@" in re.split(r"[/?#]", rest, maxsplit=1)[0]:
@@ -90,7 +91,11 @@ def normalize_base_url(url: str) -> str:
             f"project's API key goes in {API_KEY_ENV} or api_key, never in the URL"
         )
     stripped = url.strip().rstrip("/")
-    parts = urlsplit(stripped)
+    try:
+        parts = urlsplit(stripped)
+        parts.port  # noqa: B018 - only to raise ValueError for a port out of range
+    except ValueError as exc:  # a malformed host ("http://[::1") or port
+        raise InvalidBaseUrl(f"base URL is not a valid URL ({exc}), got {url!r}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise InvalidBaseUrl(f"base URL must be an absolute http(s) URL, got {url!r}")
     if parts.query or parts.fragment:

@@ -40,8 +40,20 @@ def test_base_url_is_normalized(url: str, normalized: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["", "127.0.0.1:8787", "/api", "ftp://example.test", "http://", "http://h/?q=1"]
+    "url",
+    [
+        "",
+        "127.0.0.1:8787",
+        "/api",
+        "ftp://example.test",
+        "http://",
+        "http://h/?q=1",
+        "http://[::1",
+        "http://[zz]/",
+        "http://h:99999",
+        "http://h:port",
+    ],
 )
 def test_base_url_must_be_absolute_http(url: str) -> None:
-    with pytest.raises(ValueError, match="base URL"):
+    with pytest.raises(projectops.InvalidBaseUrl, match="base URL"):
         projectops.normalize_base_url(url)
