@@ -4,7 +4,8 @@ One call is ``POST {base_url}/api/mcp/<operation_name>`` with the request messag
 object in the protobuf JSON mapping, ``Content-Type: application/json`` and the project API key
 in ``Service-Api-Key``; nothing else identifies the project. The answer is decoded into the
 operation's response message, or raised as the :class:`~projectops.ApiError` subclass of its
-``ErrorResponse`` body. Redirects are never followed and nothing is retried.
+``ErrorResponse`` body. Redirects are never followed, nothing is retried, and no cookie is
+kept (a ``Set-Cookie`` is never sent back).
 
 :class:`Client` and :class:`AsyncClient` differ only in how they wait for the answer: both
 build the request and read the answer with the methods of :class:`_CallBuilder`. The typed
@@ -55,6 +56,7 @@ import urllib.request
 from collections.abc import AsyncGenerator, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from types import TracebackType
 from typing import Any, Self, TypeVar, overload
 from urllib.parse import urlsplit
@@ -383,6 +385,18 @@ def _environment_proxy(url: str) -> httpx.Proxy | None:
     return proxy
 
 
+def _no_cookies() -> CookieJar:
+    """A cookie jar that keeps no cookie and so sends none.
+
+    The API key alone identifies the caller: a cookie a server set must not ride along with
+    later calls (nor, in the tool server, with another agent's session). The standard
+    library's policy does it through public API: with no domain allowed, ``set_ok`` refuses
+    every ``Set-Cookie`` and ``return_ok`` every stored cookie. httpx extracts cookies in the
+    client, not the transport, so this holds for a caller's transport too.
+    """
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+
+
 def _own_headers_only(http: httpx.Client | httpx.AsyncClient) -> None:
     """Drop httpx's default headers: a call sends exactly the headers :meth:`_request` sets
     (and what HTTP/1.1 needs: Host, Content-Length)."""
@@ -679,7 +693,9 @@ class Client(_CallBuilder):
         super().__init__(base_url, api_key, timeout, max_response_bytes)
         if transport is None:
             transport = _DeadlineTransport(self.base_url)
-        self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
+        self._http = httpx.Client(
+            timeout=timeout, transport=transport, follow_redirects=False, cookies=_no_cookies()
+        )
         _own_headers_only(self._http)
 
     @overload
@@ -804,7 +820,9 @@ class AsyncClient(_CallBuilder):
         if transport is None:
             # The proxy the sync client takes too: one reading of the environment.
             transport = httpx.AsyncHTTPTransport(proxy=_environment_proxy(self.base_url))
-        self._http = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False)
+        self._http = httpx.AsyncClient(
+            timeout=timeout, transport=transport, follow_redirects=False, cookies=_no_cookies()
+        )
         _own_headers_only(self._http)
 
     @overload
