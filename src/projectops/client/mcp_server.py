@@ -111,8 +111,10 @@ async def call_operation_tool(
 
     The arguments are decoded strictly into the request message and validated, once, by
     :meth:`AsyncClient.call` (the codec is the validator; the input schema describes the same
-    rules); the response comes back as JSON text content and as ``structuredContent``. Every
-    failure is an ``isError`` result with the sentence of :mod:`projectops.client.failures`.
+    rules); the response comes back as JSON text content and as ``structuredContent``, both
+    with ``SERVICE_API_KEY``'s value replaced by ``***`` wherever a string holds it. Every
+    failure is an ``isError`` result with the sentence of :mod:`projectops.client.failures`
+    (redacted the same way).
 
     Raises:
         MCPError: `name` is no operation's tool (``-32602``, a protocol error as the MCP
@@ -138,13 +140,37 @@ async def call_operation_tool(
         )
         outcome = f"error: {redact(sentence)}"
     else:
-        data = to_dict(response)
+        data, text = _without_key(to_dict(response))
         result = types.CallToolResult(
-            content=[types.TextContent(text=dump(data, indent=2))], structured_content=data
+            content=[types.TextContent(text=text)], structured_content=data
         )
         outcome = "ok"
     _log.info("%s: %s (%.0f ms)", name, outcome, (time.monotonic() - started) * 1e3)
     return result
+
+
+def _without_key(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A successful result as ``(structuredContent, text)``, with the API key redacted from
+    every string of it, map keys included: a service that echoes the key in a response field
+    must not hand it to the agent. One pass over the JSON text tells whether there is
+    anything to redact (every spelling of the key in a string is one in its JSON text too);
+    only then is the data walked."""
+    text = dump(data, indent=2)
+    if redact(text) == text:
+        return data, text
+    clean = _redact_strings(data)
+    # The walk misses only a key that straddles two JSON tokens: the text is redacted whole.
+    return clean, redact(dump(clean, indent=2))
+
+
+def _redact_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k): _redact_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_strings(v) for v in value]
+    return value
 
 
 def create_server(client: AsyncClient) -> Server[Any]:
