@@ -16,13 +16,14 @@ The output depends only on the descriptors: same input, same bytes (drift-checke
 
 from __future__ import annotations
 
+import ast
 import re
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from google.protobuf import descriptor_pb2
 
+from projectops._text import escape
 from projectops.descriptions import comments
 
 F = descriptor_pb2.FieldDescriptorProto
@@ -115,21 +116,69 @@ def _keyword_type(field: descriptor_pb2.FieldDescriptorProto, types: dict[str, _
     return f"Iterable[{value_type}]" if field.label == F.LABEL_REPEATED else value_type
 
 
+def _wrap(paragraph: str, width: int) -> list[str]:
+    """`paragraph` in lines of at most `width` characters where it can be (a word longer than
+    that gets a line of its own), broken only at a single space between two non-space
+    characters: joining the lines with one space gives `paragraph` back exactly, which
+    :func:`_docstring` checks and the tests rely on."""
+    words: list[str] = []
+    for token in paragraph.split(" "):
+        # A break beside other white space (a run of spaces, a tab) would lose or move it.
+        if words and (not token or token[0].isspace() or not words[-1] or words[-1][-1].isspace()):
+            words[-1] += " " + token
+        else:
+            words.append(token)
+    lines: list[str] = []
+    for word in words:
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _source_text(text: str) -> str:
+    """`text` as it may stand between the quotes of a ``\"\"\"`` literal (no prefix) and read
+    back as itself: backslashes doubled, every character a reader's terminal or the tokenizer
+    would act on (controls, NUL, CR, line separators, bidi overrides, lone surrogates) written
+    as a ``\\xhh``/``\\uhhhh``/``\\Uhhhhhhhh`` escape, and a quote escaped where it would
+    touch another quote or the closing ones. Line feeds are kept (they are the docstring's
+    lines)."""
+    lines = (escape(line.replace("\\", "\\\\")) for line in text.split("\n"))
+    return _QUOTE_RUN.sub(r'\\"', "\n".join(lines))
+
+
+#: A quote followed by a quote or by the end: escaped, so no three quotes ever meet.
+_QUOTE_RUN = re.compile(r'"(?="|\Z)')
+
+
 def _docstring(text: str, indent: str) -> list[str]:
-    text = (text or "(no description in the proto)").replace('"""', '\\"\\"\\"')
+    """The source lines of a docstring holding `text` (a cleaned proto comment: paragraphs
+    separated by a blank line), wrapped to 100 columns at `indent`.
+
+    The comment is data: whatever it holds (quotes, backslashes, ``\"\"\"``, controls, NUL),
+    the literal is valid Python that evaluates to the wrapped text and runs nothing; this is
+    checked with :func:`ast.literal_eval` on every docstring.
+
+    Raises:
+        ValueError: the literal does not read back as the text (a bug of this module).
+    """
+    text = text or "(no description in the proto)"
     width = 100 - len(indent) - 3
     lines: list[str] = []
     for paragraph in text.split("\n\n"):
         if lines:
             lines.append("")
-        lines += textwrap.wrap(paragraph, width) if "\n" not in paragraph else paragraph.split("\n")
+        lines += _wrap(paragraph, width) if "\n" not in paragraph else paragraph.split("\n")
     if len(lines) == 1:
-        return [f'{indent}"""{lines[0]}"""']
-    return [
-        f'{indent}"""{lines[0]}',
-        *(f"{indent}{line}" if line else "" for line in lines[1:]),
-        f'{indent}"""',
-    ]
+        value = lines[0]
+    else:
+        value = "\n".join([lines[0], *(f"{indent}{line}" if line else "" for line in lines[1:])])
+        value += f"\n{indent}"
+    literal = f'"""{_source_text(value)}"""'
+    if ast.literal_eval(literal) != value:
+        raise ValueError(f"docstring literal does not read back as its text: {literal[:200]!r}")
+    return f"{indent}{literal}".split("\n")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ Usage:
     scripts/generate --check    regenerate into a temporary folder; exit 1 and name every file
                                 that differs from what is committed (stale, missing or extra)
 
+Both exit 1 with one line per file if any generated module does not compile, before anything
+is written to src/ (proto comments become docstrings; scripts/bindings.py keeps them inert).
+
 The generator is pinned in pyproject.toml (grpcio-tools' protoc, mypy-protobuf) and runs
 offline: include roots come from the installed packages (see scripts/protolib.py).
 """
@@ -30,6 +33,8 @@ protolib.ensure_dev_python()
 import bindings  # noqa: E402
 from google.protobuf import descriptor_pb2  # noqa: E402
 
+from projectops._text import escape  # noqa: E402
+
 #: Our generator's outputs, relative to src/: (module path, renderer).
 BINDINGS = {
     "projectops/client/_services.py": bindings.render_client,
@@ -44,7 +49,12 @@ Made by scripts/generate from proto/projectops/v1/*.proto; never edit these file
 
 
 def generate(proto_root: Path, out_root: Path) -> Path:
-    """Generate into `out_root`/projectops/v1 and return that folder."""
+    """Generate into `out_root`/projectops/v1 and return that folder; the typed bindings go to
+    `out_root`/bindings/projectops/{client,server}/_services.py.
+
+    Exits (``SystemExit``, status 1, with a message) if protoc fails or a generated module does
+    not compile.
+    """
     plugin = Path(sys.executable).parent / "protoc-gen-mypy"
     target = out_root / protolib.PROTO_PACKAGE_DIR
     target.mkdir(parents=True, exist_ok=True)
@@ -69,8 +79,31 @@ def generate(proto_root: Path, out_root: Path) -> Path:
     for rel, render in BINDINGS.items():
         out = out_root / "bindings" / rel
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render(files, package))
+        out.write_text(render(files, package), encoding="utf-8")
+    broken = syntax_errors(
+        [
+            *sorted(target.glob("*.py")),
+            *sorted(target.glob("*.pyi")),
+            *(out_root / "bindings" / rel for rel in BINDINGS),
+        ]
+    )
+    if broken:
+        # Never hand on modules that cannot be imported: the mock server and typed clients would
+        # stop importing while the drift check still found them "current".
+        sys.exit("error: generated code does not compile:\n" + "\n".join(broken))
     return target
+
+
+def syntax_errors(paths: list[Path]) -> list[str]:
+    """One line per file of `paths` that is not valid Python (``compile`` fails): its path and
+    the compiler's complaint, escaped. Empty when all compile."""
+    out = []
+    for path in paths:
+        try:
+            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            out.append(f"  {path}: {escape(str(exc))}")
+    return out
 
 
 def generated_files(folder: Path) -> set[str]:
