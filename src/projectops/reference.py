@@ -34,7 +34,9 @@ How JSON types read:
   itself) reads ``object Name (fields shown above)`` and is not expanded again.
 
 Every line is at most `width` columns: text wraps at word boundaries, indentation stops growing
-at half the width, and a word longer than a line is broken.
+at half the width, and a word longer than a line is broken. Comments are shown as data: a
+character a terminal would act on (ESC, BEL, CR, bidi overrides, ...) reads as its escape
+(``\\x1b``), as every other outside text does (:func:`projectops._text.escape`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from projectops._text import escape, escape_lines
 from projectops._wire import shape, value_form
 from projectops.descriptions import description, summary
 from projectops.registry import SERVICE, Operation, operation, operations
@@ -83,7 +86,8 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
     _check(width)
     found = operation(op)
     out = _Lines(width)
-    out.wrap(f"{found.tool_name} - {found.title}" if found.title else found.tool_name, 0, 2)
+    title = escape(found.title)
+    out.wrap(f"{found.tool_name} - {title}" if title else found.tool_name, 0, 2)
     out.blank()
     out.wrap(f"POST {found.path}", _STEP, 2 * _STEP)
     out.wrap(f"operation {found.name}; {_behaviour(found)}", _STEP, 2 * _STEP)
@@ -91,7 +95,7 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
         out.wrap("DEPRECATED: the rpc is marked deprecated; avoid it in new code.", _STEP, _STEP)
     if found.description:
         out.blank()
-        out.paragraphs(found.description, 0)
+        out.paragraphs(escape_lines(found.description), 0)
     for title, message, request in (
         ("Request body", _message(found.request_type), True),
         ("Response body", _message(found.response_type), False),
@@ -99,7 +103,7 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
         out.blank()
         out.wrap(f"{title}: {_name(message)}", 0, _STEP)
         if description(message):
-            out.paragraphs(description(message), _STEP)
+            out.paragraphs(escape_lines(description(message)), _STEP)
         if not message.fields:
             out.blank()
             out.wrap("No fields: the body is the empty JSON object {}.", _STEP, _STEP)
@@ -126,13 +130,13 @@ def index(*, width: int = 100) -> str:
     """
     _check(width)
     out = _Lines(width)
-    out.wrap(summary(SERVICE) or SERVICE.full_name, 0, 0)
+    out.wrap(escape(summary(SERVICE)) or SERVICE.full_name, 0, 0)
     out.blank()
     ops = operations()
     column = min(max(len(op.tool_name) for op in ops) + 2 * _STEP, width // 2)
     for op in ops:
         name = " " * _STEP + op.tool_name
-        text = op.title + (" (deprecated)" if op.deprecated else "")
+        text = escape(op.title) + (" (deprecated)" if op.deprecated else "")
         if len(name) + _STEP <= column:
             out.wrap(name.ljust(column) + text, 0, column)
         else:
@@ -226,7 +230,7 @@ class _Tree:
             if is_required(fd):
                 header += ", REQUIRED"
             self.out.wrap(header, indent, indent + 2 * _STEP)
-            text = description(fd)
+            text = escape_lines(description(fd))
             if text:
                 self.out.paragraphs(text, indent + _STEP)
             if nested is not None and expand:

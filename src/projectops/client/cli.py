@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
+from projectops._text import escape, escape_lines
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
 from projectops.commands import Command, port, warn_if_every_interface
@@ -83,10 +84,10 @@ def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
     out = [
         Command(
             op.tool_name,
-            op.summary,
+            escape(op.summary),  # the program's parser doubles its % signs
             partial(_configure_operation, op),
             partial(_run_operation, op, transport),
-            description=op.description,
+            description=_description_text(op.description),
             connection=True,
             extra="client",
         )
@@ -163,7 +164,17 @@ def _flag_fields(op: Operation) -> list[FieldDescriptor]:
 
 
 def _help_text(text: str) -> str:
-    return text.replace("%", "%%")  # argparse %-formats help strings
+    """A proto comment as an argparse ``help``: controls escaped (paragraph breaks kept) and
+    ``%`` doubled, since argparse %-formats every help string."""
+    return escape_lines(text).replace("%", "%%")
+
+
+def _description_text(text: str) -> str:
+    """A proto comment as an argparse ``description``: controls escaped (paragraph breaks
+    kept); argparse %-formats a description only when it holds ``%(prog)``, so only then are
+    its ``%`` doubled (``50% done`` must not read ``50%% done``)."""
+    shown = escape_lines(text)
+    return shown.replace("%", "%%") if "%(prog)" in shown else shown
 
 
 def _json_bool(text: str) -> bool:
