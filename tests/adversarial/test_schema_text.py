@@ -207,6 +207,20 @@ def test_generated_sources_hold_no_raw_control_characters(generated: Generated) 
         assert _unsafe_characters(Path(module.__file__).read_text(encoding="utf-8")) == []
 
 
+def test_generate_refuses_bindings_that_do_not_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scripts/generate` and `--check` compile what they generate: a broken module fails them
+    (it would otherwise be written, or called "current" when the committed copy is as broken)."""
+    broken = dict(codegen.BINDINGS)
+    broken["projectops/server/_services.py"] = lambda files, package: 'x = """\\"""\n'
+    monkeypatch.setattr(codegen, "BINDINGS", broken)
+    with pytest.raises(SystemExit) as exit_info:
+        codegen.generate(REPO / "proto", tmp_path)
+    assert "does not compile" in str(exit_info.value.code)
+    assert "server/_services.py" in str(exit_info.value.code)
+
+
 # --- the docstring renderer on any text, NUL included ------------------------------------------
 
 NASTY = [
