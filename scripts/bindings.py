@@ -11,7 +11,9 @@ info, so rpc comments become docstrings) and writes the two modules it returns:
   :func:`projectops.server.create_app` takes, with one method per rpc.
 
 The output depends only on the descriptors: same input, same bytes (drift-checked by
-``scripts/generate --check``).
+``scripts/generate --check``). Comments are data: each docstring is a literal whose value is the
+comment (wrapped), whatever characters it holds, so no comment can end a string early or add
+code; a comment that needs no escaping renders as plain text.
 """
 
 from __future__ import annotations
@@ -119,8 +121,8 @@ def _keyword_type(field: descriptor_pb2.FieldDescriptorProto, types: dict[str, _
 def _wrap(paragraph: str, width: int) -> list[str]:
     """`paragraph` in lines of at most `width` characters where it can be (a word longer than
     that gets a line of its own), broken only at a single space between two non-space
-    characters: joining the lines with one space gives `paragraph` back exactly, which
-    :func:`_docstring` checks and the tests rely on."""
+    characters: joining the lines with one space gives `paragraph` back exactly (what the
+    tests undo to compare a docstring with its comment)."""
     words: list[str] = []
     for token in paragraph.split(" "):
         # A break beside other white space (a run of spaces, a tab) would lose or move it.
