@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
 from google.protobuf.message import Message
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -27,6 +32,7 @@ from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
 from projectops.errors import (
     HTTP_STATUS_BY_CODE,
     ApiError,
+    DeadlineExceeded,
     FieldViolation,
     Internal,
     InvalidArgument,
@@ -61,6 +67,11 @@ _MAX_ERROR_TEXT = 1000
 # Bodies larger than this are decoded in a worker thread, so one big request cannot stall the
 # event loop for every other client.
 _DECODE_OFF_LOOP_BYTES = 64 * 1024
+# Threads of the pools of a sync `authenticate` and of body decoding, each its own, apart from
+# the handlers' (anyio's default limiter, 40 threads): handlers stuck in every thread of theirs
+# must not hold up the key check or the decoding of other requests.
+_AUTHENTICATE_THREADS = 40
+_DECODE_THREADS = 8
 
 
 def create_app(
@@ -68,6 +79,7 @@ def create_app(
     *,
     authenticate: Callable[[str], Any],
     strict: bool = False,
+    handler_timeout: float | None = None,
 ) -> Starlette:
     """Build the ASGI app that serves `service` at the registry's paths (spec sections 4, 5, 7).
 
@@ -82,19 +94,87 @@ def create_app(
             ``ApiError`` (e.g. a custom ``Unauthenticated``) to answer with it.
         strict: reject unknown request fields and unknown enum names (400) instead of ignoring
             them (the default, for forward compatibility).
+        handler_timeout: seconds a handler method may take, waiting for a thread included;
+            past it the request is answered ``deadline_exceeded`` (status from
+            :data:`projectops.HTTP_STATUS_BY_CODE`: 504) and a warning is logged. ``None`` (the
+            default): no limit. An ``async def`` handler is cancelled at its next ``await`` (one
+            that blocks the event loop cannot be stopped). A plain handler's thread cannot be
+            killed: the answer goes out anyway, and the thread keeps its place in the pool until
+            the handler returns (its result is dropped), so stuck handlers never grow the pool.
+
+    Plain (non-``async``) callables run in worker threads. Handlers share anyio's default
+    thread limiter (40 threads per event loop; ``anyio.to_thread.current_default_thread_limiter``
+    changes it): past 40 plain handlers at once, the next ones wait for a thread. A plain
+    `authenticate` runs on a limiter of its own (40 threads), and large bodies are decoded on
+    another, so handlers stuck in every thread hold up neither the key check (a bad key is
+    still answered 401) nor requests served by ``async def`` handlers.
 
     Returns:
         A :class:`starlette.applications.Starlette` app; run it with any ASGI server (uvicorn)
         or mount it in a larger app (paths are matched relative to the mount point). It keeps
         no state between requests, so several workers or processes can serve it.
+
+    Raises:
+        ValueError: `handler_timeout` is not a positive number of seconds.
+        TypeError: `handler_timeout` is not a number.
     """
+    _check_timeout(handler_timeout)
+    # Limiters belong to one event loop: one per loop the app is served on.
+    pools = _Pools()
     routes = [
-        Route(op.path, _Endpoint(op, service, authenticate, strict=strict)) for op in operations()
+        Route(
+            op.path,
+            _Endpoint(
+                op, service, authenticate, strict=strict, timeout=handler_timeout, pools=pools
+            ),
+        )
+        for op in operations()
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_exception})
     # "/api/mcp/x/" must not become a 307 to "/api/mcp/x": clients do not follow redirects.
     app.router.redirect_slashes = False
     return app
+
+
+def _check_timeout(timeout: object) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"handler_timeout must be a number of seconds or None, not {timeout!r}")
+    if not timeout > 0:  # NaN too
+        raise ValueError(f"handler_timeout must be a positive number of seconds, not {timeout}")
+
+
+class _Pools:
+    """The thread limiters of one app, one set per event loop (a limiter is bound to the loop
+    it is used on; the same app may be served on several, e.g. by a test client)."""
+
+    __slots__ = ("_authenticate", "_decode")
+
+    def __init__(self) -> None:
+        self._authenticate: anyio.lowlevel.RunVar[anyio.CapacityLimiter] = anyio.lowlevel.RunVar(
+            "projectops_authenticate_threads"
+        )
+        self._decode: anyio.lowlevel.RunVar[anyio.CapacityLimiter] = anyio.lowlevel.RunVar(
+            "projectops_decode_threads"
+        )
+
+    def authenticate(self) -> anyio.CapacityLimiter:
+        return self._get(self._authenticate, _AUTHENTICATE_THREADS)
+
+    def decode(self) -> anyio.CapacityLimiter:
+        return self._get(self._decode, _DECODE_THREADS)
+
+    @staticmethod
+    def _get(
+        var: anyio.lowlevel.RunVar[anyio.CapacityLimiter], threads: int
+    ) -> anyio.CapacityLimiter:
+        try:
+            return var.get()
+        except LookupError:
+            limiter = anyio.CapacityLimiter(threads)
+            var.set(limiter)
+            return limiter
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:
@@ -156,13 +236,22 @@ class _Endpoint:
     """The ASGI app behind one operation's path: every method, in the documented order."""
 
     def __init__(
-        self, op: Operation, service: object, authenticate: Callable[[str], Any], *, strict: bool
+        self,
+        op: Operation,
+        service: object,
+        authenticate: Callable[[str], Any],
+        *,
+        strict: bool,
+        timeout: float | None,
+        pools: _Pools,
     ) -> None:
         self._op = op
         handler = _implementation(service, op)
         self._handler = None if handler is None else _Callee(handler)
-        self._authenticate = _Callee(authenticate)
+        self._authenticate = _Callee(authenticate, pools.authenticate)
         self._strict = strict
+        self._timeout = timeout
+        self._pools = pools
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self._respond(scope, receive)
@@ -195,7 +284,9 @@ class _Endpoint:
                 raise Unimplemented(f"{self._op.name} is not implemented by this server")
             body = await _read_body(receive, declared)
             if len(body) > _DECODE_OFF_LOOP_BYTES:
-                message = await run_in_threadpool(self._decode, body)
+                message = await anyio.to_thread.run_sync(
+                    self._decode, body, limiter=self._pools.decode()
+                )
             else:
                 message = self._decode(body)
             context = RequestContext(
@@ -218,7 +309,9 @@ class _Endpoint:
             project = await self._authenticate(api_key)
         except ApiError:
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            if _must_go_up(exc):
+                raise
             _log_failure("authenticate", exc, api_key)
             raise Internal("internal error while checking the API key") from None
         if project is None:
@@ -239,13 +332,28 @@ class _Endpoint:
     ) -> bytes | str:
         """The handler's answer as JSON text (encoded here, or as the handler encoded it)."""
         name = self._op.name
+        response: Any = None
+        timed_out = False
         try:
-            response = await handler(message, context)
+            if self._timeout is None:
+                response = await handler(message, context)
+            else:
+                with anyio.move_on_after(self._timeout) as scope:
+                    response = await handler.abandoning(message, context)
+                timed_out = scope.cancelled_caught
         except ApiError:
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            if _must_go_up(exc):
+                raise
             _log_failure(f"the handler of {name}", exc, api_key)
             raise Internal(f"internal error while serving {name}") from None
+        if timed_out:
+            thread = "" if handler.is_async else "; its thread runs on until it returns"
+            logger.warning(
+                "the handler of %s ran past handler_timeout (%g s)%s", name, self._timeout, thread
+            )
+            raise DeadlineExceeded(f"{name} did not finish within {self._timeout:g} seconds")
         if isinstance(response, PreEncoded):
             return response.body
         if not isinstance(response, self._op.response_type):
@@ -260,25 +368,105 @@ class _Endpoint:
         return to_json(response)
 
 
+def _must_go_up(exc: BaseException) -> bool:
+    """Whether `exc` must propagate instead of becoming a 500: the process is told to stop, a
+    generator to close, or the request's own task is cancelled (also inside a group)."""
+    kinds = (KeyboardInterrupt, SystemExit, GeneratorExit, anyio.get_cancelled_exc_class())
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(kinds) is not None
+    return isinstance(exc, kinds)
+
+
 class _Callee:
     """A plain or ``async def`` callable, called on the loop (async) or in a worker thread
-    (plain); which one is decided once, not per request."""
+    (plain); which one is decided once, not per request.
 
-    __slots__ = ("_function", "_is_async")
+    `limiter` gives the thread limiter of a plain callable (anyio's default when None).
+    """
 
-    def __init__(self, function: Callable[..., Any]) -> None:
+    __slots__ = ("_function", "_limiter", "is_async")
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        limiter: Callable[[], anyio.CapacityLimiter] | None = None,
+    ) -> None:
         self._function = function
-        self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        self._limiter = limiter
+        self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - callable objects, too
         )
 
     async def __call__(self, *args: Any) -> Any:
-        if self._is_async:
+        if self.is_async:
             return await self._function(*args)
-        result = await run_in_threadpool(self._function, *args)
+        limiter = None if self._limiter is None else self._limiter()
+        result = await anyio.to_thread.run_sync(self._function, *args, limiter=limiter)
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    async def abandoning(self, *args: Any) -> Any:
+        """As a call, but a plain callable's thread is abandoned when the caller is cancelled
+        (it cannot be killed); it holds its token of the default limiter until it returns."""
+        if self.is_async:
+            return await self._function(*args)
+        result = await _abandonable_thread(self._function, args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+async def _abandonable_thread(function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """`function(*args)` in a worker thread, under anyio's default thread limiter; cancelling
+    the caller abandons the thread without waiting for it.
+
+    anyio releases an abandoned thread's token at once, so stuck calls would add a thread each
+    past the limit. Here the token is taken on the thread's behalf, and whoever is last gives
+    it back: the caller when the call ended (or never started), else the abandoned thread once
+    `function` returns.
+    """
+    pool = anyio.to_thread.current_default_thread_limiter()
+    borrower = object()
+    await pool.acquire_on_behalf_of(borrower)
+    loop = anyio.lowlevel.current_token()
+    lock = threading.Lock()
+    # queued -> running -> returned, or -> abandoned (before it ran, or while it ran)
+    state = ["queued"]
+
+    def give_back_from_thread() -> None:
+        try:
+            anyio.from_thread.run_sync(pool.release_on_behalf_of, borrower, token=loop)
+        except Exception:
+            pass  # the event loop has ended, and its limiter with it
+
+    def run() -> Any:
+        with lock:
+            if state[0] == "abandoned":
+                return None
+            state[0] = "running"
+        try:
+            return function(*args)
+        finally:
+            with lock:
+                abandoned = state[0] == "abandoned"
+                state[0] = "returned"
+            if abandoned:
+                # A daemon thread waits for the loop: if the loop ends before it runs the
+                # release, that thread (not this worker) is the one left waiting.
+                threading.Thread(target=give_back_from_thread, daemon=True).start()
+
+    try:
+        # The token is already held: the thread itself is not limited a second time.
+        return await anyio.to_thread.run_sync(
+            run, abandon_on_cancel=True, limiter=anyio.CapacityLimiter(math.inf)
+        )
+    finally:
+        with lock:
+            still_running = state[0] == "running"
+            state[0] = "abandoned"
+        if not still_running:
+            pool.release_on_behalf_of(borrower)
 
 
 class _RedactedHeaders(Mapping[str, str]):
