@@ -34,7 +34,16 @@ Order of the checks of one request (the first that fails answers; every error bo
 7. The handler method: its response is 200 with the protobuf JSON of the message; an
    ``ApiError`` it raises (``FailedPrecondition`` for a business rule) answers with the status of
    its code; any other exception is 500 ``internal`` with a generic message, and its traceback
-   is logged to the ``projectops.server`` logger with the API key redacted.
+   is logged to the ``projectops.server`` logger with the API key redacted. That holds for a
+   ``BaseException`` that is no ``Exception`` too (from a handler or ``authenticate``); only
+   ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` and the cancellation of the
+   request's task go on up. With ``create_app(..., handler_timeout=S)``, a handler still
+   running after S seconds is answered 504 ``deadline_exceeded`` (a plain handler's thread
+   cannot be killed: it runs on, holding its place in the thread pool, until it returns).
+
+Threads: plain (non-``async``) handlers run in anyio's default thread pool (40 threads per
+event loop); a plain ``authenticate`` runs in a pool of its own, so handlers stuck in every
+thread do not hold up the key check of other requests.
 
 Content type: the request's ``Content-Type`` is not checked. The body is always read as UTF-8
 JSON (RFC 8259 allows no other encoding), so ``application/json`` with or without a charset
