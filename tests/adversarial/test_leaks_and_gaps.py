@@ -80,7 +80,7 @@ def test_two_tool_server_sessions_share_no_cookie() -> None:
             tools = mcp_server.create_server(http)
             for _ in range(2):  # two agents, one after the other, on the one server
                 with anyio.fail_after(CALL_TIMEOUT):
-                    async with McpClient(tools) as session:  # type: ignore[arg-type]
+                    async with McpClient(tools) as session:
                         result = await session.call_tool(TOOL, {})
                 assert result.is_error is False
 
@@ -103,7 +103,7 @@ def _tool_result(base_url: str) -> Any:
 
     async def session_call() -> Any:
         async with AsyncClient(base_url, timeout=CALL_TIMEOUT) as http:
-            async with McpClient(mcp_server.create_server(http)) as session:  # type: ignore[arg-type]
+            async with McpClient(mcp_server.create_server(http)) as session:
                 return await session.call_tool(TOOL, {})
 
     return anyio.run(run)

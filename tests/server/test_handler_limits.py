@@ -16,7 +16,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -56,12 +56,9 @@ async def quick_release(request: Any, context: Any) -> ops.GetReleaseDetailsResp
 
 def post(
     client: httpx.AsyncClient, path: str, body: str = "{}", key: str = KEY
-) -> Any:  # an awaitable of httpx.Response
-    return client.post(
-        path,
-        content=body,
-        headers={"Content-Type": "application/json", API_KEY_HEADER: key},
-    )
+) -> Awaitable[httpx.Response]:
+    headers = {"Content-Type": "application/json", API_KEY_HEADER: key}
+    return client.post(path, content=body, headers=headers)
 
 
 def run_against(app: Any, scenario: Callable[[httpx.AsyncClient], Any]) -> Any:
