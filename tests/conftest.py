@@ -10,11 +10,18 @@ with the server's stderr if it exits first), and stop it with SIGTERM afterwards
 ``run_cli`` runs the CLI in-process (``projectops.__main__.main``) with an environment the test
 controls; ``run_cli_process`` runs the real entry point, ``python -m projectops ...``, for the
 few tests where the process matters.
+
+A test that starts a process (``subprocess``, an asyncio subprocess, ``os.fork``/``posix_spawn``/
+``system``, a ``multiprocessing`` process) in its set-up, body or tear-down must be marked
+``@pytest.mark.slow``, so ``./scripts/test --fast`` (``-m "not slow"``) stays in-process: an
+unmarked one gets :class:`UnmarkedProcessError` where it starts the process, and fails even if it
+catches that error (:data:`SPAWN_GUARD`).
 """
 
 from __future__ import annotations
 
 import io
+import multiprocessing.process
 import os
 import socket
 import subprocess
@@ -28,6 +35,82 @@ import pytest
 from projectops.__main__ import main
 from tests.client.support import CLI_TIMEOUT, KEY, RunCli, cli_env
 from tests.loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
+
+
+class UnmarkedProcessError(RuntimeError):
+    """A test not marked ``slow`` tried to start a process (nothing was started)."""
+
+
+class _SpawnGuard:
+    """Which test runs now (set around each test's set-up, call and tear-down), and the first
+    process it tried to start without being marked ``slow``."""
+
+    def __init__(self) -> None:
+        self.item: pytest.Item | None = None
+        self.violation: str | None = None
+
+    def check(self, what: str) -> None:
+        """Raise :class:`UnmarkedProcessError` when the running test may not start `what`."""
+        item = self.item
+        if item is None or item.get_closest_marker("slow") is not None:
+            return
+        message = (
+            f"{item.nodeid} starts a process ({what}) but is not marked slow: add "
+            "@pytest.mark.slow to it (pyproject.toml [tool.pytest.ini_options] markers), so "
+            "`./scripts/test --fast` leaves it out"
+        )
+        self.violation = self.violation or message
+        raise UnmarkedProcessError(message)
+
+
+SPAWN_GUARD = _SpawnGuard()
+
+# Audit events of everything that starts a process (asyncio's subprocesses go through
+# subprocess.Popen). multiprocessing's spawn and forkserver methods raise none: Process.start is
+# wrapped instead.
+_SPAWN_EVENTS = frozenset(
+    {"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.system"}
+)
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event in _SPAWN_EVENTS:
+        SPAWN_GUARD.check(event)
+
+
+sys.addaudithook(_audit)
+_process_start = multiprocessing.process.BaseProcess.start
+
+
+def _guarded_start(self: multiprocessing.process.BaseProcess) -> None:
+    SPAWN_GUARD.check("multiprocessing Process.start")
+    _process_start(self)
+
+
+multiprocessing.process.BaseProcess.start = _guarded_start  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    SPAWN_GUARD.item, SPAWN_GUARD.violation = item, None
+    try:
+        return (yield)
+    finally:
+        SPAWN_GUARD.item = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    violation, SPAWN_GUARD.violation = SPAWN_GUARD.violation, None
+    if violation is not None and report.passed:
+        # The test caught the error (or a library swallowed it): it still may not pass.
+        report.outcome = "failed"
+        report.longrepr = violation
+    return report
+
 
 # One Hypothesis store for the whole suite, whatever the working directory: the pytest workers
 # and the schemathesis runs (tests/openapi, cwd a tmp dir) share its Unicode tables, which take

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
 import projectops
@@ -16,6 +17,7 @@ from projectops.openapi import ERROR_CASES
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_python_example_of_the_readme_runs() -> None:
     readme = (REPO / "README.md").read_text()
     example = re.search(r"## The Python API\n\n```python\n(.*?)```", readme, re.S)
@@ -43,6 +45,7 @@ def _block(after: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_typed_client_example_of_the_readme_runs_against_the_mock_server(mock_server: Any) -> None:
     example = _block("From Python, the typed client")
     env = {**os.environ, "SERVICE_BACKEND_URL": mock_server.base_url, "SERVICE_API_KEY": "demo-key"}
@@ -80,6 +83,7 @@ def test_server_adapter_example_of_the_readme_serves_as_documented() -> None:
     assert denied.status_code == 401
 
 
+@pytest.mark.slow
 def test_cli_section_of_the_readme_runs_as_written_against_the_mock_server(
     mock_server: Any, tmp_path: Path
 ) -> None:

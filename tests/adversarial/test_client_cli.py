@@ -117,6 +117,7 @@ def controls(text: str) -> list[str]:
 # --- item 1: --timeout bounds the whole call --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_cli_gives_up_on_a_trickling_server_after_its_timeout() -> None:
     with (
         hostile_server(trickle_head(interval=0.25)) as head,

@@ -280,6 +280,7 @@ def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
     assert 0.45 <= elapsed < 2.0, elapsed
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_stdio_server_while_its_stdin_stays_open() -> None:
     mcp = McpProcess(base_url="http://127.0.0.1:9")
     try:
@@ -295,6 +296,7 @@ def test_ctrl_c_stops_the_stdio_server_while_its_stdin_stays_open() -> None:
     assert elapsed < 3.0
 
 
+@pytest.mark.slow
 def test_requests_written_before_stdin_closes_are_all_answered() -> None:
     """An agent (or a shell pipe) may write its requests and close stdin at once: each still
     gets its one answer before the server ends (JSON-RPC 2.0, section 5)."""

@@ -67,6 +67,7 @@ def base_url() -> object:
         yield server.base_url
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "path", "body", "status", "code"), CASES, ids=[c[0] for c in CASES]
 )

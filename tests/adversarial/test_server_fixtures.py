@@ -125,6 +125,7 @@ def listening_is_a_failure(*_: object, **__: object) -> NoReturn:
     raise AssertionError("the mock server went on to listen with a bad fixtures file")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "make", "words"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
 def test_a_bad_fixtures_file_is_exit_2_and_one_line(
     tmp_path: Path,

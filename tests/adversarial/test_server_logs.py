@@ -9,6 +9,7 @@ import time
 from urllib.parse import quote, quote_plus
 
 import httpx
+import pytest
 
 from projectops.conventions import API_KEY_HEADER
 from tests.adversarial.servers import CRASH_KEY, crashing_server, mock_server, raw_exchange
@@ -16,6 +17,7 @@ from tests.adversarial.servers import CRASH_KEY, crashing_server, mock_server, r
 SECRET = "s3cr3t-T0ken"
 
 
+@pytest.mark.slow
 def test_the_access_log_never_writes_a_query_string() -> None:
     urls = [
         f"/api/mcp/list_rum_environments?api_key={SECRET}",
@@ -41,6 +43,7 @@ def test_the_access_log_never_writes_a_query_string() -> None:
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", log)
 
 
+@pytest.mark.slow
 def test_the_crash_log_redacts_the_key_in_every_escaping() -> None:
     """A handler's exception quotes the request's version, which a confused client set to its
     key: the logged traceback holds the key in none of ten escapings, the answer is a plain 500."""

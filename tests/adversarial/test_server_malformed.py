@@ -95,6 +95,7 @@ def server_port() -> object:
         yield server.port
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "payload", "status", "code"), MALFORMED, ids=[m[0] for m in MALFORMED]
 )
@@ -111,6 +112,7 @@ def test_malformed_http_gets_an_error_response_and_a_closed_connection(
     assert "demo" not in str(body["message"])  # h11 quotes the bad bytes; the answer does not
 
 
+@pytest.mark.slow
 def test_a_head_over_the_limit_that_arrives_in_pieces_is_answered_431(server_port: int) -> None:
     with socket.create_connection((LOOPBACK, server_port), timeout=5) as sock:
         sock.sendall(START + KEY)
@@ -128,6 +130,7 @@ def test_a_head_over_the_limit_that_arrives_in_pieces_is_answered_431(server_por
 BIG_HEAD = START + KEY + b"X-Big: " + b"a" * 20_000 + b"\r\nContent-Length: 2\r\n\r\n{}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("writes", "first_status", "status", "code"),
     [
@@ -165,6 +168,7 @@ def test_a_bad_request_behind_an_answered_one_gets_its_own_error_answer(
     assert (second[0], second[2]["code"]) == (status, code)
 
 
+@pytest.mark.slow
 def test_a_stream_of_malformed_requests_does_not_flood_the_log() -> None:
     with mock_server() as server:
         for _ in range(200):

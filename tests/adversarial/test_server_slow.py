@@ -94,6 +94,7 @@ def last_answer(data: bytes) -> tuple[int, dict[str, object]]:
     return int(head.split()[1]), json.loads(body)
 
 
+@pytest.mark.slow
 def test_slow_and_idle_connections_are_closed_within_the_request_timeout() -> None:
     with mock_server(["--request-timeout", str(TIMEOUT)]) as server:
         with ThreadPoolExecutor(len(SLOW)) as pool:
@@ -218,6 +219,7 @@ def percentile(values: list[float], q: float) -> float:
         pytest.param(True, id="reopened-when-shed", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow
 def test_a_thousand_slow_connections_do_not_stop_legitimate_requests(reopen: bool) -> None:
     """1,000 connections that each sent part of a request head, the server's open-file limit
     at 256 (uvicorn alone: no answer at all, and a log of hundreds of MB); every legitimate

@@ -47,6 +47,7 @@ def assert_no_key(proc: subprocess.CompletedProcess[str], *keys: str) -> None:
 # --- success ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_list_rum_environments_prints_the_response_json(
     run_cli_process: RunCli, mock_server: Any
 ) -> None:
@@ -69,6 +70,7 @@ def test_list_rum_environments_prints_the_response_json(
     assert isinstance(first["sessionCount"], str)  # int64 as a JSON string, exact
 
 
+@pytest.mark.slow
 def test_get_release_details_prints_the_release(run_cli: RunCli, mock_server: Any) -> None:
     proc = run_cli(GET.tool_name, "--version", "1.0.0", key=DEMO_KEY, base_url=mock_server.base_url)
     assert proc.returncode == 0, proc.stderr
@@ -78,6 +80,7 @@ def test_get_release_details_prints_the_release(run_cli: RunCli, mock_server: An
     assert proc.stdout == projectops.to_json(response, indent=2) + "\n"  # nothing else
 
 
+@pytest.mark.slow
 def test_distinctive_key_is_never_shown(
     run_cli: RunCli, start_mock_server: Any, tmp_path: Path
 ) -> None:
@@ -144,6 +147,7 @@ def test_missing_key_exits_2_before_any_request(
     assert_failed(run_cli(LIST.tool_name, key=None, base_url=dead_url), 2, "SERVICE_API_KEY")
 
 
+@pytest.mark.slow
 def test_wrong_key_exits_3(run_cli: RunCli, mock_server: Any) -> None:
     proc = run_cli(LIST.tool_name, key=KEY, base_url=mock_server.base_url)
     line = assert_failed(proc, 3, "401", "SERVICE_API_KEY")
@@ -169,6 +173,7 @@ def test_missing_or_blank_version_exits_2_locally(
     assert recorder.requests == []
 
 
+@pytest.mark.slow
 def test_unknown_release_exits_4_with_status_and_message(run_cli: RunCli, mock_server: Any) -> None:
     proc = run_cli(
         GET.tool_name, "--version", "9.9.9", key=OTHER_KEY, base_url=mock_server.base_url
@@ -206,6 +211,7 @@ def test_usage_errors_exit_2_in_one_line(run_cli: RunCli) -> None:
 # --- --json-input -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_json_input_file_wins_over_flags(run_cli: RunCli, mock_server: Any, tmp_path: Path) -> None:
     path = tmp_path / "request.json"
     path.write_text('{"version": "1.0.0"}', encoding="utf-8")
@@ -271,6 +277,7 @@ def test_exactly_the_spec_headers_are_sent(run_cli: RunCli, recorder: Recorder) 
     assert sent.header("Accept-Encoding") == ["identity"]
 
 
+@pytest.mark.slow
 def test_trailing_slashes_of_the_base_url_work(run_cli: RunCli, mock_server: Any) -> None:
     by_flag = run_cli("--base-url", mock_server.base_url + "///", LIST.tool_name, key=DEMO_KEY)
     by_env = run_cli(LIST.tool_name, key=DEMO_KEY, base_url=mock_server.base_url + "/")
@@ -301,6 +308,7 @@ def test_network_failure_exits_5_naming_the_base_url(run_cli: RunCli, dead_url: 
     assert_failed(run_cli(LIST.tool_name, base_url=dead_url), 5, f"cannot reach {dead_url}")
 
 
+@pytest.mark.slow
 def test_time_out_exits_5(run_cli_process: RunCli, silent_url: str) -> None:
     run_cli = run_cli_process
     assert_failed(run_cli("--timeout", "0.3", LIST.tool_name, base_url=silent_url), 5, silent_url)

@@ -155,6 +155,7 @@ def test_program_is_composed_of_both_layers_commands(capsys: pytest.CaptureFixtu
     assert "mock-server" in names and "schema" in names
 
 
+@pytest.mark.slow
 def test_core_only_commands_import_neither_httpx_nor_the_server_stack() -> None:
     code = (
         "import sys; from projectops.__main__ import main; "

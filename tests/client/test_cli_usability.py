@@ -51,6 +51,7 @@ def test_describe_without_a_tool_lists_the_operations(run_cli: RunCli) -> None:
 # --- output that fits the pipe ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_compact_prints_the_same_json_on_one_line(run_cli: RunCli, mock_server: Any) -> None:
     args = (GET.tool_name, "--version", "1.0.0")
     pretty = run_cli(*args, key=DEMO_KEY, base_url=mock_server.base_url)
@@ -68,6 +69,7 @@ def test_operations_json_is_for_scripts(run_cli: RunCli) -> None:
     assert all(row["readOnly"] is True for row in listing)
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     # The real entry point: `projectops describe ... | head -1` (bash's pipe, our stdout).
     exe = Path(sys.executable).with_name("projectops")
@@ -129,6 +131,7 @@ def _bash_complete(line: str) -> list[str]:
     return [word.strip() for word in proc.stdout.splitlines() if word.strip()]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_bash_completes_commands_flags_and_choices() -> None:
     assert _bash_complete("projectops get-rel") == [GET.tool_name]
@@ -286,6 +289,7 @@ def test_json_input_from_a_fifo_is_refused_at_once(run_cli: RunCli, tmp_path: Pa
     assert proc.stderr == f"error: --json-input file {fifo} is not a regular file\n"
 
 
+@pytest.mark.slow
 def test_a_time_out_far_beyond_the_os_limits_still_works(run_cli: RunCli, mock_server: Any) -> None:
     proc = run_cli(LIST.tool_name, "--timeout", "1e12", key=DEMO_KEY, base_url=mock_server.base_url)
     assert proc.returncode == 0, proc.stderr

@@ -108,6 +108,7 @@ def assert_clean(exc: BaseException, key: str = KEY) -> None:
 # --- against the mock server (real socket) -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_both_operations_against_the_mock_server(call: Call, mock_server: Any) -> None:
     envs = call("list-rum-environments", base_url=mock_server.base_url, api_key=OTHER_KEY)
     assert isinstance(envs, ListRumEnvironmentsResponse)
@@ -124,6 +125,7 @@ def test_both_operations_against_the_mock_server(call: Call, mock_server: Any) -
     assert details.summary.release.git_sha  # the fixture's SHA came through
 
 
+@pytest.mark.slow
 def test_server_errors_are_the_subclass_of_their_code(call: Call, mock_server: Any) -> None:
     with pytest.raises(Unauthenticated) as wrong_key:
         call(LIST, base_url=mock_server.base_url, api_key=KEY)
@@ -142,6 +144,7 @@ def test_server_errors_are_the_subclass_of_their_code(call: Call, mock_server: A
     assert "9.9.9" in unknown.value.message
 
 
+@pytest.mark.slow
 def test_trailing_slashes_of_the_base_url_are_ignored(call: Call, mock_server: Any) -> None:
     envs = call(LIST, base_url=mock_server.base_url + "//", api_key="demo-key")
     assert len(envs.environments) > 0

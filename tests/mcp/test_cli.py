@@ -55,6 +55,7 @@ def test_schema_of_an_unknown_tool_is_a_usage_error(run_cli: RunCli) -> None:
     assert "no-such-tool" in done.stderr and "get-release-details" in done.stderr
 
 
+@pytest.mark.slow
 def test_mcp_without_the_mcp_extra_exits_2_naming_the_extra() -> None:
     done = without_the_mcp_extra("mcp")
     assert (done.returncode, done.stdout) == (2, "")
@@ -64,6 +65,7 @@ def test_mcp_without_the_mcp_extra_exits_2_naming_the_extra() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_the_rest_of_the_cli_works_without_the_mcp_extra() -> None:
     listing = without_the_mcp_extra("--help")
     assert listing.returncode == 0 and " mcp " in listing.stdout and " schema " in listing.stdout

@@ -187,6 +187,7 @@ def test_no_answer_names_the_base_url() -> None:
     assert SERVICE in text_of(result) and BASE_URL_ENV in text_of(result)
 
 
+@pytest.mark.slow
 def test_a_wrong_key_says_the_key_is_missing_or_invalid_and_which_variable_sets_it(
     mock_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -333,6 +333,7 @@ def contract_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
     return [line for line in result.stdout.splitlines() if line.startswith("contract: ")]
 
 
+@pytest.mark.slow
 def test_check_proto_fails_a_moved_path_with_one_line(copy: Path) -> None:
     result = check_proto(
         copy, (OPS, 'post: "/api/mcp/get_release_details"', 'post: "/api/mcp/release_details"')
@@ -345,6 +346,7 @@ def test_check_proto_fails_a_moved_path_with_one_line(copy: Path) -> None:
     assert "schema gates failed: contract" in result.stderr  # buf itself saw nothing
 
 
+@pytest.mark.slow
 def test_check_proto_fails_a_new_required_request_field_with_one_line(copy: Path) -> None:
     result = check_proto(
         copy,
@@ -364,12 +366,14 @@ def test_check_proto_fails_a_new_required_request_field_with_one_line(copy: Path
     assert "schema gates failed: contract" in result.stderr
 
 
+@pytest.mark.slow
 def test_check_proto_passes_a_new_operation_and_an_optional_field(copy: Path) -> None:
     result = check_proto(copy, ADD_RPC, OPTIONAL_FIELD)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "contract" in result.stdout and contract_lines(result) == []
 
 
+@pytest.mark.slow
 def test_check_proto_against_a_ref_compares_the_contract_too(copy: Path) -> None:
     """An operation added after the released baseline is guarded against the ref that has it."""
     git = ["git", "-C", str(copy), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]

@@ -44,11 +44,13 @@ def edit(root: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+@pytest.mark.slow
 def test_committed_generated_code_is_current() -> None:
     result = run("generate", "--check")
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_generate_check_names_stale_files(copy: Path) -> None:
     edit(
         copy,
@@ -65,6 +67,7 @@ def test_generate_check_names_stale_files(copy: Path) -> None:
     assert "operations_pb2.py" not in result.stderr
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic(copy: Path) -> None:
     assert run("generate", "--root", str(copy)).returncode == 0
     assert run("generate", "--check", "--root", str(copy)).returncode == 0
@@ -80,11 +83,13 @@ def test_generation_is_deterministic(copy: Path) -> None:
         ).read_bytes()
 
 
+@pytest.mark.slow
 def test_gates_pass_on_the_committed_schema() -> None:
     result = run("check-proto")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_an_undocumented_field_fails_lint(copy: Path) -> None:
     edit(copy, "  int64 session_count = 4;", "  int64 session_count = 4;\n  int64 page_views = 5;")
     result = run("check-proto", "--root", str(copy))
@@ -93,6 +98,7 @@ def test_an_undocumented_field_fails_lint(copy: Path) -> None:
     assert "buf lint" in result.stderr and "buf breaking" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_documented_added_field_passes(copy: Path) -> None:
     edit(
         copy,
@@ -104,6 +110,7 @@ def test_a_documented_added_field_passes(copy: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_renaming_a_released_field_fails_breaking(copy: Path) -> None:
     edit(copy, "first_seen_time = 2;", "first_seen = 2;")
     result = run("check-proto", "--root", str(copy))
@@ -113,6 +120,7 @@ def test_renaming_a_released_field_fails_breaking(copy: Path) -> None:
     assert "buf breaking" in result.stderr
 
 
+@pytest.mark.slow
 def test_renumbering_a_released_field_fails_breaking(copy: Path) -> None:
     edit(copy, "int64 session_count = 4;", "int64 session_count = 9;")
     result = run("check-proto", "--root", str(copy))
@@ -121,6 +129,7 @@ def test_renumbering_a_released_field_fails_breaking(copy: Path) -> None:
     assert '"4" with name "session_count"' in result.stdout or "deleted" in result.stdout
 
 
+@pytest.mark.slow
 def test_misformatted_proto_fails_format(copy: Path) -> None:
     edit(copy, "  int64 session_count = 4;", "  int64    session_count   =   4;")
     result = run("check-proto", "--root", str(copy))
@@ -128,6 +137,7 @@ def test_misformatted_proto_fails_format(copy: Path) -> None:
     assert "buf format" in result.stderr
 
 
+@pytest.mark.slow
 def test_breaking_against_a_git_ref(copy: Path) -> None:
     git = ["git", "-C", str(copy), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
     subprocess.run([*git, "init", "-q"], check=True)
@@ -142,6 +152,7 @@ def test_breaking_against_a_git_ref(copy: Path) -> None:
     assert missing.returncode == 1 and "cannot read proto/ at no-such-ref" in missing.stderr
 
 
+@pytest.mark.slow
 def test_the_gates_run_at_once_and_print_each_output_whole_in_order(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,6 +4,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -35,6 +36,7 @@ def floor(requirement: Requirement) -> Version:
     return lower
 
 
+@pytest.mark.slow
 def test_protobuf_range_starts_at_the_generated_codes_runtime_check() -> None:
     generated = generated_version()
     protobuf = dependency("protobuf").specifier

@@ -17,6 +17,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
+
 import projectops
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 
@@ -57,6 +59,7 @@ class Client:
         self._conn.close()
 
 
+@pytest.mark.slow
 def test_load_mixed_requests_all_answered_correctly(mock_server: Any) -> None:
     first = Client(mock_server.base_url)
     # The 200 answers each case must get, fetched once before the clock starts.

@@ -191,6 +191,7 @@ def test_unreadable_fixtures_file(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
 
 
+@pytest.mark.slow
 def test_bad_fixtures_stop_the_real_program_before_it_listens(tmp_path: Path) -> None:
     path = tmp_path / "fixtures.json"
     secret = "fixture-secret-key-1234"
@@ -220,6 +221,7 @@ def test_bad_fixtures_stop_the_real_program_before_it_listens(tmp_path: Path) ->
     assert secret not in done.stderr
 
 
+@pytest.mark.slow
 def test_custom_fixtures_are_served_and_matched_after_trimming(
     tmp_path: Path, start_mock_server: Any
 ) -> None:
@@ -259,6 +261,7 @@ def test_custom_fixtures_are_served_and_matched_after_trimming(
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_stop_signals_exit_0_and_output_only_the_listening_line(
     start_mock_server: Any, sig: signal.Signals
@@ -274,6 +277,7 @@ def test_stop_signals_exit_0_and_output_only_the_listening_line(
     assert server.stderr() == f"projectops mock server listening on {server.base_url}\n"
 
 
+@pytest.mark.slow
 def test_access_log_never_shows_an_api_key(start_mock_server: Any) -> None:
     server = start_mock_server(extra_args=["--access-log"])
     keys = ["demo-key", "other-key", "guessed-key-5555"]
@@ -287,6 +291,7 @@ def test_access_log_never_shows_an_api_key(start_mock_server: Any) -> None:
     assert not [key for key in keys if key in output]
 
 
+@pytest.mark.slow
 def test_port_0_picks_a_free_port_and_prints_it(tmp_path: Path) -> None:
     err_path = tmp_path / "stderr"
     with err_path.open("wb") as err:

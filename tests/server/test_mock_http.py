@@ -69,6 +69,7 @@ def error_of(response: httpx.Response, status: int, code: str) -> str:
     return message
 
 
+@pytest.mark.slow
 def test_list_rum_environments_end_to_end(client: httpx.Client) -> None:
     response = post(client, LIST, {})
     assert response.status_code == 200
@@ -82,6 +83,7 @@ def test_list_rum_environments_end_to_end(client: httpx.Client) -> None:
     }
 
 
+@pytest.mark.slow
 def test_get_release_details_end_to_end(client: httpx.Client) -> None:
     response = post(client, GET, {"version": "1.0.0"})
     assert response.status_code == 200
@@ -103,16 +105,19 @@ def test_get_release_details_end_to_end(client: httpx.Client) -> None:
     assert [s["status"] for s in body["summary"]["securityScans"]] == ["IN_PROGRESS", "COMPLETED"]
 
 
+@pytest.mark.slow
 def test_empty_body_equals_the_empty_object(client: httpx.Client) -> None:
     assert post(client, LIST).json() == post(client, LIST, {}).json()
 
 
+@pytest.mark.slow
 def test_version_with_surrounding_spaces_matches(client: httpx.Client) -> None:
     assert post(client, GET, {"version": "  1.0.0\t"}).json() == expected(
         "demo", GET, {"version": "1.0.0"}
     )
 
 
+@pytest.mark.slow
 def test_the_other_project_has_other_data(client: httpx.Client) -> None:
     other = post(client, LIST, {}, key="other-key").json()
     assert other == expected("other", LIST, {})
@@ -126,6 +131,7 @@ def test_the_other_project_has_other_data(client: httpx.Client) -> None:
     assert message == 'project other has no get_release_details answer for version "1.0.0"'
 
 
+@pytest.mark.slow
 def test_project_id_header_naming_another_project_changes_nothing(client: httpx.Client) -> None:
     plain = post(client, GET, {"version": "1.0.0"})
     for header in ("Project-Id", "Organization-Id"):
@@ -139,22 +145,26 @@ def test_project_id_header_naming_another_project_changes_nothing(client: httpx.
     )
 
 
+@pytest.mark.slow
 def test_unknown_release_is_400_failed_precondition(client: httpx.Client) -> None:
     message = error_of(post(client, GET, {"version": "9.9.9"}), 400, "failed_precondition")
     assert message == 'project demo has no get_release_details answer for version "9.9.9"'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [None, "wrong-key", ""])
 def test_missing_or_wrong_key_is_401(client: httpx.Client, key: str | None) -> None:
     error_of(post(client, GET, {"version": "1.0.0"}, key=key), 401, "unauthenticated")
     error_of(post(client, LIST, {}, key=key), 401, "unauthenticated")
 
 
+@pytest.mark.slow
 def test_no_key_and_a_bad_body_is_401(client: httpx.Client) -> None:
     error_of(post(client, GET, content=b"{not json", key=None), 401, "unauthenticated")
     error_of(post(client, GET, content=b"[]", key="wrong-key"), 401, "unauthenticated")
 
 
+@pytest.mark.slow
 def test_two_key_headers_are_401(client: httpx.Client) -> None:
     headers = [(API_KEY_HEADER, "demo-key"), (API_KEY_HEADER, "other-key")]
     response = client.post(LIST.path, content=b"{}", headers=headers)
@@ -162,6 +172,7 @@ def test_two_key_headers_are_401(client: httpx.Client) -> None:
     assert "demo-key" not in message and "other-key" not in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "field", "text"),
     [
@@ -182,6 +193,7 @@ def test_bad_requests_are_400_naming_the_field(
     assert [v["field"] for v in response.json()["violations"]] == [field]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["demo-key", None])
 def test_unknown_operation_is_404_without_needing_a_key(
     client: httpx.Client, key: str | None
@@ -191,16 +203,19 @@ def test_unknown_operation_is_404_without_needing_a_key(
     error_of(post(client, "/api/mcp/no_such_op", content=b"[]", key=None), 404, "not_found")
 
 
+@pytest.mark.slow
 def test_a_percent_encoded_operation_path_is_404(client: httpx.Client) -> None:
     error_of(post(client, "/api/mcp%2flist_rum_environments", {}), 404, "not_found")
 
 
+@pytest.mark.slow
 def test_get_is_405_with_allow_post(client: httpx.Client) -> None:
     response = client.get(GET.path, headers={API_KEY_HEADER: "demo-key"})
     error_of(response, 405, "unimplemented")
     assert response.headers["allow"] == "POST"
 
 
+@pytest.mark.slow
 def test_body_over_one_mebibyte_is_413(client: httpx.Client) -> None:
     big = {"version": "1.0.0", "padding": "x" * MAX_BODY_BYTES}
     error_of(post(client, GET, big), 413, "resource_exhausted")

@@ -24,6 +24,7 @@ LIST = projectops.operation("list_rum_environments")
 GET = projectops.operation("get_release_details")
 
 
+@pytest.mark.slow
 def test_the_mock_server_serves_the_openapi_document_and_the_reference_page(
     mock_server: Any,
 ) -> None:
@@ -37,6 +38,7 @@ def test_the_mock_server_serves_the_openapi_document_and_the_reference_page(
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/openapi.json", "/docs"])
 def test_a_wrong_method_on_the_reference_is_the_error_table_405(
     mock_server: Any, path: str
@@ -54,6 +56,7 @@ def worker_pids(parent: int) -> set[int]:
     return {int(pid) for pid in out.stdout.split()}
 
 
+@pytest.mark.slow
 def test_workers_serve_the_given_fixtures_from_n_processes(
     start_mock_server: Any, tmp_path: Path
 ) -> None:
