@@ -10,7 +10,7 @@ after a strict decode. Shape of :func:`document`::
       "openapi": "3.1.1",
       "info": {"title": TITLE, "version": projectops.__version__,
                "description": <comment of the proto service>},
-      "servers": [{"url": <base_url>}],
+      "servers": [{"url": <base_url, or "/": the server the document is read from>}],
       "tags": [{"name": "rum_environment"}, {"name": "release"}],
       "paths": {
         "/api/mcp/<operation>": {"post": {
@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -80,7 +81,13 @@ import projectops
 from projectops import json_schema
 from projectops._wire import value_form
 from projectops.codec import from_json, to_dict
-from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, DEFAULT_BASE_URL, MAX_BODY_BYTES
+from projectops.conventions import (
+    API_KEY_HEADER,
+    CONTENT_TYPE,
+    DEFAULT_BASE_URL,
+    MAX_BODY_BYTES,
+    InvalidBaseUrl,
+)
 from projectops.descriptions import description
 from projectops.errors import HTTP_STATUS_BY_CODE, InvalidArgument
 from projectops.registry import SERVICE, Operation, operations
@@ -96,6 +103,7 @@ __all__ = [
     "RenderError",
     "document",
     "render",
+    "server_url",
 ]
 
 #: The OpenAPI version of the document.
@@ -108,6 +116,8 @@ SECURITY_SCHEME = "ServiceApiKey"
 _REF_BASE = "#/components/schemas/"
 #: The mock server's default fixtures, relative to the ``projectops`` package (package data).
 _FIXTURES = ("server", "fixtures", "default.json")
+#: A relative server: a path of RFC 3986 path characters (one class, so no backtracking).
+_SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
 Format = Literal["json", "yaml"]
 
@@ -181,12 +191,14 @@ class RenderError(ValueError):
     """:func:`render` cannot produce the format asked for (unknown, or PyYAML missing)."""
 
 
-def document(base_url: str = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[str, Any]:
+def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[str, Any]:
     """The OpenAPI 3.1 document of every operation of the registry (module docstring: shape).
 
     Args:
-        base_url: the server URL of the document (``servers[0].url``); normalised like the
-            client's (absolute http(s), no trailing slash).
+        base_url: the server URL of the document (``servers[0].url``): an absolute http(s)
+            URL, normalised like the client's (no trailing slash); or a path such as ``/`` or
+            ``/ops`` (a server on whatever origin the document is read from, as a browser or
+            tool resolves it); ``None`` is ``/``.
         strict: describe a server built with ``create_app(strict=True)``, whose request
             schemas forbid unknown properties.
 
@@ -194,22 +206,48 @@ def document(base_url: str = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[
         A new JSON-serialisable dict each call (callers may change it).
 
     Raises:
-        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is not an absolute http(s) URL.
+        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is neither an absolute
+            http(s) URL nor a path.
     """
     doc = copy.deepcopy(_document(strict))
-    doc["servers"] = [{"url": projectops.normalize_base_url(base_url)}]
+    doc["servers"] = [{"url": server_url(base_url)}]
     return doc
 
 
-def render(base_url: str = DEFAULT_BASE_URL, fmt: Format | str = "json") -> str:
+def server_url(base_url: str | None) -> str:
+    """``servers[0].url`` of :func:`document` for `base_url` (its ``Args``).
+
+    A path is kept only when it cannot name another host: it starts with exactly one ``/``
+    and holds only URL path characters (no ``\\``, blank or control character, which browsers
+    read as ``/`` or drop, so ``/\\evil.example`` would be another host), without a trailing
+    slash unless it is ``/``.
+
+    Raises:
+        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is neither an absolute
+            http(s) URL nor such a path.
+    """
+    if base_url is None:
+        return "/"
+    if not base_url.startswith("/"):
+        return projectops.normalize_base_url(base_url)
+    if base_url.startswith("//") or not _SERVER_PATH.fullmatch(base_url):
+        raise InvalidBaseUrl(
+            "a relative server must be a path of one leading '/' and URL path characters, "
+            f"got {base_url!r}"
+        )
+    return base_url.rstrip("/") or "/"
+
+
+def render(base_url: str | None = DEFAULT_BASE_URL, fmt: Format | str = "json") -> str:
     """The document as text, for ``projectops openapi [--base-url URL] [--format json|yaml]``.
 
     JSON is indented by two spaces; YAML needs PyYAML (``pip install pyyaml``). Both end with
-    a newline.
+    a newline. `base_url` is :func:`document`'s.
 
     Raises:
         RenderError: `fmt` is neither ``json`` nor ``yaml``, or PyYAML is not installed.
-        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is not an absolute http(s) URL.
+        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is neither an absolute
+            http(s) URL nor a path (:func:`server_url`).
     """
     if fmt not in ("json", "yaml"):
         raise RenderError(f"unknown format {fmt!r}; expected json or yaml")

@@ -7,6 +7,8 @@ import tempfile
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 import projectops
@@ -15,32 +17,74 @@ from projectops.server.docs import docs_routes, swagger_ui_assets
 
 from .support import chromium, mock_app, serving
 
+#: What a shared cache or proxy may forward on someone else's behalf.
+FOREIGN = {
+    "Host": "evil.example:80",
+    "X-Forwarded-Host": "evil.example",
+    "X-Forwarded-Proto": "https",
+    "X-Forwarded-Prefix": "/evil",
+    "Forwarded": "host=evil.example;proto=https",
+}
 
-def test_openapi_json_uses_the_request_base_url_or_the_given_one() -> None:
-    client = TestClient(mock_app(), base_url="http://ops.test:8080")
-    response = client.get("/openapi.json")
-    assert response.status_code == 200
-    assert response.headers["content-type"] == "application/json"
-    assert response.json() == openapi.document("http://ops.test:8080")
 
-    from starlette.applications import Starlette
+def test_openapi_json_names_no_host_a_request_chose() -> None:
+    client = TestClient(mock_app())
+    plain = client.get("/openapi.json")
+    assert plain.status_code == 200
+    assert plain.headers["content-type"] == "application/json"
+    assert plain.headers["x-content-type-options"] == "nosniff"
+    assert plain.json() == openapi.document(None)
+    assert plain.json()["servers"] == [{"url": "/"}]  # the origin the reader is on
+    foreign = TestClient(mock_app(), base_url="http://evil.example:8080")
+    assert foreign.get("/openapi.json", headers=FOREIGN).content == plain.content
 
-    fixed = TestClient(Starlette(routes=docs_routes("https://ops.example.com/")))
-    assert fixed.get("/openapi.json").json()["servers"] == [{"url": "https://ops.example.com"}]
-    with pytest.raises(ValueError):
-        docs_routes("not a url")
+
+def test_a_real_server_behind_forwarded_headers_names_no_host_either() -> None:
+    # uvicorn trusts X-Forwarded-* from 127.0.0.1 (its default), so the scheme and client it
+    # reports change; the document must not.
+    with serving(mock_app()) as base_url:
+        plain = httpx.get(f"{base_url}/openapi.json", timeout=10)
+        foreign = httpx.get(f"{base_url}/openapi.json", headers=FOREIGN, timeout=10)
+    assert plain.status_code == foreign.status_code == 200
+    assert foreign.content == plain.content
+    assert foreign.json()["servers"] == [{"url": "/"}]
+
+
+def test_a_configured_base_url_is_the_server_and_the_only_other_origin() -> None:
+    fixed = TestClient(Starlette(routes=docs_routes("https://Ops.Example.com:8443/base/")))
+    doc = fixed.get("/openapi.json", headers=FOREIGN).json()
+    assert doc["servers"] == [{"url": "https://Ops.Example.com:8443/base"}]
+    csp = fixed.get("/docs", headers=FOREIGN).headers["content-security-policy"]
+    assert "connect-src 'self' https://ops.example.com:8443;" in csp
+    for bad in ("not a url", "/relative", "http://ops.example.com;script-src *", "http://a b"):
+        with pytest.raises(ValueError):
+            docs_routes(bad)
+
+
+def test_mounted_under_a_prefix_the_server_is_that_path() -> None:
+    # The prefix is the app's own configuration (root_path), never X-Forwarded-Prefix.
+    client = TestClient(Starlette(routes=[Mount("/ops", routes=docs_routes())]))
+    assert client.get("/ops/openapi.json", headers=FOREIGN).json()["servers"] == [{"url": "/ops"}]
+    assert '"/ops/openapi.json"' in client.get("/ops/docs/static/init.js").text
 
 
 def test_docs_page_and_assets_are_local() -> None:
     client = TestClient(mock_app())
     page = client.get("/docs")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert "script-src 'self'" in page.headers["content-security-policy"]
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self';" in csp
+    assert "connect-src 'self';" in csp  # "Try it out" reaches this origin only
+    assert page.headers["referrer-policy"] == "no-referrer"
+    assert page.headers["x-content-type-options"] == "nosniff"
     assert "http" not in page.text  # every asset from this server
     bundle = client.get("/docs/static/swagger-ui-bundle.js")
     assert bundle.status_code == 200
     assert bundle.content == (swagger_ui_assets() / "swagger-ui-bundle.js").read_bytes()
-    assert '"/openapi.json"' in client.get("/docs/static/init.js").text
+    assert bundle.headers["x-content-type-options"] == "nosniff"
+    init = client.get("/docs/static/init.js")
+    assert '"/openapi.json"' in init.text
+    assert init.headers["x-content-type-options"] == "nosniff"
     missing = client.get("/docs/static/swagger-editor.js")  # only the page's files are served
     assert missing.status_code == 404 and missing.json()["code"] == "not_found"
     # The operations are still there, with their own checks.

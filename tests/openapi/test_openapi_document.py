@@ -64,6 +64,20 @@ def test_info_and_servers() -> None:
         openapi.document("ops.example.com")
 
 
+def test_a_relative_server_names_no_host() -> None:
+    # What the docs routes serve when no base URL is configured: the reader's own origin.
+    relative = openapi.document(None)
+    assert relative["servers"] == [{"url": "/"}]
+    openapi_spec_validator.validate(relative)
+    assert openapi.document("/ops/")["servers"] == [{"url": "/ops"}]
+    assert openapi.document("/")["servers"] == [{"url": "/"}]
+    # Each of these is another host to a browser (a network-path reference, "\" read as "/",
+    # tabs and newlines dropped), or no path at all.
+    for foreign in ("//evil.example", "/\\evil.example", "/\t/evil.example", "/\n/x", "/ x", "/?x"):
+        with pytest.raises(projectops.InvalidBaseUrl, match="relative server"):
+            openapi.document(foreign)
+
+
 def test_every_operation_is_one_post_path() -> None:
     assert list(DOC["paths"]) == [op.path for op in OPS]
     scheme = DOC["components"]["securitySchemes"][openapi.SECURITY_SCHEME]

@@ -2,20 +2,28 @@
 
 :func:`docs_routes` gives, relative to where they are mounted:
 
-- ``GET /openapi.json``: :func:`projectops.openapi.document`, whose ``servers`` is the base URL
-  the request came to (or the `base_url` given);
+- ``GET /openapi.json``: :func:`projectops.openapi.document`, whose ``servers`` is the
+  configured `base_url`, or else the relative path of the mount point (``/`` at the root);
 - ``GET /docs``: the reference page, rendered by Swagger UI from ``/openapi.json``;
 - ``GET /docs/static/<file>``: Swagger UI's assets and the page's start-up script.
 
 Swagger UI (5.x, for OpenAPI 3.1) comes from the installed ``swagger-ui-py`` package (extra
-``server``): nothing is fetched from the internet, and the page's Content-Security-Policy allows
-scripts and styles from this server only. The routes need no API key: the document describes the
-API, it holds no project's data (its examples are the mock server's public fixtures).
+``server``): nothing is fetched from the internet. The routes need no API key: the document
+describes the API, it holds no project's data (its examples are the mock server's public
+fixtures).
+
+The page holds the reader's API key once they authorise "Try it out", so nothing a request
+carries decides where that key goes: ``servers`` is never built from ``Host``,
+``X-Forwarded-Host`` or ``X-Forwarded-Proto`` (a shared cache or proxy may have fetched the
+document with someone else's), and the page's Content-Security-Policy lets it connect to its
+own origin and the configured base URL's only. Its scripts and styles come from this server
+only; every answer is ``X-Content-Type-Options: nosniff``, and the page sends no
+``Referer``.
 
 Add them to any app of :func:`projectops.server.create_app` (its routes do not overlap)::
 
     app = create_app(handlers, authenticate)
-    app.router.routes.extend(docs_routes())
+    app.router.routes.extend(docs_routes("https://ops.example.com"))
 """
 
 from __future__ import annotations
@@ -23,14 +31,16 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
+import re
 from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from projectops.codec import to_json
-from projectops.conventions import CONTENT_TYPE, InvalidBaseUrl
+from projectops.conventions import CONTENT_TYPE, InvalidBaseUrl, normalize_base_url
 from projectops.openapi import TITLE, document
 from projectops.v1.error_pb2 import ErrorResponse
 
@@ -46,9 +56,14 @@ _ASSETS = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png", "favic
 _INIT = "init.js"
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data:; connect-src *; base-uri 'none'; form-action 'none'; "
+    "img-src 'self' data:; connect-src {connect}; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'"
 )
+#: On every answer of these routes: no answer is read as another type than it says.
+_NOSNIFF = {"X-Content-Type-Options": "nosniff"}
+#: The host of a configured base URL that may enter the CSP: a DNS name, IPv4 or [IPv6]
+#: address, and port (character classes only, so no backtracking).
+_CSP_HOST = re.compile(r"(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
 
 
 def swagger_ui_assets() -> Path:
@@ -75,34 +90,41 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
     """``GET /openapi.json``, ``GET /docs`` and its assets (module docstring).
 
     Args:
-        base_url: the ``servers`` URL of the served document; ``None`` uses the base URL of
-            each request (scheme, host and mount point, as the client reached the server).
+        base_url: the ``servers`` URL of the served document, an absolute http(s) URL where
+            the operations are served (the page may then connect to its origin as well as
+            its own). ``None``: the relative path of the mount point (``root_path``, ``/``
+            at the root), which a browser resolves against the origin it loaded the page
+            from. Never anything a request's headers say.
 
     Raises:
         RuntimeError: Swagger UI is not installed (:func:`swagger_ui_assets`).
-        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is not an absolute http(s) URL.
+        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is not an absolute http(s)
+            URL, or its host is not a plain DNS name or IP address.
     """
     assets = swagger_ui_assets()
+    connect = "'self'"
     if base_url is not None:
-        document(base_url)  # fail now, not on the first request
+        base_url = normalize_base_url(base_url)  # fail now, not on the first request
+        connect = f"'self' {_origin(base_url)}"
+    page_headers = {
+        "Content-Security-Policy": _CSP.format(connect=connect),
+        "Referrer-Policy": "no-referrer",
+        **_NOSNIFF,
+    }
 
     async def openapi_json(request: Request) -> Response:
-        url = base_url if base_url is not None else _request_base_url(request)
+        url = base_url if base_url is not None else _mount_path(request)
         try:
             doc = document(url)
         except InvalidBaseUrl:
-            return _error(
-                "invalid_argument", 400, f"cannot serve the document for the base URL {url!r}"
-            )
-        return JSONResponse(doc, headers={"Cache-Control": "no-cache"})
+            return _error("invalid_argument", 400, "cannot serve the document for this mount")
+        return JSONResponse(doc, headers={"Cache-Control": "no-cache", **_NOSNIFF})
 
     async def page(request: Request) -> Response:
         root = request.scope.get("root_path", "").rstrip("/")
         static = html.escape(f"{root}{DOCS_PATH}/static/", quote=True)
         body = _PAGE.format(title=html.escape(TITLE), static=static)
-        return Response(
-            body, media_type="text/html; charset=utf-8", headers={"Content-Security-Policy": _CSP}
-        )
+        return Response(body, media_type="text/html; charset=utf-8", headers=page_headers)
 
     async def init_js(request: Request) -> Response:
         root = request.scope.get("root_path", "").rstrip("/")
@@ -110,14 +132,14 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
         return Response(
             script,
             media_type="text/javascript; charset=utf-8",
-            headers={"Cache-Control": "no-cache"},
+            headers={"Cache-Control": "no-cache", **_NOSNIFF},
         )
 
     async def asset(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in _ASSETS:
             return _error("not_found", 404, f"no such file {name!r} of the reference page")
-        return FileResponse(assets / name)
+        return FileResponse(assets / name, headers=_NOSNIFF)
 
     return [
         Route(OPENAPI_PATH, openapi_json, methods=["GET"]),
@@ -127,9 +149,31 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
     ]
 
 
-def _request_base_url(request: Request) -> str:
-    """The URL the client reached this app at: scheme, host and mount point (root path)."""
-    return str(request.base_url).rstrip("/")
+def _origin(base_url: str) -> str:
+    """The origin (``scheme://host[:port]``) of a normalised `base_url`, for the CSP.
+
+    Raises:
+        InvalidBaseUrl: its host holds anything but a DNS name's or IP address's characters
+            (a ``;`` or blank would add directives to the page's policy).
+    """
+    parts = urlsplit(base_url)
+    host = parts.netloc.lower()
+    if not _CSP_HOST.fullmatch(host):
+        raise InvalidBaseUrl(
+            f"base URL's host must be a DNS name or IP address (and port), got {base_url!r}"
+        )
+    return f"{parts.scheme.lower()}://{host}"
+
+
+def _mount_path(request: Request) -> str:
+    """The path these routes are mounted at (``/`` at the root), as a relative server.
+
+    It comes from the app's own configuration (``root_path``), not from a request header;
+    characters outside a URL path are percent-encoded and leading slashes collapsed, so it
+    can only name a path on the page's origin.
+    """
+    root = str(request.scope.get("root_path", "")).strip("/")
+    return "/" + quote(root, safe="/!$&'()*+,;=:@-._~")
 
 
 def _error(code: str, status: int, message: str) -> Response:
