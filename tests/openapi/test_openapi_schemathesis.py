@@ -2,7 +2,9 @@
 
 Each run serves an app with uvicorn on 127.0.0.1 and points ``schemathesis run`` at the app's own
 ``/openapi.json`` (so the served document is what is tested), with the demo key, a fixed seed
-and a bounded number of examples per operation. The runs:
+and a bounded number of examples per operation. The document's server is the relative ``/``,
+which schemathesis resolves against the document's URL, so the calls reach the app under test
+and nothing else. The runs:
 
 - the mock server's app on its default fixtures;
 - ``create_app`` whose handlers raise, in turn, the exception class of each code of the
