@@ -40,11 +40,12 @@ from __future__ import annotations
 import base64
 import copy
 import datetime
+import json
 import keyword
 import math
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar, cast
 
 from google.protobuf import descriptor_pool, json_format, message_factory
@@ -54,7 +55,7 @@ from google.protobuf.message import Message
 
 from projectops._wire import is_map, value_form
 
-__all__ = ["Unsupported", "from_dict", "to_dict"]
+__all__ = ["Unsupported", "from_dict", "iter_json", "to_dict"]
 
 M = TypeVar("M", bound=Message)
 
@@ -908,6 +909,164 @@ def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, A
         out[fd.json_name] = value
     out.update((k, v) for k, v in data.items() if k not in out)  # e.g. "@type" of an Any
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Streaming encoding: the JSON text of to_dict's object, a piece at a time
+
+
+_BATCH: Final = 256  # elements of a repeated field turned into JSON values and dumped at once
+_CHUNK: Final = 1 << 16  # characters iter_json gathers before it yields them
+
+
+def iter_json(message: Message, indent: int | None) -> Iterator[str]:
+    """The JSON text of `message`, in chunks of about 64 Ki characters whose concatenation is
+    ``json.dumps(to_dict(message), indent=indent, separators=..., ensure_ascii=False)`` as
+    ``codec.dump`` writes it.
+
+    Only one batch of elements of a repeated field is held as Python values at a time, and
+    messages holding repeated fields are written field by field, so the memory this takes does
+    not grow with the message (a map field is still written whole). A message the plans do not
+    model is written whole, from ``to_dict``.
+
+    Raises:
+        ValueError: what ``to_dict`` raises (a Timestamp or Duration out of range), possibly
+            after some chunks were yielded.
+    """
+    descriptor = cast(Descriptor, message.DESCRIPTOR)
+    writer = _Writer(indent)
+    if descriptor.file.name in _WKT_FILES or not _streamable(_plan(descriptor)):
+        yield writer.dumps(to_dict(message), 0)
+        return
+    pieces: list[str] = []
+    size = 0
+    try:
+        for piece in _message_pieces(message, _plan(descriptor), 0, writer):
+            pieces.append(piece)
+            size += len(piece)
+            if size >= _CHUNK:
+                yield "".join(pieces)
+                pieces.clear()
+                size = 0
+    except ValueError:
+        to_dict(message)  # json_format's own error, as to_dict raises it
+        raise
+    yield "".join(pieces)
+
+
+class _Writer:
+    """The punctuation of ``codec.dump``'s format at each level of nesting."""
+
+    __slots__ = ("indent", "key_separator", "separators")
+
+    def __init__(self, indent: int | None) -> None:
+        self.indent = indent
+        self.separators = (",", ": ") if indent is not None else (",", ":")
+        self.key_separator = self.separators[1]
+
+    def newline(self, level: int) -> str:
+        """What goes before an item at `level` (and before the bracket closing `level` - 1)."""
+        return "" if self.indent is None else "\n" + " " * (self.indent * level)
+
+    def dumps(self, value: Any, level: int) -> str:
+        """`value` (to_dict's values) as JSON text placed at `level`."""
+        text = json.dumps(value, indent=self.indent, separators=self.separators, ensure_ascii=False)
+        if self.indent and level and (type(value) is dict or type(value) is list):
+            # Raw newlines are only json.dumps' own line breaks (a string's are escaped).
+            text = text.replace("\n", self.newline(level))
+        return text
+
+
+_STREAMABLE: dict[Descriptor, bool] = {}
+_DEEP: dict[Descriptor, bool] = {}
+
+
+def _reachable(plan: _Plan) -> list[_Plan]:
+    """`plan` and the plans of every message type below it."""
+    seen = {plan.descriptor: plan}
+    todo = [plan]
+    while todo:
+        for field in todo.pop().fields:
+            if field.kind != _MESSAGE:
+                continue
+            nested = field.aux[2] if field.shape == _MAP else field.aux
+            if nested.descriptor not in seen:
+                seen[nested.descriptor] = nested
+                todo.append(nested)
+    return list(seen.values())
+
+
+def _streamable(plan: _Plan) -> bool:
+    """Whether every message type below `plan` has an encoder (no json_format fallback)."""
+    known = _STREAMABLE.get(plan.descriptor)
+    if known is None:
+        known = _STREAMABLE[plan.descriptor] = all(
+            p.encode is not _no_plan for p in _reachable(plan)
+        )
+    return known
+
+
+def _deep(plan: _Plan) -> bool:
+    """Whether a message of `plan` can hold a repeated or map field at any depth: it is
+    written field by field instead of whole."""
+    known = _DEEP.get(plan.descriptor)
+    if known is None:
+        known = _DEEP[plan.descriptor] = any(
+            f.shape != _SINGLE for p in _reachable(plan) for f in p.fields
+        )
+    return known
+
+
+def _message_pieces(message: Any, plan: _Plan, level: int, writer: _Writer) -> Iterator[str]:
+    """Pieces of the JSON object of `message` (to_dict's keys and values, in its order)."""
+    yield "{"
+    first = True
+    for field in plan.fields:
+        if field.presence and not message.HasField(field.name):
+            continue
+        value = getattr(message, field.name)
+        yield (
+            ("" if first else ",")
+            + writer.newline(level + 1)
+            + json.dumps(field.json_name, ensure_ascii=False)
+            + writer.key_separator
+        )
+        first = False
+        if field.shape == _REPEATED:
+            yield from _list_pieces(field, value, level + 1, writer)
+        elif field.shape == _MAP:
+            yield writer.dumps(_encode_map(field.aux, value), level + 1)
+        elif field.kind == _MESSAGE and _deep(field.aux):
+            yield from _message_pieces(value, field.aux, level + 1, writer)
+        else:
+            yield writer.dumps(_encode_value(field.kind, field.aux, value, field.order), level + 1)
+    yield "}" if first else writer.newline(level) + "}"
+
+
+def _list_pieces(field: _Field, container: Any, level: int, writer: _Writer) -> Iterator[str]:
+    """Pieces of the JSON array of a repeated field, `_BATCH` elements at a time."""
+    count = len(container)
+    if not count:
+        yield "[]"
+        return
+    kind, aux = field.kind, field.aux
+    close = writer.newline(level)
+    yield "["
+    if kind == _MESSAGE and _deep(aux):
+        for i in range(count):
+            yield ("," if i else "") + writer.newline(level + 1)
+            yield from _message_pieces(container[i], aux, level + 1, writer)
+    else:
+        for start in range(0, count, _BATCH):
+            batch = container[start : start + _BATCH]
+            if kind == _MESSAGE:
+                values = [aux.encode(x) for x in batch]
+            else:
+                values = [_encode_value(kind, aux, x, field.order) for x in batch]
+            text = writer.dumps(values, level)
+            # "[" + the elements, each after its newline + "," ... + close + "]": the elements.
+            yield ("," if start else "") + text[1 : len(text) - 1 - len(close)]
+    yield close + "]"
 
 
 # The names generated code refers to.

@@ -22,8 +22,9 @@ only callers of ``json_format``; nothing else sets mapping options.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from collections.abc import Iterator, Mapping
+from functools import cache
+from typing import Any, Final, TypeVar, cast
 
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -35,16 +36,31 @@ from projectops.errors import ApiError, FieldViolation, InvalidArgument
 from projectops.v1.error_pb2 import ErrorResponse
 
 __all__ = [
+    "DECODE_BYTES_FLOOR",
+    "DECODE_BYTES_PER_BYTE",
     "describe_value",
     "dump",
     "error_body",
     "from_json",
+    "iter_json",
     "read_error_body",
     "to_dict",
     "to_json",
 ]
 
 M = TypeVar("M", bound=Message)
+
+#: What decoding may cost: JSON text of N bytes may take at most this many bytes of memory per
+#: byte to turn into messages (besides ``json.loads``' own objects), and never less than
+#: :data:`DECODE_BYTES_FLOOR` in all. Real payloads cost 1 to 3 bytes per byte; 3 bytes of
+#: ``{},`` cost about 180 (a Python dict of constructor arguments and a upb message), so an
+#: answer made of empty objects would cost 60 times its size.
+DECODE_BYTES_PER_BYTE: Final = 24
+#: The least that decoding may cost, in bytes (16 MiB): a small body is never refused.
+DECODE_BYTES_FLOOR: Final = 16 * 1024 * 1024
+# What one JSON object may cost to decode at most, in bytes: 150 to 185 measured for the
+# API's message types (dict of constructor arguments, upb message, list slot), with room.
+_OBJECT_COST: Final = 256
 
 
 def to_dict(message: Message) -> dict[str, Any]:
@@ -64,6 +80,17 @@ def to_json(message: Message, *, indent: int | None = None) -> str:
             JSON, the form sent on the wire.
     """
     return dump(to_dict(message), indent=indent)
+
+
+def iter_json(message: Message, *, indent: int | None = None) -> Iterator[str]:
+    """:func:`to_json`'s text of `message` in pieces of about 64 Ki characters, built as they
+    are consumed: for writing a large message to a stream without holding its text (or its
+    :func:`to_dict` object) whole. ``"".join(iter_json(m, indent=i)) == to_json(m, indent=i)``.
+
+    Raises:
+        ValueError: what :func:`to_dict` raises, possibly after some pieces were yielded.
+    """
+    return _fastcodec.iter_json(message, indent)
 
 
 def dump(data: Mapping[str, Any], *, indent: int | None = None) -> str:
@@ -94,8 +121,13 @@ def from_json(
 
     Raises:
         InvalidArgument: the text is not JSON, not an object, or a field has the wrong form;
-            the message names the field path and what was expected.
+            the message names the field path and what was expected. Also, before anything is
+            parsed, when the text holds so many JSON objects that building the messages would
+            cost more than what decoding may cost (:data:`DECODE_BYTES_PER_BYTE` per byte of
+            text, at least :data:`DECODE_BYTES_FLOOR`); the message says so.
     """
+    if isinstance(data, (bytes, bytearray, str)):
+        _check_decode_cost(data, message_type)
     if isinstance(data, (bytes, bytearray)):
         try:
             data = data.decode("utf-8")
@@ -131,6 +163,55 @@ def from_json(
         # json_format accepts integer enum values even without ignore_unknown_fields.
         _raise_if_misplaced(data, descriptor, "", strict=True, leaves=False)
     return message
+
+
+def _check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]) -> None:
+    """Refuse `text` when decoding it into `message_type` would cost more than it may.
+
+    Each ``{`` may open an object that becomes a message: a cheap upper bound on the messages
+    built, counted at memchr speed before anything is parsed (a ``{`` inside a string or an
+    unknown field only over-counts). Under a Struct, Value or ListValue every value is a
+    message, so commas and brackets count too.
+    """
+    brace, comma, bracket = ("{", ",", "[") if isinstance(text, str) else (b"{", b",", b"[")
+    objects = text.count(brace)  # type: ignore[arg-type]
+    if _holds_values(cast(Descriptor, message_type.DESCRIPTOR)):
+        objects += text.count(comma) + text.count(bracket)  # type: ignore[arg-type]
+    allowed = max(DECODE_BYTES_PER_BYTE * len(text), DECODE_BYTES_FLOOR)
+    if objects * _OBJECT_COST <= allowed:
+        return
+    raise InvalidArgument(
+        f"the body holds {objects:,} JSON objects: building its messages would take up to "
+        f"{objects * _OBJECT_COST / 1e6:,.0f} MB of memory, over what decoding may cost "
+        f"({DECODE_BYTES_PER_BYTE} bytes per byte of JSON, at least "
+        f"{DECODE_BYTES_FLOOR >> 20} MiB: {allowed / 1e6:,.0f} MB for these {len(text):,} "
+        "bytes)",
+        [FieldViolation(description="would cost too much memory to decode")],
+    )
+
+
+@cache
+def _holds_values(descriptor: Descriptor) -> bool:
+    """Whether a Struct, Value or ListValue can appear anywhere in a `descriptor` message."""
+    seen = {descriptor}
+    todo = [descriptor]
+    while todo:
+        for fd in todo.pop().fields:
+            nested = fd.message_type
+            if nested is None or nested in seen:
+                continue
+            if nested.full_name in _VALUE_TYPES:
+                return True
+            seen.add(nested)
+            todo.append(nested)
+    return descriptor.full_name in _VALUE_TYPES
+
+
+_VALUE_TYPES: Final = {
+    "google.protobuf.Struct",
+    "google.protobuf.Value",
+    "google.protobuf.ListValue",
+}
 
 
 def _raise_if_misplaced(

@@ -37,7 +37,7 @@ from projectops import json_schema
 from projectops._text import escape, escape_lines
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
-from projectops.commands import Command, port, warn_if_every_interface
+from projectops.commands import Command, port, warn_if_every_interface, whole
 from projectops.conventions import (
     API_KEY_ENV,
     API_KEY_HEADER,
@@ -50,6 +50,7 @@ from projectops.registry import Operation, operation, operations
 
 if TYPE_CHECKING:
     import httpx
+    from google.protobuf.message import Message
 
 __all__ = ["DEFAULT_MCP_HOST", "DEFAULT_MCP_PORT", "commands"]
 
@@ -284,7 +285,6 @@ def _run_operation(
 ) -> int:
     # The sync client: no event loop to start, which keeps a call quick to start up.
     from projectops.client.http import Client
-    from projectops.codec import to_json
 
     request = _request_object(op, args)
     if args.dry_run:
@@ -303,8 +303,19 @@ def _run_operation(
     except _DryRun as dry:
         sys.stdout.write(dry.text)
         return EXIT_OK
-    print(to_json(response, indent=None if args.compact else 2))
+    _write_json(response, indent=None if args.compact else 2)
     return EXIT_OK
+
+
+def _write_json(message: Message, *, indent: int | None) -> None:
+    """Write `message`'s JSON and a newline to stdout as it is encoded, in pieces: the text
+    (several times the answer's size, indented) is never held whole, nor encoded whole."""
+    from projectops.codec import iter_json
+
+    write = sys.stdout.write
+    for piece in iter_json(message, indent=indent):
+        write(piece)
+    write("\n")
 
 
 class _DryRun(Exception):
@@ -479,6 +490,13 @@ def _configure_mcp(parser: argparse.ArgumentParser) -> None:
         type=port,
         help=f"TCP port to listen on with --http (default: {DEFAULT_MCP_PORT})",
     )
+    parser.add_argument(
+        "--max-result-bytes",
+        metavar="BYTES",
+        type=whole,
+        help="the largest tool result, as the response's indented JSON text in bytes; a larger "
+        "one is an error result naming this limit and its size (default: 1048576, 1 MiB)",
+    )
     parser.epilog = (
         f"Tool calls send {API_KEY_ENV} (the project API key) to {BASE_URL_ENV}; "
         "without a key the server still starts and lists its tools, and calls "
@@ -505,4 +523,9 @@ def _run_mcp(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
+        max_result_bytes=(
+            mcp_server.DEFAULT_MAX_RESULT_BYTES
+            if args.max_result_bytes is None
+            else args.max_result_bytes
+        ),
     )

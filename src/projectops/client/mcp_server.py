@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+from google.protobuf.message import Message
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
@@ -49,13 +50,14 @@ from projectops.client._stdio import stdio_server
 from projectops.client.failures import EXIT_INTERNAL, failure
 from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient
 from projectops.client.redaction import redact
-from projectops.codec import dump, to_dict
+from projectops.codec import dump, iter_json, to_dict
 from projectops.commands import listen, listen_url
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT, InvalidBaseUrl
 from projectops.descriptions import description
 from projectops.registry import SERVICE, UnknownOperationError, operation, operations
 
 __all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
     "HTTP_PATH",
     "SERVER_NAME",
     "call_operation_tool",
@@ -72,6 +74,8 @@ __all__ = [
 SERVER_NAME = "projectops"
 #: Path of the Streamable HTTP endpoint.
 HTTP_PATH = "/mcp"
+#: The largest tool result's JSON text by default, in bytes (1 MiB; ``--max-result-bytes``).
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _log = logging.getLogger(__name__)
@@ -105,7 +109,11 @@ def operation_tools() -> list[types.Tool]:
 
 
 async def call_operation_tool(
-    client: AsyncClient, name: str, arguments: Mapping[str, Any] | None
+    client: AsyncClient,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> types.CallToolResult:
     """Run the tool `name` of an operation with `arguments`; the tool result.
 
@@ -114,7 +122,9 @@ async def call_operation_tool(
     rules); the response comes back as JSON text content and as ``structuredContent``, both
     with ``SERVICE_API_KEY``'s value replaced by ``***`` wherever a string holds it. Every
     failure is an ``isError`` result with the sentence of :mod:`projectops.client.failures`
-    (redacted the same way).
+    (redacted the same way). A response whose JSON text (indented, UTF-8) would be larger than
+    `max_result_bytes` is an ``isError`` result naming that limit and the size, and nothing of
+    it is sent: its size is counted as it is encoded, piece by piece, before anything is held.
 
     Raises:
         MCPError: `name` is no operation's tool (``-32602``, a protocol error as the MCP
@@ -140,13 +150,34 @@ async def call_operation_tool(
         )
         outcome = f"error: {redact(sentence)}"
     else:
-        data, text = _without_key(to_dict(response))
-        result = types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content=data
-        )
-        outcome = "ok"
+        size = _json_size(response)
+        if size > max_result_bytes:
+            sentence = (
+                f"The result of {op.tool_name} would be {size:,} bytes of JSON, over the tool "
+                f"server's limit of {max_result_bytes:,} bytes (--max-result-bytes); nothing "
+                "of it was returned."
+            )
+            result = types.CallToolResult(content=[types.TextContent(text=sentence)], is_error=True)
+            outcome = f"error: {sentence}"
+        else:
+            data, text = _without_key(to_dict(response))
+            result = types.CallToolResult(
+                content=[types.TextContent(text=text)], structured_content=data
+            )
+            outcome = "ok"
+        del response  # the message may be large: not kept while the result is sent
     _log.info("%s: %s (%.0f ms)", name, outcome, (time.monotonic() - started) * 1e3)
     return result
+
+
+def _json_size(message: Message) -> int:
+    """The UTF-8 size of `message`'s indented JSON text, counted piece by piece as it is
+    encoded (a response of many small elements is many times its answer's size as text, and
+    more again as Python objects: neither is built whole to learn it)."""
+    size = 0
+    for piece in iter_json(message, indent=2):
+        size += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+    return size
 
 
 def _without_key(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -173,17 +204,29 @@ def _redact_strings(value: Any) -> Any:
     return value
 
 
-def create_server(client: AsyncClient) -> Server[Any]:
+def create_server(
+    client: AsyncClient, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+) -> Server[Any]:
     """The low-level MCP server with one tool per operation (module docstring).
 
     Args:
         client: the HTTP client every tool call sends through, for the life of the server
             (its base URL and API key are read once, when it is made).
+        max_result_bytes: the largest JSON text of a tool's response, in bytes (UTF-8,
+            indented); a larger one is an ``isError`` result naming the limit and the size.
+
+    Raises:
+        ValueError: `max_result_bytes` is less than 1.
+        TypeError: `max_result_bytes` is not an int.
 
     Returns:
         A :class:`mcp.server.Server` advertising the tools capability only; serve it with
         :func:`serve_stdio` or :func:`serve_http`.
     """
+    if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int):
+        raise TypeError("max_result_bytes must be an int (bytes)")
+    if max_result_bytes < 1:
+        raise ValueError(f"max_result_bytes must be at least 1, not {max_result_bytes}")
     tools = operation_tools()
     schemas = {tool.name: tool.input_schema for tool in tools}
 
@@ -195,7 +238,9 @@ def create_server(client: AsyncClient) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await call_operation_tool(client, params.name, params.arguments)
+        return await call_operation_tool(
+            client, params.name, params.arguments, max_result_bytes=max_result_bytes
+        )
 
     return Server(
         SERVER_NAME,
@@ -281,6 +326,7 @@ def run(
     base_url: str | None = None,
     timeout: float | None = DEFAULT_CALL_TIMEOUT,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> int:
     """``projectops mcp``: serve the tools over stdio, or over Streamable HTTP if `http`.
 
@@ -291,6 +337,8 @@ def run(
             :data:`~projectops.DEFAULT_BASE_URL`).
         timeout: seconds each tool call's HTTP request may take as a whole.
         max_response_bytes: the largest answer body a tool call reads, in bytes.
+        max_result_bytes: the largest JSON text of a tool's response, in bytes (UTF-8,
+            indented); a larger one is an ``isError`` result naming the limit and the size.
 
     Returns:
         0 when the transport ends normally (stdin closed, SIGINT).
@@ -298,7 +346,8 @@ def run(
     Raises:
         projectops.InvalidBaseUrl: (a ValueError) the base URL is not an absolute http(s) URL;
             the message says it was set by ``--base-url`` or ``SERVICE_BACKEND_URL``.
-        ValueError: `timeout` or `max_response_bytes` is not positive, or the environment's
+        ValueError: `timeout`, `max_response_bytes` or `max_result_bytes` is not positive, or
+            the environment's
             proxy for the base URL cannot be used (``InvalidProxy``). All are checked before
             serving.
         projectops.commands.CannotListen: with `http`, `host`:`port` cannot be bound.
@@ -308,7 +357,7 @@ def run(
         client = AsyncClient(base_url, timeout=timeout, max_response_bytes=max_response_bytes)
     except InvalidBaseUrl as exc:
         raise InvalidBaseUrl(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
-    server = create_server(client)
+    server = create_server(client, max_result_bytes=max_result_bytes)
     sock = listen(host, port) if http else None  # a busy port is one line, before anything else
     where = f"{listen_url(sock)}{HTTP_PATH}" if sock is not None else "stdio"
     _log.info("serving %d tools on %s; service at %s", len(operations()), where, client.base_url)
