@@ -110,28 +110,104 @@ def escape_lines(text: str) -> str:
     return "\n".join(escape(line) for line in text.split("\n"))
 
 
-def _char_pattern(char: str) -> str:
-    """Every way one character of a secret may be written, in either letter case: itself (with
-    any backslashes a repr or JSON escaping put before it), %hh, \\xhh, \\uhhhh, \\Uhhhhhhhh,
-    &#d; and &#xh; (and ``+`` for a space, as form encoding writes it)."""
-    forms = [r"\\*" + re.escape(char)]
-    if char == " ":
-        forms.append(r"\+")
-    for code in sorted({ord(char.lower()), ord(char.upper())}):
-        forms += [f"%{code:02x}", rf"\\+x{code:02x}", rf"\\+u{code:04x}", rf"\\+U{code:08x}"]
-        forms += [f"&#0*{code};", f"&#x0*{code:x};"]
-    return "(?:" + "|".join(forms) + ")"
+# Every pattern below runs over text a peer chose, so none may backtrack in proportion to it:
+# a match starts only where a backslash run starts (never inside one), every backslash run and
+# every run of leading zeros is consumed possessively (``*+``, ``++``, ``{r,}+``), and the
+# alternatives of one key character begin with different characters, so from one start each
+# piece of the key is matched at most a few ways, each in time proportional to what it reads.
+# A search thus reads each text character a number of times bounded by the key's length, not
+# by the text's. (The old ``\\*`` before every character backtracked over each backslash run from
+# each of its positions, and a key holding backslashes split the run among them every way.)
+_START = r"(?!(?<=\\)\\)"  # not inside a backslash run: its first backslash or no backslash
+
+
+def _codes(char: str) -> list[int]:
+    return sorted({ord(char.lower()), ord(char.upper())})
+
+
+def _zeros_then(digits: str) -> str:
+    # ``0*+`` then the number's own digits; a zero code is only zeros (``0*+0`` never matches).
+    return "0++" if digits == "0" else f"0*+{digits}"
+
+
+def _bare_forms(char: str) -> str:
+    """The spellings of `char` that take no backslash before them: %hh, &#d; and &#xh; (and
+    ``+`` for a space)."""
+    forms = ["\\+"] if char == " " else []
+    for code in _codes(char):
+        forms += [f"%{code:02x}", f"&#{_zeros_then(str(code))};", f"&#x{_zeros_then(f'{code:x}')};"]
+    return "|".join(forms)
+
+
+def _escape_forms(char: str) -> str:
+    """The spellings of `char` that follow a backslash: xhh, uhhhh and Uhhhhhhhh."""
+    return "|".join(f"x{c:02x}|u{c:04x}|U{c:08x}" for c in _codes(char))
+
+
+def _char_piece(char: str) -> str:
+    """One character of a secret that is not a backslash, in every spelling: itself after any
+    number of backslashes, an escape after one or more, or a bare form."""
+    return rf"(?:\\*+(?:{re.escape(char)}|(?<=\\)(?:{_escape_forms(char)}))|{_bare_forms(char)})"
+
+
+def _backslashes_piece(count: int, char: str | None) -> str:
+    """`count` backslashes of a secret, then `char` (a character of it that is no backslash,
+    or ``None`` at its end), in every spelling.
+
+    Each backslash is one or more backslashes of the text (a repr or JSON escaping doubles
+    them) or an escaped backslash (``\\x5c``, ``%5c``, ``&#92;`` ...). With none escaped, the
+    text holds a run of at least `count` backslashes, taken whole, then `char`. Otherwise the
+    run(s) and escaped backslashes are taken whole, up to `count` escaped ones, where a
+    look-ahead has found at least `count` backslashes of the secret among them: each escaped
+    one and each plain backslash counts once, so a backslash the secret lacks is never
+    redacted as its own, though a few surplus backslashes around escaped ones may go with it.
+    """
+    escaped = "x5c|u005c|U0000005c"
+    bare = rf"%5c|&#{_zeros_then('92')};|&#x{_zeros_then('5c')};"
+    if char is None:
+        whole, after = rf"\\{{{count},}}+", r"\\*+"
+    else:
+        bare_char = _bare_forms(char)
+        whole = (
+            rf"\\{{{count},}}+(?:{re.escape(char)}|{bare_char}"
+            rf"|(?<=\\{{{count + 1}}})(?:{_escape_forms(char)}))"
+        )
+        after = _char_piece(char)
+    units = rf"(?=(?:\\(?:{escaped})|\\|{bare}){{{count}}})"
+    mixed = rf"{units}(?:\\*+(?:{bare}|(?<=\\)(?:{escaped}))){{1,{count}}}{after}"
+    return f"(?:{whole}|{mixed})"
+
+
+def _pattern_source(secret: str) -> str:
+    parts = [_START]
+    run = 0
+    for char in secret:
+        if char == "\\":
+            run += 1
+        elif run:
+            parts.append(_backslashes_piece(run, char))
+            run = 0
+        else:
+            parts.append(_char_piece(char))
+    if run:
+        parts.append(_backslashes_piece(run, None))
+    return "".join(parts)
 
 
 @lru_cache(maxsize=32)
 def _secret_pattern(secret: str) -> re.Pattern[str]:
-    return re.compile("".join(_char_pattern(c) for c in secret), re.IGNORECASE)
+    return re.compile(_pattern_source(secret), re.IGNORECASE)
 
 
 def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:
     """`text` with each of `secrets` (blank and ``None`` ones skipped, surrounding white space
     ignored) replaced by `replacement`, in any of the spellings of the module docstring; the
-    longest secret first, so one that contains another is replaced whole."""
+    longest secret first, so one that contains another is replaced whole.
+
+    Time grows in proportion to ``len(text)`` times the secret's length at worst, whatever
+    the text holds (runs of backslashes, quotes, zeros or half-written escapes included).
+    Where the secret holds backslashes, a match may take a few more backslashes, escaped or
+    not, than the secret itself has (never fewer)."""
     for secret in sorted({s.strip() for s in secrets if s and s.strip()}, key=len, reverse=True):
         if text:
             text = _secret_pattern(secret).sub(replacement, text)
