@@ -99,7 +99,9 @@ def _answer(status: int, error: ApiError) -> bytes:
 # The end of a request head (h11 also accepts bare line feeds).
 _HEAD_END = re.compile(rb"\n\r?\n")
 # Where h11's error text starts quoting the request: ": bytearray(b'...')" or ": b'...'".
-_QUOTED_BYTES = re.compile(r":?\s*(?:bytearray\()?b['\"]")
+# Linear over a request's bytes: white space is taken whole (``*+``) from a colon or from the
+# start of a run, never from inside one (from each position of a run it was quadratic).
+_QUOTED_BYTES = re.compile(r"(?::|(?<!\s))\s*+(?:bytearray\()?b['\"]")
 
 
 class _Peers:
