@@ -61,6 +61,9 @@ DECODE_BYTES_FLOOR: Final = 16 * 1024 * 1024
 # What one JSON object may cost to decode at most, in bytes: 150 to 185 measured for the
 # API's message types (dict of constructor arguments, upb message, list slot), with room.
 _OBJECT_COST: Final = 256
+# What one JSON array costs json.loads at most, in bytes: a list object with room for four
+# items and its slot in its parent (arrays nested in arrays cost 45 bytes per byte of text).
+_ARRAY_COST: Final = 104
 
 
 def to_dict(message: Message) -> dict[str, Any]:
@@ -168,21 +171,23 @@ def from_json(
 def _check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]) -> None:
     """Refuse `text` when decoding it into `message_type` would cost more than it may.
 
-    Each ``{`` may open an object that becomes a message: a cheap upper bound on the messages
-    built, counted at memchr speed before anything is parsed (a ``{`` inside a string or an
-    unknown field only over-counts). Under a Struct, Value or ListValue every value is a
-    message, so commas and brackets count too.
+    Each ``{`` may open an object that becomes a message, and each ``[`` an array: a cheap
+    upper bound on what is built, counted at memchr speed before anything is parsed (one
+    inside a string only over-counts). Under a Struct, Value or ListValue every value is a
+    message, so commas count as objects too.
     """
     brace, comma, bracket = ("{", ",", "[") if isinstance(text, str) else (b"{", b",", b"[")
     objects = text.count(brace)  # type: ignore[arg-type]
+    arrays = text.count(bracket)  # type: ignore[arg-type]
     if _holds_values(cast(Descriptor, message_type.DESCRIPTOR)):
-        objects += text.count(comma) + text.count(bracket)  # type: ignore[arg-type]
+        objects += text.count(comma) + arrays  # type: ignore[arg-type]
     allowed = max(DECODE_BYTES_PER_BYTE * len(text), DECODE_BYTES_FLOOR)
-    if objects * _OBJECT_COST <= allowed:
+    cost = objects * _OBJECT_COST + arrays * _ARRAY_COST
+    if cost <= allowed:
         return
     raise InvalidArgument(
-        f"the body holds {objects:,} JSON objects: building its messages would take up to "
-        f"{objects * _OBJECT_COST / 1e6:,.0f} MB of memory, over what decoding may cost "
+        f"the body holds {objects:,} JSON objects and {arrays:,} arrays: decoding them would "
+        f"take up to {cost / 1e6:,.0f} MB of memory, over what decoding may cost "
         f"({DECODE_BYTES_PER_BYTE} bytes per byte of JSON, at least "
         f"{DECODE_BYTES_FLOOR >> 20} MiB: {allowed / 1e6:,.0f} MB for these {len(text):,} "
         "bytes)",
