@@ -33,7 +33,7 @@ from projectops.client import (
     ServiceUnreachable,
     mcp_server,
 )
-from projectops.client import http as client_http
+from projectops.client import _base as client_base  # where prepare_request validates
 from projectops.client.failures import failure
 from projectops.client.mcp_server import create_server
 from tests.mcp.support import text_of
@@ -264,8 +264,8 @@ def test_arguments_are_validated_once_and_one_client_serves_every_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     validated: list[Any] = []
-    real = client_http.validate
-    monkeypatch.setattr(client_http, "validate", lambda m: (validated.append(m), real(m))[1])
+    real = client_base.validate
+    monkeypatch.setattr(client_base, "validate", lambda m: (validated.append(m), real(m))[1])
     clients: list[AsyncClient] = []
     monkeypatch.setattr(
         mcp_server,
