@@ -20,6 +20,8 @@ def _imports(path: Path) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+            # `from projectops.server import _uvicorn` imports a module too.
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
