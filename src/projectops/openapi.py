@@ -1,10 +1,10 @@
-"""The OpenAPI 3.1 document of the API, derived from the descriptors (DESIGN.md, "OpenAPI").
+"""The OpenAPI 3.1 document of the API, derived from the descriptors.
 
 Nothing in it is written by hand: paths, operation ids, summaries and descriptions come from the
 registry (the proto service and its comments), schemas from :mod:`projectops.json_schema` (the
-same builder as the MCP tool schemas), error answers from :data:`ERROR_CASES` and
-:data:`~projectops.errors.HTTP_STATUS_BY_CODE`, examples from the mock server's default fixtures
-after a strict decode. Shape of :func:`document`::
+same builder as the MCP tool schemas), error answers from :data:`ERROR_CASES` (the adapter's own
+table, :mod:`projectops.answers`), examples from the mock server's default fixtures as
+:mod:`projectops.mock_fixtures` decodes them. Shape of :func:`document`::
 
     {
       "openapi": "3.1.1",
@@ -55,11 +55,11 @@ Rules that are choices of this module:
   it is ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` (a client may repeat the call): the same facts
   as the MCP tools' ``readOnlyHint`` and ``idempotentHint``. ``deprecated`` is the rpc's
   standard ``deprecated`` option, stated only when true.
-- Examples are the answers of every project of ``projectops/server/fixtures/default.json``,
-  read as package data (this core module never imports ``projectops.server``), decoded with
-  ``from_json(strict=True)`` (requests also validated) and re-encoded with ``to_dict``: only
-  data the codec accepts is shown. They sit on the media types (named by project) and on the
-  request and response component schemas (``examples``).
+- Examples are the answers of every project of the mock server's default fixtures
+  (:func:`projectops.mock_fixtures.default_fixtures`: decoded strictly, requests also
+  validated, as the mock server reads them) re-encoded with ``to_dict``: only data the codec
+  accepts is shown. They sit on the media types (named by project) and on the request and
+  response component schemas (``examples``).
 """
 
 from __future__ import annotations
@@ -68,9 +68,7 @@ import copy
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import PurePosixPath
 from typing import Any, Literal, cast
 
@@ -80,19 +78,19 @@ from google.protobuf.message import Message
 import projectops
 from projectops import json_schema
 from projectops._wire import value_form
-from projectops.codec import from_json, to_dict
+from projectops.answers import ERROR_CASES, ErrorCase
+from projectops.codec import to_dict
 from projectops.conventions import (
     API_KEY_HEADER,
     CONTENT_TYPE,
     DEFAULT_BASE_URL,
-    MAX_BODY_BYTES,
     InvalidBaseUrl,
 )
 from projectops.descriptions import description
-from projectops.errors import HTTP_STATUS_BY_CODE, InvalidArgument
+from projectops.mock_fixtures import default_fixtures
 from projectops.registry import SERVICE, Operation, operations
 from projectops.v1.error_pb2 import ErrorResponse
-from projectops.validation import is_required, validate
+from projectops.validation import is_required
 
 __all__ = [
     "ERROR_CASES",
@@ -114,77 +112,10 @@ TITLE = "Project-Scoped Operations API"
 SECURITY_SCHEME = "ServiceApiKey"
 #: Where components refer to each other.
 _REF_BASE = "#/components/schemas/"
-#: The mock server's default fixtures, relative to the ``projectops`` package (package data).
-_FIXTURES = ("server", "fixtures", "default.json")
 #: A relative server: a path of RFC 3986 path characters (one class, so no backtracking).
 _SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
 Format = Literal["json", "yaml"]
-
-
-@dataclass(frozen=True)
-class ErrorCase:
-    """One row of the README's error table: a situation, its code and its HTTP status.
-
-    Attributes:
-        code: the ``ErrorResponse.code`` of the answer.
-        situation: when the server answers so, as a sentence.
-        status: the HTTP status when it is not ``HTTP_STATUS_BY_CODE[code]`` (the 405 of a
-            wrong method is a transport answer of the adapter, outside that table).
-        headers: response headers the answer always carries (name -> value).
-    """
-
-    code: str
-    situation: str
-    status: int | None = None
-    headers: Mapping[str, str] | None = None
-
-    @property
-    def http_status(self) -> int:
-        """The HTTP status of the answer."""
-        if self.status is not None:
-            return self.status
-        # Compared, not indexed: the table's keys are code names (or a str enum of them).
-        return next(status for code, status in HTTP_STATUS_BY_CODE.items() if code == self.code)
-
-
-#: The error answers every operation can get (README, "errors"), in the order the server
-#: checks; each status of the document's responses is described by its rows.
-ERROR_CASES: tuple[ErrorCase, ...] = (
-    ErrorCase(
-        "unauthenticated",
-        f"The `{API_KEY_HEADER}` header is missing or blank, sent twice, or the key is "
-        "unknown. Checked once the path is an operation's and the method POST, before the "
-        "body is read: a request without a valid key gets this whatever its body.",
-    ),
-    ErrorCase(
-        "not_found",
-        "The path is no operation's path (checked first, whatever the method and key; a "
-        "percent-encoded path never matches).",
-    ),
-    ErrorCase(
-        "unimplemented",
-        "Any method but POST, on an operation's path.",
-        status=405,
-        headers={"Allow": "POST"},
-    ),
-    ErrorCase("resource_exhausted", f"The body is larger than {MAX_BODY_BYTES} bytes (1 MiB)."),
-    ErrorCase(
-        "invalid_argument",
-        "The body is not UTF-8 JSON, not an object, or a field has the "
-        "wrong type; `violations` names the field.",
-    ),
-    ErrorCase("invalid_argument", "A REQUIRED field is missing or blank; one violation per field."),
-    ErrorCase(
-        "failed_precondition",
-        "A business rule refuses the request (for example, no "
-        "release with that version in the project).",
-    ),
-    ErrorCase(
-        "unimplemented", "The operation is in the registry, but this server does not implement it."
-    ),
-    ErrorCase("internal", "The server failed unexpectedly; the message is generic."),
-)
 
 
 class RenderError(ValueError):
@@ -346,7 +277,11 @@ def _operation(
         if headers:
             response["headers"] = {
                 name: {
-                    "description": f"`{value}` when the method is not allowed.",
+                    "description": " ".join(
+                        f"`{value}` when {case.when}."
+                        for case in cases
+                        if (case.headers or {}).get(name) == value
+                    ),
                     # Required only when every situation of the status sends it.
                     "required": all(name in (case.headers or {}) for case in cases),
                     "schema": {"type": "string", "const": value},
@@ -479,34 +414,21 @@ def _messages(files: set[FileDescriptor]) -> Iterator[Descriptor]:
 
 
 def _examples() -> dict[str, dict[str, dict[str, Any]]]:
-    """Operation name -> example name -> ``{"request": ..., "response": ...}``, validated.
+    """Operation name -> example name -> ``{"project": ..., "request": ..., "response": ...}``.
 
     Raises:
-        projectops.InvalidArgument: a fixture does not decode strictly (the document never
-            shows data the codec rejects); the message names the fixture.
+        projectops.mock_fixtures.FixtureError: (a ``ValueError``) the package's default
+            fixtures do not decode (the document never shows data the codec rejects); the
+            message names the field path.
     """
-    source = resources.files(projectops)
-    for part in _FIXTURES:
-        source = source.joinpath(part)
-    data = json.loads(source.read_text(encoding="utf-8"))
-    by_op = {op.name: op for op in operations()}
     found: dict[str, dict[str, dict[str, Any]]] = {}
-    for project in data["projects"]:
-        name = project["project"]
-        for op_name, answers in project.get("operations", {}).items():
-            op = by_op[op_name]
+    for project in default_fixtures():
+        for op_name, answers in project.answers.items():
             for i, answer in enumerate(answers):
-                where = f"{'/'.join(_FIXTURES)}: project {name}, {op_name}[{i}]"
-                try:
-                    request = from_json(answer.get("request", {}), op.request_type, strict=True)
-                    validate(request)
-                    response = from_json(answer["response"], op.response_type, strict=True)
-                except InvalidArgument as exc:
-                    raise InvalidArgument(f"{where}: {exc.message}", exc.violations) from None
-                key = name if len(answers) == 1 else f"{name}-{i + 1}"
+                key = project.name if len(answers) == 1 else f"{project.name}-{i + 1}"
                 found.setdefault(op_name, {})[key] = {
-                    "project": name,
-                    "request": to_dict(request),
-                    "response": to_dict(response),
+                    "project": project.name,
+                    "request": to_dict(answer.request),
+                    "response": to_dict(answer.response),
                 }
     return found

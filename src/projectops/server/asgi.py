@@ -26,21 +26,21 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from projectops._text import cut, escape_lines, redact_secrets
+from projectops._text import MAX_TEXT_CHARS, cut, escape_lines, redact_secrets
+from projectops.answers import (
+    ALLOWED_METHOD,
+    BODY_TOO_LARGE,
+    INTERNAL_FAILURE,
+    MALFORMED_BODY,
+    NO_OPERATION,
+    NOT_IMPLEMENTED,
+    UNAUTHENTICATED,
+    WRONG_METHOD,
+    ErrorCase,
+)
 from projectops.codec import error_body, from_json, to_json
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
-from projectops.errors import (
-    HTTP_STATUS_BY_CODE,
-    ApiError,
-    DeadlineExceeded,
-    FieldViolation,
-    Internal,
-    InvalidArgument,
-    NotFound,
-    ResourceExhausted,
-    Unauthenticated,
-    Unimplemented,
-)
+from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, DeadlineExceeded, FieldViolation
 from projectops.registry import Operation, operations
 from projectops.server._context import REDACTED, RequestContext
 from projectops.server._services import OperationsServiceHandler
@@ -58,12 +58,12 @@ ProjectT = TypeVar("ProjectT")
 #: ``None`` for an unknown one.
 Authenticate = Callable[[str], "ProjectT | Awaitable[ProjectT | None] | None"]
 
-_POST = "POST"
+_POST = ALLOWED_METHOD
 _KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
 _CONTENT_TYPE_BYTES = CONTENT_TYPE.encode("ascii")
 # Longest text of an error body the adapter sends (message, each violation's field and
 # description): a handler's or the codec's words may quote a request value.
-_MAX_ERROR_TEXT = 1000
+_MAX_ERROR_TEXT = MAX_TEXT_CHARS
 # Bodies larger than this are decoded in a worker thread, so one big request cannot stall the
 # event loop for every other client.
 _DECODE_OFF_LOOP_BYTES = 64 * 1024
@@ -179,21 +179,41 @@ class _Pools:
 
 async def _http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (a path that is no operation's) as ErrorResponse bodies."""
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    if status == 404:
-        return _error(
-            NotFound(
-                f"no operation at {_quoted(request.url.path)}; operations are served "
-                "at /api/mcp/<operation_name>"
-            )
+    status = exc.status_code if isinstance(exc, HTTPException) else INTERNAL_FAILURE.http_status
+    if status == NO_OPERATION.http_status:
+        return _answer(
+            NO_OPERATION,
+            f"no operation at {_quoted(request.url.path)}; operations are served "
+            "at /api/mcp/<operation_name>",
         )
     headers = getattr(exc, "headers", None)
-    if status == 405:  # a GET-only route (/docs) asked with POST: as the operations' own 405
+    if status == WRONG_METHOD.http_status:
+        # A GET-only route (/docs) asked with POST: the operations' own 405, with the route's
+        # Allow header instead of theirs.
         allowed = (headers or {}).get("Allow", "GET")
-        return _error(
-            Unimplemented(f"{request.method} is not allowed here; use {allowed}"), 405, headers
+        return _answer(
+            WRONG_METHOD, f"{request.method} is not allowed here; use {allowed}", headers
         )
     return _error(ApiError(str(getattr(exc, "detail", "")) or f"HTTP {status}"), status, headers)
+
+
+class _Refusal(Exception):
+    """The adapter refuses the request with one of its own answers (a row of
+    :mod:`projectops.answers`), answered by :func:`_answer`: its code, status and headers come
+    from the row. Not an ApiError, so no ``except ApiError`` meant for handlers catches it."""
+
+    def __init__(self, case: ErrorCase, message: str) -> None:
+        super().__init__(message)
+        self.case = case
+        self.message = message
+
+
+def _answer(case: ErrorCase, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    """The adapter's answer of `case` (its code, status and headers) saying `message`;
+    `headers` replace the case's own."""
+    return _error(
+        case.error(message), case.http_status, case.headers if headers is None else headers
+    )
 
 
 def _error(
@@ -261,13 +281,11 @@ class _Endpoint:
         # Route on the path as sent: "/api/mcp%2fx" decodes to an operation's path, but is not it.
         if b"%" in scope.get("raw_path", b""):
             sent = scope["raw_path"].decode("latin-1")
-            return _error(NotFound(f"no operation at {_quoted(sent)}"))
+            return _answer(NO_OPERATION, f"no operation at {_quoted(sent)}")
         method = scope["method"]
         if method != _POST:
-            return _error(
-                Unimplemented(f"method {method} is not allowed; every operation is POST"),
-                405,
-                {"Allow": _POST},
+            return _answer(
+                WRONG_METHOD, f"method {method} is not allowed; every operation is {_POST}"
             )
         # One pass over the headers (ASGI names are lower case) for what the checks need.
         keys: list[str] = []
@@ -281,7 +299,9 @@ class _Endpoint:
         try:
             project = await self._project(keys)
             if self._handler is None:
-                raise Unimplemented(f"{self._op.name} is not implemented by this server")
+                raise _Refusal(
+                    NOT_IMPLEMENTED, f"{self._op.name} is not implemented by this server"
+                )
             body = await _read_body(receive, declared)
             if len(body) > _DECODE_OFF_LOOP_BYTES:
                 message = await anyio.to_thread.run_sync(
@@ -293,18 +313,24 @@ class _Endpoint:
                 project=project, operation=self._op, headers=_RedactedHeaders(scope["headers"])
             )
             answer = await self._call(self._handler, message, context, api_key)
-        except ApiError as exc:
+        except _Refusal as refusal:
+            return _answer(refusal.case, refusal.message)
+        except ApiError as exc:  # the codec's, validation's, a handler's or authenticate's
             return _error(exc)
         except ClientDisconnect:
-            return _error(InvalidArgument("the client disconnected before the body was read"))
+            return _answer(MALFORMED_BODY, "the client disconnected before the body was read")
         return _Json(answer)
 
     async def _project(self, keys: list[str]) -> Any:
         if len(keys) > 1:  # which one would decide the project is anyone's guess
-            raise Unauthenticated(f"more than one {API_KEY_HEADER} header: send exactly one")
+            raise _Refusal(
+                UNAUTHENTICATED, f"more than one {API_KEY_HEADER} header: send exactly one"
+            )
         api_key = keys[0] if keys else ""
         if not api_key.strip():
-            raise Unauthenticated(f"missing API key: send it in the {API_KEY_HEADER} header")
+            raise _Refusal(
+                UNAUTHENTICATED, f"missing API key: send it in the {API_KEY_HEADER} header"
+            )
         try:
             project = await self._authenticate(api_key)
         except ApiError:
@@ -313,9 +339,11 @@ class _Endpoint:
             if _must_go_up(exc):
                 raise
             _log_failure("authenticate", exc, api_key)
-            raise Internal("internal error while checking the API key") from None
+            raise _Refusal(INTERNAL_FAILURE, "internal error while checking the API key") from None
         if project is None:
-            raise Unauthenticated(f"the API key in the {API_KEY_HEADER} header is not valid")
+            raise _Refusal(
+                UNAUTHENTICATED, f"the API key in the {API_KEY_HEADER} header is not valid"
+            )
         return project
 
     def _decode(self, body: bytes) -> Message:
@@ -347,7 +375,7 @@ class _Endpoint:
             if _must_go_up(exc):
                 raise
             _log_failure(f"the handler of {name}", exc, api_key)
-            raise Internal(f"internal error while serving {name}") from None
+            raise _Refusal(INTERNAL_FAILURE, f"internal error while serving {name}") from None
         if timed_out:
             thread = "" if handler.is_async else "; its thread runs on until it returns"
             logger.warning(
@@ -364,7 +392,7 @@ class _Endpoint:
                 ),
                 api_key,
             )
-            raise Internal(f"internal error while serving {name}")
+            raise _Refusal(INTERNAL_FAILURE, f"internal error while serving {name}")
         return to_json(response)
 
 
@@ -522,7 +550,7 @@ async def _read_body(receive: Receive, declared: bytes) -> bytes:
     """The request body, read with a cap of MAX_BODY_BYTES (Content-Length is only a hint).
 
     Raises:
-        ResourceExhausted: declared or actually larger than the cap.
+        _Refusal: BODY_TOO_LARGE, declared or actually larger than the cap.
         ClientDisconnect: the client went away first.
     """
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -542,8 +570,8 @@ async def _read_body(receive: Receive, declared: bytes) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _too_large() -> ResourceExhausted:
-    return ResourceExhausted(f"the request body is larger than {MAX_BODY_BYTES} bytes")
+def _too_large() -> _Refusal:
+    return _Refusal(BODY_TOO_LARGE, f"the request body is larger than {MAX_BODY_BYTES} bytes")
 
 
 def _quoted(path: str, limit: int = 100) -> str:

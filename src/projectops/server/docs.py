@@ -39,10 +39,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from projectops.codec import to_json
+from projectops.codec import error_body
 from projectops.conventions import CONTENT_TYPE, InvalidBaseUrl, normalize_base_url
+from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, InvalidArgument, NotFound
 from projectops.openapi import TITLE, document
-from projectops.v1.error_pb2 import ErrorResponse
 
 __all__ = ["DOCS_PATH", "OPENAPI_PATH", "docs_routes", "swagger_ui_assets"]
 
@@ -117,7 +117,7 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
         try:
             doc = document(url)
         except InvalidBaseUrl:
-            return _error("invalid_argument", 400, "cannot serve the document for this mount")
+            return _error(InvalidArgument("cannot serve the document for this mount"))
         return JSONResponse(doc, headers={"Cache-Control": "no-cache", **_NOSNIFF})
 
     async def page(request: Request) -> Response:
@@ -138,7 +138,7 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
     async def asset(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in _ASSETS:
-            return _error("not_found", 404, f"no such file {name!r} of the reference page")
+            return _error(NotFound(f"no such file {name!r} of the reference page"))
         return FileResponse(assets / name, headers=_NOSNIFF)
 
     return [
@@ -176,10 +176,11 @@ def _mount_path(request: Request) -> str:
     return "/" + quote(root, safe="/!$&'()*+,;=:@-._~")
 
 
-def _error(code: str, status: int, message: str) -> Response:
-    """An ``ErrorResponse`` answer, like those of the operations."""
-    body = to_json(ErrorResponse(code=code, message=message))
-    return Response(body, status_code=status, media_type=CONTENT_TYPE)
+def _error(error: ApiError) -> Response:
+    """`error` as an ``ErrorResponse`` answer with its code's status, like the operations'."""
+    return Response(
+        error_body(error), status_code=HTTP_STATUS_BY_CODE[error.code], media_type=CONTENT_TYPE
+    )
 
 
 _PAGE = """<!doctype html>
