@@ -122,7 +122,8 @@ _START = r"(?!(?<=\\)\\)"  # not inside a backslash run: its first backslash or 
 
 
 def _codes(char: str) -> list[int]:
-    return sorted({ord(char.lower()), ord(char.upper())})
+    # A case mapping to more than one character ("ß".upper() == "SS") has no one code.
+    return sorted({ord(c) for c in (char, char.lower(), char.upper()) if len(c) == 1})
 
 
 def _zeros_then(digits: str) -> str:
@@ -130,13 +131,19 @@ def _zeros_then(digits: str) -> str:
     return "0++" if digits == "0" else f"0*+{digits}"
 
 
+def _bare_form_list(char: str) -> list[tuple[str, str]]:
+    # (first character, pattern of the rest): each form begins with one plain character.
+    forms = [("+", "")] if char == " " else []
+    for code in _codes(char):
+        forms += [("%", f"{code:02x}"), ("&", f"#{_zeros_then(str(code))};")]
+        forms += [("&", f"#x{_zeros_then(f'{code:x}')};")]
+    return forms
+
+
 def _bare_forms(char: str) -> str:
     """The spellings of `char` that take no backslash before them: %hh, &#d; and &#xh; (and
     ``+`` for a space)."""
-    forms = ["\\+"] if char == " " else []
-    for code in _codes(char):
-        forms += [f"%{code:02x}", f"&#{_zeros_then(str(code))};", f"&#x{_zeros_then(f'{code:x}')};"]
-    return "|".join(forms)
+    return "|".join(re.escape(first) + rest for first, rest in _bare_form_list(char))
 
 
 def _escape_forms(char: str) -> str:
@@ -150,7 +157,7 @@ def _char_piece(char: str) -> str:
     return rf"(?:\\*+(?:{re.escape(char)}|(?<=\\)(?:{_escape_forms(char)}))|{_bare_forms(char)})"
 
 
-def _backslashes_piece(count: int, char: str | None) -> str:
+def _backslashes_piece(count: int, char: str | None, *, first: bool = False) -> str:
     """`count` backslashes of a secret, then `char` (a character of it that is no backslash,
     or ``None`` at its end), in every spelling.
 
@@ -161,25 +168,49 @@ def _backslashes_piece(count: int, char: str | None) -> str:
     look-ahead has found at least `count` backslashes of the secret among them: each escaped
     one and each plain backslash counts once, so a backslash the secret lacks is never
     redacted as its own, though a few surplus backslashes around escaped ones may go with it.
+
+    With `first` (the secret starts here), the alternatives each begin with one plain
+    character (the pattern is then compiled without IGNORECASE, which only their rest has).
     """
     escaped = "x5c|u005c|U0000005c"
-    bare = rf"%5c|&#{_zeros_then('92')};|&#x{_zeros_then('5c')};"
-    if char is None:
-        whole, after = rf"\\{{{count},}}+", r"\\*+"
-    else:
-        bare_char = _bare_forms(char)
-        whole = (
-            rf"\\{{{count},}}+(?:{re.escape(char)}|{bare_char}"
+    html = rf"#{_zeros_then('92')};|#x{_zeros_then('5c')};"
+    bare = rf"%5c|&(?:{html})"
+
+    # Taken whole: `count` or more backslashes (`least` of them still to take), then `char`.
+    def whole(least: int) -> str:
+        if char is None:
+            return rf"\\{{{least},}}+"
+        return (
+            rf"\\{{{least},}}+(?:{re.escape(char)}|{_bare_forms(char)}"
             rf"|(?<=\\{{{count + 1}}})(?:{_escape_forms(char)}))"
         )
-        after = _char_piece(char)
-    units = rf"(?=(?:\\(?:{escaped})|\\|{bare}){{{count}}})"
-    mixed = rf"{units}(?:\\*+(?:{bare}|(?<=\\)(?:{escaped}))){{1,{count}}}{after}"
-    return f"(?:{whole}|{mixed})"
+
+    if char is None:
+        after = r"\\*+"
+    else:
+        # Backslashes right before `char` are the secret's (the look-ahead counted them),
+        # so its bare forms may follow them too.
+        after = rf"\\*+(?:{re.escape(char)}|{_bare_forms(char)}|(?<=\\)(?:{_escape_forms(char)}))"
+    unit = rf"(?:\\(?:{escaped})|\\|{bare})"
+    segment = rf"(?:\\*+(?:{bare}|(?<=\\)(?:{escaped})))"
+    if not first:
+        units = rf"(?={unit}{{{count}}})"
+        return f"(?:{whole(count)}|{units}{segment}{{1,{count}}}{after})"
+    # The first character taken, the rest of the first unit and segment, then as above.
+    more = rf"{unit}{{{count - 1}}}"
+    tail = rf"{segment}{{0,{count - 1}}}{after}"
+    run_start = r"\\(?<!\\\\)"  # a backslash that starts a run (it and the one before)
+    forms = [
+        rf"{run_start}(?i:{whole(count - 1)})",
+        rf"{run_start}(?i:(?=(?:{escaped})?+{more})\\*+(?:{bare}|(?<=\\)(?:{escaped})){tail})",
+        rf"%(?i:(?=5c{more})5c{tail})",
+        rf"&(?i:(?=(?:{html}){more})(?:{html}){tail})",
+    ]
+    return "(?:" + "|".join(forms) + ")"
 
 
-def _pattern_source(secret: str) -> str:
-    parts = [_START]
+def _pieces(secret: str) -> list[str]:
+    parts = []
     run = 0
     for char in secret:
         if char == "\\":
@@ -191,12 +222,58 @@ def _pattern_source(secret: str) -> str:
             parts.append(_char_piece(char))
     if run:
         parts.append(_backslashes_piece(run, None))
-    return "".join(parts)
+    return parts
+
+
+# Characters that IGNORECASE matches to an ASCII letter although they are not ASCII.
+_ASCII_FOLDS = "\u0130\u0131\u017f\u212a"
+_ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _same_letters(char: str) -> list[str] | None:
+    """Every character IGNORECASE matches to `char`, or ``None`` if that is not known cheaply
+    (a cased character outside ASCII)."""
+    if char.lower() == char.upper() == char and (char.isascii() or not char.isalpha()):
+        return [char]
+    if not char.isascii():
+        return None
+    pool = _ASCII_LETTERS + _ASCII_FOLDS
+    return [c for c in pool if re.fullmatch(re.escape(char), c, re.IGNORECASE)]
+
+
+def _first_piece(char: str) -> str | None:
+    """The piece of a secret's first character (no backslash) as alternatives that each begin
+    with one plain literal, so the search skips in C every position no spelling can start at;
+    ``None`` if the characters matching `char` are not known cheaply."""
+    letters = _same_letters(char)
+    if letters is None:
+        return None
+    escape_forms = _escape_forms(char)
+    # A backslash that starts a run: the lookbehind sees the one just taken and the one before.
+    forms = [rf"\\(?<!\\\\)(?i:\\*+(?:{re.escape(char)}|(?<=\\)(?:{escape_forms})))"]
+    forms += [re.escape(c) for c in letters]  # itself first, as the old alternation had it
+    forms += [f"{re.escape(first)}(?i:{rest})" for first, rest in _bare_form_list(char)]
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _pattern_source(secret: str) -> tuple[str, int]:
+    """A secret's pattern and its flags."""
+    parts = _pieces(secret)
+    if secret[0] == "\\":
+        count = len(secret) - len(secret.lstrip("\\"))
+        rest = secret[count:]
+        parts[0] = _backslashes_piece(count, rest[0] if rest else None, first=True)
+        return parts[0] + "(?i:" + "".join(parts[1:]) + ")", 0
+    first = _first_piece(secret[0])
+    if first is None:
+        return _START + "".join(parts), re.IGNORECASE
+    return first + "(?i:" + "".join(parts[1:]) + ")", 0
 
 
 @lru_cache(maxsize=32)
 def _secret_pattern(secret: str) -> re.Pattern[str]:
-    return re.compile(_pattern_source(secret), re.IGNORECASE)
+    source, flags = _pattern_source(secret)
+    return re.compile(source, flags)
 
 
 def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:

@@ -1,0 +1,295 @@
+"""Every pattern that runs over outside text is linear in it: redaction of the API key
+(:func:`projectops._text.redact_secrets`) over a mebibyte of backslashes, quotes or half-written
+escapes, against keys that are backslashes themselves; h11's error text; proto comments. And
+the three places a quadratic redaction used to stall: a server built with ``create_app`` logging
+a handler's or ``authenticate``'s exception, the CLI and the MCP tool server reading a hostile
+backend's error answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from projectops._text import redact_secrets
+from projectops.client.redaction import redact
+from projectops.conventions import API_KEY_HEADER
+from projectops.descriptions import _XREF
+from projectops.server._uvicorn import _QUOTED_BYTES
+from tests.adversarial.hostile import answer, hostile_server
+from tests.adversarial.test_client_cli import finish, one_error_line, start
+from tests.adversarial.test_client_mcp import INITIALIZE, INITIALIZED, McpProcess, _call, _line
+from tests.client.support import KEY, cli_env
+from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
+
+MIB = 1 << 20
+#: Seconds one redaction of a mebibyte may take: a safety bound on a busy 2-core machine, not a
+#: benchmark (the quadratic one took 2.4 s for 8,000 backslashes, minutes for a mebibyte).
+REDACTION_LIMIT = 0.5
+
+
+def _mebibyte(unit: str) -> str:
+    return (unit * (MIB // len(unit) + 1))[:MIB]
+
+
+TEXTS = {
+    "backslashes": _mebibyte("\\"),
+    "quotes": _mebibyte("'\""),
+    "mixed escapes": _mebibyte('\\x\\u00%4&#0000\\\\"\\\\x5\\U0000&#x%5\\'),
+    "escaped backslashes": _mebibyte("\\\\\\x5c%5c&#92;\\u005c&#x5c;"),
+}
+KEYS = {
+    **{f"{n} backslashes": "\\" * n for n in (1, 2, 3, 8, 26, 40, 64)},
+    "demo-key": "demo-key",
+    "KEY": KEY,
+    "backslashes between letters": "a\\\\b\\c",
+    "quotes and a backslash": "k'ey\\with\"quotes",
+    "letters, then backslashes": "key\\\\\\\\",
+    "escape-like": "\\x41%5c&#92;u",
+}
+
+
+@pytest.mark.parametrize("text_name", TEXTS)
+@pytest.mark.parametrize("key_name", KEYS)
+def test_a_mebibyte_of_hostile_text_is_redacted_in_linear_time(
+    text_name: str, key_name: str
+) -> None:
+    text, key = TEXTS[text_name], KEYS[key_name]
+    redact_secrets("", [key], "***")  # the pattern is compiled once per key: not measured
+    started = time.perf_counter()
+    redact_secrets(text, [key], "***")
+    elapsed = time.perf_counter() - started
+    assert elapsed < REDACTION_LIMIT, (text_name, key_name, elapsed)
+
+
+# The old pattern: each character after any number of backslashes, or escaped. Quadratic, but
+# the meaning to keep: whatever it finds in a short text, the new one leaves nothing of.
+def _old_pattern(secret: str) -> re.Pattern[str]:
+    pieces = []
+    for char in secret:
+        forms = [r"\\*" + re.escape(char)] + ([r"\+"] if char == " " else [])
+        for code in sorted({ord(char.lower()), ord(char.upper())}):
+            forms += [f"%{code:02x}", rf"\\+x{code:02x}", rf"\\+u{code:04x}"]
+            forms += [rf"\\+U{code:08x}", f"&#0*{code};", f"&#x0*{code:x};"]
+        pieces.append("(?:" + "|".join(forms) + ")")
+    return re.compile("".join(pieces), re.IGNORECASE)
+
+
+def _spelling(key: str, rng: random.Random) -> str:
+    """`key` written character by character in a random mix of the spellings redaction finds."""
+    out = []
+    for char in key:
+        code = ord(rng.choice([char.lower(), char.upper()]))
+        out.append(
+            rng.choice(
+                [
+                    "\\" * rng.randint(0, 3) + chr(code),
+                    f"%{code:02x}",
+                    f"%{code:02X}",
+                    "\\" * rng.randint(1, 3) + f"x{code:02x}",
+                    "\\" * rng.randint(1, 2) + f"u{code:04x}",
+                    f"\\U{code:08x}",
+                    f"&#{'0' * rng.randint(0, 3)}{code};",
+                    f"&#x{code:x};",
+                ]
+            )
+        )
+    return "".join(out)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["demo-key", KEY, "a b", "\\", "\\\\", "\\\\\\", "a\\", "\\a", "a\\\\b", "x41", "k'ey\\q"],
+)
+def test_redaction_still_finds_every_mix_of_spellings(key: str) -> None:
+    """Every spelling of the key in any mix, among backslashes and escapes, is redacted; what
+    is left holds nothing the old pattern would still have redacted as the key."""
+    rng = random.Random(key)
+    noise = ["\\", "\\\\", "x", "u", "%", "&", "#", ";", "5c", "%5c", "&#92;", "\\x5c", "a", "0"]
+    old = _old_pattern(key)
+    for _ in range(400):
+        before = "".join(rng.choice(noise) for _ in range(rng.randint(0, 4)))
+        after = "".join(rng.choice(noise) for _ in range(rng.randint(0, 4)))
+        spelled = _spelling(key, rng)
+        assert old.fullmatch(spelled), spelled  # a spelling the old pattern found
+        text = redact_secrets(before + spelled + after, [key], "\x00")
+        assert "\x00" in text, (before, spelled, after)
+        assert old.sub("\x00", text) == text, (before, spelled, after, text)
+
+
+def test_redaction_keeps_the_longest_key_first_and_redacts_nothing_else() -> None:
+    assert redact("x demo-key-long y demo-key", ["demo-key", "demo-key-long"]) == "x *** y ***"
+    assert redact("a \\\\\\\\ b \\ c", ["\\\\"]) == "a *** b \\ c"  # one backslash is no key
+    assert redact("%5c%5c%5cz", ["\\z"]) == "%5c%5c***"
+    assert redact("ab\\x41 abx", ["abx"]) == "***41 ***"
+
+
+def test_h11_error_text_and_proto_comments_are_read_in_linear_time() -> None:
+    cases = [
+        (lambda: _QUOTED_BYTES.split("illegal header" + " " * 64_000 + "x")[0], "h11 text"),
+        (lambda: _QUOTED_BYTES.split(": " + ":\t" * 32_000 + "x")[0], "h11 text of colons"),
+        (lambda: _XREF.sub(r"\1", "[" * 64_000), "comment of ["),
+        (lambda: _XREF.sub(r"\1", "[a][" + "b" * 64_000), "open reference"),
+    ]
+    for run, name in cases:
+        started = time.perf_counter()
+        run()
+        assert time.perf_counter() - started < REDACTION_LIMIT, name
+    assert _QUOTED_BYTES.split("illegal request line: bytearray(b'x y')")[0] == (
+        "illegal request line"
+    )
+    assert _XREF.sub(r"\1", "See [Release][projectops.v1.Release] and [x].") == (
+        "See Release and [x]."
+    )
+
+
+# --- a server built with create_app, whose handler and authenticate quote the request ---------
+
+#: The one valid key of :func:`lookup_app`, and the one release it knows.
+GOOD_KEY = "good-key"
+RELEASE = "1.0"
+
+
+def lookup_app() -> Any:
+    """An app of ``create_app`` as a careless service writes it: ``authenticate`` is
+    ``KEYS[key]`` and ``get_release_details`` is ``RELEASES[request.version]``, so an unknown
+    key or version is a ``KeyError`` quoting it, which the server logs (redacted). For
+    ``uvicorn --factory``."""
+    from projectops.registry import operations
+    from projectops.server import create_app
+
+    (op,) = [op for op in operations() if op.name == "get_release_details"]
+    releases = {RELEASE: op.response_type()}
+    keys = {GOOD_KEY: "project"}
+
+    class Service:
+        def get_release_details(self, request: Any, context: Any) -> Any:
+            return releases[request.version]
+
+    return create_app(Service(), authenticate=lambda key: keys[key])  # type: ignore[arg-type]
+
+
+@contextmanager
+def lookup_server() -> Iterator[str]:
+    """:func:`lookup_app` served by uvicorn in a subprocess on 127.0.0.1; its base URL."""
+    port = free_port()
+    folder = tempfile.TemporaryDirectory(prefix="projectops-lookup-")
+    log = Path(folder.name, "log")
+    args = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:lookup_app"]
+    args += ["--host", LOOPBACK, "--port", str(port), "--log-level", "warning"]
+    repo = Path(__file__).resolve().parents[2]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=repo, env=dict(os.environ)
+        )
+    try:
+        wait_until_listening(process, port, "lookup server", log.read_text)
+        yield f"http://{LOOPBACK}:{port}"
+    finally:
+        stop(process)
+        folder.cleanup()
+
+
+def _post(base_url: str, key: str, version: str) -> tuple[int, str, float]:
+    started = time.monotonic()
+    reply = httpx.post(
+        f"{base_url}/api/mcp/get_release_details",
+        json={"version": version},
+        headers={API_KEY_HEADER: key},
+        timeout=30,
+    )
+    return reply.status_code, reply.json().get("code", ""), time.monotonic() - started
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("key", "version"),
+    [(GOOD_KEY, "\\" * 16_384), ("\\" * 40, RELEASE)],
+    ids=["handler KeyError of a 16 KB version of backslashes", "authenticate KeyError of 40"],
+)
+def test_a_logged_exception_quoting_backslashes_stalls_no_request(key: str, version: str) -> None:
+    with lookup_server() as base_url:
+        _post(base_url, GOOD_KEY, RELEASE)  # warm: the first answer costs imports
+        hostile: list[tuple[int, str, float]] = []
+        thread = threading.Thread(target=lambda: hostile.append(_post(base_url, key, version)))
+        thread.start()
+        time.sleep(0.05)
+        valid = _post(base_url, GOOD_KEY, RELEASE)
+        thread.join(30)
+    print(f"\nFIGURE hostile request {hostile}, concurrent valid request {valid}")
+    assert hostile and hostile[0][:2] == (500, "internal") and hostile[0][2] < 1.0, hostile
+    assert valid[0] == 200 and valid[2] < 1.0, valid
+
+
+# --- the CLI and the tool server, against a backend's 1 MiB error of backslashes --------------
+
+
+def _backslash_violations() -> str:
+    """A 400 ``invalid_argument`` of about 1 MiB: a message and 420 violations of
+    backslashes."""
+    run = "\\" * 1200
+    violations = [{"field": run, "description": run} for _ in range(420)]
+    body = json.dumps({"code": "invalid_argument", "message": run, "violations": violations})
+    assert MIB <= len(body) < 2 * MIB
+    return body
+
+
+@pytest.mark.slow
+def test_the_cli_reads_a_mebibyte_error_of_backslashes_within_its_timeout() -> None:
+    with hostile_server(answer(400, _backslash_violations())) as server:
+        run = finish(
+            *start(["--timeout", "2", "list-rum-environments"], cli_env(KEY, server.base_url))
+        )
+        (request,) = server.requests
+    waited = run.ended - request.received
+    print(f"\nFIGURE cli: exit {run.returncode} {waited:.2f} s after the request arrived")
+    assert run.returncode != 0
+    assert len(one_error_line(run)) < 3000  # one line, escaped and cut
+    assert waited < 2 + 1.0, waited
+
+
+@pytest.mark.slow
+def test_the_tool_server_reads_a_mebibyte_error_of_backslashes_and_keeps_answering() -> None:
+    with hostile_server(answer(400, _backslash_violations())) as server:
+        mcp = McpProcess("--timeout", "2", base_url=server.base_url)
+        try:
+            mcp.send(_line(INITIALIZE))
+            mcp.collect(1)
+            mcp.send(_line(INITIALIZED))
+            started = time.monotonic()
+            mcp.send(_call(2, "list-rum-environments"))
+            while not server.requests and time.monotonic() < started + 10:
+                time.sleep(0.01)
+            listed = time.monotonic()
+            mcp.send(_line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
+            answers: dict[Any, float] = {}
+            results: dict[Any, dict[str, Any]] = {}
+            for _ in range(2):
+                (reply,) = mcp.collect(1)
+                answers[reply["id"]] = time.monotonic()
+                results[reply["id"]] = reply
+        finally:
+            mcp.close()
+    (request,) = server.requests
+    call_seconds = answers[2] - request.received
+    list_seconds = answers[3] - listed
+    print(
+        f"\nFIGURE mcp: call answered in {call_seconds:.2f} s, tools/list in {list_seconds:.2f} s"
+    )
+    assert results[2]["result"]["isError"] is True
+    assert call_seconds < 2 + 1.0
+    assert len(results[3]["result"]["tools"]) == 2 and list_seconds < 1.0
