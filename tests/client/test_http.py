@@ -2,7 +2,10 @@
 
 Most tests run twice (the `call` fixture): through `Client` and through `AsyncClient`. Real
 sockets where behaviour depends on the network (mock server, dead and silent ports);
-`httpx.MockTransport` where a test needs to see or shape the exact HTTP exchange.
+`httpx.MockTransport` where a test needs to see or shape the exact HTTP exchange. The clients'
+parts have their own tests: configuration and the request's checks (`test_base.py`), the
+deadline transport (`test_transport.py`), the environment's proxy (`test_proxy.py`), the class
+of an error answer (`test_errors.py`).
 """
 
 from __future__ import annotations
@@ -24,8 +27,6 @@ from projectops import (
     Internal,
     InvalidArgument,
     NotFound,
-    OutOfRange,
-    ResourceExhausted,
     Unauthenticated,
     Unavailable,
     Unimplemented,
@@ -39,9 +40,7 @@ from projectops.client.http import (
     InvalidResponse,
     ServiceUnreachable,
     UnexpectedRedirect,
-    error_from_answer,
 )
-from projectops.codec import error_body
 from projectops.v1.operations_pb2 import (
     GetReleaseDetailsRequest,
     GetReleaseDetailsResponse,
@@ -371,41 +370,6 @@ def test_silent_service_is_deadline_exceeded(call: Call, silent_url: str) -> Non
     assert_clean(caught.value)
 
 
-# --- configuration --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("client_type", [Client, AsyncClient])
-def test_configuration_falls_back_to_environment_then_default(
-    client_type: type[Client] | type[AsyncClient], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("SERVICE_BACKEND_URL", raising=False)
-    monkeypatch.delenv("SERVICE_API_KEY", raising=False)
-    assert client_type().base_url == projectops.DEFAULT_BASE_URL == "http://127.0.0.1:8787"
-    assert not client_type().has_api_key  # constructing without a key never fails
-
-    monkeypatch.setenv("SERVICE_BACKEND_URL", "https://ops.example.com/root/")
-    monkeypatch.setenv("SERVICE_API_KEY", KEY)
-    from_env = client_type()
-    assert from_env.base_url == "https://ops.example.com/root"
-    assert from_env.has_api_key
-    assert client_type("http://127.0.0.1:1").base_url == "http://127.0.0.1:1"  # argument wins
-
-
-@pytest.mark.parametrize("url", ["127.0.0.1:8787", "ftp://127.0.0.1", "http://h/?q=1", ""])
-def test_bad_base_url_fails_at_construction(url: str) -> None:
-    with pytest.raises(ValueError, match="base URL"):
-        Client(url)
-    with pytest.raises(ValueError, match="base URL"):
-        AsyncClient(url)
-
-
-def test_repr_never_shows_the_key() -> None:
-    with Client("http://127.0.0.1:1", KEY) as client:
-        assert KEY not in repr(client) and KEY not in str(client)
-        assert "http://127.0.0.1:1" in repr(client)
-    assert KEY not in repr(AsyncClient(api_key=KEY))
-
-
 def test_typed_call_returns_the_response_type(recorder: Recorder) -> None:
     recorder.respond(200, '{"environments": [{"environment": "QA"}]}')
     with Client(recorder.base_url, KEY) as client:
@@ -414,101 +378,3 @@ def test_typed_call_returns_the_response_type(recorder: Recorder) -> None:
     (sent,) = recorder.requests  # a real socket: what the server saw
     assert sent.header("Service-Api-Key") == [KEY]
     assert sent.header("Content-Type") == ["application/json"]
-
-
-# --- error_from_answer: the class an answer stands for ------------------------------------
-
-
-@pytest.mark.parametrize("cls", list(projectops.ERROR_CLASSES.values()), ids=lambda c: c.__name__)
-def test_an_error_body_comes_back_as_its_class(cls: type[ApiError]) -> None:
-    status = projectops.HTTP_STATUS_BY_CODE[cls.code]
-    sent = cls("something is off")
-    for body in (error_body(sent), error_body(sent).encode()):
-        error = error_from_answer(status, body)
-        assert type(error) is cls
-        assert (error.message, error.http_status) == ("something is off", status)
-
-
-def test_an_error_body_keeps_its_violations() -> None:
-    sent = InvalidArgument(
-        "version: is required",
-        [projectops.FieldViolation(field="version", description="is required")],
-    )
-    error = error_from_answer(400, error_body(sent).encode())
-    assert type(error) is InvalidArgument
-    assert [(v.field, v.description) for v in error.violations] == [("version", "is required")]
-
-
-@pytest.mark.parametrize(
-    ("status", "body", "cls", "message"),
-    [
-        (502, b"Bad gateway\r\n", Unavailable, "Bad gateway"),
-        (503, b"", Unavailable, "HTTP 503"),
-        (504, b"upstream timed out", Unavailable, "upstream timed out"),
-        (401, b"", Unauthenticated, "HTTP 401"),
-        (404, b"Not Found", NotFound, "Not Found"),
-        (409, b"", Aborted, "HTTP 409"),
-        (413, b"too big", ResourceExhausted, "too big"),
-        (400, b"plain text reason", InvalidArgument, "plain text reason"),
-        (400, b'{"error": "no message field"}', InvalidArgument, '{"error": "no message field"}'),
-        (418, b"teapot", Unknown, "teapot"),
-        (500, b"", Unknown, "HTTP 500"),
-    ],
-)
-def test_an_answer_without_a_usable_body_is_the_class_of_its_status(
-    status: int, body: bytes, cls: type[ApiError], message: str
-) -> None:
-    error = error_from_answer(status, body)
-    assert type(error) is cls
-    assert error.message == message
-    assert error.http_status == status
-
-
-@pytest.mark.parametrize(
-    ("status", "code", "cls"),
-    [
-        (400, "failed_precondition", FailedPrecondition),  # codes the table gives 400 are kept
-        (400, "out_of_range", OutOfRange),
-        (409, "aborted", Aborted),
-        (400, "not_found", InvalidArgument),  # the code does not match the status: the status wins
-        (404, "invalid_argument", NotFound),
-        (500, "unauthenticated", Unknown),
-        (400, "teapot", InvalidArgument),  # an unknown code string: the status decides
-        (503, "teapot", Unavailable),
-        (418, "teapot", Unknown),
-    ],
-)
-def test_the_body_code_counts_only_where_the_table_gives_it_that_status(
-    status: int, code: str, cls: type[ApiError]
-) -> None:
-    error = error_from_answer(status, json.dumps({"code": code, "message": "m"}))
-    assert type(error) is cls
-    assert (error.message, error.http_status) == ("m", status)
-
-
-@pytest.mark.parametrize("client_class", [Client, AsyncClient])
-def test_a_proxy_from_the_environment_is_used_and_no_proxy_honoured(
-    client_class: type[Client] | type[AsyncClient],
-    recorder: Recorder,
-    no_proxy_in_env: pytest.MonkeyPatch,
-) -> None:
-    no_proxy_in_env.setenv("HTTP_PROXY", recorder.base_url)
-
-    def call(base_url: str) -> None:
-        if client_class is Client:
-            with Client(base_url, KEY, timeout=5) as client:
-                client.call("list-rum-environments")
-        else:
-
-            async def go() -> None:
-                async with AsyncClient(base_url, KEY, timeout=5) as client:
-                    await client.call("list-rum-environments")
-
-            asyncio.run(go())
-
-    call("http://svc.example")
-    assert recorder.requests[-1].path == "http://svc.example/api/mcp/list_rum_environments"
-    no_proxy_in_env.setenv("NO_PROXY", "svc.example")
-    with pytest.raises(projectops.Unavailable):
-        call("http://svc.example")  # straight to a host that does not resolve
-    assert len(recorder.requests) == 1

@@ -1,0 +1,94 @@
+"""error_from_answer: the ApiError class a non-2xx answer stands for, from its status and body.
+
+Moved here from the HTTP client's tests: the mapping is :mod:`projectops.client._errors`'s, and
+both clients and the tool server raise what it gives.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import projectops
+from projectops import (
+    Aborted,
+    ApiError,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+    ResourceExhausted,
+    Unauthenticated,
+    Unavailable,
+    Unknown,
+)
+from projectops.client._errors import error_from_answer
+from projectops.codec import error_body
+
+
+@pytest.mark.parametrize("cls", list(projectops.ERROR_CLASSES.values()), ids=lambda c: c.__name__)
+def test_an_error_body_comes_back_as_its_class(cls: type[ApiError]) -> None:
+    status = projectops.HTTP_STATUS_BY_CODE[cls.code]
+    sent = cls("something is off")
+    for body in (error_body(sent), error_body(sent).encode()):
+        error = error_from_answer(status, body)
+        assert type(error) is cls
+        assert (error.message, error.http_status) == ("something is off", status)
+
+
+def test_an_error_body_keeps_its_violations() -> None:
+    sent = InvalidArgument(
+        "version: is required",
+        [projectops.FieldViolation(field="version", description="is required")],
+    )
+    error = error_from_answer(400, error_body(sent).encode())
+    assert type(error) is InvalidArgument
+    assert [(v.field, v.description) for v in error.violations] == [("version", "is required")]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "cls", "message"),
+    [
+        (502, b"Bad gateway\r\n", Unavailable, "Bad gateway"),
+        (503, b"", Unavailable, "HTTP 503"),
+        (504, b"upstream timed out", Unavailable, "upstream timed out"),
+        (401, b"", Unauthenticated, "HTTP 401"),
+        (404, b"Not Found", NotFound, "Not Found"),
+        (409, b"", Aborted, "HTTP 409"),
+        (413, b"too big", ResourceExhausted, "too big"),
+        (400, b"plain text reason", InvalidArgument, "plain text reason"),
+        (400, b'{"error": "no message field"}', InvalidArgument, '{"error": "no message field"}'),
+        (418, b"teapot", Unknown, "teapot"),
+        (500, b"", Unknown, "HTTP 500"),
+    ],
+)
+def test_an_answer_without_a_usable_body_is_the_class_of_its_status(
+    status: int, body: bytes, cls: type[ApiError], message: str
+) -> None:
+    error = error_from_answer(status, body)
+    assert type(error) is cls
+    assert error.message == message
+    assert error.http_status == status
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "cls"),
+    [
+        (400, "failed_precondition", FailedPrecondition),  # codes the table gives 400 are kept
+        (400, "out_of_range", OutOfRange),
+        (409, "aborted", Aborted),
+        (400, "not_found", InvalidArgument),  # the code does not match the status: the status wins
+        (404, "invalid_argument", NotFound),
+        (500, "unauthenticated", Unknown),
+        (400, "teapot", InvalidArgument),  # an unknown code string: the status decides
+        (503, "teapot", Unavailable),
+        (418, "teapot", Unknown),
+    ],
+)
+def test_the_body_code_counts_only_where_the_table_gives_it_that_status(
+    status: int, code: str, cls: type[ApiError]
+) -> None:
+    error = error_from_answer(status, json.dumps({"code": code, "message": "m"}))
+    assert type(error) is cls
+    assert (error.message, error.http_status) == ("m", status)
