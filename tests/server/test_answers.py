@@ -1,0 +1,128 @@
+"""The adapter's own error answers come from one table (``projectops.answers``), which the
+OpenAPI document describes: each row, triggered for real, is answered with the row's status,
+code and headers, and the document's response for that status states the same."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+import projectops
+from projectops import answers, openapi
+from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
+from projectops.errors import FailedPrecondition
+from projectops.server import create_app
+from projectops.v1 import operations_pb2 as ops
+
+GET = projectops.operation("get_release_details")
+LIST = projectops.operation("list_rum_environments")
+KEY = "key-a"
+
+
+class _Service:
+    """Implements get_release_details only (list_rum_environments answers 501)."""
+
+    def get_release_details(self, request: ops.GetReleaseDetailsRequest, context: Any) -> Any:
+        if request.version == "boom":
+            raise RuntimeError("a bug")
+        raise FailedPrecondition(f"no release {request.version!r}")
+
+
+APP = create_app(_Service(), authenticate={KEY: "project-a"}.get)
+
+
+@dataclass(frozen=True)
+class _Request:
+    path: str
+    body: bytes = b"{}"
+    method: str = "POST"
+    key: str | None = KEY
+
+
+# One request per row, in the table's order, that the adapter answers with that row.
+TRIGGERS: list[tuple[answers.ErrorCase, _Request]] = [
+    (answers.UNAUTHENTICATED, _Request(GET.path, key="not-a-key")),
+    (answers.NO_OPERATION, _Request("/api/mcp/no_such_operation")),
+    (answers.WRONG_METHOD, _Request(GET.path, method="PUT")),
+    (answers.BODY_TOO_LARGE, _Request(GET.path, body=b" " * (MAX_BODY_BYTES + 1))),
+    (answers.MALFORMED_BODY, _Request(GET.path, body=b"[]")),
+    (answers.MISSING_REQUIRED, _Request(GET.path, body=b'{"version": "  "}')),
+    (answers.BUSINESS_RULE, _Request(GET.path, body=b'{"version": "9.9.9"}')),
+    (answers.NOT_IMPLEMENTED, _Request(LIST.path)),
+    (answers.INTERNAL_FAILURE, _Request(GET.path, body=b'{"version": "boom"}')),
+]
+
+
+def _send(request: _Request) -> httpx.Response:
+    headers = {"Content-Type": "application/json"}
+    if request.key is not None:
+        headers[API_KEY_HEADER] = request.key
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=APP)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.request(
+                request.method, request.path, content=request.body, headers=headers
+            )
+
+    return asyncio.run(go())
+
+
+def test_every_row_of_the_table_has_a_trigger_here() -> None:
+    assert [case for case, _ in TRIGGERS] == list(answers.ERROR_CASES)
+
+
+@pytest.mark.parametrize(
+    ("case", "request_"), TRIGGERS, ids=[case.situation[:40] for case, _ in TRIGGERS]
+)
+def test_the_adapter_answers_each_row_as_the_row_states(
+    case: answers.ErrorCase, request_: _Request
+) -> None:
+    response = _send(request_)
+    assert response.status_code == case.http_status
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["code"] == case.code
+    for name, value in (case.headers or {}).items():
+        assert response.headers[name] == value
+
+
+@pytest.mark.parametrize("case", answers.ERROR_CASES, ids=lambda case: case.situation[:40])
+def test_the_document_states_each_row(case: answers.ErrorCase) -> None:
+    doc = openapi.document()
+    for path in doc["paths"]:
+        documented = doc["paths"][path]["post"]["responses"][str(case.http_status)]
+        assert f"`{case.code}`: {case.situation}" in documented["description"]
+        for name, value in (case.headers or {}).items():
+            assert documented["headers"][name]["schema"]["const"] == value
+            assert documented["headers"][name]["required"] is True
+
+
+def test_the_document_reads_the_adapters_table() -> None:
+    assert openapi.ERROR_CASES is answers.ERROR_CASES
+    assert openapi.ErrorCase is answers.ErrorCase
+    statuses = {case.http_status for case in answers.ERROR_CASES}
+    for item in openapi.document()["paths"].values():
+        assert {int(s) for s in item["post"]["responses"]} - {200} == statuses
+
+
+def test_only_the_wrong_method_row_leaves_the_code_table() -> None:
+    # Every other answer's status is HTTP_STATUS_BY_CODE's for its code, so a client maps it
+    # back to its class; the 405 says which method to use instead.
+    outside = [case for case in answers.ERROR_CASES if case.status is not None]
+    assert outside == [answers.WRONG_METHOD]
+    assert answers.WRONG_METHOD.http_status == 405
+    assert answers.WRONG_METHOD.headers == {"Allow": answers.ALLOWED_METHOD} == {"Allow": "POST"}
+    for case in answers.ERROR_CASES:
+        if case.status is None:
+            assert case.http_status == projectops.HTTP_STATUS_BY_CODE[projectops.Code(case.code)]
+
+
+def test_error_builds_the_codes_class() -> None:
+    error = answers.UNAUTHENTICATED.error("no key")
+    assert isinstance(error, projectops.Unauthenticated)
+    assert (error.code, error.message, error.violations) == ("unauthenticated", "no key", ())
+    assert isinstance(answers.MALFORMED_BODY.error("bad"), projectops.InvalidArgument)

@@ -1,0 +1,52 @@
+"""The mock server reads fixtures through the core's one decoder (``projectops.mock_fixtures``):
+it serves what that decodes, and reports its errors word for word."""
+
+from __future__ import annotations
+
+import pytest
+
+import projectops
+from projectops.mock_fixtures import FixtureError, decode_fixtures, default_fixtures
+from projectops.server import fixtures as server_fixtures
+
+
+def test_the_mock_server_serves_what_the_core_decodes() -> None:
+    decoded = default_fixtures()
+    served = server_fixtures.load_fixtures()
+    assert {p.api_key: p.name for p in decoded} == {k: p.name for k, p in served.items()}
+    assert {p.name for p in decoded} == {"demo", "other"}
+    ops_by_name = {op.name: op for op in projectops.operations()}
+    for project in decoded:
+        for op_name, answers in project.answers.items():
+            for answer in answers:
+                op = ops_by_name[op_name]
+                assert served[project.api_key].answer(op, answer.request) == answer.response
+
+
+BAD = [
+    ('{"projects": [{"project": "a"}]}', "projects[0].apiKey: is required"),
+    ('{"a": 1, "a": 2}', 'the top level: the key "a" appears twice'),
+    (
+        '{"projects": [{"project": "a", "apiKey": "k", "operations": {"nope": []}}]}',
+        "projects[0].operations.nope: unknown operation 'nope'",
+    ),
+    (
+        '{"projects": [{"project": "a", "apiKey": "k", "operations": {"get_release_details": '
+        '[{"request": {"version": "1"}, "response": {}}, '
+        '{"request": {"version": " 1"}, "response": {}}]}}]}',
+        "projects[0].operations.get_release_details[1].request: the same request as "
+        "projects[0].operations.get_release_details[0]",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD, ids=[m[:30] for _, m in BAD])
+def test_the_server_reports_the_cores_errors(text: str, message: str) -> None:
+    with pytest.raises(FixtureError) as core:
+        decode_fixtures(text)
+    assert str(core.value).startswith(message)
+    # One parser: the server's error is the same class, with the same words.
+    assert server_fixtures.FixtureError is FixtureError
+    with pytest.raises(FixtureError) as served:
+        server_fixtures.parse_fixtures(text)
+    assert str(served.value) == str(core.value)
