@@ -4,7 +4,6 @@ import re
 import tomllib
 from pathlib import Path
 
-import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -36,7 +35,6 @@ def floor(requirement: Requirement) -> Version:
     return lower
 
 
-@pytest.mark.slow
 def test_protobuf_range_starts_at_the_generated_codes_runtime_check() -> None:
     generated = generated_version()
     protobuf = dependency("protobuf").specifier
@@ -45,7 +43,7 @@ def test_protobuf_range_starts_at_the_generated_codes_runtime_check() -> None:
     assert Version(f"{generated.major}.{generated.minor - 1}") not in protobuf
     # A runtime accepts gencode of its own major version and of the one before, never older.
     assert Version(f"{generated.major}.{generated.minor + 5}") in protobuf
-    assert Version(f"{generated.major + 1}.99") in protobuf
+    assert Version(f"{generated.major + 1}.0") in protobuf  # 7.x, up to the newest release tested
     assert Version(f"{generated.major + 2}.0") not in protobuf
 
 
