@@ -83,7 +83,8 @@ class Code(StrEnum):
 
 #: Code -> HTTP status of the answer (DESIGN.md "Errors"; Connect's table, except that
 #: ``resource_exhausted`` is this API's 413 for a body over the limit). Single-valued: the
-#: 405 of a wrong method is a transport answer outside it (README, error table).
+#: 405 of a wrong method is a transport answer outside it (README, error table). The server
+#: adapter's own answers, that 405 included, are the rows of :data:`projectops.answers.ERROR_CASES`.
 HTTP_STATUS_BY_CODE: Mapping[Code, int] = {
     Code.CANCELED: 499,
     Code.UNKNOWN: 500,
