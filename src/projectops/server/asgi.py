@@ -6,6 +6,7 @@ checks and the content-type policy.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import math
@@ -15,7 +16,6 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 from google.protobuf.message import Message
@@ -457,15 +457,15 @@ async def _abandonable_thread(function: Callable[..., Any], args: tuple[Any, ...
     pool = anyio.to_thread.current_default_thread_limiter()
     borrower = object()
     await pool.acquire_on_behalf_of(borrower)
-    loop = anyio.lowlevel.current_token()
+    call_soon = _loop_caller()
     lock = threading.Lock()
     # queued -> running -> returned, or -> abandoned (before it ran, or while it ran)
     state = ["queued"]
 
     def give_back_from_thread() -> None:
         try:
-            anyio.from_thread.run_sync(pool.release_on_behalf_of, borrower, token=loop)
-        except Exception:
+            call_soon(lambda: pool.release_on_behalf_of(borrower))
+        except RuntimeError:
             pass  # the event loop has ended, and its limiter with it
 
     def run() -> Any:
@@ -480,9 +480,7 @@ async def _abandonable_thread(function: Callable[..., Any], args: tuple[Any, ...
                 abandoned = state[0] == "abandoned"
                 state[0] = "returned"
             if abandoned:
-                # A daemon thread waits for the loop: if the loop ends before it runs the
-                # release, that thread (not this worker) is the one left waiting.
-                threading.Thread(target=give_back_from_thread, daemon=True).start()
+                give_back_from_thread()
 
     try:
         # The token is already held: the thread itself is not limited a second time.
@@ -495,6 +493,24 @@ async def _abandonable_thread(function: Callable[..., Any], args: tuple[Any, ...
             state[0] = "abandoned"
         if not still_running:
             pool.release_on_behalf_of(borrower)
+
+
+def _loop_caller() -> Callable[[Callable[[], object]], object]:
+    """A function that schedules a callable on the running event loop from any thread, without
+    waiting (asyncio's ``call_soon_threadsafe``, trio's ``TrioToken.run_sync_soon``); it raises
+    RuntimeError once the loop is closed.
+
+    Public APIs of both backends: ``anyio.from_thread.run_sync(token=...)`` would do it too, but
+    only from anyio 4.11, and it blocks the calling thread until the loop runs the callable.
+    """
+    try:
+        return asyncio.get_running_loop().call_soon_threadsafe
+    except RuntimeError:  # not asyncio: anyio's other backend
+        import trio  # type: ignore[import-not-found]
+
+        run_sync_soon: Callable[[Callable[[], object]], object]
+        run_sync_soon = trio.lowlevel.current_trio_token().run_sync_soon
+        return run_sync_soon
 
 
 class _RedactedHeaders(Mapping[str, str]):
