@@ -1,0 +1,422 @@
+"""Decoding: a parsed JSON object to a message, along its plan, as ``json_format`` would.
+
+:func:`from_dict` checks and converts a parsed JSON object along the type's plan into the
+keyword arguments of the generated class, whose constructor (upb, in C) builds the nested
+messages. Per message type it compiles one Python function (:func:`compile_decoder`), in which
+every field is a few inlined lines chosen by its kind; the value helpers below are what those
+lines call for the rarer forms. It accepts only inputs whose outcome it knows to be
+``json_format``'s success, and raises :class:`~projectops._fastcodec._plans.Unsupported` for
+everything else, so that the caller runs ``json_format``, which produces the result or names
+the error as before.
+
+A module of its own because nothing here is needed to write JSON: it reads plans (below it) and
+the time formats (below it), and nothing but the package's ``__init__`` reads it.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar, cast
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.message import Message
+
+from projectops._fastcodec._plans import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    DURATION,
+    ENUM,
+    FLOAT,
+    INT32,
+    INT64,
+    LOCK,
+    MAX_DEPTH,
+    MESSAGE,
+    OPAQUE,
+    REPEATED,
+    SINGLE,
+    STR,
+    TIMESTAMP,
+    WKT,
+    WKT_FILES,
+    Enum,
+    Plan,
+    Unsupported,
+    compile_function,
+    decode_unbuilt,
+    plan_of,
+    reachable,
+)
+from projectops._fastcodec._timefmt import parse_duration, parse_timestamp
+
+__all__ = ["compile_decoder", "decoding_plan", "from_dict"]
+
+M = TypeVar("M", bound=Message)
+
+_FLOAT_MAX: Final = 3.4028234663852886e38  # the largest finite float32 (json_format's bound)
+_SPECIAL_FLOATS: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_UNPAIRED_SURROGATE: Final = re.compile(  # json_format's
+    "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]"
+)
+_EXTENSION_NAME: Final = re.compile(r"\[[a-zA-Z0-9\._]*\]$")  # json_format's
+_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+_READY: dict[Descriptor, Plan] = {}  # plans whose decoder, and those of all below, are compiled
+
+
+def decoding_plan(descriptor: Descriptor) -> Plan:
+    """The plan of `descriptor` with its ``decode`` compiled, and that of every plan below it.
+
+    Compiled once per type, under the plans' lock; a type is listed as ready only when all
+    its nested decoders are, so another thread never calls a placeholder.
+    """
+    ready = _READY.get(descriptor)
+    if ready is not None:
+        return ready
+    root = plan_of(descriptor)
+    with LOCK:
+        for nested in reachable(root):
+            if nested.decode is decode_unbuilt:
+                nested.decode = compile_decoder(nested)
+        _READY[descriptor] = root
+    return root
+
+
+def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[str, Any]]:
+    """The decode function of `target`: (JSON object, depth, lenient) -> the keyword arguments
+    of its class; it raises Unsupported (or TypeError, ValueError) for what it does not take."""
+    namespace: dict[str, Any] = {**_HELPERS, "PLAN": target, "JSON_NAMES": target.json_names}
+    lines = [
+        "def decode(d, depth, lenient):",
+        "    if depth > MAX_DEPTH:",
+        "        raise U",
+        "    if not d.keys() <= JSON_NAMES:  # proto names or unknown keys",
+        "        d = NORMALIZE(PLAN, d, lenient)",
+        "    out = {}",
+    ]
+    oneofs = sorted({f.oneof for f in target.fields if f.oneof >= 0})
+    lines += [f"    o{i} = 0" for i in oneofs]
+    for i, field in enumerate(target.fields):
+        namespace[f"A{i}"] = field.aux
+        if field.kind == ENUM and field.shape == SINGLE:
+            namespace[f"E{i}"] = field.aux.by_name
+        kind, shape = field.kind, field.shape
+        key, name = repr(field.json_name), repr(field.name)
+        if kind == OPAQUE or (shape == SINGLE and kind == WKT and _is_value(field.aux)):
+            # null is a value here (null_value): json_format's business
+            lines += [f"    v = d.get({key}, MISSING)", "    if v is None:", "        raise U"]
+            lines.append("    if v is not MISSING:")
+        else:
+            lines += [f"    v = d.get({key})", "    if v is not None:"]
+        body = [f"o{field.oneof} += 1"] if field.oneof >= 0 else []
+        if shape == SINGLE:
+            body += _decode_single(kind, i, name)
+        elif shape == REPEATED:
+            body += ["if type(v) is not list:", "    raise U"]
+            if kind == MESSAGE:
+                body.append(
+                    f"out[{name}] = [A{i}.decode(x, depth + 1, lenient) if type(x) is dict"
+                    " else BAD() for x in v]"
+                )
+            elif kind == STR:  # a lone surrogate: upb's UTF-8 check fails, as json_format does
+                body += [
+                    "for x in v:",
+                    "    if type(x) is not str:",
+                    "        raise U",
+                    f"out[{name}] = v",
+                ]
+            else:
+                body.append(f"out[{name}] = REPEATED({kind}, A{i}, v, depth + 1, lenient)")
+        else:
+            body.append(f"out[{name}] = MAP(A{i}, v, depth + 1, lenient)")
+        lines += ["        " + line for line in body]
+    for i in oneofs:  # two members of one oneof: json_format refuses
+        lines += [f"    if o{i} > 1:", "        raise U"]
+    lines.append("    return out")
+    return cast(
+        Callable[[dict[Any, Any], int, bool], dict[str, Any]],
+        compile_function("\n".join(lines), "decode", namespace),
+    )
+
+
+def _decode_single(kind: int, i: int, name: str) -> list[str]:
+    """Lines that check a non-null JSON value `v` and store it as ``out[name]``."""
+    if kind == STR:  # a lone surrogate: upb's UTF-8 check fails, as json_format does
+        return ["if type(v) is not str:", "    raise U", f"out[{name}] = v"]
+    if kind == INT64 or kind == INT32:
+        return [
+            "if type(v) is str and v.isdigit() and v.isascii() and len(v) < 21:",
+            f"    out[{name}] = int(v)",
+            "elif type(v) is int:",
+            f"    out[{name}] = v",
+            "else:",
+            f"    out[{name}] = INTEGER(v)",
+        ]
+    if kind == ENUM:
+        return [
+            f"x = E{i}.get(v)",  # an unhashable value: TypeError, Unsupported in from_dict
+            "if x is not None:",
+            f"    out[{name}] = x",
+            "else:",
+            f"    x = ENUM(A{i}, v, lenient)",
+            "    if x is not SKIP:",
+            f"        out[{name}] = x",
+        ]
+    if kind == BOOL:
+        return ["if type(v) is not bool:", "    raise U", f"out[{name}] = v"]
+    if kind == MESSAGE:
+        return [
+            "if type(v) is not dict:",
+            "    raise U",
+            f"out[{name}] = A{i}.decode(v, depth + 1, lenient)",
+        ]
+    if kind == TIMESTAMP or kind == DURATION:
+        function = "TIMESTAMP" if kind == TIMESTAMP else "DURATION"
+        return [
+            "if type(v) is not str or depth >= MAX_DEPTH:",
+            "    raise U",
+            f"out[{name}] = {function}(v)",
+        ]
+    return [f"out[{name}] = VALUE({kind}, A{i}, v, depth + 1, lenient)"]
+
+
+def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -> M:
+    """Decode a parsed JSON object into a new `message_type`, or raise :class:`Unsupported`.
+
+    Args:
+        data: the JSON object as ``json.loads`` returns it (``dict``, ``list``, ``str``,
+            ``int``, ``float``, ``bool`` and ``None`` inside; other types are not accepted).
+        message_type: the generated message class.
+        strict: refuse unknown fields, unknown enum names and enum numbers (the codec's strict
+            mode); otherwise ignore the first two and read numbers as json_format does.
+
+    Returns:
+        The message ``json_format.ParseDict(data, message_type(),
+        ignore_unknown_fields=not strict)`` builds.
+
+    Raises:
+        Unsupported: for any input the fast path does not accept, valid or not; the caller
+            then decodes it with json_format, which produces the result or the error.
+    """
+    if type(data) is not dict:
+        if not isinstance(data, Mapping):
+            raise Unsupported
+        data = dict(data)
+    descriptor = cast(Descriptor, message_type.DESCRIPTOR)
+    if descriptor.file.name in WKT_FILES:
+        raise Unsupported
+    try:
+        kwargs = decoding_plan(descriptor).decode(data, 1, not strict)
+    # TypeError: a list or an object where an enum name belongs; ValueError: a time text
+    # the time formats refuse.
+    except (TypeError, ValueError):
+        raise Unsupported from None
+    try:
+        return message_type(**kwargs)
+    except Exception:  # a range check of upb, the one json_format's setattr meets too
+        raise Unsupported from None
+
+
+def _normalize(target: Plan, data: dict[Any, Any], lenient: bool) -> dict[str, Any]:
+    """`data` with JSON names for keys and unknown keys dropped, if json_format would do that."""
+    out: dict[str, Any] = {}
+    inputs = target.inputs
+    for key, value in data.items():
+        field = inputs.get(key)
+        if field is None:
+            if (
+                not lenient
+                or type(key) is not str
+                or _EXTENSION_NAME.match(key)  # json_format looks for an extension: an error
+                or (not key.isascii() and _UNPAIRED_SURROGATE.search(key))  # upb fails
+            ):
+                raise Unsupported
+            continue
+        if field.json_name in out:  # both names of one field: json_format merges or overwrites
+            raise Unsupported
+        out[field.json_name] = value
+    return out
+
+
+_SKIP: Final[Any] = object()  # an unknown enum name in lenient mode: the value is dropped
+_MISSING: Final[Any] = object()
+
+
+def _bad() -> Any:
+    raise Unsupported
+
+
+def _integer(value: Any) -> int:
+    """An integer field's value in the forms not inlined: negative strings, integral floats."""
+    kind = type(value)
+    if kind is int:
+        return cast(int, value)
+    if kind is str:
+        digits = value[1:] if value[:1] == "-" else value
+        if digits.isdigit() and digits.isascii() and len(digits) <= 20:
+            return int(value)
+    elif kind is float and value.is_integer():  # 1e3, 5.0: json_format takes them
+        return int(value)
+    raise Unsupported  # the range is upb's to check, as it is for json_format's setattr
+
+
+def _enum(enum: Enum, value: Any, lenient: bool) -> Any:
+    """An enum value that is not a known name: a number, or an unknown name (dropped)."""
+    kind = type(value)
+    if kind is str:
+        if lenient:
+            try:
+                int(value)  # json_format reads "1" as the number 1
+            except ValueError:
+                return _SKIP  # an unknown name reads as "not set"
+    elif kind is int and lenient and (enum.open or value in enum.names):
+        return value  # the range is upb's to check
+    raise Unsupported
+
+
+def _decode_value(kind: int, aux: Any, value: Any, depth: int, lenient: bool) -> Any:
+    """One value of any kind (an element, for repeated and map fields), or _SKIP."""
+    kind_of_value = type(value)
+    if kind == STR:
+        if kind_of_value is str and (value.isascii() or not _UNPAIRED_SURROGATE.search(value)):
+            return value
+    elif kind == ENUM:
+        if kind_of_value is str:
+            number = aux.by_name.get(value)
+            if number is not None:
+                return number
+        return _enum(aux, value, lenient)
+    elif kind == INT64 or kind == INT32:
+        return _integer(value)
+    elif kind == BOOL:
+        if kind_of_value is bool:
+            return value
+    elif kind == MESSAGE:
+        if kind_of_value is dict:
+            return aux.decode(value, depth, lenient)
+    elif kind == TIMESTAMP:
+        if kind_of_value is str and depth <= MAX_DEPTH:
+            return parse_timestamp(value)
+    elif kind == DURATION:
+        if kind_of_value is str and depth <= MAX_DEPTH:
+            return parse_duration(value)
+    elif kind == DOUBLE or kind == FLOAT:
+        number = _decode_float(value, kind_of_value)
+        # json_format refuses a float beyond float32's range (where upb would store infinity)
+        if kind == DOUBLE or number - number != 0 or -_FLOAT_MAX <= number <= _FLOAT_MAX:
+            return number
+    elif kind == BYTES:
+        if kind_of_value is str:
+            try:  # json_format's own expression: standard and URL-safe alphabets, lax padding
+                encoded = value.encode("utf-8")
+                return base64.urlsafe_b64decode(encoded + b"=" * (4 - len(encoded) % 4))
+            except ValueError:
+                pass
+    elif kind == WKT:
+        if value is not None or _is_value(aux):
+            return _decode_wkt(aux, value, depth, lenient)
+    raise Unsupported
+
+
+def _decode_float(value: Any, kind_of_value: type) -> float:
+    if kind_of_value is float:
+        if value - value == 0:  # finite (json.loads reads NaN and Infinity as floats)
+            return cast(float, value)
+    elif kind_of_value is int:
+        if -(2**1000) < value < 2**1000:  # float() could overflow
+            return float(value)
+    elif kind_of_value is str:
+        special = _SPECIAL_FLOATS.get(value)
+        if special is not None:
+            return special
+        if _NUMBER.fullmatch(value):
+            number = float(value)
+            if number - number == 0:
+                return number
+    raise Unsupported
+
+
+def _decode_repeated(kind: int, aux: Any, value: list[Any], depth: int, lenient: bool) -> Any:
+    items = [_decode_value(kind, aux, item, depth, lenient) for item in value]
+    if kind == ENUM:
+        return [item for item in items if item is not _SKIP]
+    return items
+
+
+def _decode_map(aux: Any, value: Any, depth: int, lenient: bool) -> dict[Any, Any]:
+    if type(value) is not dict:
+        raise Unsupported
+    key_kind, value_kind, value_aux, _ = aux
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        if type(key) is not str:
+            raise Unsupported
+        map_key: Any
+        if key_kind == STR:
+            if not key.isascii() and _UNPAIRED_SURROGATE.search(key):
+                raise Unsupported
+            map_key = key
+        elif key_kind == BOOL:
+            if key == "true":
+                map_key = True
+            elif key == "false":
+                map_key = False
+            else:
+                raise Unsupported
+        else:  # integer keys, strings of digits
+            digits = key[1:] if key[:1] == "-" else key
+            if not (digits.isdigit() and digits.isascii() and len(digits) <= 20):
+                raise Unsupported
+            map_key = int(key)
+        if map_key in out:  # "1" and "01": json_format overwrites or merges
+            raise Unsupported
+        if item is None and value_kind != WKT:
+            raise Unsupported
+        out[map_key] = _decode_value(value_kind, value_aux, item, depth, lenient)
+    return {k: v for k, v in out.items() if v is not _SKIP}
+
+
+def _is_value(cls: Any) -> bool:
+    """Whether `cls` is google.protobuf.Value, where null is a value (null_value)."""
+    return cast(bool, cls.DESCRIPTOR.full_name == "google.protobuf.Value")
+
+
+def _decode_wkt(cls: type[Message], value: Any, depth: int, lenient: bool) -> Message:
+    """A Struct, Value, ListValue, wrapper, FieldMask, Empty or Any, by json_format itself."""
+    if cls.DESCRIPTOR.full_name == "google.protobuf.Any":
+        if not lenient:
+            raise Unsupported  # the codec's strict walk judges an Any's keys as fields of Any
+        value = copy.deepcopy(value)  # json_format moves "@type" to the end of the object
+    message = cls()
+    try:
+        # json_format counts depth from the root: the subtree gets what is left of it.
+        json_format.ParseDict(
+            value, message, ignore_unknown_fields=lenient, max_recursion_depth=101 - depth
+        )
+    except Exception:
+        raise Unsupported from None
+    return message
+
+
+# The names generated code refers to.
+_HELPERS: Final[dict[str, Any]] = {
+    "U": Unsupported,
+    "MAX_DEPTH": MAX_DEPTH,
+    "MISSING": _MISSING,
+    "SKIP": _SKIP,
+    "NORMALIZE": _normalize,
+    "BAD": _bad,
+    "INTEGER": _integer,
+    "ENUM": _enum,
+    "VALUE": _decode_value,
+    "REPEATED": _decode_repeated,
+    "MAP": _decode_map,
+    "TIMESTAMP": parse_timestamp,
+    "DURATION": parse_duration,
+}

@@ -1,0 +1,392 @@
+"""Encoding: a message to its JSON object (:func:`to_dict`) or text (:func:`iter_json`), along
+its plan, exactly as ``json_format`` with the codec's options writes it.
+
+:func:`to_dict` reads the fields of a message along its plan: per message type it compiles one
+Python function (:func:`compile_encoder`), in which every field is one inlined expression
+chosen by its kind. It returns exactly what ``json_format.MessageToDict(message,
+preserving_proto_field_name=False, always_print_fields_with_no_presence=True,
+use_integers_for_enums=False)`` returns, with the keys in proto field order at every level. For
+anything it does not model (extensions, groups, ``google.protobuf.NullValue`` fields, custom
+enum JSON names, an out-of-range Timestamp or Duration) it runs ``json_format`` itself, so it
+returns or raises what ``codec.to_dict`` does. :func:`iter_json` writes the same object as JSON
+text a piece at a time, for messages too large to hold twice.
+
+A module of its own because nothing here is needed to read JSON: it reads plans, the time
+formats and the float32 format (all below it), and nothing but the package's ``__init__``
+reads it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import keyword
+from collections.abc import Callable, Iterator
+from typing import Any, Final, cast
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.message import Message
+
+from projectops._fastcodec._float32 import shortest_float32
+from projectops._fastcodec._plans import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    DURATION,
+    ENUM,
+    FLOAT,
+    INT32,
+    INT64,
+    LOCK,
+    MAP,
+    MESSAGE,
+    OPAQUE,
+    REPEATED,
+    SINGLE,
+    STR,
+    TIMESTAMP,
+    WKT,
+    WKT_FILES,
+    Field,
+    Plan,
+    compile_function,
+    encode_unbuilt,
+    plan_of,
+    reachable,
+)
+from projectops._fastcodec._timefmt import format_duration, format_timestamp
+from projectops._wire import is_map, value_form
+
+__all__ = ["compile_encoder", "encoding_plan", "iter_json", "to_dict"]
+
+
+class _NoPlan(Exception):
+    """A message the fast encoder does not model: to_dict runs json_format for it."""
+
+
+# The options of codec.to_dict (the codec owns them; the differential tests hold the two equal).
+_OPTIONS_OUT: Final[dict[str, Any]] = {
+    "preserving_proto_field_name": False,
+    "always_print_fields_with_no_presence": True,
+    "use_integers_for_enums": False,
+}
+
+_READY: dict[Descriptor, Plan] = {}  # plans whose encoder, and those of all below, are compiled
+
+
+def encoding_plan(descriptor: Descriptor) -> Plan:
+    """The plan of `descriptor` with its ``encode`` compiled, and that of every plan below it.
+
+    Compiled once per type, under the plans' lock; a type is listed as ready only when all
+    its nested encoders are, so another thread never calls a placeholder.
+    """
+    ready = _READY.get(descriptor)
+    if ready is not None:
+        return ready
+    root = plan_of(descriptor)
+    with LOCK:
+        for nested in reachable(root):
+            if nested.encode is encode_unbuilt:
+                nested.encode = compile_encoder(nested)
+        _READY[descriptor] = root
+    return root
+
+
+def _attribute(name: str) -> str:
+    """Generated code reading field `name` of message `m`."""
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return f"m.{name}"
+    return f"getattr(m, {name!r})"
+
+
+def compile_encoder(target: Plan) -> Callable[[Any], dict[str, Any]]:
+    """The encode function of `target`: message -> its JSON object; for a type it does not
+    model, one that raises _NoPlan (to_dict then runs json_format)."""
+    if target.descriptor.extension_ranges or any(f.kind == OPAQUE for f in target.fields):
+        return _no_plan  # extensions print as "[name]", NullValue as null: json_format's
+    namespace: dict[str, Any] = dict(_HELPERS)
+    literal: list[str] = []  # the leading fields without presence: one dict display
+    lines: list[str] = []
+    for i, field in enumerate(target.fields):
+        namespace[f"A{i}"] = field.aux
+        namespace[f"O{i}"] = field.order
+        if field.kind == ENUM and field.shape != MAP:
+            namespace[f"N{i}"] = field.aux.names
+        value = _encode_expression(field, i)
+        key = repr(field.json_name)
+        if field.presence:
+            lines += [f"    if m.HasField({field.name!r}):", f"        out[{key}] = {value}"]
+        elif lines:
+            lines.append(f"    out[{key}] = {value}")
+        else:
+            literal.append(f"        {key}: {value},")
+    source = ["def encode(m):", "    out = {", *literal, "    }", *lines, "    return out"]
+    encode = compile_function("\n".join(source), "encode", namespace)
+    return cast(Callable[[Any], dict[str, Any]], encode)
+
+
+def _encode_expression(field: Field, i: int) -> str:
+    """The expression of the JSON value of `field` (number `i` of its plan) of message `m`."""
+    kind, shape, value = field.kind, field.shape, _attribute(field.name)
+    if shape == SINGLE:
+        if kind == STR or kind == INT32 or kind == BOOL:
+            return value
+        if kind == INT64:
+            return f"str({value})"
+        if kind == ENUM:
+            return f"N{i}[{value}]"
+        if kind == MESSAGE:
+            return f"A{i}.encode({value})"
+        if kind == TIMESTAMP:
+            return f"TIMESTAMP_OUT({value})"
+        if kind == DURATION:
+            return f"DURATION_OUT({value})"
+        return f"VALUE_OUT({kind}, A{i}, {value}, O{i})"
+    if shape == REPEATED:
+        if kind == STR or kind == INT32 or kind == BOOL:
+            return f"list({value})"
+        if kind == INT64:
+            return f"[str(x) for x in {value}]"
+        if kind == ENUM:
+            return f"[N{i}[x] for x in {value}]"
+        if kind == MESSAGE:
+            return f"list(map(A{i}.encode, {value}))"
+        return f"[VALUE_OUT({kind}, A{i}, x, O{i}) for x in {value}]"
+    return f"MAP_OUT(A{i}, {value})"
+
+
+def _no_plan(message: Any) -> dict[str, Any]:
+    """The encode function of a type the plans do not model."""
+    raise _NoPlan
+
+
+def to_dict(message: Message) -> dict[str, Any]:
+    """The JSON object of `message` in the protobuf JSON mapping, keys in proto field order.
+
+    Equal to ``codec.to_dict``: lowerCamelCase keys, enum names, 64-bit integers as strings,
+    RFC 3339 timestamps, ``"<seconds>s"`` durations, base64 bytes, ``"NaN"``/``"Infinity"``
+    for non-finite floats; fields without presence always written, the others only when set.
+    What the plans do not model goes through json_format, so this returns or raises what
+    ``codec.to_dict`` does.
+    """
+    descriptor = cast(Descriptor, message.DESCRIPTOR)
+    if descriptor.file.name not in WKT_FILES:
+        try:
+            return encoding_plan(descriptor).encode(message)
+        except (_NoPlan, ValueError):  # ValueError: a Timestamp or Duration out of range
+            pass
+    data = json_format.MessageToDict(message, **_OPTIONS_OUT)
+    return _in_field_order(data, descriptor)
+
+
+def _encode_value(kind: int, aux: Any, value: Any, order: Descriptor | None) -> Any:
+    """One value of any kind (an element, for repeated and map fields)."""
+    if kind == STR or kind == INT32 or kind == BOOL:
+        return value
+    if kind == INT64:
+        return str(value)
+    if kind == ENUM:
+        return aux.names[value]
+    if kind == MESSAGE:
+        return aux.encode(value)
+    if kind == TIMESTAMP:
+        return format_timestamp(value)
+    if kind == DURATION:
+        return format_duration(value)
+    if kind == DOUBLE:
+        return value if value - value == 0 else _non_finite(value)
+    if kind == FLOAT:
+        return shortest_float32(value) if value - value == 0 else _non_finite(value)
+    if kind == BYTES:
+        return base64.b64encode(value).decode("utf-8")
+    if kind == WKT:
+        data = json_format.MessageToDict(value, **_OPTIONS_OUT)
+        if order is not None and isinstance(data, dict):
+            data = _in_field_order(data, order)
+        return data
+    raise _NoPlan
+
+
+def _encode_map(aux: Any, value: Any) -> dict[str, Any]:
+    key_kind, value_kind, value_aux, value_order = aux
+    out: dict[str, Any] = {}
+    for key in value:  # json_format's iteration, in the map's order
+        text = ("true" if key else "false") if key_kind == BOOL else str(key)
+        out[text] = _encode_value(value_kind, value_aux, value[key], value_order)
+    return out
+
+
+def _non_finite(value: float) -> str:
+    if value != value:
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    """`data` (json_format's output: the fallback and other WKTs) with its keys in the order of
+    `descriptor`'s fields, as the fast path writes them; unknown keys (an Any's "@type") last."""
+    out: dict[str, Any] = {}
+    for fd in descriptor.fields:
+        if fd.json_name not in data:
+            continue
+        value = data[fd.json_name]
+        nested = value_form(fd).message
+        if nested is not None:
+            if is_map(fd):
+                value = {k: _in_field_order(v, nested) for k, v in value.items()}
+            elif fd.is_repeated:
+                value = [_in_field_order(v, nested) for v in value]
+            else:
+                value = _in_field_order(value, nested)
+        out[fd.json_name] = value
+    out.update((k, v) for k, v in data.items() if k not in out)  # e.g. "@type" of an Any
+    return out
+
+
+_BATCH: Final = 256  # elements of a repeated field turned into JSON values and dumped at once
+_CHUNK: Final = 1 << 16  # characters iter_json gathers before it yields them
+
+
+def iter_json(message: Message, indent: int | None) -> Iterator[str]:
+    """The JSON text of `message`, in chunks of about 64 Ki characters whose concatenation is
+    ``json.dumps(to_dict(message), indent=indent, separators=..., ensure_ascii=False)`` as
+    ``codec.dump`` writes it.
+
+    Only one batch of elements of a repeated field is held as Python values at a time, and
+    messages holding repeated fields are written field by field, so the memory this takes does
+    not grow with the message (a map field is still written whole). A message the plans do not
+    model is written whole, from ``to_dict``.
+
+    Raises:
+        ValueError: what ``to_dict`` raises (a Timestamp or Duration out of range), possibly
+            after some chunks were yielded.
+    """
+    descriptor = cast(Descriptor, message.DESCRIPTOR)
+    writer = _Writer(indent)
+    if descriptor.file.name in WKT_FILES or not _streamable(encoding_plan(descriptor)):
+        yield writer.dumps(to_dict(message), 0)
+        return
+    pieces: list[str] = []
+    size = 0
+    try:
+        for piece in _message_pieces(message, encoding_plan(descriptor), 0, writer):
+            pieces.append(piece)
+            size += len(piece)
+            if size >= _CHUNK:
+                yield "".join(pieces)
+                pieces.clear()
+                size = 0
+    except ValueError:
+        to_dict(message)  # json_format's own error, as to_dict raises it
+        raise
+    yield "".join(pieces)
+
+
+class _Writer:
+    """The punctuation of ``codec.dump``'s format at each level of nesting."""
+
+    __slots__ = ("indent", "key_separator", "separators")
+
+    def __init__(self, indent: int | None) -> None:
+        self.indent = indent
+        self.separators = (",", ": ") if indent is not None else (",", ":")
+        self.key_separator = self.separators[1]
+
+    def newline(self, level: int) -> str:
+        """What goes before an item at `level` (and before the bracket closing `level` - 1)."""
+        return "" if self.indent is None else "\n" + " " * (self.indent * level)
+
+    def dumps(self, value: Any, level: int) -> str:
+        """`value` (to_dict's values) as JSON text placed at `level`."""
+        text = json.dumps(value, indent=self.indent, separators=self.separators, ensure_ascii=False)
+        if self.indent and level and (type(value) is dict or type(value) is list):
+            # Raw newlines are only json.dumps' own line breaks (a string's are escaped).
+            text = text.replace("\n", self.newline(level))
+        return text
+
+
+_STREAMABLE: dict[Descriptor, bool] = {}
+_DEEP: dict[Descriptor, bool] = {}
+
+
+def _streamable(plan: Plan) -> bool:
+    """Whether every message type below `plan` has an encoder (no json_format fallback)."""
+    known = _STREAMABLE.get(plan.descriptor)
+    if known is None:
+        known = _STREAMABLE[plan.descriptor] = all(
+            p.encode is not _no_plan for p in reachable(plan)
+        )
+    return known
+
+
+def _deep(plan: Plan) -> bool:
+    """Whether a message of `plan` can hold a repeated or map field at any depth: it is
+    written field by field instead of whole."""
+    known = _DEEP.get(plan.descriptor)
+    if known is None:
+        known = _DEEP[plan.descriptor] = any(
+            f.shape != SINGLE for p in reachable(plan) for f in p.fields
+        )
+    return known
+
+
+def _message_pieces(message: Any, plan: Plan, level: int, writer: _Writer) -> Iterator[str]:
+    """Pieces of the JSON object of `message` (to_dict's keys and values, in its order)."""
+    yield "{"
+    first = True
+    for field in plan.fields:
+        if field.presence and not message.HasField(field.name):
+            continue
+        value = getattr(message, field.name)
+        yield (
+            ("" if first else ",")
+            + writer.newline(level + 1)
+            + json.dumps(field.json_name, ensure_ascii=False)
+            + writer.key_separator
+        )
+        first = False
+        if field.shape == REPEATED:
+            yield from _list_pieces(field, value, level + 1, writer)
+        elif field.shape == MAP:
+            yield writer.dumps(_encode_map(field.aux, value), level + 1)
+        elif field.kind == MESSAGE and _deep(field.aux):
+            yield from _message_pieces(value, field.aux, level + 1, writer)
+        else:
+            yield writer.dumps(_encode_value(field.kind, field.aux, value, field.order), level + 1)
+    yield "}" if first else writer.newline(level) + "}"
+
+
+def _list_pieces(field: Field, container: Any, level: int, writer: _Writer) -> Iterator[str]:
+    """Pieces of the JSON array of a repeated field, `_BATCH` elements at a time."""
+    count = len(container)
+    if not count:
+        yield "[]"
+        return
+    kind, aux = field.kind, field.aux
+    close = writer.newline(level)
+    yield "["
+    if kind == MESSAGE and _deep(aux):
+        for i in range(count):
+            yield ("," if i else "") + writer.newline(level + 1)
+            yield from _message_pieces(container[i], aux, level + 1, writer)
+    else:
+        for start in range(0, count, _BATCH):
+            batch = container[start : start + _BATCH]
+            if kind == MESSAGE:
+                values = [aux.encode(x) for x in batch]
+            else:
+                values = [_encode_value(kind, aux, x, field.order) for x in batch]
+            text = writer.dumps(values, level)
+            # "[" + the elements, each after its newline + "," ... + close + "]": the elements.
+            yield ("," if start else "") + text[1 : len(text) - 1 - len(close)]
+    yield close + "]"
+
+
+# The names generated code refers to.
+_HELPERS: Final[dict[str, Any]] = {
+    "TIMESTAMP_OUT": format_timestamp,
+    "DURATION_OUT": format_duration,
+    "VALUE_OUT": _encode_value,
+    "MAP_OUT": _encode_map,
+}

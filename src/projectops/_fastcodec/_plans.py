@@ -1,0 +1,258 @@
+"""Plan compilation: what the fast path knows of each message type, built once from descriptors.
+
+A *plan* is the fast path's view of one message type: its fields in proto order, each with a
+*kind* (the JSON form of one value: string, enum, 64-bit integer, Timestamp, nested message, ...)
+and a *shape* (single, repeated, map), the keys accepted on input, and the two functions
+generated for the type, which :mod:`projectops._fastcodec._decode` and
+:mod:`projectops._fastcodec._encode` compile into the plan's ``decode`` and ``encode`` slots on
+first use. This module knows nothing of JSON values; it only reads descriptors, so both
+directions import it and it imports neither of them (the package's layering: plans below
+decoding and encoding, the time and float formats below those, no circle).
+
+Plans are cached for the life of the process: one per message type, built with those of every
+type below it under one lock, so a recursive type meets its own plan while it is being built.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Final, cast
+
+from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+
+from projectops._wire import is_map, value_form
+
+
+class Unsupported(Exception):
+    """The fast path does not take this input: decode it with ``json_format`` instead.
+
+    Raised for every input ``json_format`` rejects and for the few valid forms the fast path
+    does not model; it does not say which of the two it is.
+    """
+
+
+MAX_DEPTH: Final = 100  # json_format.ParseDict's max_recursion_depth default
+
+# Value kinds: one per JSON form (the two integer widths differ only on output).
+STR: Final = 0
+ENUM: Final = 1
+INT64: Final = 2  # int64, uint64, sint64, fixed64, sfixed64: strings on output
+INT32: Final = 3  # int32, uint32, sint32, fixed32, sfixed32: numbers on output
+BOOL: Final = 4
+DOUBLE: Final = 5
+FLOAT: Final = 6
+BYTES: Final = 7
+MESSAGE: Final = 8
+TIMESTAMP: Final = 9
+DURATION: Final = 10
+WKT: Final = 11  # another well-known type: json_format for that subtree
+OPAQUE: Final = 12  # a NullValue field, a group or an enum with custom JSON names
+
+# Field shapes.
+SINGLE: Final = 0
+REPEATED: Final = 1
+MAP: Final = 2
+
+_SCALAR_KINDS: Final = {
+    FieldDescriptor.TYPE_STRING: STR,
+    FieldDescriptor.TYPE_BYTES: BYTES,
+    FieldDescriptor.TYPE_BOOL: BOOL,
+    FieldDescriptor.TYPE_DOUBLE: DOUBLE,
+    FieldDescriptor.TYPE_FLOAT: FLOAT,
+    FieldDescriptor.TYPE_INT64: INT64,
+    FieldDescriptor.TYPE_UINT64: INT64,
+    FieldDescriptor.TYPE_SINT64: INT64,
+    FieldDescriptor.TYPE_FIXED64: INT64,
+    FieldDescriptor.TYPE_SFIXED64: INT64,
+    FieldDescriptor.TYPE_INT32: INT32,
+    FieldDescriptor.TYPE_UINT32: INT32,
+    FieldDescriptor.TYPE_SINT32: INT32,
+    FieldDescriptor.TYPE_FIXED32: INT32,
+    FieldDescriptor.TYPE_SFIXED32: INT32,
+}
+_OWN_WKT: Final = {
+    "google.protobuf.Timestamp": TIMESTAMP,
+    "google.protobuf.Duration": DURATION,
+}
+_OTHER_WKT_FILES: Final = {
+    "google/protobuf/any.proto",
+    "google/protobuf/empty.proto",
+    "google/protobuf/field_mask.proto",
+    "google/protobuf/struct.proto",
+    "google/protobuf/wrappers.proto",
+}
+# At the top, a well-known type's JSON is not always an object: json_format's business.
+WKT_FILES: Final = {
+    *_OTHER_WKT_FILES,
+    "google/protobuf/timestamp.proto",
+    "google/protobuf/duration.proto",
+}
+
+
+class _Names(dict[int, Any]):
+    """Enum numbers to names; an unknown number (open enums) stays a number, as in json_format."""
+
+    def __missing__(self, number: int) -> int:
+        return number
+
+
+class Enum:
+    """One enum type: names to numbers, numbers to names (as json_format reads them), openness."""
+
+    __slots__ = ("by_name", "names", "open")
+
+    def __init__(self, enum: EnumDescriptor) -> None:
+        self.by_name: dict[str, int] = {v.name: v.number for v in enum.values}
+        self.names = _Names({n: v.name for n, v in enum.values_by_number.items()})
+        self.open: bool = not enum.is_closed
+
+
+class Field:
+    """One field of a plan. ``aux`` is the nested plan, the enum, the class of a well-known type,
+    or for a map ``(key_kind, value_kind, value_aux, value_order)``; ``order`` is the message
+    whose field order codec.to_dict imposes on a well-known type's object (Any, Empty)."""
+
+    __slots__ = ("aux", "json_name", "kind", "name", "oneof", "order", "presence", "shape")
+
+    def __init__(self, fd: FieldDescriptor, oneof: int) -> None:
+        self.name: str = fd.name
+        self.json_name: str = fd.json_name
+        self.presence: bool = fd.has_presence
+        self.oneof = oneof
+        self.order: Descriptor | None = value_form(fd).message
+        if is_map(fd):
+            entry = cast(Descriptor, fd.message_type)
+            key_kind, _ = _kind(entry.fields_by_name["key"])
+            value_kind, value_aux = _kind(entry.fields_by_name["value"])
+            self.shape = MAP
+            self.kind = value_kind
+            self.aux: Any = (key_kind, value_kind, value_aux, self.order)
+        else:
+            self.shape = REPEATED if fd.is_repeated else SINGLE
+            self.kind, self.aux = _kind(fd)
+
+
+def decode_unbuilt(data: dict[Any, Any], depth: int, lenient: bool) -> dict[str, Any]:
+    """The ``decode`` slot of a plan before the decoding module compiled it."""
+    raise AssertionError("plan used before it was built")
+
+
+def encode_unbuilt(message: Any) -> dict[str, Any]:
+    """The ``encode`` slot of a plan before the encoding module compiled it."""
+    raise AssertionError("plan used before it was built")
+
+
+class Plan:
+    """One message type: its fields, the keys accepted on input, and its generated functions.
+
+    ``decode`` maps (JSON object, depth, lenient) to the constructor's keyword arguments;
+    ``encode`` maps a message to its JSON object. Each holds an ``*_unbuilt`` placeholder until
+    its module compiles it (``_decode.decoding_plan``, ``_encode.encoding_plan``).
+    """
+
+    __slots__ = ("decode", "descriptor", "encode", "fields", "inputs", "json_names")
+
+    def __init__(self, descriptor: Descriptor) -> None:
+        self.descriptor = descriptor
+        self.fields: list[Field] = []
+        self.inputs: dict[str, Field] = {}  # JSON names first, then proto names
+        self.json_names: frozenset[str] = frozenset()
+        self.decode: Callable[[dict[Any, Any], int, bool], dict[str, Any]] = decode_unbuilt
+        self.encode: Callable[[Any], dict[str, Any]] = encode_unbuilt
+
+
+_PLANS: dict[Descriptor, Plan] = {}
+_BUILDING: dict[Descriptor, Plan] = {}  # plans under construction, under LOCK
+#: Held while plans are built and while their functions are compiled.
+LOCK: Final = threading.RLock()
+
+
+def plan_of(descriptor: Descriptor) -> Plan:
+    """The plan of `descriptor`, built on first use with those of the types it refers to.
+
+    The returned plan and every plan below it have their fields; their ``decode`` and
+    ``encode`` slots may still be unbuilt (see :class:`Plan`).
+    """
+    found = _PLANS.get(descriptor)
+    if found is not None:
+        return found
+    with LOCK:
+        found = _PLANS.get(descriptor) or _BUILDING.get(descriptor)
+        if found is not None:
+            return found  # built meanwhile, or being built (a recursive type)
+        outermost = not _BUILDING
+        built = _BUILDING[descriptor] = Plan(descriptor)
+        try:
+            _fill(built)
+            if outermost:
+                _PLANS.update(_BUILDING)
+        finally:
+            if outermost:
+                _BUILDING.clear()
+        return built
+
+
+def reachable(root: Plan) -> list[Plan]:
+    """`root` (first) and the plans of every message type below it, each once."""
+    seen = {root.descriptor: root}
+    todo = [root]
+    while todo:
+        for field in todo.pop().fields:
+            if field.kind != MESSAGE:
+                continue
+            nested = field.aux[2] if field.shape == MAP else field.aux
+            if nested.descriptor not in seen:
+                seen[nested.descriptor] = nested
+                todo.append(nested)
+    return list(seen.values())
+
+
+def compile_function(source: str, name: str, namespace: dict[str, Any]) -> Any:
+    """The function `name` defined by the generated `source`, run with `namespace` as its
+    globals (the names the generated code refers to)."""
+    exec(compile(source, f"<projectops._fastcodec {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def _fill(built: Plan) -> None:
+    descriptor = built.descriptor
+    oneofs = {o.full_name: i for i, o in enumerate(descriptor.oneofs)}
+    for fd in descriptor.fields:
+        oneof = -1 if fd.containing_oneof is None else oneofs[fd.containing_oneof.full_name]
+        field = Field(fd, oneof)
+        built.fields.append(field)
+        built.inputs[field.json_name] = field  # the last one wins, as in json_format
+    for field in built.fields:
+        built.inputs.setdefault(field.name, field)
+    built.json_names = frozenset(field.json_name for field in built.fields)
+
+
+def _kind(fd: FieldDescriptor) -> tuple[int, Any]:
+    """The value kind of `fd` (of one element, if repeated) and its auxiliary data."""
+    if fd.type == FieldDescriptor.TYPE_GROUP:
+        return OPAQUE, None
+    message_type = fd.message_type
+    if message_type is not None:
+        own = _OWN_WKT.get(message_type.full_name)
+        if own is not None:
+            return own, None
+        if message_type.file.name in _OTHER_WKT_FILES:
+            return WKT, message_factory.GetMessageClass(message_type)
+        return MESSAGE, plan_of(message_type)
+    enum_type = fd.enum_type
+    if enum_type is not None:
+        if enum_type.full_name == "google.protobuf.NullValue" or _custom_names(enum_type):
+            return OPAQUE, None
+        return ENUM, Enum(enum_type)
+    return _SCALAR_KINDS[fd.type], None
+
+
+def _custom_names(enum: EnumDescriptor) -> bool:
+    """Whether values of `enum` carry the ``pb.enumvalue.json`` option json_format honours."""
+    try:
+        extension = descriptor_pool.Default().FindExtensionByName("pb.enumvalue.json")
+    except KeyError:
+        return False
+    return any(v.GetOptions().HasExtension(extension) for v in enum.values)  # type: ignore[arg-type]

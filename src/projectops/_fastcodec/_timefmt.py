@@ -1,0 +1,204 @@
+"""Time formats: the JSON text of Timestamp and Duration, read and written as ``json_format``
+does (through ``Timestamp``/``Duration``'s ``FromJsonString`` and ``ToJsonString``), fast.
+
+A module of its own because both directions use it and it needs nothing of plans: it reads and
+writes only ``seconds``/``nanos``. The common forms are parsed here (a UTC timestamp whose hour
+was met before costs two dictionary lookups); every rarer form goes to the type's own
+``FromJsonString``, so what is accepted, and the result, are exactly json_format's.
+
+Input here is any ``str``: the parsers use no backtracking pattern (one fixed-width regular
+expression, ASCII only) and the caches are bounded (:data:`CACHE_SIZE` entries each).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Any, Final
+
+__all__ = ["format_duration", "format_timestamp", "parse_duration", "parse_timestamp"]
+
+_TIMESTAMP: Final = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?"
+    r"(Z|[+-][0-9]{2}:[0-9]{2})",
+    re.ASCII,
+)
+TIMESTAMP_SECONDS_MIN: Final = -62135596800  # 0001-01-01T00:00:00Z
+TIMESTAMP_SECONDS_MAX: Final = 253402300799  # 9999-12-31T23:59:59Z
+DURATION_SECONDS_MAX: Final = 315576000000  # about 10,000 years, either sign
+_EPOCH_ORDINAL: Final = datetime.date(1970, 1, 1).toordinal()
+CACHE_SIZE: Final = 8192  # entries of each timestamp cache before it starts over
+
+# "YYYY-MM-DDTHH:" -> seconds since the epoch, and "MM:SS" -> seconds; filled as met.
+_HOUR_SECONDS: dict[str, int] = {}
+_MINUTE_TEXT: Final = [f"{m:02d}:{s:02d}" for m in range(60) for s in range(60)]
+_MINUTE_SECONDS: Final = {text: i for i, text in enumerate(_MINUTE_TEXT)}
+_HOUR_TEXT: dict[int, str] = {}  # hours since the epoch -> "YYYY-MM-DDTHH:"
+
+
+def parse_timestamp(value: str) -> dict[str, int]:
+    """``Timestamp.FromJsonString(value)`` (which json_format calls), as constructor arguments.
+
+    Args:
+        value: RFC 3339 text: ``YYYY-MM-DDTHH:MM:SS``, 0 to 9 fractional digits, then ``Z`` or
+            an offset ``+HH:MM``/``-HH:MM``.
+
+    Returns:
+        ``{"seconds": <seconds since the epoch, UTC>}``, plus ``"nanos"`` (0 to 999,999,999)
+        when the text has a fraction.
+
+    Raises:
+        ValueError: ``FromJsonString`` refuses `value`, or it names a time outside
+            0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
+    """
+    # The usual form first: UTC, an hour met before, whole or fractional seconds.
+    if value[-1:] == "Z" and len(value) >= 20:
+        hour = _HOUR_SECONDS.get(value[:14])  # "YYYY-MM-DDTHH:"
+        rest = _MINUTE_SECONDS.get(value[14:19])  # "MM:SS"
+        if hour is not None and rest is not None:
+            if len(value) == 20:
+                return {"seconds": hour + rest}
+            fraction = value[20:-1]
+            if (
+                value[19] == "."
+                and len(fraction) <= 9
+                and fraction.isdigit()
+                and fraction.isascii()
+            ):
+                return {"seconds": hour + rest, "nanos": _nanos(fraction)}
+    match = _TIMESTAMP.fullmatch(value)
+    if match is None:
+        return _from_json_string("Timestamp", value)
+    year, month, day, hours, minutes, secs, fraction, offset = match.groups()
+    h, m, s = int(hours), int(minutes), int(secs)
+    if h > 23 or m > 59 or s > 59:
+        return _from_json_string("Timestamp", value)
+    days = datetime.date(int(year), int(month), int(day)).toordinal() - _EPOCH_ORDINAL
+    hour = days * 86400 + h * 3600
+    if len(_HOUR_SECONDS) >= CACHE_SIZE:
+        _HOUR_SECONDS.clear()
+    _HOUR_SECONDS[value[:14]] = hour
+    seconds = hour + m * 60 + s
+    if offset != "Z":
+        shift = (int(offset[1:3]) * 60 + int(offset[4:6])) * 60
+        seconds = seconds - shift if offset[0] == "+" else seconds + shift
+    if not TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX:
+        raise ValueError("Timestamp out of range")
+    if fraction is None:
+        return {"seconds": seconds}
+    return {"seconds": seconds, "nanos": _nanos(fraction)}
+
+
+def parse_duration(value: str) -> dict[str, int]:
+    """``Duration.FromJsonString(value)`` (which json_format calls), as constructor arguments.
+
+    Args:
+        value: ``<seconds>s``: an optional ``-``, whole seconds, 0 to 9 fractional digits.
+
+    Returns:
+        ``{"seconds": ..., "nanos": ...}``; both carry the sign of the text.
+
+    Raises:
+        ValueError: ``FromJsonString`` refuses `value`, or its seconds exceed
+            :data:`DURATION_SECONDS_MAX` either way.
+    """
+    whole, point, fraction = value[:-1].partition(".")
+    negative = whole[:1] == "-"
+    digits = whole[1:] if negative else whole
+    if (
+        value[-1:] == "s"
+        and digits.isdigit()
+        and digits.isascii()
+        and len(digits) <= 12
+        and (not point or (fraction.isdigit() and fraction.isascii() and len(fraction) <= 9))
+    ):
+        seconds = int(digits)
+        if seconds > DURATION_SECONDS_MAX:
+            raise ValueError("Duration out of range")
+        nanos = _nanos(fraction) if point else 0  # the fraction takes the sign of the string
+        return (
+            {"seconds": -seconds, "nanos": -nanos}
+            if negative
+            else {"seconds": seconds, "nanos": nanos}
+        )
+    return _from_json_string("Duration", value)
+
+
+def _nanos(fraction: str) -> int:
+    """Nanoseconds of 1 to 9 fractional digits: exactly FromJsonString's
+    ``round(float("0." + fraction) * 1e9)``, whose float error stays far below one half."""
+    return int(fraction.ljust(9, "0"))
+
+
+def _from_json_string(name: str, value: str) -> dict[str, int]:
+    """The rarer forms: the type's own FromJsonString, exactly what json_format calls."""
+    from google.protobuf import duration_pb2, timestamp_pb2
+
+    message: Any = timestamp_pb2.Timestamp() if name == "Timestamp" else duration_pb2.Duration()
+    try:
+        message.FromJsonString(value)
+    except Exception:  # its ValueError, or whatever else a future release raises
+        raise ValueError(f"not a {name}") from None
+    return {"seconds": message.seconds, "nanos": message.nanos}
+
+
+def format_timestamp(timestamp: Any) -> str:
+    """``Timestamp.ToJsonString``: UTC with ``Z``, and 0, 3, 6 or 9 fractional digits.
+
+    Args:
+        timestamp: anything with int ``seconds`` (since the epoch) and ``nanos`` attributes.
+
+    Raises:
+        ValueError: seconds outside 0001-01-01 .. 9999-12-31, or nanos outside
+            0 .. 999,999,999 (the encoder then lets json_format raise its own error).
+    """
+    seconds: int = timestamp.seconds
+    nanos: int = timestamp.nanos
+    if not TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX or not (
+        0 <= nanos < 1_000_000_000
+    ):
+        raise ValueError("Timestamp out of range")
+    hours, rest = divmod(seconds, 3600)
+    prefix = _HOUR_TEXT.get(hours)
+    if prefix is None:
+        days, hour = divmod(hours, 24)
+        prefix = f"{datetime.date.fromordinal(days + _EPOCH_ORDINAL).isoformat()}T{hour:02d}:"
+        if len(_HOUR_TEXT) >= CACHE_SIZE:
+            _HOUR_TEXT.clear()
+        _HOUR_TEXT[hours] = prefix
+    text = prefix + _MINUTE_TEXT[rest]
+    if nanos == 0:
+        return text + "Z"
+    if nanos % 1_000_000 == 0:
+        return f"{text}.{nanos // 1_000_000:03d}Z"
+    if nanos % 1000 == 0:
+        return f"{text}.{nanos // 1000:06d}Z"
+    return f"{text}.{nanos:09d}Z"
+
+
+def format_duration(duration: Any) -> str:
+    """``Duration.ToJsonString``: a sign, whole seconds, 0, 3, 6 or 9 fractional digits, ``s``.
+
+    Args:
+        duration: anything with int ``seconds`` and ``nanos`` attributes.
+
+    Raises:
+        ValueError: seconds beyond :data:`DURATION_SECONDS_MAX` either way, nanos of
+            1,000,000,000 or more either way, or seconds and nanos of opposite signs.
+    """
+    seconds: int = duration.seconds
+    nanos: int = duration.nanos
+    if not -DURATION_SECONDS_MAX <= seconds <= DURATION_SECONDS_MAX:
+        raise ValueError("Duration out of range")
+    if nanos == 0:
+        return f"{seconds}s"
+    if not -1_000_000_000 < nanos < 1_000_000_000 or seconds < 0 < nanos or nanos < 0 < seconds:
+        raise ValueError("Duration out of range")
+    sign = ""
+    if nanos < 0:  # and seconds <= 0
+        sign, seconds, nanos = "-", -seconds, -nanos
+    if nanos % 1_000_000 == 0:
+        return f"{sign}{seconds}.{nanos // 1_000_000:03d}s"
+    if nanos % 1000 == 0:
+        return f"{sign}{seconds}.{nanos // 1000:06d}s"
+    return f"{sign}{seconds}.{nanos:09d}s"
