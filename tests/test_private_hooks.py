@@ -28,14 +28,9 @@ import pytest
 import uvicorn
 
 from projectops.commands import listen
-from projectops.server._uvicorn import (
-    _QUOTED_BYTES,
-    GuardedListener,
-    LimitedConfig,
-    SheddingH11Protocol,
-    _Connection,
-)
-from projectops.server.mock import _Server
+from projectops.server._listener import GuardedListener
+from projectops.server._protocol import _QUOTED_BYTES, SheddingH11Protocol, _Connection
+from projectops.server._uvicorn import CleanExitServer, LimitedConfig
 from tests.loopback import LOOPBACK
 
 # Generous on a busy 2-core machine; the deadlines under test are 0.5 s.
@@ -190,14 +185,18 @@ def test_uvicorn_attributes_we_read_or_override_exist() -> None:
     for name in ("send_400_response", "on_response_complete", "data_received"):
         assert callable(getattr(H11Protocol, name)), name
     assert list(inspect.signature(H11Protocol.send_400_response).parameters) == ["self", "msg"]
-    # mock._Server overrides handle_exit, which uvicorn installs as the signal handler.
+    # CleanExitServer overrides handle_exit, which uvicorn installs as the signal handler.
     # (sse-starlette, under mcp, replaces uvicorn.Server.handle_exit when imported: read the
     # module's source, not the attribute.)
     assert "signal.signal(sig, self.handle_exit)" in inspect.getsource(uvicorn.server)
-    assert "handle_exit" in _Server.__dict__
-    server = _Server(uvicorn.Config(_app))
+    assert "handle_exit" in CleanExitServer.__dict__
+    server = CleanExitServer(uvicorn.Config(_app))
     assert (server.should_exit, server.force_exit, server.started) == (False, False, False)
     assert {"config", "sockets"} <= set(inspect.signature(Multiprocess).parameters)
+    # _uvicorn.supervisor's parent closes its listening sockets (`self.sockets`) in its
+    # `terminate_all`, which `run` calls once a stop signal came.
+    assert "self.sockets = sockets" in inspect.getsource(Multiprocess.__init__)
+    assert "self.terminate_all()" in inspect.getsource(Multiprocess.run)
     assert "stream" in uvicorn.config.LOGGING_CONFIG["handlers"]["access"]
 
 

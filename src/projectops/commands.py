@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
+    "DEFAULT_BACKLOG",
+    "DEFAULT_DRAIN_TIMEOUT",
     "CannotListen",
     "Command",
     "listen",
@@ -25,6 +27,14 @@ __all__ = [
     "warn_if_every_interface",
     "whole",
 ]
+
+
+#: Connections a listening socket of ``mock-server`` or ``mcp --http`` queues before they are
+#: accepted (the ``backlog`` of :func:`listen`, uvicorn's default too).
+DEFAULT_BACKLOG = 2048
+#: Whole seconds ``mock-server`` and ``mcp --http`` let requests in flight finish after SIGTERM or
+#: SIGINT before cutting them (``--drain-timeout``, uvicorn's ``timeout_graceful_shutdown``).
+DEFAULT_DRAIN_TIMEOUT = 10
 
 
 @dataclass(frozen=True)
@@ -108,10 +118,10 @@ class CannotListen(OSError):
     """
 
 
-def listen(host: str, port: int, *, backlog: int = 2048) -> socket.socket:
+def listen(host: str, port: int, *, backlog: int = DEFAULT_BACKLOG) -> socket.socket:
     """A listening TCP socket on `host`:`port` (IPv4 or IPv6, whichever `host` resolves to
-    first) with a queue of `backlog` connections, inheritable so that worker processes can
-    share it.
+    first) with a queue of `backlog` connections (:data:`DEFAULT_BACKLOG`), inheritable so
+    that worker processes can share it.
 
     Binding before the server starts lets a command report a busy port in one line and print
     its URL only once connections are accepted (they wait in the backlog meanwhile).

@@ -29,7 +29,7 @@ from projectops._text import redact_secrets
 from projectops.client.redaction import redact
 from projectops.conventions import API_KEY_HEADER
 from projectops.descriptions import _XREF
-from projectops.server._uvicorn import _QUOTED_BYTES
+from projectops.server._protocol import _QUOTED_BYTES
 from tests.adversarial.hostile import answer, hostile_server
 from tests.adversarial.test_client_cli import finish, one_error_line, start
 from tests.adversarial.test_client_mcp import INITIALIZE, INITIALIZED, McpProcess, _call, _line

@@ -1,7 +1,8 @@
 """The server layer's command of the ``projectops`` program: ``mock-server``.
 
-Defining it needs nothing but the core; running it imports :mod:`projectops.server.mock`
-(uvicorn, Starlette: the ``server`` extra).
+Defining it needs nothing but the core and :mod:`projectops.server._limits` (whose
+:class:`ServerLimits` defaults are the flags' defaults); running it imports
+:mod:`projectops.server.mock` (uvicorn, Starlette: the ``server`` extra).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit
 
 from projectops.commands import Command, port, seconds, warn_if_every_interface, whole
 from projectops.conventions import DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT
+from projectops.server._limits import ServerLimits
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_REQUEST_TIMEOUT", "commands"]
 
@@ -30,7 +32,8 @@ def commands() -> list[Command]:
             _run,
             extra="server",
             description="Serve every operation of the API from fixtures, for tests and demos. "
-            "Stop it with Ctrl-C or SIGTERM.",
+            "Stop it with Ctrl-C or SIGTERM: new connections are refused at once and requests "
+            "in flight get --drain-timeout seconds to finish.",
         )
     ]
 
@@ -65,17 +68,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     limits = parser.add_argument_group(
         "limits on peers",
-        "Slow, idle and numerous connections are shed. The last four are uvicorn's settings, "
+        "Slow, idle and numerous connections are shed. The last five are uvicorn's settings, "
         "passed on as they are.",
     )
     limits.add_argument(
         "--request-timeout",
         type=partial(seconds, below=86400),
-        default=DEFAULT_REQUEST_TIMEOUT,
+        default=ServerLimits.request_timeout,
         metavar="SECONDS",
         help="close a connection that has not delivered a whole request (head and body) this "
         "long after it started waiting for one; 408 if part of one came "
-        f"(default: {DEFAULT_REQUEST_TIMEOUT:g})",
+        f"(default: {ServerLimits.request_timeout:g})",
     )
     limits.add_argument(
         "--max-connections",
@@ -87,9 +90,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     limits.add_argument(
         "--timeout-keep-alive",
         type=partial(whole, lowest=1),
-        default=5,
+        default=ServerLimits.timeout_keep_alive,
         metavar="SECONDS",
-        help="close an idle keep-alive connection after this long (default: 5)",
+        help="close an idle keep-alive connection after this long (default: %(default)s)",
     )
     limits.add_argument(
         "--limit-concurrency",
@@ -100,15 +103,25 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     limits.add_argument(
         "--backlog",
         type=partial(whole, lowest=1),
-        default=2048,
+        default=ServerLimits.backlog,
         metavar="N",
-        help="connections waiting to be accepted (default: 2048)",
+        help="connections waiting to be accepted (default: %(default)s)",
     )
     limits.add_argument(
         "--h11-max-incomplete-event-size",
         type=partial(whole, lowest=1024),
+        default=ServerLimits.h11_max_incomplete_event_size,
         metavar="BYTES",
-        help="largest request head; a larger one is answered 431 (default: 16384)",
+        help="largest request head; a larger one is answered 431 (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--drain-timeout",
+        type=partial(whole, lowest=0),
+        default=ServerLimits.drain_timeout,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this "
+        "long to finish, then cut them and exit (uvicorn's timeout_graceful_shutdown; "
+        "default: %(default)s)",
     )
 
 
@@ -123,6 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         limit_concurrency=args.limit_concurrency,
         backlog=args.backlog,
         h11_max_incomplete_event_size=args.h11_max_incomplete_event_size,
+        drain_timeout=args.drain_timeout,
     )
     return mock.serve(
         host=args.host,

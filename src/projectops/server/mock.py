@@ -3,7 +3,8 @@
 Usage::
 
     projectops mock-server [--host 127.0.0.1] [--port 8787] [--fixtures FILE] [--access-log]
-                           [--workers N] [--request-timeout S] [--max-connections N] ...
+                           [--workers N] [--request-timeout S] [--max-connections N]
+                           [--drain-timeout S] ...
 
 It serves :func:`projectops.server.create_app` with uvicorn on ``--host``/``--port`` (default
 ``127.0.0.1:8787``, the client's default base URL; ``--port 0`` lets the OS pick one), plus the
@@ -12,12 +13,15 @@ port accepts connections it prints one line to stderr,
 ``projectops mock server listening on http://HOST:PORT``, and nothing else unless a request
 fails inside the server (logged with its traceback), a peer misbehaves (rate-limited warnings)
 or ``--access-log`` is given (one line per request: the path, never the query string). SIGINT
-(Ctrl-C) and SIGTERM stop it; the exit code is then 0. A bad fixtures file stops it before it
+(Ctrl-C) and SIGTERM stop it gracefully: new connections are refused at once, requests in
+flight get ``--drain-timeout`` seconds to finish (then they are cancelled), and the exit code is
+0. A bad fixtures file stops it before it
 listens, with exit code 2 and one line on stderr naming the file and the field path; so does an
 address it cannot bind (:class:`projectops.commands.CannotListen`, as for ``mcp --http``). A
 ``--host`` of every interface (``0.0.0.0``, ``::``) is warned about in one line.
 
-Hostile peers are bounded (:class:`ServerLimits`, :mod:`projectops.server._uvicorn`): a
+Hostile peers are bounded (:class:`ServerLimits`, :mod:`projectops.server._uvicorn` and the
+modules it names): a
 connection must deliver each whole request within ``--request-timeout`` seconds of starting to
 wait for it, connections are capped below the open-file limit by shedding the longest-waiting
 ones, and malformed HTTP is answered with an ``ErrorResponse`` and a closed connection.
@@ -32,32 +36,24 @@ encoded to JSON once, on first use, and served from that cache.
 from __future__ import annotations
 
 import copy
-import inspect
 import logging
 import os
-import signal
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
-from types import FrameType
 from typing import Any, cast
 
 import uvicorn
 from google.protobuf.message import Message
 from starlette.applications import Starlette
-from uvicorn.supervisors import Multiprocess
 
 from projectops.commands import listen, listen_url
 from projectops.registry import Operation, operations
 from projectops.server._context import RequestContext
+from projectops.server._limits import ServerLimits
+from projectops.server._listener import GuardedListener, default_max_connections
 from projectops.server._services import OperationsServiceHandler
-from projectops.server._uvicorn import (
-    DEFAULT_REQUEST_TIMEOUT,
-    GuardedListener,
-    LimitedConfig,
-    default_max_connections,
-)
+from projectops.server._uvicorn import CleanExitServer, LimitedConfig, supervisor
 from projectops.server.asgi import PreEncoded, create_app
 from projectops.server.docs import docs_routes
 from projectops.server.fixtures import MockProject, load_fixtures
@@ -112,56 +108,6 @@ def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -
     return app
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, except that a stop signal is not re-raised after the clean shutdown.
-
-    uvicorn re-raises SIGINT/SIGTERM once it has stopped, which would end the process with the
-    signal's status (or a KeyboardInterrupt); the mock server exits 0 instead.
-    """
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if self.should_exit and sig == signal.SIGINT:
-            self.force_exit = True  # a second Ctrl-C: stop waiting for open connections
-        else:
-            self.should_exit = True
-
-
-@dataclass(frozen=True)
-class ServerLimits:
-    """How the mock server bounds its peers (``projectops mock-server --help`` names each).
-
-    Attributes:
-        request_timeout: seconds from the moment a connection waits for a request (it opened,
-            or its last answer went out) until the whole request, head and body, has arrived;
-            then it is closed (after a 408 when part of a request came).
-        max_connections: the most connections open at once; ``None``: the open-file limit
-            less a reserve. At the cap the longest-waiting idle or slow connections are closed
-            first; when none waits, new ones get a 503.
-        timeout_keep_alive: uvicorn's: seconds an idle keep-alive connection is kept.
-        limit_concurrency: uvicorn's: at this many connections or running requests, answer 503
-            (``None``: no such limit; the connection cap above still holds).
-        backlog: uvicorn's: the listening socket's queue of connections not yet accepted.
-        h11_max_incomplete_event_size: uvicorn's: the largest request head, in bytes
-            (``None``: h11's 16 KiB); a larger one is answered 431.
-    """
-
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    max_connections: int | None = None
-    timeout_keep_alive: int = 5
-    limit_concurrency: int | None = None
-    backlog: int = 2048
-    h11_max_incomplete_event_size: int | None = None
-
-
-def _supervisor(config: uvicorn.Config, sockets: list[Any]) -> Multiprocess:
-    """uvicorn's worker supervisor: before 0.51 it takes the function each worker runs, later
-    versions build each worker's server themselves."""
-    if "target" in inspect.signature(Multiprocess).parameters:
-        server = uvicorn.Server(config)
-        return Multiprocess(config, target=server.run, sockets=sockets)  # type: ignore[call-arg]
-    return Multiprocess(config, sockets=sockets)
-
-
 def serve(
     *,
     host: str,
@@ -177,7 +123,8 @@ def serve(
         host, port: the address to listen on (``port`` 0: any free one).
         fixtures: a fixtures file; ``None`` serves the embedded default fixtures.
         access_log: log one line per request to stderr (path only, never a query string).
-        limits: how slow, idle and numerous peers are bounded (:class:`ServerLimits`).
+        limits: how slow, idle and numerous peers are bounded, and how long a stop signal
+            lets requests in flight finish (:class:`ServerLimits`).
         workers: processes that serve (uvicorn workers sharing the listening socket); each
             builds the app from :func:`app_from_environment` and loads the fixtures itself.
 
@@ -208,6 +155,7 @@ def serve(
         limit_concurrency=limits.limit_concurrency,
         backlog=limits.backlog,
         h11_max_incomplete_event_size=limits.h11_max_incomplete_event_size,
+        timeout_graceful_shutdown=limits.drain_timeout,
         log_level="warning",
         log_config=_log_config(),
         access_log=access_log,
@@ -221,11 +169,11 @@ def serve(
     )
     if workers > 1:
         try:
-            _supervisor(config, [listener]).run()
+            supervisor(config, [listener]).run()
         finally:
             listener.close()
         return 0
-    server = _Server(config)
+    server = CleanExitServer(config)
     try:
         server.run(sockets=[listener])
     except KeyboardInterrupt:  # a Ctrl-C before uvicorn took the signal over
