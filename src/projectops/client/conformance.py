@@ -1,0 +1,788 @@
+"""``projectops conformance``: the API contract (``docs/contract.md``) as checks run against any
+server of this API.
+
+For each operation of the registry it sends a bounded set of requests, derived from the
+descriptors and the catalogue of :mod:`projectops.conformance` (no operation, path or field is
+named here), and judges each answer: one line per check (operation, check id, ``passed``,
+``failed`` or ``skipped``, and for a failure what was sent and what came back, escaped, cut and
+with the key redacted), or with ``--json`` a report::
+
+    {"passed": 30, "failed": 1, "skipped": 9,
+     "checks": [{"id": "auth.no-key", "operation": "get_release_details", "level": "must",
+                 "status": "passed", "detail": ""}, ...]}
+
+``must`` checks hold the contract; ``should`` checks this package's design. The exit code is 0
+when no ``must`` check failed, :data:`EXIT_CONFORMANCE_FAILED` (6) otherwise, 2 for a usage
+error (no key, an unreadable fixtures file, ...).
+
+``--fixtures FILE`` (the mock server's format, :mod:`projectops.mock_fixtures`) gives the
+requests known to succeed: those of the project whose ``apiKey`` is the key in use. Each is
+checked to be answered with the fixture's response, and the checks that judge a 200 answer use
+them; an operation without one has those checks ``skipped``, saying why.
+
+Bounds: at most :data:`MAX_FIXTURE_REQUESTS` fixture requests per operation, so at most
+``30 + 2 x (REQUIRED top-level request fields)`` requests per operation, and never more than
+:data:`MAX_REQUESTS` in a run. Each request is bounded as a whole by ``--timeout`` (connecting
+to the answer's last byte: the sync client's deadline transport), and each answer is read up
+to ``--max-response-bytes``. The requests are raw (the runner must send invalid bodies), through
+the client's own transport pieces (:mod:`projectops.client._transport`); redirects are never
+followed and no cookie is kept.
+
+This module imports httpx only when a run starts, so ``projectops --help`` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import stat
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from google.protobuf.descriptor import Descriptor
+
+import projectops
+from projectops._text import outside_text
+from projectops.answers import (
+    ALLOWED_METHOD,
+    BODY_TOO_LARGE,
+    ERROR_CASES,
+    MALFORMED_BODY,
+    MISSING_REQUIRED,
+    NO_OPERATION,
+    UNAUTHENTICATED,
+    WRONG_METHOD,
+)
+from projectops.client.failures import EXIT_OK, UsageError
+from projectops.client.redaction import redact
+from projectops.codec import from_json, read_error_body, to_dict, to_json
+from projectops.commands import Command
+from projectops.conformance import (
+    CHECKS,
+    JSON_CHECKS,
+    int64_as_numbers,
+    mapping_problems,
+    proto_names,
+    required_fields,
+    unknown_field_name,
+)
+from projectops.conventions import (
+    API_KEY_ENV,
+    API_KEY_HEADER,
+    BASE_URL_ENV,
+    CONTENT_TYPE,
+    MAX_BODY_BYTES,
+    normalize_base_url,
+    operation_path,
+)
+from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
+from projectops.mock_fixtures import FixtureAnswer, FixtureError, FixtureProject, decode_fixtures
+from projectops.registry import Operation, operations
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "EXIT_CONFORMANCE_FAILED",
+    "MAX_FIXTURE_REQUESTS",
+    "MAX_REQUESTS",
+    "CheckResult",
+    "Report",
+    "command",
+    "run_checks",
+]
+
+#: Exit code of ``projectops conformance`` when a ``must`` check failed.
+EXIT_CONFORMANCE_FAILED = 6
+#: Fixture requests sent per operation (the first ones of the file).
+MAX_FIXTURE_REQUESTS = 20
+#: Requests a run sends at most; past it, the remaining checks are skipped.
+MAX_REQUESTS = 1000
+#: The largest fixtures file read, in bytes (the mock server's limit).
+MAX_FIXTURES_BYTES = 64 * 1024 * 1024
+
+Status = Literal["passed", "failed", "skipped"]
+# How the key header of a request is set: the key in use, none, or a key no server knows.
+KeyUse = Literal["own", "none", "wrong"]
+
+# Characters of a sent body and of an answer shown in a failure's detail.
+_SENT_CHARS = 80
+_ANSWER_CHARS = 300
+# What a failure's detail is cut to as a whole (several requests may be named).
+_DETAIL_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check for one operation.
+
+    Attributes:
+        id: the check id (:data:`projectops.conformance.CHECKS`), e.g. ``auth.no-key``.
+        operation: the operation name, e.g. ``get_release_details``.
+        level: ``must`` or ``should``.
+        status: ``passed``, ``failed`` or ``skipped``.
+        detail: why it failed (what was sent, what came back) or was skipped; ``""`` when
+            it passed. Escaped, cut and with the key redacted.
+    """
+
+    id: str
+    operation: str
+    level: str
+    status: Status
+    detail: str = ""
+
+    def as_json(self) -> dict[str, str]:
+        """The report's entry: ``{"id", "operation", "level", "status", "detail"}``."""
+        return {
+            "id": self.id,
+            "operation": self.operation,
+            "level": self.level,
+            "status": self.status,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every check of a run, and how many requests it sent."""
+
+    checks: tuple[CheckResult, ...]
+    requests: int
+
+    def count(self, status: Status) -> int:
+        """How many checks have `status`."""
+        return sum(1 for check in self.checks if check.status == status)
+
+    @property
+    def must_failed(self) -> bool:
+        """Whether a ``must`` check failed (the server breaks the contract)."""
+        return any(c.status == "failed" and c.level == "must" for c in self.checks)
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"passed": n, "failed": n, "skipped": n, "checks": [...]}``."""
+        return {
+            "passed": self.count("passed"),
+            "failed": self.count("failed"),
+            "skipped": self.count("skipped"),
+            "checks": [check.as_json() for check in self.checks],
+        }
+
+
+class _BudgetSpent(Exception):
+    """The run sent :data:`MAX_REQUESTS` requests; the check at hand is skipped."""
+
+
+@dataclass
+class _Exchange:
+    """One request sent and what came back (`status` ``None``: no answer, `problem` says
+    why)."""
+
+    sent: str
+    status: int | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    truncated: bool = False
+    problem: str = ""
+
+    def shown(self, key: str) -> str:
+        """``sent ...; got <status> <body>`` (or ``no answer: ...``), safe to print."""
+        if self.status is None:
+            got = f"no answer: {self.problem}"
+        else:
+            text = self.body.decode("utf-8", "replace")
+            got = f"got {self.status} {outside_text(redact(text, [key]), _ANSWER_CHARS)}"
+        return f"sent {self.sent}; {got}"
+
+    def json_value(self) -> Any:
+        """The body as parsed JSON, or a marker object when it is none."""
+        try:
+            return json.loads(self.body)
+        except (ValueError, RecursionError):
+            return _NOT_JSON
+
+
+_NOT_JSON = object()
+
+
+class _Sender:
+    """Raw HTTP requests with the key header (or without), each bounded as a whole by
+    `timeout` and read up to `max_response_bytes`: the sync client's deadline transport and
+    answer reading, with bodies of the caller's making."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float,
+        max_response_bytes: int,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        import httpx
+
+        from projectops.client._base import no_cookies, own_headers_only
+        from projectops.client._transport import DeadlineTransport
+
+        self._base_url = base_url
+        self._key = api_key
+        self._wrong_key = f"{api_key}-not-a-key"
+        self._timeout = timeout
+        self._limit = max_response_bytes
+        self.count = 0
+        self._http = httpx.Client(
+            timeout=timeout,
+            transport=transport or DeadlineTransport(base_url),
+            follow_redirects=False,
+            cookies=no_cookies(),
+        )
+        own_headers_only(self._http)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        *,
+        key: KeyUse = "own",
+        headers: Mapping[str, str] | None = None,
+    ) -> _Exchange:
+        """Send one request; never raises for what the server does (no answer, a time-out).
+
+        Raises:
+            _BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
+        """
+        import httpx
+
+        from projectops.client._transport import DEADLINE, Expired, raw_chunks
+
+        if self.count >= MAX_REQUESTS:
+            raise _BudgetSpent
+        self.count += 1
+        sent_headers = {
+            "Content-Type": CONTENT_TYPE,
+            "Accept": CONTENT_TYPE,
+            "Accept-Encoding": "identity",
+            "User-Agent": f"projectops/{projectops.__version__} conformance",
+        }
+        if key != "none":
+            sent_headers[API_KEY_HEADER] = self._key if key == "own" else self._wrong_key
+        sent_headers.update(headers or {})
+        exchange = _Exchange(_describe(method, path, body, key, headers))
+        request = self._http.build_request(
+            method, self._base_url + path, headers=sent_headers, content=body
+        )
+        deadline = time.monotonic() + self._timeout
+        token = DEADLINE.set(deadline)
+        buffer = bytearray()
+        try:
+            response = self._http.send(request, stream=True)
+            try:
+                exchange.status = response.status_code
+                exchange.headers = dict(response.headers)
+                encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+                if encoding not in ("", "identity"):
+                    exchange.problem = (
+                        f"Content-Encoding {outside_text(encoding, 40)} not asked for"
+                    )
+                    exchange.status = None
+                    return exchange
+                for chunk in raw_chunks(response):
+                    room = self._limit - len(buffer)
+                    if len(chunk) > room:
+                        buffer += chunk[:room]
+                        exchange.truncated = True
+                        break
+                    buffer += chunk
+                    if time.monotonic() > deadline:
+                        raise Expired  # a caller's transport: checked between chunks
+            finally:
+                response.close()
+        except httpx.TimeoutException:
+            exchange.status, exchange.problem = None, self._late()
+        except Expired:
+            exchange.status, exchange.problem = None, self._late()
+        except httpx.RequestError as exc:
+            reason = outside_text(redact(str(exc) or type(exc).__name__, [self._key]), 200)
+            exchange.status, exchange.problem = None, f"cannot reach {self._base_url}: {reason}"
+        finally:
+            DEADLINE.reset(token)
+        exchange.body = bytes(buffer)
+        return exchange
+
+    def _late(self) -> str:
+        return f"no complete answer within the time-out of {self._timeout:g} s"
+
+
+def _describe(
+    method: str, path: str, body: bytes | None, key: KeyUse, headers: Mapping[str, str] | None
+) -> str:
+    """What a request was, for a failure's detail; the key is never shown."""
+    who = {"own": "the key in use", "none": "no key", "wrong": "a wrong key"}[key]
+    extra = "".join(f", {name}: {value}" for name, value in (headers or {}).items())
+    text = f"{method} {path} ({who}{outside_text(extra, 120)})"
+    if body is None:
+        return text
+    if len(body) > _SENT_CHARS * 4:
+        return f"{text} with a body of {len(body):,} bytes"
+    shown = outside_text(body.decode("utf-8", "replace"), _SENT_CHARS)
+    return f"{text} with the body {shown}"
+
+
+def _fail(*parts: str) -> tuple[Status, str]:
+    return "failed", outside_text("; ".join(parts), _DETAIL_CHARS)
+
+
+_PASS: tuple[Status, str] = ("passed", "")
+_401 = UNAUTHENTICATED.http_status
+_MALFORMED = MALFORMED_BODY.http_status
+_MISSING = MISSING_REQUIRED.http_status
+_CODES = frozenset(code.value for code in Code)
+
+#: (code, status) of every answer the contract allows: the table's, and the transport
+#: answers of projectops.answers with a status of their own (the 405 of a wrong method).
+_ALLOWED_ERRORS = frozenset(
+    {(code.value, status) for code, status in HTTP_STATUS_BY_CODE.items()}
+    | {(str(case.code), case.http_status) for case in ERROR_CASES}
+)
+
+
+class _OperationRun:
+    """The checks of one operation: the requests they send and their results."""
+
+    def __init__(
+        self, sender: _Sender, key: str, op: Operation, project: FixtureProject | None
+    ) -> None:
+        self._sender = sender
+        self._key = key
+        self._op = op
+        self._project = project
+        self._good: tuple[FixtureAnswer, ...] = (
+            project.answers.get(op.name, ())[:MAX_FIXTURE_REQUESTS] if project else ()
+        )
+        self._exchanges: list[_Exchange] = []
+        self._results: dict[str, tuple[Status, str]] = {}
+        # The answer each known-good request got, to compare its variants with.
+        self._good_answers: list[_Exchange] = []
+
+    def _post(
+        self,
+        body: bytes | None,
+        *,
+        key: KeyUse = "own",
+        headers: Mapping[str, str] | None = None,
+        method: str = ALLOWED_METHOD,
+        path: str | None = None,
+    ) -> _Exchange:
+        exchange = self._sender.send(
+            method, self._op.path if path is None else path, body, key=key, headers=headers
+        )
+        self._exchanges.append(exchange)
+        return exchange
+
+    @contextmanager
+    def _check(self, check_id: str) -> Iterator[None]:
+        try:
+            yield
+        except _BudgetSpent:
+            self._results[check_id] = ("skipped", f"the run's limit of {MAX_REQUESTS} requests")
+
+    def _no_success(self) -> tuple[Status, str]:
+        if self._project is None:
+            why = "no --fixtures given"
+        else:
+            why = f"the --fixtures project {self._project.name!r} has no answer of it"
+        return (
+            "skipped",
+            f"no request of {self._op.name} known to succeed ({why}); --fixtures gives one: "
+            "an answer of the operation for the project whose apiKey is the key in use",
+        )
+
+    def run(self) -> list[CheckResult]:
+        """Run every check of the catalogue for the operation, in the catalogue's order."""
+        sample = to_json(self._good[0].request).encode() if self._good else b"{}"
+        steps = (
+            ("auth.no-key", lambda: self._status(self._post(sample, key="none"), _401)),
+            ("auth.wrong-key", lambda: self._status(self._post(sample, key="wrong"), _401)),
+            ("auth.before-body", lambda: self._status(self._post(b"{", key="none"), _401)),
+            ("request.required", self._required),
+            ("request.not-object", self._not_object),
+            ("fixtures.response", self._fixtures),
+            ("auth.scope-headers", self._scope_headers),
+            ("request.proto-names", lambda: self._variant(proto_names, "field names")),
+            ("request.int64-numbers", lambda: self._variant(int64_as_numbers, "int64 values")),
+            ("request.unknown-fields", self._unknown_field),
+            ("http.method", self._method),
+            ("http.unknown-path", self._unknown_path),
+            ("http.body-limit", self._body_limit),
+        )
+        for check_id, step in steps:
+            with self._check(check_id):
+                outcome = step()
+                if outcome is not None:
+                    self._results[check_id] = outcome
+        self._judge_successes()
+        self._results["errors.error-response"] = self._error_bodies()
+        out = []
+        for check_id, spec in CHECKS.items():
+            status, detail = self._results.get(check_id, ("skipped", "not run"))
+            out.append(CheckResult(check_id, self._op.name, spec.level, status, detail))
+        return out
+
+    # --- the checks ---------------------------------------------------------------------------
+
+    def _status(self, exchange: _Exchange, wanted: int) -> tuple[Status, str]:
+        if exchange.status == wanted:
+            return _PASS
+        return _fail(f"expected {wanted}", exchange.shown(self._key))
+
+    def _required(self) -> None:
+        fields = required_fields(self._op)
+        if not fields:
+            reason = f"the request of {self._op.name} has no REQUIRED field"
+            self._results["request.required"] = ("skipped", reason)
+            self._results["errors.violation-paths"] = ("skipped", reason)
+            return
+        base = to_dict(self._good[0].request) if self._good else {}
+        failures: list[str] = []
+        unnamed: list[str] = []
+        for fd in fields:
+            rest = {k: v for k, v in base.items() if k not in (fd.json_name, fd.name)}
+            variants = [("missing", rest)]
+            if fd.type == fd.TYPE_STRING and not fd.is_repeated:
+                variants.append(("blank", {**rest, fd.json_name: " "}))
+            for how, data in variants:
+                exchange = self._post(json.dumps(data).encode())
+                if exchange.status != _MISSING or not exchange.body.strip():
+                    failures.append(f"{fd.json_name} {how}: expected {_MISSING} with a message")
+                    failures.append(exchange.shown(self._key))
+                    continue
+                error = read_error_body(exchange.body)
+                if how == "missing" and (
+                    error is None or fd.json_name not in {v.field for v in error.violations}
+                ):
+                    unnamed.append(f"no violation names {fd.json_name!r}")
+                    unnamed.append(exchange.shown(self._key))
+        self._results["request.required"] = _fail(*failures) if failures else _PASS
+        self._results["errors.violation-paths"] = _fail(*unnamed) if unnamed else _PASS
+
+    def _not_object(self) -> tuple[Status, str]:
+        failures: list[str] = []
+        for body in (b"[]", b"{"):
+            exchange = self._post(body)
+            if exchange.status != _MALFORMED:
+                failures += [f"expected {_MALFORMED}", exchange.shown(self._key)]
+        return _fail(*failures) if failures else _PASS
+
+    def _fixtures(self) -> tuple[Status, str]:
+        if not self._good:
+            return self._no_success()
+        failures: list[str] = []
+        for answer in self._good:
+            exchange = self._post(to_json(answer.request).encode())
+            self._good_answers.append(exchange)
+            if exchange.status != 200:
+                failures += ["expected 200", exchange.shown(self._key)]
+                continue
+            try:
+                got = from_json(exchange.body, self._op.response_type)
+            except InvalidArgument as exc:
+                failures += [f"not a {self._op.response_type.__name__}: {exc.message}"]
+                failures.append(exchange.shown(self._key))
+                continue
+            if got != answer.response:
+                failures += ["the answer differs from the fixture's response"]
+                failures.append(exchange.shown(self._key))
+        return _fail(*failures) if failures else _PASS
+
+    def _same(
+        self, exchange: _Exchange, what: str, base: _Exchange | None = None
+    ) -> tuple[Status, str]:
+        """Whether `exchange` got the answer `base` got (default: the first known-good
+        request's), compared as parsed JSON."""
+        base = self._good_answers[0] if base is None else base
+        if exchange.status == base.status and exchange.json_value() == base.json_value():
+            return _PASS
+        return _fail(
+            f"{what}: expected the answer of the canonical request ({base.status})",
+            exchange.shown(self._key),
+        )
+
+    def _scope_headers(self) -> tuple[Status, str]:
+        if not self._good_answers:
+            return self._no_success()
+        name = self._project.name if self._project else ""
+        other = f"not-{name}" if name else "another-project"
+        headers = {"Project-Id": other, "Organization-Id": other}
+        exchange = self._post(to_json(self._good[0].request).encode(), headers=headers)
+        return self._same(exchange, "with Project-Id/Organization-Id of another project")
+
+    def _variant(self, make: Any, what: str) -> tuple[Status, str]:
+        if not self._good_answers:
+            return self._no_success()
+        for answer, base in zip(self._good, self._good_answers, strict=False):
+            data, changed = make(answer.request)
+            if changed:
+                exchange = self._post(json.dumps(data).encode())
+                return self._same(exchange, f"{what} in their other form", base)
+        return (
+            "skipped",
+            f"no request of {self._op.name} known to succeed has {what} with another form",
+        )
+
+    def _unknown_field(self) -> tuple[Status, str]:
+        if not self._good_answers:
+            return self._no_success()
+        data = to_dict(self._good[0].request)
+        data[unknown_field_name(cast(Descriptor, self._op.request_type.DESCRIPTOR))] = "x"
+        exchange = self._post(json.dumps(data).encode())
+        return self._same(exchange, "with an unknown field")
+
+    def _method(self) -> tuple[Status, str]:
+        exchange = self._post(None, method="GET")
+        wanted = WRONG_METHOD.http_status
+        if exchange.status != wanted:
+            return _fail(f"expected {wanted}", exchange.shown(self._key))
+        for name, value in (WRONG_METHOD.headers or {}).items():
+            got = {v.strip().upper() for v in exchange.headers.get(name.lower(), "").split(",")}
+            if value.upper() not in got:
+                return _fail(f"expected the header {name}: {value}", exchange.shown(self._key))
+        return _PASS
+
+    def _unknown_path(self) -> tuple[Status, str]:
+        known = {op.path for op in operations()}
+        path = operation_path(f"{self._op.name}_unknown")
+        while path in known:
+            path += "_x"
+        exchange = self._post(b"{}", path=path)
+        return self._status(exchange, NO_OPERATION.http_status)
+
+    def _body_limit(self) -> tuple[Status, str]:
+        body = b"{" + b" " * MAX_BODY_BYTES + b"}"
+        return self._status(self._post(body), BODY_TOO_LARGE.http_status)
+
+    def _judge_successes(self) -> None:
+        """``response.decodes`` and the JSON-mapping checks, over every 200 answer."""
+        ok = [e for e in self._exchanges if e.status == 200]
+        checks = ("response.decodes", *JSON_CHECKS)
+        if not ok:
+            skipped = self._no_success() if not self._good else ("skipped", "no 200 answer")
+            for check_id in checks:
+                self._results[check_id] = skipped
+            return
+        failures: dict[str, list[str]] = {check_id: [] for check_id in checks}
+        response_type = self._op.response_type
+        for exchange in ok:
+            if exchange.truncated:
+                failures["response.decodes"] += ["larger than --max-response-bytes"]
+                continue
+            try:
+                from_json(exchange.body, response_type, strict=True)
+            except InvalidArgument as exc:
+                failures["response.decodes"] += [
+                    f"not a {response_type.__name__}: {outside_text(exc.message, 300)}",
+                    exchange.shown(self._key),
+                ]
+            data = exchange.json_value()
+            if data is _NOT_JSON:
+                continue
+            for check_id, problems in mapping_problems(
+                data, cast(Descriptor, response_type.DESCRIPTOR)
+            ).items():
+                if problems and not failures[check_id]:
+                    failures[check_id] += [
+                        ", ".join(outside_text(p, 200) for p in problems),
+                        f"in the answer to {exchange.sent}",
+                    ]
+        for check_id, found in failures.items():
+            self._results[check_id] = _fail(*found) if found else _PASS
+
+    def _error_bodies(self) -> tuple[Status, str]:
+        failures: list[str] = []
+        for exchange in self._exchanges:
+            if exchange.status is None or 200 <= exchange.status < 300:
+                continue
+            error = read_error_body(exchange.body)
+            if error is None:
+                failures += ["not an ErrorResponse", exchange.shown(self._key)]
+            elif error.code not in _CODES:
+                failures += [f"unknown code {error.code!r}", exchange.shown(self._key)]
+            elif (error.code, exchange.status) not in _ALLOWED_ERRORS:
+                failures += [
+                    f"the code {error.code} is not answered with {exchange.status}",
+                    exchange.shown(self._key),
+                ]
+            if len(failures) >= 6:
+                break
+        return _fail(*failures) if failures else _PASS
+
+
+def run_checks(
+    base_url: str,
+    api_key: str,
+    *,
+    project: FixtureProject | None = None,
+    timeout: float = 30.0,
+    max_response_bytes: int = 32 * 1024 * 1024,
+    transport: httpx.BaseTransport | None = None,
+) -> Report:
+    """Run every check against the server at `base_url` with `api_key`.
+
+    Args:
+        base_url: the server's root (normalised with
+            :func:`~projectops.conventions.normalize_base_url`).
+        api_key: the project API key in use.
+        project: the fixtures project whose ``apiKey`` is `api_key`: its answers are the
+            requests known to succeed; ``None``: the checks that need a 200 are skipped.
+        timeout: seconds one request may take as a whole.
+        max_response_bytes: the largest answer body read, in bytes.
+        transport: an ``httpx.BaseTransport`` to send through instead of the network.
+
+    Returns:
+        The :class:`Report`: one :class:`CheckResult` per check and operation.
+
+    Raises:
+        projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.
+    """
+    url = normalize_base_url(base_url)
+    sender = _Sender(
+        url, api_key, timeout=timeout, max_response_bytes=max_response_bytes, transport=transport
+    )
+    try:
+        results: list[CheckResult] = []
+        for op in operations():
+            results += _OperationRun(sender, api_key, op, project).run()
+    finally:
+        sender.close()
+    return Report(tuple(results), sender.count)
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def command() -> Command:
+    """The ``conformance`` command of ``projectops`` (extra ``client``)."""
+    return Command(
+        "conformance",
+        "run the API contract's checks against a server and report each",
+        _configure,
+        _run,
+        description=(
+            "Run the checks of the API contract (docs/contract.md) against the server at "
+            f"--base-url (default: ${BASE_URL_ENV}; one of them is needed) with the key in "
+            f"${API_KEY_ENV}: authentication, validation, the JSON mapping of answers, error "
+            "bodies. One line per check and operation; exit 0 when no 'must' check failed, "
+            f"{EXIT_CONFORMANCE_FAILED} when one did, 2 for a usage error. At most "
+            f"{MAX_REQUESTS} requests, each within --timeout."
+        ),
+        connection=True,
+        extra="client",
+    )
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='write a JSON report instead: {"passed", "failed", "skipped", "checks": '
+        '[{"id", "operation", "level", "status", "detail"}]}',
+    )
+    parser.add_argument(
+        "--fixtures",
+        metavar="FILE",
+        help="a fixtures file in the mock server's format: its requests for the project whose "
+        "apiKey is the key in use must be answered with its responses, and are the requests "
+        "known to succeed (without one, the checks of 200 answers are skipped)",
+    )
+
+
+def _api_key() -> str:
+    from projectops.client._errors import MissingApiKey
+
+    key = (os.environ.get(API_KEY_ENV) or "").strip()
+    if not key or not all("!" <= char <= "~" for char in key):
+        problem = "is not set" if not key else "is not a valid HTTP header value"
+        raise MissingApiKey(f"no usable API key: {API_KEY_ENV} {problem}")
+    return key
+
+
+def _fixture_project(path: str, key: str) -> FixtureProject:
+    """The project of the fixtures file at `path` whose key is `key`.
+
+    Raises:
+        UsageError: the file cannot be read or decoded, or no project has `key`.
+    """
+    shown = outside_text(path, 200)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"cannot read --fixtures {shown}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"cannot read --fixtures {shown}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_FIXTURES_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read --fixtures {shown}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FIXTURES_BYTES:
+        raise UsageError(f"--fixtures {shown} is larger than {MAX_FIXTURES_BYTES // 2**20} MiB")
+    try:
+        projects = decode_fixtures(data)
+    except FixtureError as exc:
+        raise UsageError(f"--fixtures {shown}: {outside_text(str(exc), 500)}") from None
+    for project in projects:
+        if project.api_key == key:
+            return project
+    raise UsageError(
+        f"--fixtures {shown}: no project has the key in use ({API_KEY_ENV}) as its apiKey"
+    )
+
+
+def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None) -> int:
+    key = _api_key()
+    project = None if args.fixtures is None else _fixture_project(args.fixtures, key)
+    # No default: checking the bundled mock server by accident would prove nothing.
+    base_url = args.base_url or os.environ.get(BASE_URL_ENV)
+    if not base_url:
+        raise UsageError(f"no server to check: give --base-url URL or set {BASE_URL_ENV}")
+    report = run_checks(
+        base_url,
+        key,
+        project=project,
+        timeout=args.timeout,
+        max_response_bytes=args.max_response_bytes,
+        transport=transport,
+    )
+    write = sys.stdout.write
+    if args.json:
+        write(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write_lines(report.checks)
+        must = sum(1 for c in report.checks if c.status == "failed" and c.level == "must")
+        write(
+            f"{report.count('passed')} passed, {report.count('failed')} failed ({must} must), "
+            f"{report.count('skipped')} skipped; {report.requests} requests sent to "
+            f"{outside_text(normalize_base_url(base_url), 200)}\n"
+        )
+    return EXIT_CONFORMANCE_FAILED if report.must_failed else EXIT_OK
+
+
+def _write_lines(checks: Sequence[CheckResult]) -> None:
+    op_width = max((len(c.operation) for c in checks), default=0)
+    id_width = max((len(c.id) for c in checks), default=0)
+    for check in checks:
+        line = f"{check.operation:<{op_width}}  {check.id:<{id_width}}  {check.status}"
+        if check.status == "failed":
+            line += f" ({check.level})"
+        if check.detail:
+            line += f": {check.detail}"
+        sys.stdout.write(line + "\n")
