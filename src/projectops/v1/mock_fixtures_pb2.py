@@ -23,10 +23,12 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from projectops.v1 import error_pb2 as projectops_dot_v1_dot_error__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!projectops/v1/mock_fixtures.proto\x12\rprojectops.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\"B\n\x0cMockFixtures\x12\x32\n\x08projects\x18\x01 \x03(\x0b\x32\x1a.projectops.v1.MockProjectB\x04\xe2\x41\x01\x02\"\xca\x01\n\x0bMockProject\x12\x15\n\x07project\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12\x15\n\x07\x61pi_key\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12>\n\noperations\x18\x03 \x03(\x0b\x32*.projectops.v1.MockProject.OperationsEntry\x1aM\n\x0fOperationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.ListValue:\x02\x38\x01\"g\n\nMockAnswer\x12(\n\x07request\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12/\n\x08response\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructB\x04\xe2\x41\x01\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!projectops/v1/mock_fixtures.proto\x12\rprojectops.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x19projectops/v1/error.proto\"B\n\x0cMockFixtures\x12\x32\n\x08projects\x18\x01 \x03(\x0b\x32\x1a.projectops.v1.MockProjectB\x04\xe2\x41\x01\x02\"\xca\x01\n\x0bMockProject\x12\x15\n\x07project\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12\x15\n\x07\x61pi_key\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12>\n\noperations\x18\x03 \x03(\x0b\x32*.projectops.v1.MockProject.OperationsEntry\x1aM\n\x0fOperationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.ListValue:\x02\x38\x01\"\xc9\x01\n\nMockAnswer\x12(\n\x07request\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12)\n\x08response\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12+\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1c.projectops.v1.ErrorResponse\x12(\n\x05\x64\x65lay\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x0f\n\x07partial\x18\x05 \x01(\x08\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,14 +43,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MOCKPROJECT'].fields_by_name['project']._serialized_options = b'\342A\001\002'
   _globals['_MOCKPROJECT'].fields_by_name['api_key']._loaded_options = None
   _globals['_MOCKPROJECT'].fields_by_name['api_key']._serialized_options = b'\342A\001\002'
-  _globals['_MOCKANSWER'].fields_by_name['response']._loaded_options = None
-  _globals['_MOCKANSWER'].fields_by_name['response']._serialized_options = b'\342A\001\002'
-  _globals['_MOCKFIXTURES']._serialized_start=115
-  _globals['_MOCKFIXTURES']._serialized_end=181
-  _globals['_MOCKPROJECT']._serialized_start=184
-  _globals['_MOCKPROJECT']._serialized_end=386
-  _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_start=309
-  _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_end=386
-  _globals['_MOCKANSWER']._serialized_start=388
-  _globals['_MOCKANSWER']._serialized_end=491
+  _globals['_MOCKFIXTURES']._serialized_start=174
+  _globals['_MOCKFIXTURES']._serialized_end=240
+  _globals['_MOCKPROJECT']._serialized_start=243
+  _globals['_MOCKPROJECT']._serialized_end=445
+  _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_start=368
+  _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_end=445
+  _globals['_MOCKANSWER']._serialized_start=448
+  _globals['_MOCKANSWER']._serialized_end=649
 # @@protoc_insertion_point(module_scope)

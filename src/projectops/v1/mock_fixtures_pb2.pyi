@@ -5,9 +5,11 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
+from projectops.v1 import error_pb2 as _error_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -103,31 +105,67 @@ Global___MockProject: _TypeAlias = MockProject  # noqa: Y015
 
 @_typing.final
 class MockAnswer(_message.Message):
-    """One canned answer: when a request equals `request`, the answer is `response`."""
+    """One canned answer of an operation: when a request matches `request`, the mock server waits
+    `delay`, then answers with `response` (200) or `error` (its code's status). Exactly one of
+    `response` and `error` is set. (They are no `oneof`: `response` was released as a plain
+    field, and moving a field into a oneof breaks the schema's compatibility check.)
+
+    Matching: with `partial` false (the default) a request matches when it equals `request`;
+    with `partial` true, when each field `request` sets equals that field of the request (a
+    message field compared as a whole), whatever else the request sets. Strings are compared
+    without their surrounding white space either way. An exact answer wins over a partial one;
+    among partial answers the first in the file that matches wins. A request that matches no
+    answer of an operation that has answers gets a `failed_precondition` error (400). An
+    operation the project lists no answers for is answered with a generated response: valid
+    for its schema (every REQUIRED field set) and the same for the same request (unless the
+    server runs with `--no-generate`, which answers `failed_precondition` instead).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_FIELD_NUMBER: _builtins.int
     RESPONSE_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    DELAY_FIELD_NUMBER: _builtins.int
+    PARTIAL_FIELD_NUMBER: _builtins.int
+    partial: _builtins.bool
+    """Match requests by the fields `request` sets (a subset), not by equality (see above)."""
     @_builtins.property
     def request(self) -> _struct_pb2.Struct:
         """The request, in the protobuf JSON mapping of the operation's request message; unset is
-        the empty request `{}`. Strings are compared without their surrounding white space.
+        the empty request `{}`. An exact one is validated (REQUIRED fields); a partial one is
+        not, so `{}` with `partial` matches every request of the operation.
         """
 
     @_builtins.property
     def response(self) -> _struct_pb2.Struct:
-        """The response, in the protobuf JSON mapping of the operation's response message."""
+        """The response, in the protobuf JSON mapping of the operation's response message; the
+        answer is 200 with it. Unset when `error` is set.
+        """
+
+    @_builtins.property
+    def error(self) -> _error_pb2.ErrorResponse:
+        """The error to answer with instead of a response: its `code` (a known code name, e.g.
+        `not_found`) gives the HTTP status (404), its `message` must not be empty; `violations`
+        are sent as written.
+        """
+
+    @_builtins.property
+    def delay(self) -> _duration_pb2.Duration:
+        """How long to wait before answering, at most 60 seconds (e.g. `"1.5s"`); unset: no wait."""
 
     def __init__(
         self,
         *,
         request: _struct_pb2.Struct | None = ...,
         response: _struct_pb2.Struct | None = ...,
+        error: _error_pb2.ErrorResponse | None = ...,
+        delay: _duration_pb2.Duration | None = ...,
+        partial: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["request", b"request", "response", b"response"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["delay", b"delay", "error", b"error", "request", b"request", "response", b"response"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["request", b"request", "response", b"response"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delay", b"delay", "error", b"error", "partial", b"partial", "request", b"request", "response", b"response"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
