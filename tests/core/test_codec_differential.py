@@ -877,15 +877,6 @@ def number_in_enum_map(data: Any, descriptor: Descriptor) -> bool:
     return False
 
 
-def test_json_format_rejects_its_own_largest_float32() -> None:
-    # ToShortestFloat prints float32's max as 3.4028235e38, above the bound ParseDict enforces:
-    # the fast path must reject it too.
-    message: Any = SCALARS_TYPE(float_field=3.4028234663852886e38)
-    data = check_encode(message)
-    assert data == {**data, "floatField": 3.4028235e38}
-    assert check_decode(data, SCALARS_TYPE, False) is REJECTED
-
-
 @SETTINGS
 @given(any_message([EXOTIC]), st.booleans())
 def test_from_dict_agrees_on_exotic_types(message: Message, strict: bool) -> None:
@@ -943,18 +934,6 @@ def _cases(values: list[Any], field: str) -> list[tuple[str, Any]]:
 def test_scalar_edge_cases(field: str, value: Any, strict: bool) -> None:
     is_list = field.startswith("repeated") or field == "colors"
     check_decode({field: [value] if is_list else value}, SCALARS_TYPE, strict)
-
-
-@pytest.mark.parametrize("value", TIMESTAMP_INPUTS + DURATION_INPUTS + [None, {}])
-@pytest.mark.parametrize("field", ["timestamp", "duration", "repeatedTimestamp"])
-def test_timestamp_and_duration_forms(field: str, value: Any) -> None:
-    result = check_decode(
-        {field: [value] if field.startswith("repeated") else value}, WKTS_TYPE, False
-    )
-    if field != "duration" and value in ("2026-11-20T21:10:00Z", "2026-11-20T21:10:00.5Z"):
-        assert isinstance(result, WKTS_TYPE)
-    if field == "duration" and value in ("1.5s", "-0.5s", "-315576000000.999999999s"):
-        assert isinstance(result, WKTS_TYPE)
 
 
 @pytest.mark.parametrize(
