@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import inspect
 import socket
-import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -229,17 +228,6 @@ def test_socket_accept_returns_a_descriptor_and_an_address() -> None:
         fd, address = server._accept()  # type: ignore[attr-defined]
         socket.socket(fileno=fd).close()
     assert isinstance(fd, int) and address[0] == LOOPBACK
-
-
-# protobuf
-
-
-def test_protobuf_type_checkers_to_shortest_float() -> None:
-    from google.protobuf.internal import type_checkers
-
-    as_float32 = struct.unpack("<f", struct.pack("<f", 0.9))[0]
-    assert as_float32 != 0.9
-    assert type_checkers.ToShortestFloat(as_float32) == 0.9
 
 
 # mcp
