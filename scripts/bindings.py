@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from google.protobuf import descriptor_pb2
 
 from projectops._text import escape
+from projectops.conventions import rpc_operation_name
 from projectops.descriptions import comments
 
 F = descriptor_pb2.FieldDescriptorProto
@@ -68,10 +69,6 @@ class _Type:
     @property
     def alias(self) -> str:
         return self.module.rsplit(".", 1)[1]
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 def _types(files: descriptor_pb2.FileDescriptorSet) -> dict[str, _Type]:
@@ -209,7 +206,7 @@ def _services(
                 keywords = [(f.name, _keyword_type(f, types)) for f in request.proto.field]
                 rpcs.append(
                     _Rpc(
-                        name=_snake(method.name),
+                        name=rpc_operation_name(method.name),
                         doc=docs.get(f"{package}.{service.name}.{method.name}", ""),
                         request=f"{request.alias}.{request.path}",
                         response=f"{response.alias}.{response.path}",

@@ -25,6 +25,7 @@ __all__ = [
     "normalize_base_url",
     "operation_name",
     "operation_path",
+    "rpc_operation_name",
     "tool_name",
 ]
 
@@ -55,6 +56,17 @@ DEFAULT_REQUEST_TIMEOUT = 10.0
 def operation_path(name: str) -> str:
     """``/api/mcp/<name>`` for an operation name in snake_case (spec 4.1.2)."""
     return PATH_PREFIX + name
+
+
+def rpc_operation_name(rpc_name: str) -> str:
+    """The snake_case operation name of an rpc's CamelCase name (``GetReleaseDetails`` ->
+    ``get_release_details``): the registry's operation names and the typed bindings' method
+    names both come from here."""
+    return _WORD_START.sub("_", rpc_name).lower()
+
+
+# Zero-width, so linear whatever the name: a capital that follows a lower-case letter or digit.
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def tool_name(name: str) -> str:

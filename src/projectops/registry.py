@@ -9,7 +9,6 @@ say of its behaviour (``idempotency_level``, ``deprecated``) is read from the sa
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -19,7 +18,7 @@ from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
-from projectops.conventions import operation_name, operation_path, tool_name
+from projectops.conventions import operation_name, operation_path, rpc_operation_name, tool_name
 from projectops.descriptions import description, summary
 from projectops.v1 import operations_pb2
 
@@ -104,17 +103,13 @@ class Operation:
         return bool(self.method.GetOptions().deprecated)
 
 
-def _snake_case(rpc_name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", rpc_name).lower()
-
-
 def operation_of(method: MethodDescriptor) -> Operation:
     """The :class:`Operation` of one rpc, from its descriptor alone: name in snake_case,
     kebab-case tool name (spec 4.1.7), the path of its ``google.api.http`` post binding (spec
     4.1.2's ``/api/mcp/<name>`` when it has none, as an rpc of a test schema may), the
     generated request and response classes, and its comment as description.
     """
-    name = _snake_case(method.name)
+    name = rpc_operation_name(method.name)
     # googleapis-common-protos types its extensions as plain FieldDescriptors.
     path: str = method.GetOptions().Extensions[annotations_pb2.http].post  # type: ignore[index]
     return Operation(
