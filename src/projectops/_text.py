@@ -26,6 +26,7 @@ from functools import cache, lru_cache
 
 __all__ = [
     "MAX_TEXT_CHARS",
+    "REDACTED",
     "cut",
     "escape",
     "escape_lines",
@@ -35,6 +36,9 @@ __all__ = [
 
 #: Characters of an outside text kept in a message (the rest is cut, with a note).
 MAX_TEXT_CHARS = 1000
+#: What stands wherever the API key was, in both layers: messages, logs, tool results, the
+#: headers a handler sees and the CLI's ``--dry-run``.
+REDACTED = "***"
 
 # Unicode categories a reader's terminal acts on: controls, format characters (bidi overrides,
 # zero-width characters), line/paragraph separators and surrogates (never valid alone).

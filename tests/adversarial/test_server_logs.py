@@ -71,6 +71,6 @@ def test_the_crash_log_redacts_the_key_in_every_escaping() -> None:
     assert "Traceback" in log and "RuntimeError: lookup failed for" in log
     failed_line = next(line for line in log.splitlines() if "lookup failed" in line)
     print(f"\ncrash log line: {failed_line}")
-    assert failed_line.count("[redacted]") >= 10
+    assert failed_line.count("***") >= 10
     for form in forms:
         assert form.lower() not in log.lower(), form

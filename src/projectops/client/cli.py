@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
-from projectops._text import escape, escape_lines
+from projectops._text import REDACTED, escape, escape_lines
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
 from projectops.commands import Command, port, warn_if_every_interface, whole
@@ -332,7 +332,7 @@ def _dry_run_text(request: httpx.Request) -> str:
     lines = [f"{request.method} {request.url} HTTP/1.1"]
     for raw_name, raw_value in request.headers.raw:
         name = raw_name.decode("latin-1")
-        shown = "***" if name.lower() == API_KEY_HEADER.lower() else raw_value.decode("latin-1")
+        shown = REDACTED if name.lower() == API_KEY_HEADER.lower() else raw_value.decode("latin-1")
         lines.append(f"{name}: {shown}")
     body = request.content.decode("utf-8", "replace")
     return "\n".join(lines) + "\n\n" + body + "\n"

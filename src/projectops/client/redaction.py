@@ -13,14 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from projectops._text import redact_secrets
+from projectops._text import REDACTED, redact_secrets
 from projectops.conventions import API_KEY_ENV
 from projectops.errors import ApiError, FieldViolation
 
 __all__ = ["REDACTED", "redact", "scrub_exception"]
-
-#: What a key is replaced with.
-REDACTED = "***"
 
 
 def _keys(extra: Iterable[str | None]) -> list[str]:

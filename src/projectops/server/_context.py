@@ -6,15 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from projectops._text import REDACTED
 from projectops.registry import Operation
 
 __all__ = ["REDACTED", "RequestContext"]
 
 ProjectT = TypeVar("ProjectT")
-
-#: What stands in the headers of a :class:`RequestContext` for the API key's value.
-REDACTED = "[redacted]"
-
 
 @dataclass(frozen=True)
 class RequestContext(Generic[ProjectT]):
