@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import projectops
-from projectops.client import AsyncClient, Client
+from projectops.client import AsyncClient, Client, MissingBaseUrl
 from projectops.client._base import BaseClient, prepare_request, request_message
 from projectops.client.http import InvalidRequest
 from projectops.v1.operations_pb2 import GetReleaseDetailsRequest, ListRumEnvironmentsRequest
@@ -21,13 +21,15 @@ GET = projectops.operation("get_release_details")
 
 
 @pytest.mark.parametrize("client_type", [Client, AsyncClient])
-def test_configuration_falls_back_to_environment_then_default(
+def test_configuration_falls_back_to_environment_and_has_no_default_address(
     client_type: type[Client] | type[AsyncClient], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SERVICE_BACKEND_URL", raising=False)
     monkeypatch.delenv("SERVICE_API_KEY", raising=False)
-    assert client_type().base_url == projectops.DEFAULT_BASE_URL == "http://127.0.0.1:8787"
-    assert not client_type().has_api_key  # constructing without a key never fails
+    with pytest.raises(MissingBaseUrl, match="SERVICE_BACKEND_URL") as caught:
+        client_type()  # never a guessed address that would receive the key
+    assert isinstance(caught.value, ValueError)
+    assert not client_type("http://127.0.0.1:1").has_api_key  # no key never fails here
 
     monkeypatch.setenv("SERVICE_BACKEND_URL", "https://ops.example.com/root/")
     monkeypatch.setenv("SERVICE_API_KEY", KEY)
@@ -49,7 +51,7 @@ def test_repr_never_shows_the_key() -> None:
     with Client("http://127.0.0.1:1", KEY) as client:
         assert KEY not in repr(client) and KEY not in str(client)
         assert "http://127.0.0.1:1" in repr(client)
-    assert KEY not in repr(AsyncClient(api_key=KEY))
+    assert KEY not in repr(AsyncClient("http://127.0.0.1:1", api_key=KEY))
 
 
 def test_both_clients_stand_on_the_one_base() -> None:
@@ -64,18 +66,20 @@ def test_a_timeout_or_limit_that_cannot_work_fails_at_construction(
     timeout: float | None, limit: Any, error: type[Exception]
 ) -> None:
     with pytest.raises(error):
-        Client(timeout=timeout, max_response_bytes=limit)
+        Client("http://127.0.0.1:1", timeout=timeout, max_response_bytes=limit)
     with pytest.raises(error):
-        AsyncClient(timeout=timeout, max_response_bytes=limit)
+        AsyncClient("http://127.0.0.1:1", timeout=timeout, max_response_bytes=limit)
 
 
 def test_an_empty_base_url_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERVICE_BACKEND_URL", "")
-    assert Client().base_url == projectops.DEFAULT_BASE_URL
+    with pytest.raises(MissingBaseUrl, match="SERVICE_BACKEND_URL"):
+        Client()
 
 
 def test_a_key_with_surrounding_blanks_is_used_stripped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERVICE_API_KEY", f"  {KEY}\n")
+    monkeypatch.setenv("SERVICE_BACKEND_URL", "http://127.0.0.1:1")
     client = Client()
     assert client.has_api_key and KEY not in repr(client)
     monkeypatch.setenv("SERVICE_API_KEY", "   ")

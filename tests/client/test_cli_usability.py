@@ -17,7 +17,6 @@ import pytest
 
 import projectops
 from projectops import operations
-from projectops.conventions import DEFAULT_BASE_URL
 from tests.client.support import DEMO_KEY, KEY, Recorder, RunCli
 
 LIST, GET = operations()
@@ -100,8 +99,9 @@ def test_dry_run_prints_the_request_and_sends_nothing(run_cli: RunCli, recorder:
 
 def test_empty_backend_url_counts_as_unset(run_cli: RunCli) -> None:
     proc = run_cli(LIST.tool_name, "--dry-run", base_url="")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"POST {DEFAULT_BASE_URL}{LIST.path} ")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "SERVICE_BACKEND_URL" in proc.stderr
+    assert "projectops mock-server" in proc.stderr
 
 
 # --- completion -------------------------------------------------------------------------------
@@ -245,7 +245,7 @@ def test_a_busy_port_is_one_line_and_the_same_exit_code_and_every_interface_is_w
     run_cli: RunCli, busy_port: int, command: list[str]
 ) -> None:
     pytest.importorskip("mcp" if command[0] == "mcp" else "uvicorn")  # its extra
-    proc = run_cli(*command, "--port", str(busy_port))
+    proc = run_cli(*command, "--port", str(busy_port), base_url="http://127.0.0.1:1")
     assert proc.returncode == 2, proc.stderr
     warning, error = proc.stderr.splitlines()
     assert warning.startswith("warning: --host 0.0.0.0 listens on every network interface")

@@ -14,6 +14,7 @@ import projectops
 from projectops import (
     Aborted,
     ApiError,
+    DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -75,18 +76,21 @@ def test_an_answer_without_a_usable_body_is_the_class_of_its_status(
 @pytest.mark.parametrize(
     ("status", "code", "cls"),
     [
-        (400, "failed_precondition", FailedPrecondition),  # codes the table gives 400 are kept
+        (400, "failed_precondition", FailedPrecondition),
         (400, "out_of_range", OutOfRange),
         (409, "aborted", Aborted),
-        (400, "not_found", InvalidArgument),  # the code does not match the status: the status wins
-        (404, "invalid_argument", NotFound),
-        (500, "unauthenticated", Unknown),
+        # A known code is kept whatever the status: the server said what went wrong.
+        (408, "deadline_exceeded", DeadlineExceeded),
+        (431, "resource_exhausted", ResourceExhausted),
+        (400, "not_found", NotFound),
+        (404, "invalid_argument", InvalidArgument),
+        (500, "unauthenticated", Unauthenticated),
         (400, "teapot", InvalidArgument),  # an unknown code string: the status decides
         (503, "teapot", Unavailable),
         (418, "teapot", Unknown),
     ],
 )
-def test_the_body_code_counts_only_where_the_table_gives_it_that_status(
+def test_a_known_body_code_gives_the_class_and_the_status_stays_the_answers(
     status: int, code: str, cls: type[ApiError]
 ) -> None:
     error = error_from_answer(status, json.dumps({"code": code, "message": "m"}))

@@ -71,6 +71,8 @@ def call(request: pytest.FixtureRequest) -> Call:
     ) -> Any:
         extra = {} if response_type is None else {"response_type": response_type}
         transport = httpx.MockTransport(handler) if handler is not None else None
+        if transport is not None:
+            kwargs.setdefault("base_url", "http://127.0.0.1:9")  # never reached: MockTransport
         if request.param == "sync":
             with Client(**kwargs, transport=transport) as client:
                 return client.call(operation, req, **extra)

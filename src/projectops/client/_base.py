@@ -10,10 +10,12 @@ and :func:`request_message` are the request's checks without I/O, public through
 from __future__ import annotations
 
 import os
+import random
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 from google.protobuf.message import Message
@@ -26,6 +28,7 @@ from projectops.client._errors import (
     InvalidRequest,
     InvalidResponse,
     MissingApiKey,
+    MissingBaseUrl,
     ServiceUnreachable,
     UnexpectedRedirect,
     error_from_answer,
@@ -36,7 +39,6 @@ from projectops.conventions import (
     API_KEY_HEADER,
     BASE_URL_ENV,
     CONTENT_TYPE,
-    DEFAULT_BASE_URL,
     normalize_base_url,
 )
 from projectops.errors import ApiError, InvalidArgument
@@ -44,13 +46,24 @@ from projectops.registry import Operation, operation
 from projectops.validation import validate
 
 __all__ = [
+    "DEFAULT_RETRIES",
+    "MAX_RETRY_AFTER",
+    "RETRY_STATUSES",
+    "AsyncCallNext",
+    "AsyncInterceptor",
     "BaseClient",
+    "CallContext",
+    "CallNext",
+    "Interceptor",
     "OperationKey",
+    "RequestHeaders",
     "RequestLike",
+    "may_retry",
     "no_cookies",
     "own_headers_only",
     "prepare_request",
     "request_message",
+    "retry_delay",
 ]
 #: What names an operation: operation name, tool name, path or the :class:`Operation` itself.
 OperationKey = str | Operation
@@ -64,6 +77,142 @@ _ERRNO_PREFIX = re.compile(r"^\[Errno -?\d+\]\s*")
 
 # Bytes of a non-2xx answer's body that are read: its message is cut to 1,000 characters.
 _MAX_ERROR_BODY_BYTES = 1024 * 1024
+
+# --- retries --------------------------------------------------------------------------------
+
+#: Extra attempts after the first that a call of a retryable operation makes by default.
+DEFAULT_RETRIES = 2
+#: Statuses of an answer that asks to try again later: too many requests, bad gateway,
+#: unavailable, gateway time-out. No other answer is retried.
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: The longest ``Retry-After`` honoured, in seconds; a longer one is cut to this (the call's
+#: time-out still decides whether the wait is taken at all).
+MAX_RETRY_AFTER = 30.0
+# Full jitter: retry n (from 0) waits uniformly in [0, min(cap, first * 2**n)) seconds.
+_BACKOFF_FIRST = 0.25
+_BACKOFF_CAP = 8.0
+# Digits of a Retry-After read as seconds: more would be days (cut to the cap anyway).
+_RETRY_AFTER_DIGITS = 9
+
+
+def may_retry(op: Operation, status: int | None) -> bool:
+    """Whether a failed attempt of `op` may be repeated.
+
+    Only an rpc marked ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` (:attr:`Operation.idempotent`) is
+    retried, and only when no answer came (`status` ``None``: the connection was refused or
+    reset before an answer) or the answer's `status` is one of :data:`RETRY_STATUSES` (429,
+    502, 503, 504). A 4xx other than 429 is the request's fault and would fail again; an
+    operation with side effects may have taken effect before its answer was lost.
+    """
+    return op.idempotent and (status is None or status in RETRY_STATUSES)
+
+
+def retry_delay(
+    retry: int, retry_after: str | None = None, *, rand: Callable[[], float] = random.random
+) -> float:
+    """Seconds to wait before retry number `retry` (0 for the first retry).
+
+    A ``Retry-After`` given in seconds (ASCII digits) is honoured, cut to
+    :data:`MAX_RETRY_AFTER`; an HTTP date, a negative or fractional number, or any other text is
+    ignored. Otherwise: exponential backoff with full jitter, a uniform wait in
+    ``[0, min(8, 0.25 * 2**retry))`` seconds, so clients that failed together do not come back
+    together.
+
+    Written here rather than taken from a retry library: the wait must share the call's one
+    deadline (a wait that would cross it is not taken, see :meth:`BaseClient._retry_wait`), and
+    the sync and async clients must wait the same way; it is these few lines.
+    """
+    if retry_after is not None:
+        text = retry_after.strip()
+        if text.isascii() and text.isdigit() and len(text) <= _RETRY_AFTER_DIGITS:
+            return min(float(text), MAX_RETRY_AFTER)
+    return rand() * min(_BACKOFF_CAP, _BACKOFF_FIRST * 2.0**retry)
+
+
+class Attempt(NamedTuple):
+    """What one attempt of a call got: the answer (``None`` when none came), the bytes of its
+    body read, and the failure that ended it early (no answer, time-out), if any."""
+
+    response: httpx.Response | None
+    body: bytes
+    failure: ApiError | None
+
+
+# --- interceptors ---------------------------------------------------------------------------
+
+# An HTTP header name (RFC 9110 token) and a value without control characters: an
+# interceptor's header must not split the request.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
+# Headers the client sets itself; an interceptor may add others only.
+_OWN_HEADERS = frozenset(
+    {API_KEY_HEADER.lower(), "content-type", "content-length", "host", "accept-encoding"}
+)
+
+
+class RequestHeaders(MutableMapping[str, str]):
+    """Extra request headers an interceptor adds to a call (``context.headers``).
+
+    Names are case-insensitive. Setting the API key header (``Service-Api-Key``), or a header
+    the client sets itself (``Content-Type``, ``Content-Length``, ``Host``,
+    ``Accept-Encoding``), raises ``ValueError``: the key comes from the client's
+    configuration only, so no interceptor can swap or leak it. A name that is no HTTP token or
+    a value holding control characters raises ``ValueError`` too.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[str, tuple[str, str]] = {}
+
+    def __setitem__(self, name: str, value: str) -> None:
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"not an HTTP header name: {outside_text(str(name), 100)}")
+        if name.lower() in _OWN_HEADERS:
+            raise ValueError(f"the client sets {name} itself; an interceptor cannot set it")
+        if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
+            raise ValueError(f"the value of header {name} must be text without control characters")
+        self._items[name.lower()] = (name, value)
+
+    def __getitem__(self, name: str) -> str:
+        return self._items[name.lower()][1]
+
+    def __delitem__(self, name: str) -> None:
+        del self._items[name.lower()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name, _ in self._items.values()])
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"RequestHeaders({dict(self.items())!r})"
+
+
+@dataclass
+class CallContext:
+    """What an interceptor knows of the call it wraps, beside the request message.
+
+    Attributes:
+        operation: the :class:`~projectops.Operation` called.
+        headers: extra request headers to send (:class:`RequestHeaders`; never the API key's).
+        attempts: HTTP attempts made so far (0 before the call goes out; after ``call_next``
+            returns or raises, 1 plus the retries taken).
+    """
+
+    operation: Operation
+    headers: RequestHeaders = field(default_factory=RequestHeaders)
+    attempts: int = 0
+
+
+#: What an interceptor of the sync client calls to go on: ``call_next(request, context)``
+#: returns the response message (or raises the call's :class:`~projectops.ApiError`).
+CallNext = Callable[[Message, CallContext], Message]
+#: A sync interceptor: ``interceptor(request, context, call_next) -> response``.
+Interceptor = Callable[[Message, CallContext, CallNext], Message]
+#: :data:`CallNext` of the async client: awaitable.
+AsyncCallNext = Callable[[Message, CallContext], Awaitable[Message]]
+#: An async interceptor: ``async def interceptor(request, context, call_next) -> response``.
+AsyncInterceptor = Callable[[Message, CallContext, AsyncCallNext], Awaitable[Message]]
 
 
 def no_cookies() -> CookieJar:
@@ -94,16 +243,22 @@ class BaseClient:
 
     Args:
         base_url: the service's base address; ``None``: ``SERVICE_BACKEND_URL`` (empty counts
-            as unset), then ``DEFAULT_BASE_URL``.
+            as unset). There is no default: without either, :class:`MissingBaseUrl`.
         api_key: the project API key; ``None``: ``SERVICE_API_KEY``.
-        timeout: seconds a whole call may take; ``None``: no limit.
+        timeout: seconds a whole call may take, all attempts and the waits between them;
+            ``None``: no limit.
         max_response_bytes: the largest answer body read, in bytes.
+        retries: extra attempts of a retryable call (:func:`may_retry`); 0: none.
+        interceptors: callables wrapped around every call, the first outermost.
 
     Raises:
+        MissingBaseUrl: (a ``ValueError``) neither `base_url` nor ``SERVICE_BACKEND_URL``.
         projectops.InvalidBaseUrl: (a ``ValueError``) the base URL is not an absolute
             http(s) URL, or holds a user name or password.
-        ValueError: `timeout` is not positive, or `max_response_bytes` is less than 1.
-        TypeError: `max_response_bytes` is not an int.
+        ValueError: `timeout` is not positive, `max_response_bytes` is less than 1, or
+            `retries` is negative.
+        TypeError: `max_response_bytes` or `retries` is not an int, or an interceptor is not
+            callable.
     """
 
     _http: httpx.Client | httpx.AsyncClient
@@ -114,16 +269,9 @@ class BaseClient:
         api_key: str | None,
         timeout: float | None,
         max_response_bytes: int,
+        retries: int = DEFAULT_RETRIES,
+        interceptors: Sequence[Callable[..., Any]] = (),
     ) -> None:
-        # An empty environment variable counts as unset; an explicit argument is checked as is.
-        url = (
-            base_url if base_url is not None else (os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL)
-        )
-        self._base_url = normalize_base_url(url)
-        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
-        self._api_key = key.strip() if key else None
-        # The argument as given too: a key with surrounding blanks is still a secret.
-        self._secrets = (self._api_key, api_key)
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
         self._timeout = timeout
@@ -132,6 +280,27 @@ class BaseClient:
         if max_response_bytes < 1:
             raise ValueError(f"max_response_bytes must be at least 1, not {max_response_bytes}")
         self._max_response_bytes = max_response_bytes
+        if isinstance(retries, bool) or not isinstance(retries, int):
+            raise TypeError("retries must be an int (extra attempts; 0 turns retries off)")
+        if retries < 0:
+            raise ValueError(f"retries must be 0 or more, not {retries}")
+        self._retries = retries
+        if isinstance(interceptors, (str, bytes)) or not all(map(callable, interceptors)):
+            raise TypeError("interceptors must be a sequence of callables")
+        self._interceptors = tuple(interceptors)
+        # An empty environment variable counts as unset; an explicit argument is checked as is.
+        url = base_url if base_url is not None else os.environ.get(BASE_URL_ENV)
+        if not url and base_url is None:
+            # No default address: a guessed one could send the key to whatever listens there.
+            raise MissingBaseUrl(
+                f"no base URL: {BASE_URL_ENV} is not set; set it to the service's root "
+                "(e.g. https://ops.example.com), or pass base_url="
+            )
+        self._base_url = normalize_base_url(url or "")
+        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        self._api_key = key.strip() if key else None
+        # The argument as given too: a key with surrounding blanks is still a secret.
+        self._secrets = (self._api_key, api_key)
 
     @property
     def base_url(self) -> str:
@@ -150,6 +319,11 @@ class BaseClient:
         return self._max_response_bytes
 
     @property
+    def retries(self) -> int:
+        """Extra attempts a retryable call may make (:func:`may_retry`); 0: none."""
+        return self._retries
+
+    @property
     def has_api_key(self) -> bool:
         """Whether an API key is configured (its value is never exposed)."""
         return bool(self._api_key)
@@ -158,11 +332,10 @@ class BaseClient:
         key = "set" if self._api_key else "unset"
         return f"{type(self).__name__}(base_url={self._base_url!r}, api_key=<{key}>)"
 
-    def _request(
+    def _prepare(
         self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
-    ) -> tuple[Operation, httpx.Request]:
-        """Check everything locally (validating the request once), then build the HTTP
-        request of one call."""
+    ) -> tuple[Operation, Message]:
+        """Check everything locally (validating the request once) before a call goes out."""
         op = operation(key)
         if response_type is not None and response_type is not op.response_type:
             raise TypeError(
@@ -175,18 +348,76 @@ class BaseClient:
                 f"no usable API key: {API_KEY_ENV} {problem}; set it to the "
                 "project's API key (from the project settings, key management)"
             )
-        headers = {
-            "Content-Type": CONTENT_TYPE,
-            "Accept": CONTENT_TYPE,
-            # Nothing is decompressed that was not asked for (a gzip bomb inflates 1000-fold).
-            "Accept-Encoding": "identity",
-            "User-Agent": f"projectops/{projectops.__version__}",
-            API_KEY_HEADER: self._api_key,
-        }
+        return op, message
+
+    def _build(
+        self, op: Operation, message: Message, given: Message, context: CallContext
+    ) -> httpx.Request:
+        """The HTTP request of a call of `op` with `message`; `given` is the message the call
+        validated, so a replacement an interceptor passes on is validated in its turn."""
+        if message is not given:
+            message = prepare_request(op, message)
+        headers = httpx.Headers(
+            {
+                "Content-Type": CONTENT_TYPE,
+                "Accept": CONTENT_TYPE,
+                # Nothing is decompressed that was not asked for (a gzip bomb inflates 1000x).
+                "Accept-Encoding": "identity",
+                "User-Agent": f"projectops/{projectops.__version__}",
+                API_KEY_HEADER: self._api_key or "",
+            }
+        )
+        for name, value in context.headers.items():
+            headers[name] = value  # may replace Accept or User-Agent, never the key (refused)
         body = to_json(message).encode("utf-8")
-        return op, self._http.build_request(
+        return self._http.build_request(
             "POST", self._base_url + op.path, headers=headers, content=body
         )
+
+    def _checked(self, op: Operation, response: object) -> Message:
+        """The result of the interceptors: the operation's response message, or TypeError."""
+        if not isinstance(response, op.response_type):
+            raise TypeError(
+                f"an interceptor returned a {type(response).__name__}, not the "
+                f"{op.response_type.__name__} of {op.name}"
+            )
+        return response
+
+    def _outcome(self, op: Operation, attempt: Attempt) -> Message | ApiError:
+        """The response message of an attempt, or the error it ends with (not raised)."""
+        if attempt.failure is not None:
+            return attempt.failure
+        assert attempt.response is not None
+        status = attempt.response.status_code
+        if not 200 <= status < 300:
+            return self._answer_error(op, attempt.response, attempt.body)
+        return self._response(op, attempt.response, attempt.body)
+
+    def _retry_wait(
+        self, op: Operation, retry: int, attempt: Attempt, failure: ApiError, left: float | None
+    ) -> float:
+        """Seconds to wait before retry number `retry` after `attempt` failed with `failure`;
+        raises the error the call ends with when there is no retry.
+
+        `left` is the time left of the call (``None``: no limit). A wait that would use it
+        all is not taken: the call then ends with `failure` if an answer came, else with the
+        time-out error. Raises outside any ``except`` block, so nothing chained holds the
+        request's headers.
+        """
+        answered = attempt.response is not None
+        if isinstance(failure, ServiceUnreachable) and not answered:
+            status: int | None = None  # refused, or reset before an answer
+        elif answered and failure.http_status is not None:
+            status = failure.http_status
+        else:
+            raise failure  # a time-out, or an answer cut short: never repeated
+        if retry >= self._retries or not may_retry(op, status):
+            raise failure
+        after = attempt.response.headers.get("Retry-After") if attempt.response else None
+        wait = retry_delay(retry, after)
+        if left is not None and wait >= left:
+            raise failure if answered else self._timed_out()
+        return wait
 
     def _body_limit(self, op: Operation, response: httpx.Response) -> int:
         """How many bytes of `response`'s body to read, decided before reading any.
@@ -235,23 +466,28 @@ class BaseClient:
         body += chunk[:room]  # an error body: its head is enough for its message
         return False
 
+    def _answer_error(self, op: Operation, response: httpx.Response, body: bytes) -> ApiError:
+        """The ApiError a non-2xx answer stands for."""
+        status = response.status_code
+        if 300 <= status < 400:
+            where = outside_text(response.headers.get("Location", "elsewhere"), 300)
+            return UnexpectedRedirect(
+                f"HTTP {status}: redirect to {where} not followed (a "
+                "POST is never redirected; check the base URL)",
+                http_status=status,
+            )
+        return error_from_answer(
+            status,
+            body,
+            url=self._base_url + op.path,
+            content_type=response.headers.get("Content-Type"),
+        )
+
     def _response(self, op: Operation, response: httpx.Response, body: bytes) -> Message:
         """The response message of a 2xx answer; raise the ApiError of any other answer."""
         status = response.status_code
         if not 200 <= status < 300:
-            if 300 <= status < 400:
-                where = outside_text(response.headers.get("Location", "elsewhere"), 300)
-                raise UnexpectedRedirect(
-                    f"HTTP {status}: redirect to {where} not followed (a "
-                    "POST is never redirected; check the base URL)",
-                    http_status=status,
-                )
-            raise error_from_answer(
-                status,
-                body,
-                url=self._base_url + op.path,
-                content_type=response.headers.get("Content-Type"),
-            )
+            raise self._answer_error(op, response, body)
         try:
             # Not strict: a newer server may add fields this version does not know.
             return from_json(body, op.response_type)

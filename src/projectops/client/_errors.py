@@ -11,10 +11,9 @@ from collections.abc import Mapping
 
 from projectops._text import outside_text
 from projectops.codec import read_error_body
-from projectops.conventions import BASE_URL_ENV
+from projectops.conventions import BASE_URL_ENV, InvalidBaseUrl
 from projectops.errors import (
     ERROR_CLASSES,
-    HTTP_STATUS_BY_CODE,
     ApiError,
     Code,
     DeadlineExceeded,
@@ -32,6 +31,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidResponse",
     "MissingApiKey",
+    "MissingBaseUrl",
     "ServiceUnreachable",
     "UnexpectedRedirect",
     "error_from_answer",
@@ -44,6 +44,16 @@ class MissingApiKey(Unauthenticated):
     The key comes from the ``api_key`` argument or the ``SERVICE_API_KEY`` environment
     variable; it is missing when neither is set, or when it is blank or holds characters an
     HTTP header cannot carry. ``http_status`` is ``None``: no server answered.
+    """
+
+
+class MissingBaseUrl(InvalidBaseUrl):
+    """No base URL is configured: neither ``base_url=`` nor a non-empty ``SERVICE_BACKEND_URL``.
+
+    Raised by the clients' constructors (a ``ValueError``, through
+    :class:`~projectops.InvalidBaseUrl`): a client never guesses where the service is, since a
+    guess could send the API key to whatever listens there. The message names
+    ``SERVICE_BACKEND_URL``.
     """
 
 
@@ -121,15 +131,18 @@ def error_from_answer(
 ) -> ApiError:
     """The exception an HTTP answer with a non-2xx `status` and `body` stands for.
 
-    The class is that of the body's ``ErrorResponse.code`` when the table
-    (:data:`~projectops.HTTP_STATUS_BY_CODE`) gives that code this status, else that of the
-    status alone (a 400 is always an ``InvalidArgument``, ``FailedPrecondition`` or
-    ``OutOfRange``); ``http_status`` is `status`. The message and each violation's field and
-    description are escaped and cut (:func:`~projectops._text.outside_text`: 1,000
-    characters, 200 for a field path). A body that is no ``ErrorResponse`` gives its text
-    (escaped and cut, so one line), or ``HTTP <status>``, as the message; an HTML or XML page
-    (by `content_type` or its first characters), which no server of this API sends, gives one
-    line naming the status, `url` (the request's URL) and ``SERVICE_BACKEND_URL``. Never raises.
+    The class is that of the body's ``ErrorResponse.code`` whenever it is a known code, whatever
+    the status (a 408 ``deadline_exceeded`` is a :class:`~projectops.DeadlineExceeded`, a 431
+    ``resource_exhausted`` a :class:`~projectops.ResourceExhausted`): the server said what went
+    wrong. Only a body without a known code falls back to the status (Connect's HTTP -> code
+    table: 400 ``InvalidArgument``, 401 ``Unauthenticated``, 503 ``Unavailable``, ...;
+    anything else ``Unknown``). ``http_status`` is `status` either way. The message and each
+    violation's field and description are escaped and cut
+    (:func:`~projectops._text.outside_text`: 1,000 characters, 200 for a field path). A body
+    that is no ``ErrorResponse`` gives its text (escaped and cut, so one line), or
+    ``HTTP <status>``, as the message; an HTML or XML page (by `content_type` or its first
+    characters), which no server of this API sends, gives one line naming the status, `url`
+    (the request's URL) and ``SERVICE_BACKEND_URL``. Never raises.
     """
     proto = read_error_body(body)
     violations: tuple[FieldViolation, ...] = ()
@@ -158,7 +171,7 @@ def error_from_answer(
         code: Code | None = Code(proto.code) if proto is not None else None
     except ValueError:
         code = None
-    if code is None or HTTP_STATUS_BY_CODE[code] != status:
+    if code is None:
         code = _CODE_BY_HTTP_STATUS.get(status, Code.UNKNOWN)
     cls = ERROR_CLASSES.get(code, Unknown)
     return cls(message, violations, http_status=status)

@@ -3,6 +3,9 @@
 One table, :data:`FAILURES`, keyed by exception class; :func:`failure` finds the row of an
 exception by walking its class's MRO, so a subclass without a row of its own (``PermissionDenied``,
 ``InvalidResponse``, ...) takes its nearest ancestor's. Nothing else branches on error classes.
+One exception: an error the server *answered* is reported by the answer's status where the
+README promises an exit code by status (401 -> 3, 400 -> 4, any other status -> 5), since the
+class follows the code the server sent (a 503 may carry ``unauthenticated``).
 
 Every line and sentence is one line of safe text: the message is escaped (control characters
 shown as ``\\x1b``), cut to :data:`MAX_MESSAGE_CHARS` and has the API key redacted, whatever the
@@ -20,6 +23,7 @@ from projectops.client._errors import (
     AnswerTooLarge,
     InvalidRequest,
     MissingApiKey,
+    MissingBaseUrl,
     ServiceUnreachable,
 )
 from projectops.client.redaction import redact
@@ -124,6 +128,15 @@ FAILURES: Mapping[type[BaseException], Failure] = {
         f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is "
         "not set, or not usable as a header value, so nothing was sent",
     ),
+    MissingBaseUrl: Failure(
+        EXIT_USAGE,
+        "{message}; to try the mock server, run `projectops mock-server` and set "
+        + BASE_URL_ENV
+        + "=http://127.0.0.1:8787",
+        "{message}; to try the mock server, run `projectops mock-server` and set "
+        + BASE_URL_ENV
+        + "=http://127.0.0.1:8787",
+    ),
     InvalidRequest: Failure(
         EXIT_USAGE, "invalid request: {message}", "Invalid arguments for {tool}: {message}"
     ),
@@ -165,7 +178,29 @@ _UNEXPECTED = Failure(
 
 def failure(exc: BaseException) -> Failure:
     """The row of :data:`FAILURES` for `exc` (its class's nearest ancestor in the table), or
-    the row of an unexpected failure (exit 1)."""
+    the row of an unexpected failure (exit 1).
+
+    An :class:`~projectops.ApiError` the server answered with a non-2xx, non-3xx status is
+    reported by that status where the exit code is promised by status: a 401 takes the
+    ``Unauthenticated`` row (exit 3) and a 400 the rejected-request row (exit 4), whatever
+    code the body carried; any other status never takes those two exit codes (exit 5).
+    """
+    status = exc.http_status if isinstance(exc, ApiError) else None
+    if status == 401:
+        return FAILURES[Unauthenticated]
+    if status == 400:
+        return _REJECTED
+    row = _by_class(exc)
+    if (
+        status is not None
+        and not 200 <= status < 400
+        and row.exit_code in (EXIT_UNAUTHENTICATED, EXIT_BAD_REQUEST)
+    ):
+        return FAILURES[ApiError]
+    return row
+
+
+def _by_class(exc: BaseException) -> Failure:
     for cls in type(exc).__mro__:
         row = FAILURES.get(cls)
         if row is not None:

@@ -4,8 +4,25 @@ One call is ``POST {base_url}/api/mcp/<operation_name>`` with the request messag
 object in the protobuf JSON mapping, ``Content-Type: application/json`` and the project API key
 in ``Service-Api-Key``; nothing else identifies the project. The answer is decoded into the
 operation's response message, or raised as the :class:`~projectops.ApiError` subclass of its
-``ErrorResponse`` body. Redirects are never followed, nothing is retried, and no cookie is
-kept (a ``Set-Cookie`` is never sent back).
+``ErrorResponse`` body. Redirects are never followed and no cookie is kept (a ``Set-Cookie``
+is never sent back).
+
+Retries: a call is repeated (``retries=``, 2 extra attempts by default, 0: never) only when
+its rpc is marked ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` and no answer came (connection refused
+or reset before an answer) or the answer is 429, 502, 503 or 504
+(:func:`~projectops.client._base.may_retry`). The waits are exponential with full jitter, or
+the answer's ``Retry-After`` in seconds, cut to :data:`MAX_RETRY_AFTER`
+(:func:`~projectops.client._base.retry_delay`). The time-out covers every attempt and wait:
+a wait that would cross it is not taken, and the call ends with the last answer's error (or
+:class:`AnswerTimedOut` if no answer came).
+
+Interceptors (``interceptors=[...]``) wrap each call, retries included:
+``interceptor(request, context, call_next) -> response`` (``async def`` for
+:class:`AsyncClient`), first in the list outermost. `request` is the validated request
+message, `context` a :class:`CallContext` (the operation; ``headers`` to add request headers,
+never the API key's; ``attempts``). An interceptor may time the call, raise an
+:class:`~projectops.ApiError`, pass another request message of the operation's type on (it is
+validated), or return another response message of the operation's type.
 
 :class:`Client` and :class:`AsyncClient` differ only in how they wait for the answer: both
 build the request and read the answer with the methods of their one base,
@@ -51,7 +68,10 @@ Every peer is hostile, the service included:
 
 from __future__ import annotations
 
+import math
+import threading
 import time
+from collections.abc import Sequence
 from contextlib import aclosing
 from types import TracebackType
 from typing import Self, TypeVar, overload
@@ -61,13 +81,25 @@ import httpx
 from google.protobuf.message import Message
 
 from projectops.client._base import (
+    DEFAULT_RETRIES,
+    MAX_RETRY_AFTER,
+    RETRY_STATUSES,
+    AsyncCallNext,
+    AsyncInterceptor,
+    Attempt,
     BaseClient,
+    CallContext,
+    CallNext,
+    Interceptor,
     OperationKey,
+    RequestHeaders,
     RequestLike,
+    may_retry,
     no_cookies,
     own_headers_only,
     prepare_request,
     request_message,
+    retry_delay,
 )
 from projectops.client._errors import (
     AnswerTimedOut,
@@ -75,6 +107,7 @@ from projectops.client._errors import (
     InvalidRequest,
     InvalidResponse,
     MissingApiKey,
+    MissingBaseUrl,
     ServiceUnreachable,
     UnexpectedRedirect,
     error_from_answer,
@@ -90,24 +123,37 @@ from projectops.client._transport import (
 from projectops.client.redaction import scrub_exception
 from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
 from projectops.errors import ApiError
+from projectops.registry import Operation
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_RETRIES",
+    "MAX_RETRY_AFTER",
+    "RETRY_STATUSES",
     "AnswerTimedOut",
     "AnswerTooLarge",
+    "AsyncCallNext",
     "AsyncClient",
+    "AsyncInterceptor",
+    "CallContext",
+    "CallNext",
     "Client",
+    "Interceptor",
     "InvalidProxy",
     "InvalidRequest",
     "InvalidResponse",
     "MissingApiKey",
+    "MissingBaseUrl",
     "OperationKey",
+    "RequestHeaders",
     "RequestLike",
     "ServiceUnreachable",
     "UnexpectedRedirect",
     "error_from_answer",
+    "may_retry",
     "prepare_request",
     "request_message",
+    "retry_delay",
 ]
 
 R = TypeVar("R", bound=Message)
@@ -118,32 +164,47 @@ class Client(BaseClient):
 
     Args:
         base_url: the service's base address, e.g. ``https://ops.example.com``. Defaults to
-            the ``SERVICE_BACKEND_URL`` environment variable, then to
-            :data:`~projectops.DEFAULT_BASE_URL` (``http://127.0.0.1:8787``, where
-            ``projectops mock-server`` listens). Trailing slashes are stripped.
+            the ``SERVICE_BACKEND_URL`` environment variable (empty counts as unset); there is
+            no default address: without either, :class:`MissingBaseUrl`. Trailing slashes are
+            stripped. (The mock server, ``projectops mock-server``, listens on
+            ``http://127.0.0.1:8787``.)
         api_key: the project API key. Defaults to the ``SERVICE_API_KEY`` environment
             variable. A missing key is not an error here (a tool server starts without one);
             :meth:`call` raises :class:`MissingApiKey` instead. Never shown by ``repr``, and
             redacted from every exception a call raises.
         timeout: seconds a whole call may take, from connecting to the last byte of the
-            answer (not per socket read); ``None`` waits forever. Exceeding it raises
-            :class:`AnswerTimedOut` (a :class:`~projectops.DeadlineExceeded`).
+            answer (not per socket read), every retry and wait between attempts included;
+            ``None`` waits forever. Exceeding it raises :class:`AnswerTimedOut` (a
+            :class:`~projectops.DeadlineExceeded`).
         max_response_bytes: the largest answer body read, in bytes (default 32 MiB); a
             larger answer raises :class:`AnswerTooLarge` without being read to its end.
+        retries: extra attempts after the first, for an operation whose rpc is
+            ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` when no answer came or the answer is 429,
+            502, 503 or 504 (default 2; 0 turns retries off). See the module's "Retries".
+        interceptors: sync callables ``(request, context, call_next) -> response`` around
+            every call, retries included, the first outermost (see the module's
+            "Interceptors").
         transport: an ``httpx.BaseTransport`` to send through instead of the network (for
-            tests, e.g. ``httpx.MockTransport``, or to embed the client). The time-out then
-            bounds the wait between chunks of the body, not the transport's own waits. Without
-            it, a proxy named by the environment is used, and the time-out bounds the call
-            through it as a whole.
+            tests, e.g. ``httpx.MockTransport``, or to embed the client, e.g.
+            ``httpx.HTTPTransport(...)``). The time-out still bounds the whole call: each
+            attempt then runs in a helper thread that the call stops waiting for at the
+            deadline (a server that trickles its answer keeps that thread, and its
+            connection, until the transport's own per-read time-out, which is `timeout` too,
+            or the server's end). Without it, a proxy named by the environment is used, and
+            the time-out bounds the call through it as a whole, on the calling thread.
 
     Raises:
+        MissingBaseUrl: (a ``ValueError`` and a :class:`~projectops.InvalidBaseUrl`) neither
+            `base_url` nor ``SERVICE_BACKEND_URL`` is set; the message names the variable.
         projectops.InvalidBaseUrl: (a ``ValueError``) the base URL is not an absolute
             http(s) URL, or holds a user name or password (the message never quotes them).
         InvalidProxy: (a ``ValueError``) the environment's proxy for the base URL
             (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``; ``NO_PROXY`` exempts hosts) is not
             an http, https or socks5 URL.
-        ValueError: `timeout` is not positive, or `max_response_bytes` is less than 1.
-        TypeError: `max_response_bytes` is not an int.
+        ValueError: `timeout` is not positive, `max_response_bytes` is less than 1, or
+            `retries` is negative.
+        TypeError: `max_response_bytes` or `retries` is not an int, or an interceptor is not
+            callable.
 
     Use as a context manager, or call :meth:`close` when done.
     """
@@ -157,9 +218,14 @@ class Client(BaseClient):
         *,
         timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        retries: int = DEFAULT_RETRIES,
+        interceptors: Sequence[Interceptor] = (),
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, api_key, timeout, max_response_bytes)
+        super().__init__(base_url, api_key, timeout, max_response_bytes, retries, interceptors)
+        self._sync_interceptors: tuple[Interceptor, ...] = tuple(interceptors)
+        # Our own transport bounds every socket wait by the deadline; a caller's cannot.
+        self._own_transport = transport is None
         if transport is None:
             transport = DeadlineTransport(self.base_url)
         self._http = httpx.Client(
@@ -197,21 +263,25 @@ class Client(BaseClient):
 
         Raises:
             projectops.UnknownOperationError: no such operation.
-            TypeError: the request or `response_type` is not the operation's.
+            TypeError: the request or `response_type` is not the operation's, or an
+                interceptor returned something else than the operation's response message.
             InvalidRequest: invalid request, found locally (nothing is sent).
             MissingApiKey: no usable API key (nothing is sent).
             projectops.ApiError: the server answered with a non-2xx status: the subclass of
-                :func:`error_from_answer` (``Unauthenticated`` for 401, ``InvalidArgument`` or
-                ``FailedPrecondition`` for 400, ...; ``http_status`` is the answer's).
+                :func:`error_from_answer` (the class of the code the server sent:
+                ``Unauthenticated``, ``InvalidArgument``, ``FailedPrecondition``,
+                ``Unavailable``, ...; ``http_status`` is the answer's). After retries, the
+                last answer's.
             UnexpectedRedirect: a 3xx answer (not followed).
             InvalidResponse: a 2xx answer that is not the response message, or any answer
                 in a ``Content-Encoding`` not asked for (never decoded).
             AnswerTooLarge: a 2xx answer over `max_response_bytes`, not read to its end (an
                 :class:`InvalidResponse`).
             ServiceUnreachable: no answer: the service could not be reached (an
-                :class:`~projectops.Unavailable`).
+                :class:`~projectops.Unavailable`), after any retries.
             AnswerTimedOut: no complete answer within `timeout` seconds (a
                 :class:`~projectops.DeadlineExceeded`).
+            Whatever an interceptor raises.
 
         No exception it raises, nor any chained to it, holds the API key.
         """
@@ -224,10 +294,80 @@ class Client(BaseClient):
     def _call(
         self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
     ) -> Message:
-        op, http_request = self._request(key, request, response_type)
+        op, message = self._prepare(key, request, response_type)
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
-        token = DEADLINE.set(deadline)
+
+        def send(request: Message, context: CallContext) -> Message:
+            return self._attempts(op, self._build(op, request, message, context), context, deadline)
+
+        call_next: CallNext = send
+        for interceptor in reversed(self._sync_interceptors):
+            call_next = _wrap(interceptor, call_next)
+        return self._checked(op, call_next(message, CallContext(op)))
+
+    def _attempts(
+        self,
+        op: Operation,
+        http_request: httpx.Request,
+        context: CallContext,
+        deadline: float | None,
+    ) -> Message:
+        """Send `http_request` until it succeeds, or fails for good (see the module's
+        "Retries"); all attempts and waits end by `deadline` (``time.monotonic()``)."""
+        retry = 0
+        while True:
+            context.attempts += 1
+            attempt = self._attempt(op, http_request, deadline)
+            outcome = self._outcome(op, attempt)
+            if isinstance(outcome, Message):
+                return outcome
+            left = None if deadline is None else deadline - time.monotonic()
+            time.sleep(self._retry_wait(op, retry, attempt, outcome, left))
+            retry += 1
+
+    def _attempt(
+        self, op: Operation, http_request: httpx.Request, deadline: float | None
+    ) -> Attempt:
+        if self._own_transport or deadline is None:
+            token = DEADLINE.set(deadline)
+            try:
+                return self._send(op, http_request, deadline, None)
+            finally:
+                DEADLINE.reset(token)
+        return self._send_bounded(op, http_request, deadline)
+
+    def _send_bounded(self, op: Operation, http_request: httpx.Request, deadline: float) -> Attempt:
+        """One attempt through a caller's transport, whose waits know no deadline: it runs in a
+        daemon thread, and the call stops waiting for it at `deadline`."""
+        done: list[Attempt | BaseException] = []
+        stop = threading.Event()
+
+        def work() -> None:
+            try:
+                done.append(self._send(op, http_request, deadline, stop))
+            except BaseException as exc:  # handed to the calling thread
+                done.append(exc)
+
+        worker = threading.Thread(target=work, name="projectops-call", daemon=True)
+        worker.start()
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if not done:
+            stop.set()  # the worker drops the answer when it comes
+            return Attempt(None, b"", self._timed_out())
+        result = done[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _send(
+        self,
+        op: Operation,
+        http_request: httpx.Request,
+        deadline: float | None,
+        stop: threading.Event | None,
+    ) -> Attempt:
         failure: ApiError | None = None
+        response: httpx.Response | None = None
         body = bytearray()
         try:
             response = self._http.send(http_request, stream=True)
@@ -236,7 +376,9 @@ class Client(BaseClient):
                 for chunk in raw_chunks(response):
                     if not self._take(op, response, body, chunk, limit):
                         break
-                    if deadline is not None and time.monotonic() > deadline:
+                    if (deadline is not None and time.monotonic() > deadline) or (
+                        stop is not None and stop.is_set()
+                    ):
                         raise Expired  # a transport of the caller's: checked between chunks
             finally:
                 response.close()
@@ -244,11 +386,9 @@ class Client(BaseClient):
             failure = self._no_answer(exc)
         except Expired:
             failure = self._timed_out()
-        finally:
-            DEADLINE.reset(token)
-        if failure is not None:
-            raise failure  # outside the handler: no __context__ holding the request's headers
-        return self._response(op, response, bytes(body))
+        # The failure is raised by the caller, outside this handler: no __context__ holding
+        # the request's headers.
+        return Attempt(response, bytes(body), failure)
 
     def close(self) -> None:
         """Close the connection pool; the client cannot be used afterwards."""
@@ -266,12 +406,29 @@ class Client(BaseClient):
         self.close()
 
 
+def _wrap(interceptor: Interceptor, call_next: CallNext) -> CallNext:
+    def call(request: Message, context: CallContext) -> Message:
+        return interceptor(request, context, call_next)
+
+    return call
+
+
+def _async_wrap(interceptor: AsyncInterceptor, call_next: AsyncCallNext) -> AsyncCallNext:
+    async def call(request: Message, context: CallContext) -> Message:
+        return await interceptor(request, context, call_next)
+
+    return call
+
+
 class AsyncClient(BaseClient):
     """Asynchronous client of the API: :class:`Client` with ``await client.call(...)``.
 
-    Same arguments and errors as :class:`Client`; `transport` is an
-    ``httpx.AsyncBaseTransport``. The time-out is an anyio cancel scope around the whole
-    call, whatever the transport. Use as an async context manager, or ``await aclose()``.
+    Same arguments, retries and errors as :class:`Client`; `transport` is an
+    ``httpx.AsyncBaseTransport``, and `interceptors` are ``async def`` callables
+    ``(request, context, call_next) -> response`` that ``await call_next(request, context)``.
+    The time-out is an anyio cancel scope around all the attempts of the call, whatever the
+    transport; the waits between attempts are ``anyio.sleep``. Use as an async context
+    manager, or ``await aclose()``.
     """
 
     _http: httpx.AsyncClient
@@ -283,9 +440,12 @@ class AsyncClient(BaseClient):
         *,
         timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        retries: int = DEFAULT_RETRIES,
+        interceptors: Sequence[AsyncInterceptor] = (),
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, api_key, timeout, max_response_bytes)
+        super().__init__(base_url, api_key, timeout, max_response_bytes, retries, interceptors)
+        self._async_interceptors: tuple[AsyncInterceptor, ...] = tuple(interceptors)
         if transport is None:
             # The proxy the sync client takes too: one reading of the environment.
             transport = httpx.AsyncHTTPTransport(proxy=environment_proxy(self.base_url))
@@ -319,11 +479,47 @@ class AsyncClient(BaseClient):
     async def _call(
         self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
     ) -> Message:
-        op, http_request = self._request(key, request, response_type)
+        op, message = self._prepare(key, request, response_type)
+        # anyio's clock (the event loop's, monotonic): what cancel scopes' deadlines read.
+        deadline = None if self._timeout is None else anyio.current_time() + self._timeout
+
+        async def send(request: Message, context: CallContext) -> Message:
+            http_request = self._build(op, request, message, context)
+            return await self._attempts(op, http_request, context, deadline)
+
+        call_next: AsyncCallNext = send
+        for interceptor in reversed(self._async_interceptors):
+            call_next = _async_wrap(interceptor, call_next)
+        return self._checked(op, await call_next(message, CallContext(op)))
+
+    async def _attempts(
+        self,
+        op: Operation,
+        http_request: httpx.Request,
+        context: CallContext,
+        deadline: float | None,
+    ) -> Message:
+        """:meth:`Client._attempts`, waiting with anyio; `deadline` is on anyio's clock."""
+        retry = 0
+        while True:
+            context.attempts += 1
+            attempt = await self._attempt(op, http_request, deadline)
+            outcome = self._outcome(op, attempt)
+            if isinstance(outcome, Message):
+                return outcome
+            left = None if deadline is None else deadline - anyio.current_time()
+            await anyio.sleep(self._retry_wait(op, retry, attempt, outcome, left))
+            retry += 1
+
+    async def _attempt(
+        self, op: Operation, http_request: httpx.Request, deadline: float | None
+    ) -> Attempt:
         failure: ApiError | None = None
+        response: httpx.Response | None = None
         body = bytearray()
         try:
-            with anyio.fail_after(self._timeout):
+            with anyio.move_on_after(math.inf) as scope:
+                scope.deadline = math.inf if deadline is None else deadline
                 response = await self._http.send(http_request, stream=True)
                 try:
                     limit = self._body_limit(op, response)
@@ -333,13 +529,12 @@ class AsyncClient(BaseClient):
                                 break
                 finally:
                     await response.aclose()
+            if scope.cancelled_caught:
+                failure = self._timed_out()
         except httpx.RequestError as exc:
             failure = self._no_answer(exc)
-        except TimeoutError:
-            failure = self._timed_out()
-        if failure is not None:
-            raise failure  # outside the handler: no __context__ holding the request's headers
-        return self._response(op, response, bytes(body))
+        # Raised by the caller, outside this handler: no __context__ holding the headers.
+        return Attempt(response, bytes(body), failure)
 
     async def aclose(self) -> None:
         """Close the connection pool; the client cannot be used afterwards."""
