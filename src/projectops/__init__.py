@@ -2,7 +2,7 @@
 
 The core every server and client package imports: the generated messages (``projectops.v1``),
 the operation registry derived from the proto service, the JSON codec (protobuf JSON mapping),
-REQUIRED-field validation, the error model and the HTTP conventions of the spec.
+REQUIRED-field validation, the error model and the HTTP conventions of the API (docs/contract.md).
 
     >>> import projectops
     >>> op = projectops.operation("get-release-details")

@@ -3,7 +3,7 @@ redacting a secret from it: the one implementation both the client and the serve
 
 Every text a peer controls (an error's ``message`` and violations, a raw body, a header, a
 protocol library's complaint about the bytes it got) goes through :func:`outside_text` before
-it reaches an exception's message, stderr, a tool result or a log line (DESIGN.md, "Trust"):
+it reaches an exception's message, stderr, a tool result or a log line (docs/contract.md §9):
 
 - :func:`escape` turns every character that a terminal or a log reader would act on instead of
   show (C0 and C1 controls such as ESC, BEL, CR and LF; DEL; line and paragraph separators;

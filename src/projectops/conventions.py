@@ -1,4 +1,4 @@
-"""The HTTP conventions of the API (spec sections 4.1 and 5), as constants and small helpers.
+"""The HTTP conventions of the API (docs/contract.md §1 and §2), as constants and small helpers.
 
 Every operation is ``POST {base_url}/api/mcp/<operation_name>`` with a JSON object body and the
 API key in the ``Service-Api-Key`` header. Tool names are operation names in kebab-case.
@@ -29,15 +29,15 @@ __all__ = [
     "tool_name",
 ]
 
-#: Request header that carries the project API key (spec 5).
+#: Request header that carries the project API key (docs/contract.md §2).
 API_KEY_HEADER = "Service-Api-Key"
-#: Environment variable the CLI and the tool server read the API key from (spec 5).
+#: Environment variable the CLI and the tool server read the API key from (docs/contract.md §2).
 API_KEY_ENV = "SERVICE_API_KEY"
-#: Environment variable that overrides the base URL (spec 4.1.8).
+#: Environment variable that overrides the base URL (docs/contract.md §1.4).
 BASE_URL_ENV = "SERVICE_BACKEND_URL"
-#: Content type of every request and response body (spec 4.1.3).
+#: Content type of every request and response body (docs/contract.md §1.3).
 CONTENT_TYPE = "application/json"
-#: Path prefix of every operation (spec 4.1.2).
+#: Path prefix of every operation (docs/contract.md §1.1).
 PATH_PREFIX = "/api/mcp/"
 #: Address of the bundled mock server; the client's base URL when none is configured.
 DEFAULT_BASE_URL = "http://127.0.0.1:8787"
@@ -54,7 +54,7 @@ DEFAULT_REQUEST_TIMEOUT = 10.0
 
 
 def operation_path(name: str) -> str:
-    """``/api/mcp/<name>`` for an operation name in snake_case (spec 4.1.2)."""
+    """``/api/mcp/<name>`` for an operation name in snake_case (docs/contract.md §1.1)."""
     return PATH_PREFIX + name
 
 
@@ -70,23 +70,23 @@ _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def tool_name(name: str) -> str:
-    """The kebab-case tool name of a snake_case operation name (spec 4.1.7)."""
+    """The kebab-case tool name of a snake_case operation name (docs/contract.md §1.6)."""
     return name.replace("_", "-")
 
 
 def operation_name(tool: str) -> str:
-    """The snake_case operation name of a kebab-case tool name (spec 4.1.7)."""
+    """The snake_case operation name of a kebab-case tool name (docs/contract.md §1.6)."""
     return tool.replace("-", "_")
 
 
 class InvalidBaseUrl(ValueError):
-    """A base URL that :func:`normalize_base_url` refuses (spec 4.1.8). Its own class, so a
+    """A base URL that :func:`normalize_base_url` refuses (docs/contract.md §1.4). Its own class, so a
     caller that names where the URL came from (a flag, an environment variable) says so for
     this error only, and not for a bad time-out or a bad proxy."""
 
 
 def normalize_base_url(url: str) -> str:
-    """Check and normalise a base URL (spec 4.1.8): absolute http(s), no trailing slash.
+    """Check and normalise a base URL (docs/contract.md §1.4): absolute http(s), no trailing slash.
 
     ``"http://127.0.0.1:8787//"`` becomes ``"http://127.0.0.1:8787"``.
 
@@ -118,7 +118,7 @@ def normalize_base_url(url: str) -> str:
 def base_url_hint(base_url: str) -> str | None:
     """A hint when `base_url` (normalised) looks like an operation's path rather than the
     service's root: it ends in the path prefix ``/api/mcp`` (or holds it), so every call would
-    go to ``.../api/mcp/api/mcp/<operation>`` and be answered 404 (spec 4.1.8). None otherwise.
+    go to ``.../api/mcp/api/mcp/<operation>`` and be answered 404 (docs/contract.md §1.4). None otherwise.
     """
     path = urlsplit(base_url).path
     prefix = PATH_PREFIX.rstrip("/")

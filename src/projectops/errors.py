@@ -1,4 +1,4 @@
-"""The error model of the API: codes, HTTP statuses and the exception classes (spec section 7).
+"""The error model of the API: codes, HTTP statuses and the exception classes (docs/contract.md §5).
 
 A leaf module: it imports only the generated ``ErrorResponse`` message, never the codec.
 
@@ -81,7 +81,7 @@ class Code(StrEnum):
     UNAUTHENTICATED = "unauthenticated"
 
 
-#: Code -> HTTP status of the answer (DESIGN.md "Errors"; Connect's table, except that
+#: Code -> HTTP status of the answer (docs/contract.md §5; Connect's table, except that
 #: ``resource_exhausted`` is this API's 413 for a body over the limit). Single-valued: the
 #: 405 of a wrong method is a transport answer outside it (README, error table). The server
 #: adapter's own answers, that 405 included, are the rows of :data:`projectops.answers.ERROR_CASES`.
@@ -172,7 +172,7 @@ class OutOfRange(ApiError):
 
 
 class Unauthenticated(ApiError):
-    """The API key is missing or unknown (401 ``unauthenticated``, spec section 5)."""
+    """The API key is missing or unknown (401 ``unauthenticated``, docs/contract.md §2)."""
 
     code = Code.UNAUTHENTICATED
 

@@ -3,7 +3,7 @@
 Each rpc of ``projectops.v1.OperationsService`` is one :class:`Operation`: its operation name is
 the rpc name in snake_case (``GetReleaseDetails`` -> ``get_release_details``), its path comes
 from the rpc's ``google.api.http`` option, its tool name is the operation name in kebab-case
-(spec 4.1.7), and its description is the rpc's proto comment. What the rpc's standard options
+(docs/contract.md §1.6), and its description is the rpc's proto comment. What the rpc's standard options
 say of its behaviour (``idempotency_level``, ``deprecated``) is read from the same descriptor.
 """
 
@@ -105,8 +105,8 @@ class Operation:
 
 def operation_of(method: MethodDescriptor) -> Operation:
     """The :class:`Operation` of one rpc, from its descriptor alone: name in snake_case,
-    kebab-case tool name (spec 4.1.7), the path of its ``google.api.http`` post binding (spec
-    4.1.2's ``/api/mcp/<name>`` when it has none, as an rpc of a test schema may), the
+    kebab-case tool name (docs/contract.md §1.6), the path of its ``google.api.http`` post
+    binding (``/api/mcp/<name>`` of §1.1 when it has none, as an rpc of a test schema may), the
     generated request and response classes, and its comment as description.
     """
     name = rpc_operation_name(method.name)

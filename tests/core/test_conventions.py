@@ -1,4 +1,4 @@
-"""HTTP conventions of spec sections 4.1 and 5."""
+"""HTTP conventions of docs/contract.md §1 and §2."""
 
 import pytest
 

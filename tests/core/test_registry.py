@@ -21,7 +21,7 @@ def test_every_rpc_is_an_operation_in_service_order() -> None:
 def test_path_tool_name_and_message_names_follow_the_rules(op: projectops.Operation) -> None:
     rpc = op.method.name
     snake = re.sub(r"(?<!^)(?=[A-Z])", "_", rpc).lower()
-    # DESIGN.md: the path of the google.api.http option is /api/mcp/<rpc in snake_case>.
+    # docs/contract.md §8: the path of the google.api.http option is /api/mcp/<rpc in snake_case>.
     assert op.path == f"/api/mcp/{snake}" == projectops.operation_path(op.name)
     assert op.tool_name == snake.replace("_", "-")
     assert op.request_type.DESCRIPTOR.name == f"{rpc}Request"

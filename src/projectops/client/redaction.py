@@ -1,5 +1,5 @@
 """Redaction of the API key from text this process prints, logs or raises (a last line of
-defence, DESIGN.md "Trust").
+defence, docs/contract.md §9).
 
 No message of this package quotes the key, but a server's message, a library's or a user's
 could, and not always verbatim. :func:`redact` finds ``SERVICE_API_KEY``'s value and any key
