@@ -80,9 +80,9 @@ def operation_name(tool: str) -> str:
 
 
 class InvalidBaseUrl(ValueError):
-    """A base URL that :func:`normalize_base_url` refuses (docs/contract.md §1.4). Its own class, so a
-    caller that names where the URL came from (a flag, an environment variable) says so for
-    this error only, and not for a bad time-out or a bad proxy."""
+    """A base URL that :func:`normalize_base_url` refuses (docs/contract.md §1.4). Its own
+    class, so a caller that names where the URL came from (a flag, an environment variable)
+    says so for this error only, and not for a bad time-out or a bad proxy."""
 
 
 def normalize_base_url(url: str) -> str:
@@ -118,7 +118,8 @@ def normalize_base_url(url: str) -> str:
 def base_url_hint(base_url: str) -> str | None:
     """A hint when `base_url` (normalised) looks like an operation's path rather than the
     service's root: it ends in the path prefix ``/api/mcp`` (or holds it), so every call would
-    go to ``.../api/mcp/api/mcp/<operation>`` and be answered 404 (docs/contract.md §1.4). None otherwise.
+    go to ``.../api/mcp/api/mcp/<operation>`` and be answered 404 (docs/contract.md §1.4).
+    None otherwise.
     """
     path = urlsplit(base_url).path
     prefix = PATH_PREFIX.rstrip("/")

@@ -3,8 +3,9 @@
 Each rpc of ``projectops.v1.OperationsService`` is one :class:`Operation`: its operation name is
 the rpc name in snake_case (``GetReleaseDetails`` -> ``get_release_details``), its path comes
 from the rpc's ``google.api.http`` option, its tool name is the operation name in kebab-case
-(docs/contract.md §1.6), and its description is the rpc's proto comment. What the rpc's standard options
-say of its behaviour (``idempotency_level``, ``deprecated``) is read from the same descriptor.
+(docs/contract.md §1.6), and its description is the rpc's proto comment. What the rpc's
+standard options say of its behaviour (``idempotency_level``, ``deprecated``) is read from
+the same descriptor.
 """
 
 from __future__ import annotations
