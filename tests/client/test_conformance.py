@@ -1,0 +1,467 @@
+"""``projectops conformance``: our own servers pass every check; a server broken in exactly one
+way fails exactly the checks that depend on it; usage errors exit 2; the JSON report's shape.
+
+The servers run with uvicorn in a thread on 127.0.0.1 (in-process); one slow test runs the real
+entry point against ``projectops mock-server``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+import projectops
+from projectops.client.conformance import EXIT_CONFORMANCE_FAILED, Report, run_checks
+from projectops.conformance import CHECKS, int64_as_numbers, rfc3339_utc
+from projectops.mock_fixtures import default_fixtures, request_key
+from projectops.server import create_app
+from projectops.server.fixtures import load_fixtures
+from projectops.server.mock import create_mock_app
+from tests.client.support import RunCli
+from tests.openapi.support import serving
+
+DEMO_KEY = "demo-key"
+DEFAULT_FIXTURES = str(resources.files("projectops").joinpath("server", "fixtures", "default.json"))
+# A generous bound per request: a busy 2-core machine.
+TIMEOUT = 20.0
+
+
+def _demo() -> Any:
+    return next(p for p in default_fixtures() if p.api_key == DEMO_KEY)
+
+
+def _failed(report: Report) -> set[str]:
+    return {c.id for c in report.checks if c.status == "failed"}
+
+
+def _check(report: Report, operation: str, check_id: str) -> Any:
+    return next(c for c in report.checks if c.operation == operation and c.id == check_id)
+
+
+# --- servers ----------------------------------------------------------------------------------
+
+
+class _FixtureService:
+    """A ``create_app`` service answering from the default fixtures (not the mock's code)."""
+
+    def __getattr__(self, name: str) -> Callable[..., Message]:
+        op = projectops.operation(name)
+
+        def handler(request: Message, context: Any) -> Message:
+            for answer in context.project.answers.get(op.name, ()):
+                if answer.key == request_key(request):
+                    return answer.response
+            raise projectops.FailedPrecondition(f"no {op.name} answer for that request")
+
+        return handler
+
+
+def _service_app(*, strict: bool = False) -> Any:
+    projects = {p.api_key: p for p in default_fixtures()}
+    return create_app(_FixtureService(), authenticate=projects.get, strict=strict)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class _Answer:
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+
+
+Before = Callable[[_Seen], "_Answer | dict[str, str] | None"]
+After = Callable[[_Seen, _Answer], _Answer]
+
+
+def _broken(app: Any, *, before: Before | None = None, after: After | None = None) -> Any:
+    """`app` behind an ASGI middleware that breaks one thing: `before` may answer instead of
+    the app or change the request headers; `after` may change the app's answer."""
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        seen = _Seen(scope["method"], scope["path"], headers, body)
+        change = before(seen) if before else None
+        if isinstance(change, _Answer):
+            await _send(send, change)
+            return
+        if isinstance(change, dict):
+            scope = {**scope, "headers": [(k.encode(), v.encode()) for k, v in change.items()]}
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        answer = _Answer(0, [], b"")
+
+        async def keep(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                answer.status, answer.headers = message["status"], list(message["headers"])
+            elif message["type"] == "http.response.body":
+                answer.body += message.get("body", b"")
+
+        await app(scope, replay, keep)
+        await _send(send, after(seen, answer) if after else answer)
+
+    return wrapped
+
+
+async def _send(send: Any, answer: _Answer) -> None:
+    headers = [(k, v) for k, v in answer.headers if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(answer.body)).encode()))
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer.body})
+
+
+def _error(status: int, code: str, message: str) -> _Answer:
+    body = json.dumps({"code": code, "message": message, "violations": []}).encode()
+    return _Answer(status, [(b"content-type", b"application/json")], body)
+
+
+def _reencode(convert: Callable[[Message], Any]) -> After:
+    """An `after` that writes every 200 answer's message as `convert` makes it."""
+
+    def after(seen: _Seen, answer: _Answer) -> _Answer:
+        if answer.status != 200:
+            return answer
+        op = projectops.operation(seen.path)
+        message = projectops.from_json(answer.body, op.response_type)
+        return _Answer(200, answer.headers, json.dumps(convert(message)).encode())
+
+    return after
+
+
+def _timestamps_with_offset(value: Any) -> Any:
+    if isinstance(value, str) and rfc3339_utc(value):
+        return value[:-1] + "+00:00"
+    if isinstance(value, dict):
+        return {k: _timestamps_with_offset(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_timestamps_with_offset(v) for v in value]
+    return value
+
+
+def _no_json_body(seen: _Seen) -> bool:
+    try:
+        return not isinstance(json.loads(seen.body), dict)
+    except ValueError:
+        return True
+
+
+def _ignore_key(seen: _Seen) -> dict[str, str]:
+    return {**seen.headers, "service-api-key": DEMO_KEY}
+
+
+def _400_before_401(seen: _Seen) -> _Answer | None:
+    if "service-api-key" not in seen.headers and _no_json_body(seen):
+        return _error(400, "invalid_argument", "the body is not valid JSON")
+    return None
+
+
+def _500_for_bad_body(seen: _Seen, answer: _Answer) -> _Answer:
+    if answer.status == 400 and _no_json_body(seen):
+        return _Answer(500, answer.headers, answer.body)
+    return answer
+
+
+def _project_from_header(seen: _Seen) -> _Answer | None:
+    if "project-id" in seen.headers and seen.method == "POST":
+        return _Answer(200, [(b"content-type", b"application/json")], b"{}")
+    return None
+
+
+def _no_allow_header(seen: _Seen, answer: _Answer) -> _Answer:
+    return _Answer(
+        answer.status, [h for h in answer.headers if h[0].lower() != b"allow"], answer.body
+    )
+
+
+def _no_body_limit(seen: _Seen, answer: _Answer) -> _Answer:
+    if answer.status == 413:
+        return _error(400, "invalid_argument", "the body is not what was expected")
+    return answer
+
+
+def _required_not_checked(seen: _Seen, answer: _Answer) -> _Answer:
+    if answer.status == 400 and b"is required" in answer.body:
+        return _Answer(200, answer.headers, b"{}")
+    return answer
+
+
+def _plain_401(seen: _Seen, answer: _Answer) -> _Answer:
+    if answer.status == 401:
+        return _Answer(401, [(b"content-type", b"text/plain")], b"Unauthorized")
+    return answer
+
+
+def _mock_app() -> Any:
+    return create_mock_app(load_fixtures(), docs=False)
+
+
+# breakage -> (the app, the checks it must fail: no more, no fewer)
+BROKEN: Mapping[str, tuple[Callable[[], Any], set[str]]] = {
+    "answers 400 before 401": (
+        lambda: _broken(_mock_app(), before=_400_before_401),
+        {"auth.before-body"},
+    ),
+    "ignores the key": (
+        lambda: _broken(_mock_app(), before=_ignore_key),
+        {"auth.no-key", "auth.wrong-key", "auth.before-body"},
+    ),
+    "int64 as numbers": (
+        lambda: _broken(_mock_app(), after=_reencode(lambda m: int64_as_numbers(m)[0])),
+        {"json.int64-strings"},
+    ),
+    # Strict decoding refuses an enum as a number too: that check depends on it.
+    "enums as integers": (
+        lambda: _broken(
+            _mock_app(),
+            after=_reencode(lambda m: json_format.MessageToDict(m, use_integers_for_enums=True)),
+        ),
+        {"json.enum-names", "response.decodes"},
+    ),
+    "snake_case names": (
+        lambda: _broken(
+            _mock_app(),
+            after=_reencode(
+                lambda m: json_format.MessageToDict(m, preserving_proto_field_name=True)
+            ),
+        ),
+        {"json.camel-case"},
+    ),
+    "timestamps without Z": (
+        lambda: _broken(
+            _mock_app(),
+            after=_reencode(lambda m: _timestamps_with_offset(projectops.to_dict(m))),
+        ),
+        {"json.timestamps"},
+    ),
+    # The 500 carries the code invalid_argument: the error-body check depends on it.
+    "500 instead of 400 for a bad body": (
+        lambda: _broken(_mock_app(), after=_500_for_bad_body),
+        {"request.not-object", "errors.error-response"},
+    ),
+    "Project-Id header obeyed": (
+        lambda: _broken(_mock_app(), before=_project_from_header),
+        {"auth.scope-headers"},
+    ),
+    "405 without Allow": (
+        lambda: _broken(_mock_app(), after=_no_allow_header),
+        {"http.method"},
+    ),
+    "no body limit": (
+        lambda: _broken(_mock_app(), after=_no_body_limit),
+        {"http.body-limit"},
+    ),
+    "REQUIRED not checked": (
+        lambda: _broken(_mock_app(), after=_required_not_checked),
+        {"request.required"},
+    ),
+    "401 without an ErrorResponse": (
+        lambda: _broken(_mock_app(), after=_plain_401),
+        {"errors.error-response"},
+    ),
+    "unknown request fields refused": (
+        lambda: _service_app(strict=True),
+        {"request.unknown-fields"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def mock_url() -> Iterator[str]:
+    with serving(_mock_app()) as url:
+        yield url
+
+
+# --- our servers pass -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make_app", [_mock_app, _service_app], ids=["mock", "create_app"])
+def test_our_servers_pass_every_check_with_the_default_fixtures(make_app: Any) -> None:
+    with serving(make_app()) as url:
+        report = run_checks(url, DEMO_KEY, project=_demo(), timeout=TIMEOUT)
+    assert _failed(report) == set(), [c for c in report.checks if c.status == "failed"]
+    assert not report.must_failed
+    # Every operation gets every check of the catalogue.
+    assert len(report.checks) == len(CHECKS) * len(projectops.operations())
+    # Only checks that cannot apply are skipped, each saying why.
+    for check in report.checks:
+        if check.status == "skipped":
+            assert check.id in {
+                "request.required",
+                "errors.violation-paths",
+                "request.proto-names",
+                "request.int64-numbers",
+            }, check
+            assert check.detail
+    # The bound on requests holds (30 + 2 per REQUIRED field, per operation).
+    assert report.requests <= 32 * len(projectops.operations())
+
+
+def test_without_fixtures_the_checks_of_200_answers_are_skipped_and_say_why(mock_url: str) -> None:
+    report = run_checks(mock_url, DEMO_KEY, timeout=TIMEOUT)
+    assert _failed(report) == set()
+    for op in projectops.operations():
+        for check_id, spec in CHECKS.items():
+            check = _check(report, op.name, check_id)
+            if spec.needs_success:
+                assert check.status == "skipped", check
+                assert "--fixtures" in check.detail
+    assert _check(report, "get_release_details", "auth.no-key").status == "passed"
+    assert _check(report, "get_release_details", "request.required").status == "passed"
+
+
+# --- broken servers fail exactly what depends on the breakage -----------------------------
+
+
+@pytest.mark.parametrize("breakage", list(BROKEN))
+def test_a_server_broken_in_one_way_fails_exactly_the_checks_that_depend_on_it(
+    breakage: str,
+) -> None:
+    make_app, expected = BROKEN[breakage]
+    with serving(make_app()) as url:
+        report = run_checks(url, DEMO_KEY, project=_demo(), timeout=TIMEOUT)
+    assert _failed(report) == expected, [c for c in report.checks if c.status == "failed"]
+    for check in report.checks:
+        if check.status == "failed":
+            assert "sent " in check.detail or "in the answer to" in check.detail
+            assert "\n" not in check.detail
+    assert report.must_failed == any(CHECKS[c].level == "must" for c in expected)
+
+
+def test_a_failure_shows_what_was_sent_and_what_came_back_without_the_key(
+    run_cli: RunCli,
+) -> None:
+    def echo_key(seen: _Seen) -> _Answer | None:
+        if seen.headers.get("service-api-key", "").startswith(DEMO_KEY):
+            text = f"\x1b[31m{seen.headers['service-api-key']}".encode()
+            return _Answer(400, [(b"content-type", b"text/plain")], text)
+        return None
+
+    with serving(_broken(_mock_app(), before=echo_key)) as url:
+        result = run_cli("conformance", "--base-url", url, key=DEMO_KEY)
+    assert result.returncode == EXIT_CONFORMANCE_FAILED, result.stderr
+    lines = result.stdout.splitlines()
+    line = next(li for li in lines if "auth.wrong-key" in li and "get_release_details" in li)
+    assert (
+        "failed (must): expected 401; sent POST /api/mcp/get_release_details (a wrong key)" in line
+    )
+    assert "got 400" in line and "\\x1b[31m" in line
+    assert DEMO_KEY not in result.stdout + result.stderr
+    assert "\x1b" not in result.stdout
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def test_the_json_report(run_cli: RunCli, mock_url: str) -> None:
+    result = run_cli(
+        "conformance",
+        "--json",
+        "--fixtures",
+        DEFAULT_FIXTURES,
+        "--base-url",
+        mock_url,
+        key=DEMO_KEY,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report) == {"passed", "failed", "skipped", "checks"}
+    checks = report["checks"]
+    assert report["failed"] == 0
+    assert report["passed"] + report["skipped"] == len(checks) == len(CHECKS) * 2
+    assert report["passed"] == sum(c["status"] == "passed" for c in checks)
+    for check in checks:
+        assert set(check) == {"id", "operation", "level", "status", "detail"}
+        assert check["level"] == CHECKS[check["id"]].level
+        assert check["operation"] in {op.name for op in projectops.operations()}
+
+
+def test_a_must_failure_exits_6_and_only_should_failures_exit_0(run_cli: RunCli) -> None:
+    with serving(BROKEN["ignores the key"][0]()) as url:
+        result = run_cli("conformance", "--base-url", url, key=DEMO_KEY)
+    assert result.returncode == EXIT_CONFORMANCE_FAILED
+    # Both operations' three key checks: no key, a wrong key, no key and a bad body.
+    assert ", 6 failed (6 must), " in result.stdout.splitlines()[-1]
+    with serving(BROKEN["405 without Allow"][0]()) as url:
+        result = run_cli("conformance", "--base-url", url, key=DEMO_KEY, base_url=None)
+    assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "key", "base_url", "said"),
+    [
+        ((), None, "http://127.0.0.1:9", "SERVICE_API_KEY"),
+        ((), DEMO_KEY, None, "--base-url"),
+        (
+            ("--fixtures", "/nonexistent/fixtures.json"),
+            DEMO_KEY,
+            "http://127.0.0.1:9",
+            "cannot read",
+        ),
+        (("--fixtures", DEFAULT_FIXTURES), "no-such-key", "http://127.0.0.1:9", "no project"),
+        (("--fixtures", "/"), DEMO_KEY, "http://127.0.0.1:9", "not a regular file"),
+        (("--timeout", "0"), DEMO_KEY, "http://127.0.0.1:9", "--timeout"),
+        (("--no-such-flag",), DEMO_KEY, "http://127.0.0.1:9", "unknown option"),
+    ],
+)
+def test_a_usage_error_exits_2_with_one_line(
+    run_cli: RunCli, args: tuple[str, ...], key: str | None, base_url: str | None, said: str
+) -> None:
+    result = run_cli("conformance", *args, key=key, base_url=base_url)
+    assert result.returncode == 2, result
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and said in result.stderr, result.stderr
+
+
+def test_a_bad_fixtures_file_is_a_usage_error_naming_the_field(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    path = tmp_path / "fixtures.json"
+    path.write_text(
+        '{"projects": [{"project": "p", "apiKey": "key-1", "operations": {"nope": []}}]}'
+    )
+    result = run_cli(
+        "conformance", "--fixtures", str(path), key="key-1", base_url="http://127.0.0.1:9"
+    )
+    assert result.returncode == 2
+    assert "projects[0].operations.nope: unknown operation" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_entry_point_against_the_mock_server(mock_server: Any, run_cli_process: RunCli) -> None:
+    result = run_cli_process(
+        "conformance", "--fixtures", DEFAULT_FIXTURES, key=DEMO_KEY, base_url=mock_server.base_url
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " failed (0 must), " in result.stdout.splitlines()[-1]
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert ["get_release_details", "auth.no-key", "passed"] in rows
+    assert ["list_rum_environments", "fixtures.response", "passed"] in rows
