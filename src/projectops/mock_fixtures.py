@@ -19,18 +19,27 @@ names its field path. A JSON object::
       ]
     }
 
+An answer may also be an error (``{"error": {"code": "not_found", "message": "..."}}``, whose
+code gives the HTTP status through :data:`projectops.HTTP_STATUS_BY_CODE`), wait first
+(``"delay": "1.5s"``, at most :data:`MAX_DELAY_SECONDS`), and match requests partially
+(``"partial": true``: by the fields its request sets); ``mock_fixtures.proto`` states the rules
+in its comments. An operation a project lists no answers for is answered by
+:func:`generated_answer`.
+
 The text must be UTF-8 JSON with no key repeated in an object and no value nested deeper than
 :data:`MAX_DEPTH` levels. Reading is strict at every level (an unknown key, an unknown enum name
 or a value of the wrong type is an error) and in three steps: the text as a ``MockFixtures``;
 each answer (an element of an operation's list, a ``google.protobuf.Value``) as a
 ``MockAnswer``; its ``request`` and ``response`` (``Struct``) as the operation's request and
-response messages, the request also validated (REQUIRED fields). The last two steps decode the
-answer's JSON as written, not its ``Struct`` form, so a 64-bit integer given as a number stays
-exact. Then the rules a message cannot state: project names and keys are unique, a key can
-travel in the ``Service-Api-Key`` header (printable ASCII, no surrounding white space: h11
-strips that, and rejects control characters), operation names are the registry's, and two
-answers of one operation never have the same request (:func:`match_key`). Every error is one
-line that names the field path, never a key's value.
+response messages, the request also validated (REQUIRED fields) unless the answer is partial.
+The last two steps decode the answer's JSON as written, not its ``Struct`` form, so a 64-bit
+integer given as a number stays exact. Then the rules a message cannot state: project names and
+keys are unique, a key can travel in the ``Service-Api-Key`` header (printable ASCII, no
+surrounding white space: h11 strips that, and rejects control characters), operation names are
+the registry's, and two answers of one operation never have the same request and partiality
+(:func:`match_key`), exactly one of ``response`` and ``error`` is set, an error's code is known
+and its message not blank, and a delay is between 0 and :data:`MAX_DELAY_SECONDS`. Every error
+is one line that names the field path, never a key's value.
 
 The mock server (:mod:`projectops.server.fixtures`) serves what :func:`decode_fixtures` returns,
 and the OpenAPI document (:mod:`projectops.openapi`) shows :func:`default_fixtures` as its
@@ -39,6 +48,7 @@ examples. This module only decodes: reading a file within bounds is the server's
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -51,20 +61,27 @@ from google.protobuf.message import Message
 
 from projectops.codec import from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
-from projectops.errors import InvalidArgument
+from projectops.errors import Code, InvalidArgument
+from projectops.examples import generate
 from projectops.registry import Operation, operations
+from projectops.v1.error_pb2 import ErrorResponse
 from projectops.v1.mock_fixtures_pb2 import MockAnswer, MockFixtures
 from projectops.validation import validate
 
 __all__ = [
     "DEFAULT_FIXTURES_NAME",
+    "MAX_DELAY_SECONDS",
     "MAX_DEPTH",
     "FixtureAnswer",
     "FixtureError",
     "FixtureProject",
     "decode_fixtures",
     "default_fixtures",
+    "generated_answer",
+    "is_subset",
     "match_key",
+    "matches_partially",
+    "request_fields",
     "request_key",
 ]
 
@@ -74,6 +91,8 @@ M = TypeVar("M", bound=Message)
 DEFAULT_FIXTURES_NAME = "default fixtures"
 #: The deepest nesting of JSON objects and arrays in a fixtures file (protobuf's own limit).
 MAX_DEPTH = 100
+#: The longest ``delay`` of an answer, in seconds: a fixture cannot hold a connection longer.
+MAX_DELAY_SECONDS = 60.0
 #: The embedded default fixtures, relative to the ``projectops`` package (package data of the
 #: server layer, read as a file: this core module never imports ``projectops.server``).
 _DEFAULT = ("server", "fixtures", "default.json")
@@ -91,14 +110,25 @@ class FixtureAnswer:
     """One answer of an operation, decoded.
 
     Attributes:
-        request: the operation's request message (decoded strictly and validated).
-        response: the operation's response message (decoded strictly).
-        key: the request's :func:`request_key`, under which a request matches this answer.
+        request: the operation's request message (decoded strictly; validated unless
+            `partial`).
+        response: the operation's response message (decoded strictly); the empty message
+            when `error` is set.
+        key: the request's :func:`request_key`, under which a request matches this answer
+            (when not `partial`).
+        error: the error to answer with instead of `response`, or ``None``; its ``code`` is a
+            :class:`projectops.Code` value and its message is not blank.
+        delay: seconds to wait before answering, 0 to :data:`MAX_DELAY_SECONDS`.
+        partial: a request matches when each field `request` sets equals the request's
+            (:func:`matches_partially`), not by equality.
     """
 
     request: Message
     response: Message
     key: str
+    error: ErrorResponse | None = None
+    delay: float = 0.0
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -277,22 +307,65 @@ def _header_problem(key: str) -> str:
 
 def _answers(op: Operation, items: list[Any], path: str) -> tuple[FixtureAnswer, ...]:
     found: list[FixtureAnswer] = []
-    index: dict[str, int] = {}
+    index: dict[tuple[bool, str], int] = {}
     for j, item in enumerate(items):
         answer_path = f"{path}[{j}]"
-        _decode(item, MockAnswer, answer_path)
-        request = _decode(item.get("request") or {}, op.request_type, f"{answer_path}.request")
-        response = _decode(
-            item["response"], op.response_type, f"{answer_path}.response", validated=False
+        answer = _decode(item, MockAnswer, answer_path)
+        request = _decode(
+            item.get("request") or {},
+            op.request_type,
+            f"{answer_path}.request",
+            validated=not answer.partial,  # a partial request names only what it matches on
         )
-        wanted = request_key(request)
-        if wanted in index:
-            raise FixtureError(
-                f"{answer_path}.request: the same request as {path}[{index[wanted]}]"
+        if not answer.HasField("response") and not answer.HasField("error"):
+            raise FixtureError(f"{answer_path}.response: is required (or an error instead)")
+        if answer.HasField("response") and answer.HasField("error"):
+            raise FixtureError(f"{answer_path}: set one of response and error, not both")
+        error: ErrorResponse | None = None
+        if answer.HasField("error"):
+            error = answer.error
+            _check_error(error, f"{answer_path}.error")
+            response = op.response_type()
+        else:
+            response = _decode(
+                item["response"], op.response_type, f"{answer_path}.response", validated=False
             )
-        index[wanted] = j
-        found.append(FixtureAnswer(request, response, wanted))
+        delay = _delay(answer, f"{answer_path}.delay")
+        wanted = request_key(request)
+        if (answer.partial, wanted) in index:
+            raise FixtureError(
+                f"{answer_path}.request: the same request as "
+                f"{path}[{index[(answer.partial, wanted)]}]"
+            )
+        index[(answer.partial, wanted)] = j
+        found.append(FixtureAnswer(request, response, wanted, error, delay, answer.partial))
     return tuple(found)
+
+
+_CODES = frozenset(code.value for code in Code)
+
+
+def _check_error(error: ErrorResponse, path: str) -> None:
+    if error.code not in _CODES:
+        shown = json.dumps(_cut(error.code), ensure_ascii=True)
+        raise FixtureError(
+            f"{path}.code: {shown} is no error code; known codes: {', '.join(sorted(_CODES))}"
+        )
+    if not error.message.strip():
+        raise FixtureError(f"{path}.message: is required")
+
+
+def _delay(answer: MockAnswer, path: str) -> float:
+    if not answer.HasField("delay"):
+        return 0.0
+    seconds = answer.delay.seconds + answer.delay.nanos / 1e9
+    if seconds < 0:
+        raise FixtureError(f"{path}: a delay cannot be negative")
+    if seconds > MAX_DELAY_SECONDS:
+        raise FixtureError(
+            f"{path}: {seconds:g}s is longer than the longest delay, {MAX_DELAY_SECONDS:g}s"
+        )
+    return seconds
 
 
 def _decode(value: Any, message_type: type[M], path: str, *, validated: bool = True) -> M:
@@ -320,6 +393,33 @@ def match_key(request: Message) -> tuple[str, str]:
         f"{fd.json_name} {_shown(data[fd.json_name])}" for fd, _ in request.ListFields()
     )
     return json.dumps(data, sort_keys=True, ensure_ascii=False), shown
+
+
+def matches_partially(answer: FixtureAnswer, request: Message) -> bool:
+    """Whether `request` sets each field `answer.request` sets to the same value (strings
+    compared trimmed, a message field as a whole); other fields of `request` do not count."""
+    return is_subset(request_fields(answer.request), request_fields(request))
+
+
+def request_fields(request: Message) -> dict[str, Any]:
+    """`request`'s JSON object (the protobuf JSON mapping) with every string trimmed: what
+    :func:`request_key` and :func:`matches_partially` compare."""
+    return cast(dict[str, Any], _stripped(to_dict(request)))
+
+
+def is_subset(wanted: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
+    """Whether `given` holds each field of `wanted` with an equal value (both
+    :func:`request_fields`)."""
+    return all(name in given and given[name] == value for name, value in wanted.items())
+
+
+def generated_answer(op: Operation, request: Message) -> Message:
+    """The response the mock server generates for `request` of `op` when the project lists no
+    answers for `op` (:func:`projectops.examples.generate`): schema-valid, seeded from the
+    operation's name and the request's :func:`request_key` (so equal requests, trimmed, get
+    the same response and different ones almost surely different responses)."""
+    seed = f"{op.name}\n{request_key(request)}".encode()
+    return generate(op.response_type, hashlib.sha256(seed).digest())
 
 
 def request_key(request: Message) -> str:

@@ -95,7 +95,7 @@ BAD_FIXTURES: list[tuple[str, Any, str]] = [
         "unknown-answer-key",
         fixtures({"list_rum_environments": [{"response": {}, "reply": {}}]}),
         "projects[0].operations.list_rum_environments[0].reply: expected a known field of "
-        "MockAnswer (request, response), got an unknown field",
+        "MockAnswer (request, response, error, delay, partial), got an unknown field",
     ),
     (
         "response-bad-int64",

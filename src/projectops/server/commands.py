@@ -55,6 +55,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         " default: the embedded demo fixtures (keys demo-key, other-key)",
     )
     parser.add_argument(
+        "--no-generate",
+        dest="generate",
+        action="store_false",
+        help="answer an operation a project has no fixtures for with 400 failed_precondition"
+        " (default: a generated, schema-valid response, the same for the same request)",
+    )
+    parser.add_argument(
         "--access-log",
         action="store_true",
         help="log one line per request to stderr (the path, never the query string)",
@@ -142,6 +149,7 @@ def _run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         fixtures=args.fixtures,
+        generate=args.generate,
         access_log=args.access_log,
         limits=limits,
         workers=args.workers,

@@ -28,7 +28,9 @@ ones, and malformed HTTP is answered with an ``ErrorResponse`` and a closed conn
 ``--workers N`` serves with N processes sharing the listening socket.
 
 The fixture format, its loading and the matching of requests to answers are
-:mod:`projectops.server.fixtures`; without ``--fixtures`` the embedded ``fixtures/default.json``
+:mod:`projectops.server.fixtures` (an answer may be an error, wait a delay first, or match
+requests partially; an operation a project lists no answers for gets a generated response
+unless ``--no-generate``); without ``--fixtures`` the embedded ``fixtures/default.json``
 serves projects ``demo`` (key ``demo-key``) and ``other`` (key ``other-key``). Each answer is
 encoded to JSON once, on first use, and served from that cache.
 """
@@ -43,6 +45,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, cast
 
+import anyio
 import uvicorn
 from google.protobuf.message import Message
 from starlette.applications import Starlette
@@ -60,6 +63,7 @@ from projectops.server.fixtures import MockProject, load_fixtures
 
 __all__ = [
     "FIXTURES_ENV",
+    "GENERATE_ENV",
     "ServerLimits",
     "app_from_environment",
     "create_mock_app",
@@ -68,11 +72,14 @@ __all__ = [
 
 #: The fixtures file of worker processes (``serve(workers=N)``); empty: the default fixtures.
 FIXTURES_ENV = "PROJECTOPS_MOCK_FIXTURES"
+#: ``0`` in worker processes of ``serve(generate=False)``: no generated answers.
+GENERATE_ENV = "PROJECTOPS_MOCK_GENERATE"
 
 
 class _MockService:
-    """Implements every rpc of the registry by :meth:`MockProject.encoded_answer` (the handler
-    methods are made from the registry, so a new rpc is served without a change here)."""
+    """Implements every rpc of the registry by :meth:`MockProject.reply` (the handler methods
+    are made from the registry, so a new rpc is served without a change here): it waits the
+    answer's delay, then answers with its body or raises its error."""
 
     def __init__(self) -> None:
         for op in operations():
@@ -82,7 +89,12 @@ class _MockService:
     async def _answer(
         op: Operation, request: Message, context: RequestContext[MockProject]
     ) -> PreEncoded:
-        return PreEncoded(context.project.encoded_answer(op, request))
+        reply = context.project.reply(op, request)
+        if reply.delay:
+            await anyio.sleep(reply.delay)
+        if reply.error is not None:
+            raise reply.error
+        return PreEncoded(reply.body)
 
 
 def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -> Starlette:
@@ -113,6 +125,7 @@ def serve(
     host: str,
     port: int,
     fixtures: str | None = None,
+    generate: bool = True,
     access_log: bool = False,
     limits: ServerLimits | None = None,
     workers: int = 1,
@@ -122,6 +135,8 @@ def serve(
     Args:
         host, port: the address to listen on (``port`` 0: any free one).
         fixtures: a fixtures file; ``None`` serves the embedded default fixtures.
+        generate: answer an operation a project lists no answers for with a generated
+            response (``--no-generate``: ``False``, a 400 ``failed_precondition``).
         access_log: log one line per request to stderr (path only, never a query string).
         limits: how slow, idle and numerous peers are bounded, and how long a stop signal
             lets requests in flight finish (:class:`ServerLimits`).
@@ -137,7 +152,7 @@ def serve(
             ``projectops``, as for ``mcp --http``).
     """
     limits = limits or ServerLimits()
-    projects = load_fixtures(fixtures)
+    projects = load_fixtures(fixtures, generate=generate)
     sock = listen(host, port, backlog=limits.backlog)
     max_connections = limits.max_connections or default_max_connections()
     listener = GuardedListener.wrap(sock, max_connections)
@@ -145,6 +160,7 @@ def serve(
     if workers > 1:
         # Worker processes build their own app from an import string (apps do not pickle).
         os.environ[FIXTURES_ENV] = os.path.abspath(fixtures) if fixtures else ""
+        os.environ[GENERATE_ENV] = "1" if generate else "0"
         app = f"{__name__}:{app_from_environment.__name__}"
     config = LimitedConfig(
         app,
@@ -193,9 +209,11 @@ def _log_config() -> dict[str, Any]:
 
 def app_from_environment() -> Starlette:
     """The mock app of a worker process: fixtures from ``$PROJECTOPS_MOCK_FIXTURES`` (unset or
-    empty: the default fixtures). The import-string factory ``serve(workers=N)`` gives uvicorn.
+    empty: the default fixtures), generated answers unless ``$PROJECTOPS_MOCK_GENERATE`` is
+    ``0``. The import-string factory ``serve(workers=N)`` gives uvicorn.
 
     Raises:
         FixtureError: the fixtures file is unreadable or invalid.
     """
-    return create_mock_app(load_fixtures(os.environ.get(FIXTURES_ENV) or None))
+    generate = os.environ.get(GENERATE_ENV) != "0"
+    return create_mock_app(load_fixtures(os.environ.get(FIXTURES_ENV) or None, generate=generate))
