@@ -35,9 +35,16 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
 from projectops._text import REDACTED, escape, escape_lines
+from projectops.client._retry import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
-from projectops.commands import Command, port, warn_if_every_interface, whole
+from projectops.commands import (
+    DEFAULT_DRAIN_TIMEOUT,
+    Command,
+    port,
+    warn_if_every_interface,
+    whole,
+)
 from projectops.conventions import (
     API_KEY_ENV,
     API_KEY_HEADER,
@@ -71,6 +78,7 @@ _OWN_FLAGS = frozenset(
         "--base-url",
         "--timeout",
         "--max-response-bytes",
+        "--retries",
     }
 )
 
@@ -213,6 +221,7 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
         help="the request as a JSON object, inline or @path/to/file.json (@- reads stdin); "
         "merged over the flags, its fields win (a notice on stderr says when both set one)",
     )
+    _add_retries(parser)
     output = parser.add_argument_group("output")
     output.add_argument(
         "--compact", action="store_true", help="print the response JSON on one line"
@@ -222,6 +231,24 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
         action="store_true",
         help="print the HTTP request that would be sent (the API key redacted) and send nothing",
     )
+
+
+def _add_retries(parser: argparse.ArgumentParser) -> None:
+    """``--retries N`` of the commands that call the service (``args.retries``, None: the
+    default)."""
+    parser.add_argument(
+        "--retries",
+        metavar="N",
+        type=partial(whole, lowest=0),
+        default=None,
+        help="extra attempts of a call of a read-only or idempotent operation when no answer "
+        "came or the answer is 429, 502, 503 or 504, with backoff, all within --timeout "
+        f"(default: {DEFAULT_RETRIES}; 0: never retry)",
+    )
+
+
+def _retries(args: argparse.Namespace) -> int:
+    return DEFAULT_RETRIES if args.retries is None else int(args.retries)
 
 
 def _read_json_input(text: str) -> dict[str, Any]:
@@ -294,6 +321,7 @@ def _run_operation(
             args.base_url,
             timeout=args.timeout,
             max_response_bytes=args.max_response_bytes,
+            retries=_retries(args),
             transport=transport,
         ) as client:
             hint = base_url_hint(client.base_url)
@@ -497,6 +525,14 @@ def _configure_mcp(parser: argparse.ArgumentParser) -> None:
         help="the largest tool result, as the response's indented JSON text in bytes; a larger "
         "one is an error result naming this limit and its size (default: 1048576, 1 MiB)",
     )
+    parser.add_argument(
+        "--drain-timeout",
+        metavar="SECONDS",
+        type=partial(whole, lowest=0),
+        help="with --http, on SIGTERM or Ctrl-C refuse new connections and give requests in "
+        f"flight this long to finish, then cut them and exit (default: {DEFAULT_DRAIN_TIMEOUT})",
+    )
+    _add_retries(parser)
     parser.epilog = (
         f"Tool calls send {API_KEY_ENV} (the project API key) to {BASE_URL_ENV}; "
         "without a key the server still starts and lists its tools, and calls "
@@ -506,7 +542,11 @@ def _configure_mcp(parser: argparse.ArgumentParser) -> None:
 
 def _run_mcp(args: argparse.Namespace) -> int:
     if not args.http:
-        given = [flag for flag in ("--host", "--port") if getattr(args, flag[2:]) is not None]
+        given = [
+            flag
+            for flag in ("--host", "--port", "--drain-timeout")
+            if getattr(args, flag[2:].replace("-", "_")) is not None
+        ]
         if given:
             raise UsageError(f"{given[0]} applies only with --http (stdio has no address)")
     host = DEFAULT_MCP_HOST if args.host is None else args.host
@@ -523,9 +563,11 @@ def _run_mcp(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
+        retries=_retries(args),
         max_result_bytes=(
             mcp_server.DEFAULT_MAX_RESULT_BYTES
             if args.max_result_bytes is None
             else args.max_result_bytes
         ),
+        drain_timeout=DEFAULT_DRAIN_TIMEOUT if args.drain_timeout is None else args.drain_timeout,
     )

@@ -29,10 +29,12 @@ this module only when ``projectops mcp`` runs.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -48,10 +50,15 @@ from projectops import json_schema
 from projectops._text import escape
 from projectops.client._stdio import stdio_server
 from projectops.client.failures import EXIT_INTERNAL, failure
-from projectops.client.http import DEFAULT_MAX_RESPONSE_BYTES, AsyncClient
+from projectops.client.http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_RETRIES,
+    AsyncClient,
+    MissingBaseUrl,
+)
 from projectops.client.redaction import redact
 from projectops.codec import dump, iter_json, to_dict
-from projectops.commands import listen, listen_url
+from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT, InvalidBaseUrl
 from projectops.descriptions import description
 from projectops.registry import SERVICE, UnknownOperationError, operation, operations
@@ -302,20 +309,88 @@ def http_app(server: Server[Any], host: str, port: int) -> Starlette:
     )
 
 
-def serve_http(server: Server[Any], sock: socket.socket) -> None:
+def serve_http(
+    server: Server[Any], sock: socket.socket, *, drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
+) -> None:
     """Serve `server` over Streamable HTTP on the listening socket `sock` (from
-    :func:`projectops.commands.listen`), at :data:`HTTP_PATH`, until SIGINT/SIGTERM."""
-    import uvicorn  # part of the mcp extra; only the HTTP transport needs it
+    :func:`projectops.commands.listen`), at :data:`HTTP_PATH`, until SIGINT/SIGTERM.
 
+    A stop signal is uvicorn's graceful stop: `sock` closes at once (new connections are
+    refused), the calls in flight (POST) get up to `drain_timeout` whole seconds to send their
+    answers, then the event streams (GET) end and whatever still runs is cancelled. This then
+    returns (the process exits 0); a second SIGINT stops waiting.
+    """
+    import uvicorn  # part of the mcp extra; only the HTTP transport needs it
+    from sse_starlette.sse import AppStatus  # the SDK's event streams
+
+    # sse-starlette ends every event stream, a POST's answer included, the moment uvicorn
+    # starts to stop: _Drain ends them once the POSTs in flight are done instead.
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
     host, port = sock.getsockname()[:2]
+    drain = _Drain(http_app(server, host, port), end_streams=_end_event_streams)
+
+    class DrainingServer(uvicorn.Server):
+        # Overrides uvicorn's handler (and sse-starlette's patch of it): no re-raise of the
+        # signal after the stop, and the event streams end once no POST is in flight.
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            self.should_exit = True
+            drain.stop()
+
     # log_config=None: uvicorn's loggers go through configure_logging's redacting handler.
     config = uvicorn.Config(
-        http_app(server, host, port), log_level="warning", log_config=None, lifespan="on"
+        drain,
+        log_level="warning",
+        log_config=None,
+        lifespan="on",
+        timeout_graceful_shutdown=drain_timeout,
     )
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        DrainingServer(config).run(sockets=[sock])
     finally:
         sock.close()
+
+
+def _end_event_streams() -> None:
+    from sse_starlette.sse import AppStatus
+
+    AppStatus.should_exit = True
+
+
+class _Drain:
+    """ASGI wrapper counting the requests in flight other than event streams (GET); once
+    :meth:`stop` was called and none is left, it calls `end_streams`.
+
+    Called on the event loop's thread, and :meth:`stop` from a signal handler on the same
+    thread: plain attributes suffice.
+    """
+
+    def __init__(self, app: Any, *, end_streams: Callable[[], None]) -> None:
+        self._app, self._end_streams = app, end_streams
+        self._calls = 0
+        self._stopping = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") == "GET":
+            await self._app(scope, receive, send)
+            return
+        self._calls += 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self._calls -= 1
+            self._end_if_drained()
+
+    def stop(self) -> None:
+        """The server stops: end the event streams now if no call is in flight, else once
+        the last one is done."""
+        self._stopping = True
+        self._end_if_drained()
+
+    def _end_if_drained(self) -> None:
+        if self._stopping and self._calls == 0:
+            self._end_streams()
 
 
 def run(
@@ -326,24 +401,32 @@ def run(
     base_url: str | None = None,
     timeout: float | None = DEFAULT_CALL_TIMEOUT,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    retries: int = DEFAULT_RETRIES,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
 ) -> int:
     """``projectops mcp``: serve the tools over stdio, or over Streamable HTTP if `http`.
 
     Args:
         http: serve Streamable HTTP on `host`:`port` instead of stdio.
         host, port: the HTTP address (the CLI's default is 127.0.0.1:8765).
-        base_url: the service's base URL; None reads ``SERVICE_BACKEND_URL`` (default
-            :data:`~projectops.DEFAULT_BASE_URL`).
+        base_url: the service's base URL; None reads ``SERVICE_BACKEND_URL`` (no default:
+            without either, ``MissingBaseUrl``).
         timeout: seconds each tool call's HTTP request may take as a whole.
         max_response_bytes: the largest answer body a tool call reads, in bytes.
+        retries: extra attempts of a tool call's request when no answer came or the answer is
+            429, 502, 503 or 504, for a read-only or idempotent operation; 0: none.
         max_result_bytes: the largest JSON text of a tool's response, in bytes (UTF-8,
             indented); a larger one is an ``isError`` result naming the limit and the size.
+        drain_timeout: with `http`, whole seconds a stop signal lets requests in flight
+            finish (:func:`serve_http`).
 
     Returns:
-        0 when the transport ends normally (stdin closed, SIGINT).
+        0 when the transport ends normally (stdin closed, SIGINT, SIGTERM).
 
     Raises:
+        MissingBaseUrl: (a ValueError) neither `base_url` nor ``SERVICE_BACKEND_URL``; the
+            CLI reports it in one line that also names ``projectops mock-server``, exit 2.
         projectops.InvalidBaseUrl: (a ValueError) the base URL is not an absolute http(s) URL;
             the message says it was set by ``--base-url`` or ``SERVICE_BACKEND_URL``.
         ValueError: `timeout`, `max_response_bytes` or `max_result_bytes` is not positive, or
@@ -354,7 +437,11 @@ def run(
     """
     configure_logging()
     try:
-        client = AsyncClient(base_url, timeout=timeout, max_response_bytes=max_response_bytes)
+        client = AsyncClient(
+            base_url, timeout=timeout, max_response_bytes=max_response_bytes, retries=retries
+        )
+    except MissingBaseUrl:
+        raise  # its message names SERVICE_BACKEND_URL; the failure table adds the mock server
     except InvalidBaseUrl as exc:
         raise InvalidBaseUrl(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
     server = create_server(client, max_result_bytes=max_result_bytes)
@@ -366,7 +453,7 @@ def run(
             "%s is not set: tool calls will fail until it holds the project's API key", API_KEY_ENV
         )
     if sock is not None:
-        serve_http(server, sock)
+        serve_http(server, sock, drain_timeout=drain_timeout)
     else:
         anyio.run(serve_stdio, server)
     return 0
