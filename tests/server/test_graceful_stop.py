@@ -25,7 +25,6 @@ import httpx
 import pytest
 
 import projectops
-from projectops.commands import DEFAULT_DRAIN_TIMEOUT
 from projectops.conventions import API_KEY_HEADER
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 from tests.server.slow_app import KEY
@@ -194,9 +193,3 @@ def test_a_handler_slower_than_the_drain_time_is_cut_at_the_bound(
     assert code == (0 if kind == "mock-server" else -signal.SIGTERM), served.output()
     # The cut request ends at once (no answer, or an error answer), never hangs.
     assert "at" in outcome and outcome.get("status") != 200, outcome
-
-
-def test_the_drain_timeout_default_is_stated_once() -> None:
-    from projectops.server._limits import ServerLimits
-
-    assert ServerLimits.drain_timeout == DEFAULT_DRAIN_TIMEOUT

@@ -340,3 +340,21 @@ def test_help_derives_its_defaults_from_the_conventions(capsys: pytest.CaptureFi
     host_port = projectops.DEFAULT_BASE_URL.removeprefix("http://").split(":")
     assert f"(default: {host_port[0]})" in out
     assert f"(default: {host_port[1]})" in out
+
+
+def test_help_shows_the_limits_defaults_stated_once(capsys: pytest.CaptureFixture[str]) -> None:
+    from projectops.commands import DEFAULT_BACKLOG, DEFAULT_DRAIN_TIMEOUT
+    from projectops.server._limits import ServerLimits
+
+    assert main(["mock-server", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    limits = ServerLimits()
+    assert (limits.backlog, limits.drain_timeout) == (DEFAULT_BACKLOG, DEFAULT_DRAIN_TIMEOUT)
+    for flag, value in [
+        ("--timeout-keep-alive", limits.timeout_keep_alive),
+        ("--backlog", limits.backlog),
+        ("--h11-max-incomplete-event-size", limits.h11_max_incomplete_event_size),
+        ("--drain-timeout", limits.drain_timeout),
+    ]:
+        help_text = out.rsplit(f"{flag} ", 1)[1].split(" --", 1)[0]  # its entry in the list
+        assert f"default: {value})" in help_text, (flag, help_text)
