@@ -9,11 +9,10 @@ is never sent back).
 
 Retries: a call is repeated (``retries=``, 2 extra attempts by default, 0: never) only when
 its rpc is marked ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` and no answer came (connection refused
-or reset before an answer) or the answer is 429, 502, 503 or 504
-(:func:`~projectops.client._base.may_retry`). The waits are exponential with full jitter, or
-the answer's ``Retry-After`` in seconds, cut to :data:`MAX_RETRY_AFTER`
-(:func:`~projectops.client._base.retry_delay`). The time-out covers every attempt and wait:
-a wait that would cross it is not taken, and the call ends with the last answer's error (or
+or reset before an answer) or the answer is 429, 502, 503 or 504 (:func:`may_retry`). The
+waits are exponential with full jitter, or the answer's ``Retry-After`` in seconds, cut to
+:data:`MAX_RETRY_AFTER` (:func:`retry_delay`). The time-out covers every attempt and wait: a
+wait that would cross it is not taken, and the call ends with the last answer's error (or
 :class:`AnswerTimedOut` if no answer came).
 
 Interceptors (``interceptors=[...]``) wrap each call, retries included:
@@ -81,9 +80,6 @@ import httpx
 from google.protobuf.message import Message
 
 from projectops.client._base import (
-    DEFAULT_RETRIES,
-    MAX_RETRY_AFTER,
-    RETRY_STATUSES,
     AsyncCallNext,
     AsyncInterceptor,
     Attempt,
@@ -94,12 +90,10 @@ from projectops.client._base import (
     OperationKey,
     RequestHeaders,
     RequestLike,
-    may_retry,
     no_cookies,
     own_headers_only,
     prepare_request,
     request_message,
-    retry_delay,
 )
 from projectops.client._errors import (
     AnswerTimedOut,
@@ -113,6 +107,13 @@ from projectops.client._errors import (
     error_from_answer,
 )
 from projectops.client._proxy import InvalidProxy, environment_proxy
+from projectops.client._retry import (
+    DEFAULT_RETRIES,
+    MAX_RETRY_AFTER,
+    RETRY_STATUSES,
+    may_retry,
+    retry_delay,
+)
 from projectops.client._transport import (
     DEADLINE,
     DeadlineTransport,
