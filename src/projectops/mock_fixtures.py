@@ -82,6 +82,7 @@ __all__ = [
     "match_key",
     "matches_partially",
     "request_fields",
+    "request_json",
     "request_key",
 ]
 
@@ -398,18 +399,26 @@ def match_key(request: Message) -> tuple[str, str]:
 def matches_partially(answer: FixtureAnswer, request: Message) -> bool:
     """Whether `request` sets each field `answer.request` sets to the same value (strings
     compared trimmed, a message field as a whole); other fields of `request` do not count."""
-    return is_subset(request_fields(answer.request), request_fields(request))
+    return is_subset(request_fields(answer.request), request_json(request))
 
 
-def request_fields(request: Message) -> dict[str, Any]:
-    """`request`'s JSON object (the protobuf JSON mapping) with every string trimmed: what
-    :func:`request_key` and :func:`matches_partially` compare."""
+def request_json(request: Message) -> dict[str, Any]:
+    """`request` in the protobuf JSON mapping (every field, defaults included) with every
+    string trimmed: what :func:`request_key` spells and :func:`is_subset` searches."""
     return cast(dict[str, Any], _stripped(to_dict(request)))
 
 
+def request_fields(request: Message) -> dict[str, Any]:
+    """The fields `request` sets (``ListFields``: a default value counts as unset), by JSON
+    name, in the protobuf JSON mapping with every string trimmed: what
+    :func:`matches_partially` compares."""
+    data = _stripped(to_dict(request))
+    return {fd.json_name: data[fd.json_name] for fd, _ in request.ListFields()}
+
+
 def is_subset(wanted: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
-    """Whether `given` holds each field of `wanted` with an equal value (both
-    :func:`request_fields`)."""
+    """Whether `given` (a request's trimmed JSON object) holds each field of `wanted` (an
+    answer's :func:`request_fields`) with an equal value."""
     return all(name in given and given[name] == value for name, value in wanted.items())
 
 

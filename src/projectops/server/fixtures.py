@@ -62,6 +62,7 @@ from projectops.mock_fixtures import (
     is_subset,
     match_key,
     request_fields,
+    request_json,
     request_key,
 )
 from projectops.registry import Operation
@@ -229,7 +230,7 @@ class MockProject:
             self._no_answer(op, request)
         found = self._exact.get(op.name, {}).get(request_key(request))
         if found is None:
-            fields = request_fields(request)
+            fields = request_json(request)
             found = next(
                 (i for i, wanted in self._partial.get(op.name, ()) if is_subset(wanted, fields)),
                 None,

@@ -1,0 +1,281 @@
+"""Mock scenarios: error answers, delays, partial matches and generated answers, served from a
+fixtures file by the mock app on a real 127.0.0.1 port (uvicorn in a thread of this process)
+and called through the CLI's main and the typed clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+import uvicorn
+
+import projectops
+from projectops import json_schema
+from projectops.__main__ import main
+from projectops.client import AsyncOperationsServiceClient, OperationsServiceClient
+from projectops.conventions import API_KEY_ENV, API_KEY_HEADER
+from projectops.examples import generate
+from projectops.mock_fixtures import FixtureError, decode_fixtures, generated_answer
+from projectops.server.fixtures import load_fixtures
+from projectops.server.mock import create_mock_app
+from projectops.v1 import operations_pb2 as ops
+
+GET = projectops.operation("get_release_details")
+LIST = projectops.operation("list_rum_environments")
+KEY = "s-key"
+
+SCENARIOS: dict[str, Any] = {
+    "projects": [
+        {
+            "project": "s",
+            "apiKey": KEY,
+            "operations": {
+                "get_release_details": [
+                    {
+                        "request": {"version": "9.9.9"},
+                        "error": {"code": "not_found", "message": "no release 9.9.9"},
+                    },
+                    {"request": {"version": "slow"}, "delay": "0.5s", "response": {}},
+                    # Partial: any version; the exact answers above win over it.
+                    {
+                        "request": {},
+                        "partial": True,
+                        "response": {"summary": {"release": {"version": "any"}}},
+                    },
+                ],
+            },
+        }
+    ]
+}
+
+
+def _serve(app: Any) -> Iterator[str]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def _app(tmp_path: Path, data: dict[str, Any], *, generate: bool = True) -> Any:
+    path = tmp_path / "fixtures.json"
+    path.write_text(json.dumps(data))
+    return create_mock_app(load_fixtures(path, generate=generate), docs=False)
+
+
+@pytest.fixture
+def base_url(tmp_path: Path) -> Iterator[str]:
+    yield from _serve(_app(tmp_path, SCENARIOS))
+
+
+@pytest.fixture
+def client(base_url: str) -> Iterator[OperationsServiceClient]:
+    with OperationsServiceClient(base_url=base_url, api_key=KEY, timeout=30) as c:
+        yield c
+
+
+def test_an_error_answer_has_its_codes_status_through_the_typed_client(
+    client: OperationsServiceClient,
+) -> None:
+    with pytest.raises(projectops.NotFound) as caught:
+        client.get_release_details(version="9.9.9")
+    assert caught.value.http_status == 404
+    assert caught.value.message == "no release 9.9.9"
+
+
+def test_exact_answers_win_and_a_partial_one_answers_the_rest(
+    client: OperationsServiceClient,
+) -> None:
+    assert client.get_release_details(version="1.2.3").summary.release.version == "any"
+    assert client.get_release_details(version=" other ").summary.release.version == "any"
+    assert not client.get_release_details(version="slow").HasField("summary")
+
+
+def test_a_delay_is_waited(client: OperationsServiceClient) -> None:
+    start = time.monotonic()
+    client.get_release_details(version="slow")
+    assert 0.5 <= time.monotonic() - start < 20
+    with pytest.raises(projectops.DeadlineExceeded):
+        with OperationsServiceClient(base_url=client.base_url, api_key=KEY, timeout=0.2) as fast:
+            fast.get_release_details(version="slow")
+
+
+def test_an_operation_without_fixtures_gets_a_generated_valid_deterministic_answer(
+    client: OperationsServiceClient,
+) -> None:
+    first = client.list_rum_environments()
+    assert client.list_rum_environments() == first
+    projectops.validate(first)
+    jsonschema.validate(projectops.to_dict(first), json_schema.output_schema(LIST))
+    assert first == generated_answer(LIST, ops.ListRumEnvironmentsRequest())
+
+
+def test_the_async_client_gets_the_same_answers(base_url: str) -> None:
+    async def calls() -> tuple[Any, Any]:
+        async with AsyncOperationsServiceClient(base_url=base_url, api_key=KEY) as c:
+            partial = await c.get_release_details(version="x")
+            return partial, await c.list_rum_environments()
+
+    partial, listed = asyncio.run(calls())
+    assert partial.summary.release.version == "any"
+    assert listed == generated_answer(LIST, ops.ListRumEnvironmentsRequest())
+
+
+def test_the_cli_shows_scenario_answers(
+    base_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(API_KEY_ENV, KEY)
+    assert main(["get-release-details", "--version", "4.0", "--base-url", base_url]) == 0
+    out, _ = capsys.readouterr()
+    assert json.loads(out)["summary"]["release"]["version"] == "any"
+    code = main(["get-release-details", "--version", "9.9.9", "--base-url", base_url])
+    out, err = capsys.readouterr()
+    assert code != 0 and out == ""
+    assert err.count("\n") == 1 and "no release 9.9.9" in err
+    assert main(["list-rum-environments", "--base-url", base_url]) == 0
+    out, _ = capsys.readouterr()
+    expected = generated_answer(LIST, ops.ListRumEnvironmentsRequest())
+    assert projectops.from_json(out, ops.ListRumEnvironmentsResponse) == expected
+
+
+def test_no_generate_answers_failed_precondition(tmp_path: Path) -> None:
+    for url in _serve(_app(tmp_path, SCENARIOS, generate=False)):
+        answer = httpx.post(f"{url}{LIST.path}", json={}, headers={API_KEY_HEADER: KEY})
+        assert answer.status_code == 400
+        assert answer.json() == {
+            "code": "failed_precondition",
+            "message": "project s has no list_rum_environments answer for the empty request",
+            "violations": [],
+        }
+
+
+def test_mock_server_has_a_no_generate_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mock-server", "--help"]) == 0
+    assert "--no-generate" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seed", [b"a", b"b", b"c", b"d"])
+def test_generated_messages_are_valid_and_hold_large_int64s(seed: bytes) -> None:
+    for message_type in (ops.GetReleaseDetailsResponse, ops.ListRumEnvironmentsResponse):
+        message = generate(message_type, seed)
+        projectops.validate(message)
+        assert generate(message_type, seed) == message
+        # Through the codec and back, exactly (int64s travel as strings).
+        assert projectops.from_json(projectops.to_json(message), message_type) == message
+    large = [
+        value
+        for seed_ in (bytes([i]) for i in range(20))
+        for value in _int64s(generate(ops.GetReleaseDetailsResponse, seed + seed_))
+    ]
+    assert any(value > 2**53 for value in large)
+
+
+def _int64s(message: Any) -> Iterator[int]:
+    for fd, value in message.ListFields():
+        items = value if fd.is_repeated else [value]
+        for item in items:
+            if fd.message_type is not None and hasattr(item, "ListFields"):
+                yield from _int64s(item)
+            elif fd.type in (fd.TYPE_INT64, fd.TYPE_UINT64):
+                yield item
+
+
+def test_generated_answers_differ_for_different_requests() -> None:
+    answers = {
+        projectops.to_json(generated_answer(GET, ops.GetReleaseDetailsRequest(version=v)))
+        for v in ("1", "2", "3")
+    }
+    assert len(answers) == 3
+    # Trimmed strings are the same request, as in matching.
+    assert generated_answer(GET, ops.GetReleaseDetailsRequest(version=" 1 ")) == generated_answer(
+        GET, ops.GetReleaseDetailsRequest(version="1")
+    )
+
+
+def _one(answer: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "projects": [
+            {"project": "p", "apiKey": "k", "operations": {"get_release_details": [answer]}}
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            {"request": {"version": "1"}, "delay": "61s", "response": {}},
+            "projects[0].operations.get_release_details[0].delay: 61s is longer than the "
+            "longest delay, 60s",
+        ),
+        (
+            {"request": {"version": "1"}, "delay": "-1s", "response": {}},
+            "projects[0].operations.get_release_details[0].delay: a delay cannot be negative",
+        ),
+        (
+            {"request": {"version": "1"}, "error": {"code": "nope", "message": "x"}},
+            'projects[0].operations.get_release_details[0].error.code: "nope" is no error code',
+        ),
+        (
+            {"request": {"version": "1"}, "error": {"code": "not_found"}},
+            "projects[0].operations.get_release_details[0].error.message: is required",
+        ),
+        (
+            {"request": {"version": "1"}, "response": {}, "error": {"code": "internal"}},
+            "projects[0].operations.get_release_details[0]: set one of response and error",
+        ),
+        (
+            {"request": {"version": "1"}},
+            "projects[0].operations.get_release_details[0].response: is required",
+        ),
+        (
+            {"request": {}, "response": {}},
+            "projects[0].operations.get_release_details[0].request.version: is required",
+        ),
+    ],
+)
+def test_bad_scenarios_are_refused_at_load_time(answer: dict[str, Any], message: str) -> None:
+    with pytest.raises(FixtureError) as caught:
+        decode_fixtures(_one(answer))
+    assert str(caught.value).startswith(message)
+
+
+def test_a_partial_request_may_omit_required_fields_and_exact_and_partial_may_coexist() -> None:
+    (project,) = decode_fixtures(
+        {
+            "projects": [
+                {
+                    "project": "p",
+                    "apiKey": "k",
+                    "operations": {
+                        "get_release_details": [
+                            {"request": {}, "partial": True, "response": {}},
+                            {"request": {"version": "1"}, "response": {}},
+                            {"request": {"version": "1"}, "partial": True, "response": {}},
+                        ]
+                    },
+                }
+            ]
+        }
+    )
+    assert [a.partial for a in project.answers["get_release_details"]] == [True, False, True]
