@@ -116,8 +116,9 @@ def from_json(
     Args:
         data: JSON text (``str``, or UTF-8 ``bytes``), or an already parsed JSON object.
         message_type: the generated message class, e.g. ``GetReleaseDetailsRequest``.
-        strict: reject unknown fields, integer enum values and unknown enum names instead of
-            ignoring them (unknown names read as the zero value otherwise).
+        strict: reject unknown fields, integer enum values (numbers or digit strings such as
+            ``"1"``) and unknown enum names instead of ignoring them (unknown names read as the
+            zero value otherwise).
 
     Returns:
         The decoded message (REQUIRED fields are not checked here; see ``validate``).
@@ -274,7 +275,13 @@ def _check_value(
             raise _invalid(path, form.expected, describe_value(value))
         _raise_if_misplaced(value, form.message, path, strict=strict, leaves=leaves)
         return
-    if strict and fd.type == FieldDescriptor.TYPE_ENUM and not isinstance(value, str):
+    # json_format reads a digit string ("1") as the enum's number, even without
+    # ignore_unknown_fields: strict mode takes names only.
+    if (
+        strict
+        and fd.type == FieldDescriptor.TYPE_ENUM
+        and (not isinstance(value, str) or fd.enum_type.values_by_name.get(value) is None)  # type: ignore[union-attr]
+    ):
         raise _invalid(path, form.expected, describe_value(value))
     if not leaves:
         return

@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from projectops._wire import shape, value_form
 from projectops.descriptions import description
 from projectops.registry import Operation, operation
-from projectops.validation import is_required
+from projectops.validation import NOT_BLANK_PATTERN, is_required
 
 __all__ = ["DIALECT", "input_schema", "message_schema", "output_schema"]
 
@@ -54,7 +54,8 @@ def message_schema(
         allow_unknown: with ``direction="input"``, do not forbid unknown properties (what a
             non-strict reader accepts: it ignores them).
         required_values: REQUIRED fields also exclude the values that
-            :func:`projectops.validate` counts as missing: a blank string (``pattern: \\S``),
+            :func:`projectops.validate` counts as missing: a blank string (``pattern`` of one
+            character outside :data:`projectops.validation.BLANK`),
             empty bytes, an empty list or map. (Zero numbers and enums are not excluded.)
 
     Returns:
@@ -148,7 +149,8 @@ def _present(fd: FieldDescriptor) -> dict[str, Any]:
     if kind == "list":
         return {"minItems": 1}
     if fd.type == FieldDescriptor.TYPE_STRING:
-        return {"pattern": r"\S"}
+        # Not `\S`: Python's and ECMA-262's white space differ; this class is validate's own.
+        return {"pattern": NOT_BLANK_PATTERN}
     if fd.type == FieldDescriptor.TYPE_BYTES:
         return {"minLength": 1}
     return {}

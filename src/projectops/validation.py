@@ -17,9 +17,46 @@ from google.protobuf.message import Message
 from projectops._wire import elements, join, shape, value_form
 from projectops.errors import FieldViolation, InvalidArgument
 
-__all__ = ["is_required", "validate", "violations"]
+__all__ = ["BLANK", "NOT_BLANK_PATTERN", "is_blank", "is_required", "validate", "violations"]
 
 _REQUIRED = field_behavior_pb2.REQUIRED
+
+#: The characters a REQUIRED string may consist of and still count as missing: Python's white
+#: space (``str.isspace``, all that ``str.strip()`` removes), written out because regex
+#: dialects disagree on ``\s``: ECMA-262's (which OpenAPI tools use) lacks U+001C..U+001F and
+#: U+0085 and adds U+FEFF. ``tests/core/test_validation.py`` holds it to ``str.isspace`` over
+#: all of Unicode.
+BLANK = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def _not_blank_pattern(blank: str) -> str:
+    """A regex class of one character outside `blank`, as ``\\uXXXX`` escapes and ranges,
+    read alike by Python's ``re`` and ECMA-262 (no ``\\s``, no literal control character)."""
+    codes = sorted({ord(c) for c in blank})
+    runs: list[list[int]] = []
+    for code in codes:
+        if runs and runs[-1][1] == code - 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    parts = [
+        f"\\u{low:04x}" if low == high else f"\\u{low:04x}-\\u{high:04x}" for low, high in runs
+    ]
+    return "[^" + "".join(parts) + "]"
+
+
+#: The JSON Schema ``pattern`` of a string that is not blank (one character outside
+#: :data:`BLANK`): the input schemas' form of :func:`is_blank`, derived from the same set.
+NOT_BLANK_PATTERN = _not_blank_pattern(BLANK)
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` is empty or only :data:`BLANK` characters (what a REQUIRED string may
+    not be)."""
+    return not text.strip(BLANK)
 
 
 @cache
@@ -71,7 +108,7 @@ def _is_missing(message: Message, fd: FieldDescriptor) -> bool:
             return True
     value = getattr(message, fd.name)
     if isinstance(value, str):
-        return not value.strip()
+        return is_blank(value)
     if isinstance(value, (bytes, int, float)):
         return not value and not fd.has_presence
     return False

@@ -1,14 +1,22 @@
 """REQUIRED (AIP-203) is enforced on the whole message tree."""
 
+import json
+import re
+import shutil
+import subprocess
+import sys
 from typing import Any
 
+import jsonschema
 import pytest
 from google.api import field_behavior_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
 
 import projectops
+import projectops.json_schema
 from projectops.v1.operations_pb2 import GetReleaseDetailsRequest
+from projectops.validation import BLANK, is_blank, violations
 
 
 @pytest.mark.parametrize("version", ["", " ", "\t\n "])
@@ -95,3 +103,74 @@ def test_explicit_presence_counts_a_set_zero_as_present() -> None:
         {"leaf": {"displayName": "x", "count": "3", "limit": "0"}, "tags": ["a"]}, Root
     )
     projectops.validate(message)
+
+
+# --- the server's notion of blank and the schema's REQUIRED-string pattern, character by character
+
+
+def _version_pattern() -> re.Pattern[str]:
+    pattern = projectops.json_schema.input_schema("get_release_details")["properties"]["version"]
+    return re.compile(pattern["pattern"])
+
+
+def test_blank_is_python_white_space_over_all_of_unicode() -> None:
+    spaces = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace())
+    assert BLANK == spaces
+
+
+def test_required_string_pattern_and_validate_agree_on_every_code_point() -> None:
+    """What the input schema's pattern calls present is exactly what validate lets through,
+    for each code point alone (U+001C..U+001F and U+0085 are blank, U+FEFF is not)."""
+    pattern = _version_pattern()
+    disagree = []
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if 0xD800 <= code <= 0xDFFF:  # a lone surrogate cannot be a protobuf string
+            missing = is_blank(char)
+        else:
+            missing = bool(list(violations(GetReleaseDetailsRequest(version=char))))
+        if missing == bool(pattern.search(char)):
+            disagree.append(hex(code))
+    assert disagree == []
+    for char in "\x1c\x1d\x1e\x1f\x85":
+        assert list(violations(GetReleaseDetailsRequest(version=f" {char}\t")))
+    projectops.validate(GetReleaseDetailsRequest(version="\ufeff"))
+
+
+def test_the_schema_validator_agrees_on_the_characters_dialects_disagree_on() -> None:
+    schema = projectops.json_schema.input_schema("get_release_details")
+    validator = jsonschema.Draft202012Validator(schema)
+    for text in ["\x1c", "\x1d", "\x1e", "\x1f", "\x85", " \x85\u3000", "\ufeff", "\u200b", "a"]:
+        blank = is_blank(text)
+        assert validator.is_valid({"version": text}) is not blank, repr(text)
+
+
+@pytest.mark.slow
+def test_ecmascript_reads_the_pattern_as_validate_does() -> None:
+    """OpenAPI tools (Prism, Redocly, openapi-typescript's users) run the pattern as an
+    ECMA-262 regex, with and without the `u` flag: it must agree with validate there too."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = """
+const source = process.argv[1];
+const plain = new RegExp(source), unicode = new RegExp(source, "u");
+const present = [];
+for (let code = 0; code <= 0x10ffff; code++) {
+  if (code >= 0xd800 && code <= 0xdfff) continue;
+  const char = String.fromCodePoint(code);
+  const a = plain.test(char), b = unicode.test(char);
+  if (a !== b) { console.log("flags disagree at " + code); process.exit(1); }
+  if (!a) present.push(code);
+}
+console.log(JSON.stringify(present));
+"""
+    done = subprocess.run(
+        [node, "-e", script, _version_pattern().pattern],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    blank_codes = json.loads(done.stdout)
+    assert blank_codes == [ord(c) for c in BLANK]

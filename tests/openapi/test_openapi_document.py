@@ -17,6 +17,7 @@ from google.protobuf import descriptor_pb2
 import projectops
 from projectops import json_schema, openapi
 from projectops.registry import SERVICE, Operation
+from projectops.validation import NOT_BLANK_PATTERN
 from tests.synthetic import rpc_with
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -132,7 +133,8 @@ def test_components_are_the_json_schema_builder_output() -> None:
     assert schemas["projectops.v1.Release"] == release  # same builder, refs aside
     request = schemas["projectops.v1.GetReleaseDetailsRequest"]
     assert request["required"] == ["version"]
-    assert request["properties"]["version"]["pattern"] == r"\S"  # blank counts as missing
+    # blank counts as missing, as validate has it
+    assert request["properties"]["version"]["pattern"] == NOT_BLANK_PATTERN
     assert "additionalProperties" not in request  # the default server ignores unknown fields
     strict = openapi.document(strict=True)["components"]["schemas"]
     assert strict["projectops.v1.GetReleaseDetailsRequest"]["additionalProperties"] is False
