@@ -1,0 +1,95 @@
+"""The README's "Running in production" snippets run as written (against a recording server on
+127.0.0.1 named by SERVICE_BACKEND_URL), and every exception the README tells users to catch is
+importable where it says."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+import projectops
+import projectops.client
+from tests.client.support import KEY, Recorder
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def _block(after: str) -> str:
+    start = README.index(after)
+    found = re.search(r"```python\n(.*?)```", README[start:], re.S)
+    assert found
+    return found.group(1)
+
+
+@pytest.mark.parametrize("heading", ["### Retries", "### Interceptors"])
+def test_production_snippets_run_as_written(
+    heading: str, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder.body = b'{"environments": []}'
+    monkeypatch.setenv("SERVICE_BACKEND_URL", recorder.base_url)
+    monkeypatch.setenv("SERVICE_API_KEY", KEY)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(_block(heading), {})
+    assert len(recorder.requests) == 1
+    expected = {"### Retries": "True", "### Interceptors": "('list_rum_environments', 1)"}
+    assert out.getvalue().splitlines() == [expected[heading]]
+    if heading == "### Interceptors":
+        assert dict(recorder.requests[0].headers)["X-Request-Id"] == "build-1234"
+
+
+def _readme_exception_names() -> set[tuple[str, str]]:
+    """(module, name) of each exception-like name the README imports or qualifies:
+    ``from X import A, B`` in code, ``X.Name`` and bare backticked names in text."""
+    found: set[tuple[str, str]] = set()
+    for module, names in re.findall(r"from (projectops[\w.]*) import ([\w, ]+)", README):
+        for name in names.split(","):
+            if name.strip():
+                found.add((module, name.split(" as ")[0].strip()))
+    for module, name in re.findall(r"\b(projectops(?:\.[a-z_]\w*)*)\.([A-Z]\w+)\b", README):
+        if not module.startswith("projectops.v1"):  # proto full names, not Python paths
+            found.add((module, name))
+    # Bare names in the client's paragraph: importable from projectops.client or projectops.
+    clients = {"AnswerTooLarge", "InvalidResponse", "UnexpectedRedirect", "InvalidProxy"}
+    suffixes = ("Error", "Request", "Key", "Url", "Unreachable", "TimedOut")
+    for name in re.findall(r"`([A-Z][a-zA-Z]+)`", README):
+        if (name.endswith(suffixes) or name in clients) and not hasattr(builtins, name):
+            found.add(("", name))
+    return found
+
+
+def test_every_name_the_readme_tells_users_to_catch_is_importable_where_it_says() -> None:
+    names = _readme_exception_names()
+    assert ("", "AnswerTooLarge") in names and ("", "MissingBaseUrl") in names
+    missing = []
+    for module, name in sorted(names):
+        if module:
+            if not hasattr(importlib.import_module(module), name):
+                missing.append(f"{module}.{name}")
+        elif not (hasattr(projectops.client, name) or hasattr(projectops, name)):
+            missing.append(name)
+    assert missing == []
+
+
+def test_the_clients_errors_are_all_importable_from_projectops_client() -> None:
+    from projectops.client import (  # noqa: F401
+        AnswerTimedOut,
+        AnswerTooLarge,
+        InvalidProxy,
+        InvalidRequest,
+        InvalidResponse,
+        MissingApiKey,
+        MissingBaseUrl,
+        ServiceUnreachable,
+        UnexpectedRedirect,
+    )
+
+    assert issubclass(MissingBaseUrl, projectops.InvalidBaseUrl)
+    assert issubclass(MissingBaseUrl, ValueError)
+    assert issubclass(AnswerTooLarge, InvalidResponse)
