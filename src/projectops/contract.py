@@ -42,7 +42,7 @@ from google.protobuf.descriptor import (
 )
 
 # The registry's naming rule, shared so that both can never disagree.
-from projectops.registry import _snake_case
+from projectops.conventions import rpc_operation_name
 
 __all__ = ["HttpBinding", "Operation", "check", "check_files", "load", "operations"]
 
@@ -128,7 +128,7 @@ def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> di
     found: dict[str, Operation] = {}
     for service in _services(pool, files):
         for method in service.methods:
-            name = _snake_case(method.name)
+            name = rpc_operation_name(method.name)
             found[f"{service.full_name}/{name}"] = Operation(name, method, _http(method))
     return found
 
