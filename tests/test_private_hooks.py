@@ -242,6 +242,17 @@ def test_mcp_stream_protocols_and_stdio_server() -> None:
     assert {"stdin", "stdout"} <= set(inspect.signature(stdio_server).parameters)
 
 
+def test_sse_starlette_drain_switches_of_mcp_http() -> None:
+    """serve_http turns sse-starlette's automatic drain off and ends the streams itself by
+    setting AppStatus.should_exit; both must still exist and still be what the streams read."""
+    sse = pytest.importorskip("sse_starlette.sse")
+    status = sse.AppStatus
+    assert callable(status.disable_automatic_graceful_drain)
+    assert isinstance(status.should_exit, bool)
+    assert "should_exit" in inspect.getsource(sse.EventSourceResponse)
+    assert "disable_automatic_graceful_drain" in inspect.getsource(status)
+
+
 # argparse (projectops.__main__)
 
 
