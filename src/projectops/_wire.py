@@ -22,8 +22,57 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 __all__ = ["Shape", "ValueForm", "elements", "is_map", "join", "shape", "value_form"]
 
-_INT64_PATTERN = r"^-?[0-9]+$"
-_UINT64_PATTERN = r"^[0-9]+$"
+
+def _at_most(limit: int) -> str:
+    """Regex alternatives matching the decimal numbers 1..`limit` (no leading zero): shorter
+    numbers, then one alternative per digit of `limit` that is the first to be smaller."""
+    digits = str(limit)
+    size = len(digits)
+    parts = ["[1-9]" + (f"[0-9]{{0,{size - 2}}}" if size > 2 else "[0-9]?" * (size - 1))]
+    for i, digit in enumerate(digits):
+        low, high = (1 if i == 0 else 0), int(digit) - 1
+        if high < low:
+            continue
+        rest = size - i - 1
+        parts.append(
+            digits[:i]
+            + (str(low) if high == low else f"[{low}-{high}]")
+            + (f"[0-9]{{{rest}}}" if rest else "")
+        )
+    parts.append(digits)
+    return "|".join(parts)
+
+
+# Exact text patterns of what the codec reads, so that no schema accepts what the codec refuses:
+# integers in range, without leading zeros (the codec's own output form). `$(?!\n)` because
+# Python's `$` (jsonschema's `re.search`) also matches before a final newline; ECMA-262's
+# does not, and the lookahead is a no-op there.
+_END = r"$(?!\n)"
+_INT64_PATTERN = f"^(?:0|{_at_most(2**63 - 1)}|-(?:{_at_most(2**63)})){_END}"
+_UINT64_PATTERN = f"^(?:0|{_at_most(2**64 - 1)}){_END}"
+_INT64_RANGE = {"minimum": -(2**63), "maximum": 2**63 - 1}
+_UINT64_RANGE = {"minimum": 0, "maximum": 2**64 - 1}
+_YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"  # 0001..9999
+_LEAP_YEAR = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_DATE = (
+    f"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    "|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+    f"|{_LEAP_YEAR}-02-29)"
+)
+#: RFC 3339 as the codec reads it: real dates (leap years too), hours 00..23, no leap second,
+#: 1 to 9 fractional digits, `Z` or an offset up to 23:59. The lookahead keeps times that an
+#: offset would move outside 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z: on those two days,
+#: only offsets towards the inside (a subset of what the codec takes, never more).
+_TIMESTAMP_PATTERN = (
+    r"^(?!0001-01-01T[^Z]*\+|9999-12-31T[^Z]*-)"
+    f"{_DATE}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(?:\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])" + _END
+)
+#: Whole seconds up to 315,576,000,000 (about 10,000 years) either way, 1 to 9 fractional
+#: digits below that bound (the codec refuses going past it).
+_DURATION_PATTERN = (
+    f"^-?(?:(?:0|{_at_most(315_576_000_000 - 1)})" + r"(?:\.[0-9]{1,9})?|315576000000)s" + _END
+)
 _INT_TYPES_64 = {
     FieldDescriptor.TYPE_INT64: (_INT64_PATTERN, "a 64-bit integer"),
     FieldDescriptor.TYPE_SINT64: (_INT64_PATTERN, "a 64-bit integer"),
@@ -43,16 +92,11 @@ _INT_TYPES_32 = {
 _WELL_KNOWN: dict[str, tuple[dict[str, Any], str]] = {
     "google.protobuf.Timestamp": (
         # The pattern too: format is only an annotation unless a validator opts in.
-        {
-            "type": "string",
-            "format": "date-time",
-            "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
-            r"(Z|[+-][0-9]{2}:[0-9]{2})$",
-        },
+        {"type": "string", "format": "date-time", "pattern": _TIMESTAMP_PATTERN},
         'an RFC 3339 timestamp string such as "2026-01-31T09:30:00Z"',
     ),
     "google.protobuf.Duration": (
-        {"type": "string", "pattern": r"^-?[0-9]+(\.[0-9]{1,9})?s$"},
+        {"type": "string", "pattern": _DURATION_PATTERN},
         'a duration string in seconds such as "3.5s"',
     ),
     "google.protobuf.FieldMask": (
@@ -171,8 +215,8 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
     if kind in _INT_TYPES_64:
         pattern, what = _INT_TYPES_64[kind]
         out = {"type": "string", "pattern": pattern}
-        minimum = {"minimum": 0} if pattern == _UINT64_PATTERN else {}
-        inp = {"type": ["string", "integer"], "pattern": pattern, **minimum}
+        bounds = _UINT64_RANGE if pattern == _UINT64_PATTERN else _INT64_RANGE
+        inp = {"type": ["string", "integer"], "pattern": pattern, **bounds}
         return ValueForm(f"{what} (a string of digits or a whole number)", out, inp)
     if kind in _INT_TYPES_32:
         (low, high), what = _INT_TYPES_32[kind]
