@@ -40,6 +40,9 @@ Order of the checks of one request (the first that fails answers; every error bo
    request's task go on up. With ``create_app(..., handler_timeout=S)``, a handler still
    running after S seconds is answered 504 ``deadline_exceeded`` (a plain handler's thread
    cannot be killed: it runs on, holding its place in the thread pool, until it returns).
+   ``create_app(..., interceptors=[...])`` wraps the handler in :class:`ServerInterceptor`
+   callables (first outermost), which may refuse the call with an ``ApiError``, time it, or
+   replace its request or response; one that fails otherwise is a 500 as a handler is.
 
 Threads: plain (non-``async``) handlers run in anyio's default thread pool (40 threads per
 event loop); a plain ``authenticate`` runs in a pool of its own, so handlers stuck in every
@@ -65,12 +68,19 @@ from projectops._lazy import lazy_attributes
 if TYPE_CHECKING:
     from projectops.server._context import RequestContext
     from projectops.server._services import OperationsServiceHandler
-    from projectops.server.asgi import Authenticate, create_app
+    from projectops.server.asgi import (
+        Authenticate,
+        ServerCallNext,
+        ServerInterceptor,
+        create_app,
+    )
 
 _WHERE = {
     "Authenticate": "projectops.server.asgi",
     "OperationsServiceHandler": "projectops.server._services",
     "RequestContext": "projectops.server._context",
+    "ServerCallNext": "projectops.server.asgi",
+    "ServerInterceptor": "projectops.server.asgi",
     "create_app": "projectops.server.asgi",
 }
 
@@ -78,6 +88,8 @@ __all__ = [
     "Authenticate",
     "OperationsServiceHandler",
     "RequestContext",
+    "ServerCallNext",
+    "ServerInterceptor",
     "create_app",
 ]
 

@@ -12,8 +12,8 @@ import logging
 import math
 import threading
 import traceback
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -40,13 +40,29 @@ from projectops.answers import (
 )
 from projectops.codec import error_body, from_json, to_json
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
-from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, DeadlineExceeded, FieldViolation
+from projectops.errors import (
+    HTTP_STATUS_BY_CODE,
+    ApiError,
+    DeadlineExceeded,
+    FieldViolation,
+    Internal,
+)
 from projectops.registry import Operation, operations
 from projectops.server._context import REDACTED, RequestContext
 from projectops.server._services import OperationsServiceHandler
 from projectops.validation import validate
 
-__all__ = ["Authenticate", "PreEncoded", "create_app", "logger"]
+if TYPE_CHECKING:
+    from projectops.telemetry import RpcTelemetry, Telemetry
+
+__all__ = [
+    "Authenticate",
+    "PreEncoded",
+    "ServerCallNext",
+    "ServerInterceptor",
+    "create_app",
+    "logger",
+]
 
 #: Where failures of handlers and of `authenticate` are logged, with their traceback (API keys
 #: are redacted from the text).
@@ -57,6 +73,40 @@ ProjectT = TypeVar("ProjectT")
 #: ``authenticate(api_key) -> project | None`` (or an awaitable of it): the project of a key,
 #: ``None`` for an unknown one.
 Authenticate = Callable[[str], "ProjectT | Awaitable[ProjectT | None] | None"]
+
+#: What a server interceptor awaits to go on: ``await call_next(request, context)`` runs the
+#: next interceptor, and after the last the handler; it returns the response message (or the
+#: handler's :class:`PreEncoded` answer) and raises an :class:`~projectops.ApiError` for a
+#: failed call (a handler's failure other than an ``ApiError`` as
+#: :class:`~projectops.errors.Internal`, its generic message; a handler past
+#: ``handler_timeout`` as :class:`~projectops.errors.DeadlineExceeded`).
+ServerCallNext = Callable[[Message, RequestContext[Any]], Awaitable["Message | PreEncoded"]]
+
+
+class ServerInterceptor(Protocol):
+    """A callable around each rpc served by :func:`create_app` (``interceptors=[...]``).
+
+    ``async def interceptor(request, context, call_next) -> response``: `request` is the
+    decoded, validated request message (a ``<Rpc>Request`` of ``context.operation``),
+    `context` the :class:`RequestContext` the handler gets, `call_next` a
+    :data:`ServerCallNext`. It runs after the key check and decoding and before the response
+    is encoded, so it may:
+
+    - refuse the call by raising an :class:`~projectops.ApiError` (``PermissionDenied``
+      answers 403, each code with its status of :data:`projectops.HTTP_STATUS_BY_CODE`);
+    - time or log the call around ``await call_next(request, context)``;
+    - pass another request message of the operation's request type on;
+    - return another response message of the operation's response type (or a
+      :class:`PreEncoded` answer).
+
+    Any other exception it raises is a 500 ``internal`` answer with a generic message, logged
+    with the API key redacted, as a handler's; so is a result of the wrong type.
+    """
+
+    async def __call__(
+        self, request: Message, context: RequestContext[Any], call_next: ServerCallNext
+    ) -> Message | PreEncoded: ...
+
 
 _POST = ALLOWED_METHOD
 _KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
@@ -80,6 +130,8 @@ def create_app(
     authenticate: Callable[[str], Any],
     strict: bool = False,
     handler_timeout: float | None = None,
+    interceptors: Sequence[ServerInterceptor] = (),
+    telemetry: bool | Telemetry = True,
 ) -> Starlette:
     """Build the ASGI app that serves `service` at the registry's paths (spec sections 4, 5, 7).
 
@@ -101,6 +153,14 @@ def create_app(
             that blocks the event loop cannot be stopped). A plain handler's thread cannot be
             killed: the answer goes out anyway, and the thread keeps its place in the pool until
             the handler returns (its result is dropped), so stuck handlers never grow the pool.
+        interceptors: ``async def`` callables ``(request, context, call_next) -> response``
+            wrapped around every rpc's handler, the first outermost (:class:`ServerInterceptor`).
+            `handler_timeout` bounds the handler only, not the interceptors.
+        telemetry: ``True`` (the default): one OpenTelemetry SERVER span per request that
+            reaches an operation's path, and a ``rpc.server.duration`` histogram (ms), when
+            ``opentelemetry-api`` is installed and a tracer (meter) provider is configured;
+            nothing otherwise (see :mod:`projectops.telemetry`). ``False``: never. A
+            :class:`~projectops.telemetry.Telemetry`: record to its providers.
 
     Plain (non-``async``) callables run in worker threads. Handlers share anyio's default
     thread limiter (40 threads per event loop; ``anyio.to_thread.current_default_thread_limiter``
@@ -116,16 +176,26 @@ def create_app(
 
     Raises:
         ValueError: `handler_timeout` is not a positive number of seconds.
-        TypeError: `handler_timeout` is not a number.
+        TypeError: `handler_timeout` is not a number, `interceptors` is not a sequence of
+            callables, or `telemetry` is neither a bool nor a ``Telemetry``.
     """
     _check_timeout(handler_timeout)
+    chain = _check_interceptors(interceptors)
+    recorders = _recorders(telemetry)
     # Limiters belong to one event loop: one per loop the app is served on.
     pools = _Pools()
     routes = [
         Route(
             op.path,
             _Endpoint(
-                op, service, authenticate, strict=strict, timeout=handler_timeout, pools=pools
+                op,
+                service,
+                authenticate,
+                strict=strict,
+                timeout=handler_timeout,
+                pools=pools,
+                interceptors=chain,
+                telemetry=None if recorders is None else recorders(op),
             ),
         )
         for op in operations()
@@ -143,6 +213,36 @@ def _check_timeout(timeout: object) -> None:
         raise TypeError(f"handler_timeout must be a number of seconds or None, not {timeout!r}")
     if not timeout > 0:  # NaN too
         raise ValueError(f"handler_timeout must be a positive number of seconds, not {timeout}")
+
+
+def _check_interceptors(interceptors: object) -> tuple[ServerInterceptor, ...]:
+    if isinstance(interceptors, str | bytes) or not isinstance(interceptors, Sequence):
+        raise TypeError(
+            "interceptors must be a sequence of async callables "
+            f"(request, context, call_next), not {type(interceptors).__name__}"
+        )
+    for index, interceptor in enumerate(interceptors):
+        if not callable(interceptor):
+            raise TypeError(
+                f"interceptors[{index}] is a {type(interceptor).__name__}, not a callable "
+                "(request, context, call_next) -> response"
+            )
+    return tuple(interceptors)
+
+
+def _recorders(telemetry: object) -> Callable[[Operation], RpcTelemetry] | None:
+    """How to build each operation's span and histogram, or None when nothing can be recorded
+    (turned off, or ``opentelemetry-api`` missing: then no request ever looks at telemetry)."""
+    from projectops import telemetry as otel
+
+    if telemetry is False:
+        return None
+    if telemetry is not True and not isinstance(telemetry, otel.Telemetry):
+        raise TypeError(f"telemetry must be True, False or a Telemetry, not {telemetry!r}")
+    if not otel.available():
+        return None
+    given = None if telemetry is True else telemetry
+    return lambda op: otel.RpcTelemetry(op, "server", given)
 
 
 class _Pools:
@@ -216,15 +316,23 @@ def _answer(case: ErrorCase, message: str, headers: Mapping[str, str] | None = N
     )
 
 
+class _ErrorResponse(Response):
+    """An error answer that remembers its code, for the span of the request."""
+
+    error_code: str
+
+
 def _error(
     error: ApiError, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> Response:
-    return Response(
+    response = _ErrorResponse(
         error_body(_Cut(error) if _too_long(error) else error),
         status_code=status or HTTP_STATUS_BY_CODE[error.code],
         media_type=CONTENT_TYPE,
         headers=headers,
     )
+    response.error_code = str(error.code)
+    return response
 
 
 def _implementation(service: object, op: Operation) -> Callable[..., Any] | None:
@@ -264,6 +372,8 @@ class _Endpoint:
         strict: bool,
         timeout: float | None,
         pools: _Pools,
+        interceptors: tuple[ServerInterceptor, ...] = (),
+        telemetry: RpcTelemetry | None = None,
     ) -> None:
         self._op = op
         handler = _implementation(service, op)
@@ -272,10 +382,28 @@ class _Endpoint:
         self._strict = strict
         self._timeout = timeout
         self._pools = pools
+        self._interceptors = interceptors
+        self._telemetry = telemetry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = await self._respond(scope, receive)
-        await response(scope, receive, send)
+        call = None if self._telemetry is None else self._telemetry.start(_Carrier(scope))
+        if call is None:
+            response = await self._respond(scope, receive)
+            await response(scope, receive, send)
+            return
+        status: int | None = None
+        code: str | None = None
+        try:
+            response = await self._respond(scope, receive)
+            status = response.status_code
+            code = getattr(response, "error_code", None)
+            await response(scope, receive, send)
+        except BaseException as exc:
+            # Cancelled or stopped before the answer went out: the span still ends.
+            code = code or type(exc).__name__
+            raise
+        finally:
+            call.finish(status, code, failed=status is None or status >= 500)
 
     async def _respond(self, scope: Scope, receive: Receive) -> Response | _Json:
         # Route on the path as sent: "/api/mcp%2fx" decodes to an operation's path, but is not it.
@@ -312,7 +440,7 @@ class _Endpoint:
             context = RequestContext(
                 project=project, operation=self._op, headers=_RedactedHeaders(scope["headers"])
             )
-            answer = await self._call(self._handler, message, context, api_key)
+            answer = await self._serve(self._handler, message, context, api_key)
         except _Refusal as refusal:
             return _answer(refusal.case, refusal.message)
         except ApiError as exc:  # the codec's, validation's, a handler's or authenticate's
@@ -351,14 +479,55 @@ class _Endpoint:
         validate(message)
         return message
 
-    async def _call(
+    async def _serve(
         self,
         handler: _Callee,
         message: Message,
         context: RequestContext[Any],
         api_key: str,
     ) -> bytes | str:
-        """The handler's answer as JSON text (encoded here, or as the handler encoded it)."""
+        """The answer of the interceptors and the handler, as JSON text (encoded here, or as
+        the handler encoded it)."""
+        name = self._op.name
+        if not self._interceptors:
+            return self._encoded(await self._call(handler, message, context, api_key), api_key)
+
+        async def innermost(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
+            if request is not message:
+                if not isinstance(request, self._op.request_type):
+                    failure = TypeError(
+                        f"passed a {type(request).__name__} on, not "
+                        f"{self._op.request_type.__name__}"
+                    )
+                    _log_failure(f"an interceptor of {name}", failure, api_key)
+                    raise Internal(f"internal error while serving {name}")
+                validate(request)  # a replacement is checked as the sent one was
+            return await self._call(handler, request, context, api_key)
+
+        call_next: ServerCallNext = innermost
+        for interceptor in reversed(self._interceptors):
+            call_next = _wrap(interceptor, call_next)
+        try:
+            response = await call_next(message, context)
+        except ApiError:
+            raise
+        except BaseException as exc:
+            if _must_go_up(exc):
+                raise
+            _log_failure(f"an interceptor of {name}", exc, api_key)
+            raise _Refusal(INTERNAL_FAILURE, f"internal error while serving {name}") from None
+        return self._encoded(response, api_key, "an interceptor")
+
+    async def _call(
+        self,
+        handler: _Callee,
+        message: Message,
+        context: RequestContext[Any],
+        api_key: str,
+    ) -> Message | PreEncoded:
+        """The handler's answer, checked to be the operation's response message (or
+        :class:`PreEncoded`); any other failure than an ``ApiError`` is logged and raised as
+        :class:`~projectops.errors.Internal`, with a generic message."""
         name = self._op.name
         response: Any = None
         timed_out = False
@@ -375,25 +544,62 @@ class _Endpoint:
             if _must_go_up(exc):
                 raise
             _log_failure(f"the handler of {name}", exc, api_key)
-            raise _Refusal(INTERNAL_FAILURE, f"internal error while serving {name}") from None
+            raise Internal(f"internal error while serving {name}") from None
         if timed_out:
             thread = "" if handler.is_async else "; its thread runs on until it returns"
             logger.warning(
                 "the handler of %s ran past handler_timeout (%g s)%s", name, self._timeout, thread
             )
             raise DeadlineExceeded(f"{name} did not finish within {self._timeout:g} seconds")
+        if not isinstance(response, PreEncoded | self._op.response_type):
+            self._wrong_type("the handler", response, api_key)
+            raise Internal(f"internal error while serving {name}")
+        return response
+
+    def _encoded(self, response: object, api_key: str, source: str = "the handler") -> bytes | str:
         if isinstance(response, PreEncoded):
             return response.body
         if not isinstance(response, self._op.response_type):
-            _log_failure(
-                f"the handler of {name}",
-                TypeError(
-                    f"returned {type(response).__name__}, not {self._op.response_type.__name__}"
-                ),
-                api_key,
-            )
-            raise _Refusal(INTERNAL_FAILURE, f"internal error while serving {name}")
+            self._wrong_type(source, response, api_key)
+            raise _Refusal(INTERNAL_FAILURE, f"internal error while serving {self._op.name}")
         return to_json(response)
+
+    def _wrong_type(self, source: str, response: object, api_key: str) -> None:
+        _log_failure(
+            f"{source} of {self._op.name}",
+            TypeError(f"returned {type(response).__name__}, not {self._op.response_type.__name__}"),
+            api_key,
+        )
+
+
+def _wrap(interceptor: ServerInterceptor, call_next: ServerCallNext) -> ServerCallNext:
+    async def wrapped(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
+        return await interceptor(request, context, call_next)
+
+    return wrapped
+
+
+class _Carrier(Mapping[str, str]):
+    """The request headers of an ASGI scope as the trace context propagator reads them (by
+    lower-case name); decoded only for the names it asks for."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, scope: Scope) -> None:
+        self._raw: list[tuple[bytes, bytes]] = scope["headers"]
+
+    def __getitem__(self, name: str) -> str:
+        wanted = name.lower().encode("latin-1")
+        for key, value in self._raw:
+            if key == wanted:
+                return value.decode("latin-1")
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([key.decode("latin-1") for key, _ in self._raw])
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 def _must_go_up(exc: BaseException) -> bool:
@@ -549,6 +755,7 @@ class _Json:
     request that succeeds takes, so its two messages are built here, nothing else."""
 
     __slots__ = ("_body",)
+    status_code = 200
 
     def __init__(self, body: bytes | str) -> None:
         self._body = body.encode("utf-8") if isinstance(body, str) else body
@@ -558,7 +765,7 @@ class _Json:
             (b"content-length", str(len(self._body)).encode("ascii")),
             (b"content-type", _CONTENT_TYPE_BYTES),
         ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.start", "status": self.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": self._body})
 
 
