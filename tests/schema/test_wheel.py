@@ -165,3 +165,26 @@ def test_the_readme_example_runs_on_the_newest_protobuf(tmp_path: Path, wheel: P
     )
     assert int(version.split(".")[0]) >= 7, version
     check_example(venv)
+
+
+def readme_plugin_example() -> str:
+    """The README's example test of the pytest plugin (section "the pytest plugin")."""
+    readme = (REPO / "README.md").read_text()
+    example = re.search(
+        r"### Testing code that calls the API: the pytest plugin\n.*?```python\n(.*?)```",
+        readme,
+        re.S,
+    )
+    assert example
+    return example.group(1)
+
+
+def test_the_testing_extra_registers_the_pytest_plugin(tmp_path: Path, wheel: Path) -> None:
+    """A user's test, the README's, passes in a venv with only the wheel's `testing` extra: the
+    `pytest11` entry point gives it the `projectops_mock` fixture without any configuration."""
+    venv = venv_with(tmp_path / "venv", f"{wheel}[testing]")
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "test_user.py").write_text(readme_plugin_example())
+    out = run(venv / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=user)
+    assert "1 passed" in out, out
