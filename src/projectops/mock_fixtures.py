@@ -318,12 +318,14 @@ def _answers(op: Operation, items: list[Any], path: str) -> tuple[FixtureAnswer,
             f"{answer_path}.request",
             validated=not answer.partial,  # a partial request names only what it matches on
         )
-        if not answer.HasField("response") and not answer.HasField("error"):
+        # Presence as written: an empty object `{}` is a response, whatever the codec's path.
+        has_response, has_error = (item.get(name) is not None for name in ("response", "error"))
+        if not has_response and not has_error:
             raise FixtureError(f"{answer_path}.response: is required (or an error instead)")
-        if answer.HasField("response") and answer.HasField("error"):
+        if has_response and has_error:
             raise FixtureError(f"{answer_path}: set one of response and error, not both")
         error: ErrorResponse | None = None
-        if answer.HasField("error"):
+        if has_error:
             error = answer.error
             _check_error(error, f"{answer_path}.error")
             response = op.response_type()

@@ -241,7 +241,11 @@ def _one(answer: dict[str, Any]) -> dict[str, Any]:
             "projects[0].operations.get_release_details[0].error.message: is required",
         ),
         (
-            {"request": {"version": "1"}, "response": {}, "error": {"code": "internal"}},
+            {
+                "request": {"version": "1"},
+                "response": {},
+                "error": {"code": "internal", "message": "x"},
+            },
             "projects[0].operations.get_release_details[0]: set one of response and error",
         ),
         (
