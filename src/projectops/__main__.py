@@ -107,7 +107,8 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
         metavar="URL",
         default=default,
         help=f"the service's base URL, its root without /api/mcp (default: ${BASE_URL_ENV} if "
-        f"set and not empty, else {DEFAULT_BASE_URL}, the mock server); trailing slashes are "
+        f"set and not empty; there is no default: `projectops mock-server` listens on "
+        f"{DEFAULT_BASE_URL}); trailing slashes are "
         "ignored",
     )
     parser.add_argument(
@@ -180,7 +181,8 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
         [
             "environment:",
             f"  {API_KEY_ENV:<20} the project API key, sent with every call (never a flag)",
-            f"  {BASE_URL_ENV:<20} the service's base URL (default {DEFAULT_BASE_URL})",
+            f"  {BASE_URL_ENV:<20} the service's base URL (required; the mock server: "
+            f"{DEFAULT_BASE_URL})",
             "",
             "exit codes:",
             *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),

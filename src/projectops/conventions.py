@@ -39,7 +39,8 @@ BASE_URL_ENV = "SERVICE_BACKEND_URL"
 CONTENT_TYPE = "application/json"
 #: Path prefix of every operation (docs/contract.md §1.1).
 PATH_PREFIX = "/api/mcp/"
-#: Address of the bundled mock server; the client's base URL when none is configured.
+#: Address of the bundled mock server (``projectops mock-server``). Not a client default: a
+#: client without a base URL raises ``projectops.client.MissingBaseUrl`` (docs/contract.md §1.4).
 DEFAULT_BASE_URL = "http://127.0.0.1:8787"
 #: Largest request body the server adapter accepts, in bytes (1 MiB); larger ones get 413.
 MAX_BODY_BYTES = 1024 * 1024

@@ -238,8 +238,8 @@ class BaseClient:
         if not url and base_url is None:
             # No default address: a guessed one could send the key to whatever listens there.
             raise MissingBaseUrl(
-                f"no base URL: {BASE_URL_ENV} is not set; set it to the service's root "
-                "(e.g. https://ops.example.com), or pass base_url="
+                f"no base URL: {BASE_URL_ENV} is not set and none was given; set it to the "
+                "service's root, e.g. https://ops.example.com"
             )
         self._base_url = normalize_base_url(url or "")
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)

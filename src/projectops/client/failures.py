@@ -28,7 +28,7 @@ from projectops.client._errors import (
 )
 from projectops.client.redaction import redact
 from projectops.commands import CannotListen
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from projectops.errors import (
     ApiError,
     FailedPrecondition,
@@ -118,6 +118,14 @@ _NO_ANSWER = Failure(
 )
 
 #: Exception class -> how it is reported (most specific classes first, for reading).
+# The one line for a missing base URL: the library names the variable, this adds how to try
+# the bundled mock server at its own address.
+_TRY_THE_MOCK = (
+    "{message}; to try the mock server, run `projectops mock-server` and set "
+    f"{BASE_URL_ENV}={DEFAULT_BASE_URL}"
+)
+
+
 FAILURES: Mapping[type[BaseException], Failure] = {
     UsageError: Failure(EXIT_USAGE, "{message}", "{message}"),
     # A busy or foreign --host/--port of mock-server or mcp --http: fixed by another flag value.
@@ -128,15 +136,7 @@ FAILURES: Mapping[type[BaseException], Failure] = {
         f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is "
         "not set, or not usable as a header value, so nothing was sent",
     ),
-    MissingBaseUrl: Failure(
-        EXIT_USAGE,
-        "{message}; to try the mock server, run `projectops mock-server` and set "
-        + BASE_URL_ENV
-        + "=http://127.0.0.1:8787",
-        "{message}; to try the mock server, run `projectops mock-server` and set "
-        + BASE_URL_ENV
-        + "=http://127.0.0.1:8787",
-    ),
+    MissingBaseUrl: Failure(EXIT_USAGE, _TRY_THE_MOCK, _TRY_THE_MOCK),
     InvalidRequest: Failure(
         EXIT_USAGE, "invalid request: {message}", "Invalid arguments for {tool}: {message}"
     ),
