@@ -13,6 +13,7 @@ __all__ = ["REDACTED", "RequestContext"]
 
 ProjectT = TypeVar("ProjectT")
 
+
 @dataclass(frozen=True)
 class RequestContext(Generic[ProjectT]):
     """The context of one served request, passed to every handler method.
