@@ -161,6 +161,19 @@ def _char_piece(char: str) -> str:
     return rf"(?:\\*+(?:{re.escape(char)}|(?<=\\)(?:{_escape_forms(char)}))|{_bare_forms(char)})"
 
 
+_ESCAPED = "x5c|u005c|U0000005c"
+_BARE = rf"%5c|&(?:#{_zeros_then('92')};|#x{_zeros_then('5c')};)"
+
+
+def _escaped_run(count: int) -> str:
+    """`count` backslashes of a secret, one or more of them escaped, among plain ones: at
+    most `count` escaped ones with the runs before them, once a look-ahead counted `count`
+    (:func:`_backslashes_piece`)."""
+    unit = rf"(?:\\(?:{_ESCAPED})|\\|{_BARE})"
+    segment = rf"(?:\\*+(?:{_BARE}|(?<=\\)(?:{_ESCAPED})))"
+    return rf"(?={unit}{{{count}}}){segment}{{1,{count}}}"
+
+
 def _backslashes_piece(count: int, char: str | None, *, first: bool = False) -> str:
     """`count` backslashes of a secret, then `char` (a character of it that is no backslash,
     or ``None`` at its end), in every spelling.
@@ -198,8 +211,7 @@ def _backslashes_piece(count: int, char: str | None, *, first: bool = False) -> 
     unit = rf"(?:\\(?:{escaped})|\\|{bare})"
     segment = rf"(?:\\*+(?:{bare}|(?<=\\)(?:{escaped})))"
     if not first:
-        units = rf"(?={unit}{{{count}}})"
-        return f"(?:{whole(count)}|{units}{segment}{{1,{count}}}{after})"
+        return f"(?:{whole(count)}|{_escaped_run(count)}{after})"
     # The first character taken, the rest of the first unit and segment, then as above.
     more = rf"{unit}{{{count - 1}}}"
     tail = rf"{segment}{{0,{count - 1}}}{after}"
@@ -213,20 +225,23 @@ def _backslashes_piece(count: int, char: str | None, *, first: bool = False) -> 
     return "(?:" + "|".join(forms) + ")"
 
 
+def _units(secret: str) -> list[str]:
+    """`secret` cut where its pieces begin: a character that is no backslash, with the run of
+    backslashes before it if any (a run at the end is a unit of its own)."""
+    return re.findall(r"\\*+[^\\]|\\++", secret)
+
+
+def _piece(unit: str) -> str:
+    char = unit[-1]
+    if char == "\\":
+        return _backslashes_piece(len(unit), None)
+    if len(unit) > 1:
+        return _backslashes_piece(len(unit) - 1, char)
+    return _char_piece(char)
+
+
 def _pieces(secret: str) -> list[str]:
-    parts = []
-    run = 0
-    for char in secret:
-        if char == "\\":
-            run += 1
-        elif run:
-            parts.append(_backslashes_piece(run, char))
-            run = 0
-        else:
-            parts.append(_char_piece(char))
-    if run:
-        parts.append(_backslashes_piece(run, None))
-    return parts
+    return [_piece(unit) for unit in _units(secret)]
 
 
 # Characters that IGNORECASE matches to an ASCII letter although they are not ASCII.
@@ -260,9 +275,11 @@ def _first_piece(char: str) -> str | None:
     return "(?:" + "|".join(forms) + ")"
 
 
-def _pattern_source(secret: str) -> tuple[str, int]:
-    """A secret's pattern and its flags."""
+def _pattern_source(secret: str, *, mark_last: bool = False) -> tuple[str, int]:
+    """A secret's pattern and its flags; with `mark_last`, its last piece is group 1."""
     parts = _pieces(secret)
+    if mark_last and len(parts) > 1:
+        parts[-1] = f"({parts[-1]})"
     if secret[0] == "\\":
         count = len(secret) - len(secret.lstrip("\\"))
         rest = secret[count:]
@@ -280,16 +297,129 @@ def _secret_pattern(secret: str) -> re.Pattern[str]:
     return re.compile(source, flags)
 
 
+@lru_cache(maxsize=32)
+def _head_pattern(head: str) -> re.Pattern[str]:
+    source, flags = _pattern_source(head, mark_last=True)
+    return re.compile(source, flags)
+
+
+@lru_cache(maxsize=512)
+def _plain(unit: str) -> frozenset[str]:
+    """The characters that are `unit` written as itself, when it is one character whose
+    matches are known (:func:`_same_letters`); else none."""
+    return frozenset(_same_letters(unit) or ()) if len(unit) == 1 and unit != "\\" else frozenset()
+
+
+@lru_cache(maxsize=512)
+def _unit_patterns(unit: str) -> tuple[re.Pattern[str], ...]:
+    """The ways one piece of a secret may be written, each a pattern of its own, in the
+    order the whole pattern tries them (a character may be read as itself or an escape)."""
+    char = unit[-1]
+    if char == "\\":
+        sources = [_piece(unit)]
+    else:
+        forms = [re.escape(char), f"(?:{_bare_forms(char)})", f"(?:{_escape_forms(char)})"]
+        count = len(unit) - 1
+        if not count:
+            sources = [rf"\\*+{forms[0]}", rf"\\++{forms[2]}", forms[1]]
+        else:
+            sources = [rf"\\{{{count},}}+{forms[0]}", rf"\\{{{count},}}+{forms[1]}"]
+            sources.append(rf"\\{{{count + 1},}}+{forms[2]}")
+            run = _escaped_run(count)
+            sources += [rf"{run}\\*+{forms[0]}", rf"{run}\\*+{forms[1]}", rf"{run}\\++{forms[2]}"]
+    return tuple(re.compile(source, re.IGNORECASE) for source in sources)
+
+
+#: Pieces of a secret searched for with one pattern; a longer secret's other pieces are
+#: followed from where that pattern matched.
+_HEAD_PIECES = 64
+#: Steps of one redaction spent following a long secret's pieces every way (some 0.1 s).
+_FOLLOW_STEPS = 20_000
+
+
+def _follow(text: str, pos: int, units: list[str], budget: int) -> tuple[int, int]:
+    """Where the spelling of `units` that starts at `pos` ends (or, if none is whole, the
+    furthest it goes), trying every way of each piece depth first: ``(end, budget left)``.
+
+    Each step tries one piece at one place; `budget` bounds the steps (a (piece, place)
+    tried once is never tried again), and without budget only each piece's first way is
+    followed, which reads each character once.
+    """
+    start = pos
+    for unit in units:  # the first way of each piece: enough unless a piece reads two ways
+        if pos < len(text) and text[pos] in _plain(unit):  # no regex for the common case
+            pos += 1
+            continue
+        found = next((m for p in _unit_patterns(unit) if (m := p.match(text, pos))), None)
+        if found is None:
+            break
+        pos = found.end()
+    else:
+        return pos, budget
+    if budget <= 0:
+        return pos, budget
+    greedy, pos = pos, start
+    stack = [(0, pos)]
+    seen: set[tuple[int, int]] = set()
+    furthest = pos
+    while stack and budget > 0:
+        index, here = stack.pop()
+        if index == len(units):
+            return here, budget
+        if (index, here) in seen:
+            continue
+        seen.add((index, here))
+        budget -= 1
+        furthest = max(furthest, here)
+        ends = [m.end() for p in _unit_patterns(units[index]) if (m := p.match(text, here))]
+        stack += [(index + 1, end) for end in reversed(ends)]
+    return max([greedy, furthest] + [here for _, here in stack]), budget
+
+
+def _redact_long(text: str, units: list[str], replacement: str) -> str:
+    """`text` with every spelling of the secret made of `units` (more than
+    :data:`_HEAD_PIECES`) replaced: its head is searched for with one pattern, the other
+    pieces are followed from there (:func:`_follow`), and all that spells the secret, or
+    the longest start of it there, is replaced.
+
+    A pattern of the whole secret would cost compile time in proportion to its length, and
+    a search time in proportion to the text's length times the secret's: a peer that chose
+    both (a server's request key) could make that minutes. Here the head's pattern reads
+    each character a bounded number of times; following reads what it replaces, plus at
+    most :data:`_FOLLOW_STEPS` steps in all where a piece reads two ways.
+    """
+    head = _head_pattern("".join(units[:_HEAD_PIECES]))
+    # From where the head's last piece began: it may read another way than the head took.
+    rest = units[_HEAD_PIECES - 1 :]
+    budget = _FOLLOW_STEPS
+    out: list[str] = []
+    pos = 0
+    while (found := head.search(text, pos)) is not None:
+        end, budget = _follow(text, found.start(1), rest, budget)
+        out += [text[pos : found.start()], replacement]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:
     """`text` with each of `secrets` (blank and ``None`` ones skipped, surrounding white space
     ignored) replaced by `replacement`, in any of the spellings of the module docstring; the
     longest secret first, so one that contains another is replaced whole.
 
-    Time grows in proportion to ``len(text)`` times the secret's length at worst, whatever
-    the text holds (runs of backslashes, quotes, zeros or half-written escapes included).
-    Where the secret holds backslashes, a match may take a few more backslashes, escaped or
-    not, than the secret itself has (never fewer)."""
+    Time grows in proportion to ``len(text)`` whatever the text holds (runs of backslashes,
+    quotes, zeros or half-written escapes included), times at most 64 characters of the
+    secret. Where the secret holds backslashes, a match may take a few more backslashes,
+    escaped or not, than the secret itself has (never fewer). A secret of more than 64
+    pieces (characters, with a run of backslashes and the character after it as one) is
+    found by its first 64, then followed piece by piece: a run of its first 64 pieces is
+    redacted with as much of the rest as follows it."""
     for secret in sorted({s.strip() for s in secrets if s and s.strip()}, key=len, reverse=True):
-        if text:
+        if not text:
+            break
+        units = _units(secret)
+        if len(units) > _HEAD_PIECES:
+            text = _redact_long(text, units, replacement)
+        else:
             text = _secret_pattern(secret).sub(replacement, text)
     return text

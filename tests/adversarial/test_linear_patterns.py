@@ -131,6 +131,32 @@ def test_redaction_still_finds_every_mix_of_spellings(key: str) -> None:
         assert old.sub("\x00", text) == text, (before, spelled, after, text)
 
 
+def test_a_long_key_is_found_in_every_mix_of_spellings() -> None:
+    """A key of more than 64 characters (searched for by its head, then followed) is redacted
+    whole in any mix of spellings, also where a character reads two ways (``&`` or
+    ``&#x26;``, ``\\x`` or ``\\x78``) at the head's end or after it."""
+    rng = random.Random(7)
+    alphabet = "abcdefXYZ0123456789-_'\\\"% +&x"
+    for _ in range(150):
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(65, 160))).strip()
+        spelled = _spelling(key, rng)
+        text = redact_secrets(f"<<{spelled}>>", [key], "\x00")
+        assert text.startswith("<<\x00") and text.endswith(">>"), (key, spelled, text)
+        assert _old_pattern(key).sub("\x00", text) == text, (key, spelled, text)
+
+
+@pytest.mark.parametrize("length", [65, 1_000, 16_000])
+def test_a_long_key_costs_no_more_than_a_short_one(length: int) -> None:
+    """A server redacts the key a client sent, so the client chooses its length as well as the
+    text: a 16,000-character key and a mebibyte of its near-prefixes are still one pass."""
+    key = "a" * (length - 1) + "z"
+    started = time.perf_counter()
+    assert redact_secrets(f"'{key}'", [key], "***") == "'***'"
+    assert "a" * 64 not in redact_secrets("a" * MIB, [key], "***")  # fragments go too
+    elapsed = time.perf_counter() - started
+    assert elapsed < REDACTION_LIMIT * 2, elapsed  # two texts
+
+
 def test_redaction_keeps_the_longest_key_first_and_redacts_nothing_else() -> None:
     assert redact("x demo-key-long y demo-key", ["demo-key", "demo-key-long"]) == "x *** y ***"
     assert redact("a \\\\\\\\ b \\ c", ["\\\\"]) == "a *** b \\ c"  # one backslash is no key
