@@ -29,14 +29,12 @@ plugin at start-up, so the fixture imports them when a test first uses it.
 
 from __future__ import annotations
 
-import importlib
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -61,16 +59,6 @@ _IN_PROCESS_URL = "http://projectops-mock.invalid"
 # Seconds the thread-served port may take to start, and to stop.
 _START_TIMEOUT = 20.0
 _STOP_TIMEOUT = 10.0
-
-
-def _layer(name: str) -> ModuleType:
-    """Import a module of the client or server layer.
-
-    This module composes both layers, as ``projectops.__main__`` does, but lives at the core's
-    level (its entry point is ``projectops.testing``); importing them by name, on first use,
-    also keeps httpx, Starlette and uvicorn out of pytest's start-up.
-    """
-    return importlib.import_module(name)
 
 
 @dataclass(frozen=True)
@@ -100,10 +88,14 @@ class MockServer:
         self.calls: list[Call] = []
         self._scenario: dict[str, list[FixtureAnswer]] = {}
         self._generate = True
-        self._fixtures = _layer("projectops.server.fixtures")
+        from projectops.server import fixtures
+
+        self._fixtures = fixtures
         self._projects: dict[str, Any] = {}
         self._rebuild()
-        self._app = _layer("projectops.server.mock").create_mock_app(self._projects, docs=False)
+        from projectops.server.mock import create_mock_app
+
+        self._app = create_mock_app(self._projects, docs=False)
         self._transport: Any = None
         self._async_transport: Any = None
         self._server: Any = None
@@ -205,7 +197,9 @@ class MockServer:
     def async_transport(self) -> Any:
         """An ``httpx.ASGITransport`` of :attr:`app`, for ``AsyncClient(transport=...)``."""
         if self._async_transport is None:
-            self._async_transport = _layer("httpx").ASGITransport(app=self._app)
+            import httpx
+
+            self._async_transport = httpx.ASGITransport(app=self._app)
         return self._async_transport
 
     def client(self, cls: type | None = None, **options: Any) -> Any:
@@ -216,7 +210,9 @@ class MockServer:
             cls: another subclass of :class:`~projectops.client.Client` to make.
             options: passed to the client (``timeout=``, default 30 s; ``retries=``, ...).
         """
-        cls = cls or _layer("projectops.client").OperationsServiceClient
+        from projectops.client import OperationsServiceClient
+
+        cls = cls or OperationsServiceClient
         options.setdefault("timeout", 30.0)
         return cls(
             base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=self.transport, **options
@@ -226,7 +222,9 @@ class MockServer:
         """An async typed client of the mock
         (:class:`projectops.client.AsyncOperationsServiceClient`), in-process; as
         :meth:`client`."""
-        cls = cls or _layer("projectops.client").AsyncOperationsServiceClient
+        from projectops.client import AsyncOperationsServiceClient
+
+        cls = cls or AsyncOperationsServiceClient
         options.setdefault("timeout", 30.0)
         return cls(
             base_url=_IN_PROCESS_URL,
@@ -254,7 +252,8 @@ class MockServer:
         return {BASE_URL_ENV: self.base_url, API_KEY_ENV: self.api_key}
 
     def _start(self) -> str:
-        uvicorn = _layer("uvicorn")
+        import uvicorn
+
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
@@ -346,10 +345,10 @@ class _SyncAppTransport:
     without a socket; a delay of an answer is waited on that loop."""
 
     def __new__(cls, app: Any) -> Any:
-        httpx = _layer("httpx")
-        anyio_from_thread = _layer("anyio.from_thread")
+        import anyio.from_thread as anyio_from_thread
+        import httpx
 
-        class Transport(httpx.BaseTransport):  # type: ignore[misc, name-defined]
+        class Transport(httpx.BaseTransport):
             def __init__(self) -> None:
                 self._inner = httpx.ASGITransport(app=app)
                 self._portal_cm: Any = None
@@ -372,7 +371,7 @@ class _SyncAppTransport:
                 async def send() -> tuple[int, list[tuple[bytes, bytes]], bytes]:
                     answer = await self._inner.handle_async_request(inner)
                     try:
-                        content = b"".join([chunk async for chunk in answer.stream])
+                        content = b"".join([chunk async for chunk in answer.aiter_raw()])
                     finally:
                         await answer.aclose()
                     return answer.status_code, answer.headers.raw, content
