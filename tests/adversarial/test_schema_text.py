@@ -360,3 +360,12 @@ def test_describe_shows_comments_as_data(
         assert "as %(prog)s says. \\x1b]0;pwned\\x07 C:\\Users\\x" in text
         assert 'The request """ with \\x1b]0;pwned\\x07 and a quote' in text
         assert "The version %(prog)s 50% done \\x1b]0;pwned\\x07 \\u202e" in text
+
+
+def test_operations_lists_summaries_as_data(
+    hostile_cli: Callable[[list[str]], str], generated: Generated
+) -> None:
+    out = hostile_cli(["operations"])
+    assert _unsafe_characters(out) == []
+    if "\x1b[2J" in generated.comments[f"{SERVICE}.ListRumEnvironments"]:
+        assert "List the environments \\x1b[2J\\x1b[H, 50% done." in out

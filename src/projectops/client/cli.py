@@ -406,10 +406,12 @@ def _run_operations(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(listing, indent=2, ensure_ascii=False))
         return EXIT_OK
-    name_width = max(len(op.tool_name) for op in ops)
-    path_width = max(len(op.path) for op in ops)
-    for op in ops:
-        print(f"{op.tool_name:<{name_width}}  {op.path:<{path_width}}  {op.summary}")
+    # Schema text is outside text too: a proto comment or path reaches the terminal escaped.
+    rows = [(escape(op.tool_name), escape(op.path), escape(op.summary)) for op in ops]
+    name_width = max(len(name) for name, _, _ in rows)
+    path_width = max(len(path) for _, path, _ in rows)
+    for name, path, summary in rows:
+        print(f"{name:<{name_width}}  {path:<{path_width}}  {summary}")
     return EXIT_OK
 
 
