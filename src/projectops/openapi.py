@@ -24,13 +24,16 @@ table, :mod:`projectops.answers`), examples from the mock server's default fixtu
               "schema": {"$ref": "#/components/schemas/<Request full name>"},
               "examples": {<project>: {"summary": ..., "value": <request>}}}}},
           "responses": {"200": <response schema and examples>,
-                        "400" | "401" | "404" | "405" | "413" | "500" | "501": <ErrorResponse>}}}
+                        "400" | "401" | "413" | "500" | "501": <ErrorResponse, with an
+                                                                 example body per situation>}}}
       },
       "components": {
         "securitySchemes": {"ServiceApiKey": {"type": "apiKey", "in": "header",
                                               "name": "Service-Api-Key"}},
         "schemas": {"<full proto name>": <JSON Schema>, ...}
-      }
+      },
+      "x-answers-outside-operations": [{"status": 404 | 405, "code": ..., "situation": ...,
+                                        "headers": {...}, "example": <ErrorResponse>}]
     }
 
 Rules that are choices of this module:
@@ -55,6 +58,14 @@ Rules that are choices of this module:
   it is ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` (a client may repeat the call): the same facts
   as the MCP tools' ``readOnlyHint`` and ``idempotentHint``. ``deprecated`` is the rpc's
   standard ``deprecated`` option, stated only when true.
+- Error responses: the rows of :data:`ERROR_CASES` grouped by status, each with an example
+  body (the codec's and ``validate``'s own error for a malformed body and missing REQUIRED
+  fields; else the first sentence of the row's situation). The 404 of an unknown path and the
+  405 of another method (:data:`OUTSIDE_OPERATIONS`) are no answers of a POST operation: they
+  are stated once, in ``info.description`` and ``x-answers-outside-operations``. The
+  ``ErrorResponse`` component requires ``code`` and ``message`` (REQUIRED in the proto: the
+  server always sends both) and lists the code names (:class:`projectops.errors.Code`) as
+  the ``enum`` of ``code``.
 - Examples are the answers of every project of the mock server's default fixtures
   (:func:`projectops.mock_fixtures.default_fixtures`: decoded strictly, requests also
   validated, as the mock server reads them) re-encoded with ``to_dict``: only data the codec
@@ -78,8 +89,15 @@ from google.protobuf.message import Message
 import projectops
 from projectops import json_schema
 from projectops._wire import value_form
-from projectops.answers import ERROR_CASES, ErrorCase
-from projectops.codec import to_dict
+from projectops.answers import (
+    ERROR_CASES,
+    MALFORMED_BODY,
+    MISSING_REQUIRED,
+    NO_OPERATION,
+    WRONG_METHOD,
+    ErrorCase,
+)
+from projectops.codec import from_json, to_dict
 from projectops.conventions import (
     API_KEY_HEADER,
     CONTENT_TYPE,
@@ -87,14 +105,16 @@ from projectops.conventions import (
     InvalidBaseUrl,
 )
 from projectops.descriptions import description
+from projectops.errors import Code, InvalidArgument
 from projectops.mock_fixtures import default_fixtures
 from projectops.registry import SERVICE, Operation, operations
 from projectops.v1.error_pb2 import ErrorResponse
-from projectops.validation import is_required
+from projectops.validation import is_required, violations
 
 __all__ = [
     "ERROR_CASES",
     "OPENAPI_VERSION",
+    "OUTSIDE_OPERATIONS",
     "SECURITY_SCHEME",
     "TITLE",
     "ErrorCase",
@@ -116,6 +136,13 @@ _REF_BASE = "#/components/schemas/"
 _SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
 Format = Literal["json", "yaml"]
+
+#: The adapter's answers that belong to no operation: a path that is no operation's (404, no
+#: path item to attach it to) and a method other than POST (405, not an answer of the POST
+#: operations). The document states them once, in ``info.description`` and
+#: ``x-answers-outside-operations``, instead of among every POST's responses, where tools would
+#: offer them as outcomes of a call that cannot get them.
+OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (NO_OPERATION, WRONG_METHOD)
 
 
 class RenderError(ValueError):
@@ -216,7 +243,7 @@ def _document(strict: bool) -> dict[str, Any]:
         "info": {
             "title": TITLE,
             "version": projectops.__version__,
-            "description": description(SERVICE),
+            "description": description(SERVICE) + "\n\n" + _outside_text(),
         },
         "servers": [],
         "tags": [{"name": tag} for tag in tags],
@@ -233,7 +260,59 @@ def _document(strict: bool) -> dict[str, Any]:
             },
             "schemas": schemas.finish(),
         },
+        "x-answers-outside-operations": [_outside_answer(case) for case in OUTSIDE_OPERATIONS],
     }
+
+
+def _outside_text() -> str:
+    """The Markdown section of ``info.description`` on the answers of no operation."""
+    lines = ["## Answers outside the operations", ""]
+    for case in OUTSIDE_OPERATIONS:
+        headers = "".join(
+            f" It carries the header `{name}: {value}`."
+            for name, value in (case.headers or {}).items()
+        )
+        lines.append(f"- {case.http_status} `{case.code}`: {case.situation}{headers}")
+    return "\n".join(lines)
+
+
+def _outside_answer(case: ErrorCase) -> dict[str, Any]:
+    """One entry of ``x-answers-outside-operations``: status, code, situation, headers, body."""
+    return {
+        "status": case.http_status,
+        "code": str(case.code),
+        "situation": case.situation,
+        "headers": dict(case.headers or {}),
+        "example": _error_example(case),
+    }
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ", 1)[0].rstrip(".") + "."
+
+
+def _error_example(
+    case: ErrorCase, request_type: type[Message] | None = None
+) -> dict[str, Any] | None:
+    """An ``ErrorResponse`` body of `case` as the codec writes it.
+
+    For a malformed body or missing REQUIRED fields of `request_type`, the very error the codec
+    and :func:`projectops.validate` raise (``[]`` as the body; the empty request); otherwise the
+    first sentence of the case's situation as the message. ``None`` for missing REQUIRED
+    fields when `request_type` has none (that answer cannot occur).
+    """
+    if request_type is not None and case == MALFORMED_BODY:
+        try:
+            from_json(b"[]", request_type, strict=True)
+        except InvalidArgument as exc:
+            return to_dict(exc.to_proto())
+    if request_type is not None and case == MISSING_REQUIRED:
+        found = list(violations(request_type()))
+        if not found:
+            return None
+        text = "; ".join(f"{v.field}: {v.description}" for v in found)
+        return to_dict(case.error(text, found).to_proto())
+    return to_dict(case.error(_first_sentence(case.situation.replace("`", ""))).to_proto())
 
 
 def _operation(
@@ -269,9 +348,18 @@ def _operation(
     }
     error_ref = schemas.ref(_descriptor(ErrorResponse), "output")
     for status, cases in _error_statuses():
+        examples: dict[str, Any] = {}
+        for case in cases:
+            value = _error_example(case, op.request_type)
+            if value is None:
+                continue
+            name = str(case.code)
+            if name in examples:  # two situations of one code (invalid_argument)
+                name = f"{name}-{sum(key.startswith(name) for key in examples) + 1}"
+            examples[name] = {"summary": _first_sentence(case.situation), "value": value}
         response: dict[str, Any] = {
             "description": "\n".join(f"- `{case.code}`: {case.situation}" for case in cases),
-            "content": {CONTENT_TYPE: {"schema": error_ref}},
+            "content": {CONTENT_TYPE: {"schema": error_ref, "examples": examples}},
         }
         headers = {name: value for case in cases for name, value in (case.headers or {}).items()}
         if headers:
@@ -313,6 +401,8 @@ def _content(
 def _error_statuses() -> list[tuple[int, list[ErrorCase]]]:
     by_status: dict[int, list[ErrorCase]] = {}
     for case in ERROR_CASES:
+        if case in OUTSIDE_OPERATIONS:
+            continue
         by_status.setdefault(case.http_status, []).append(case)
     return sorted(by_status.items())
 
@@ -339,6 +429,9 @@ class _Components:
         outputs = [_descriptor(op.response_type) for op in operations()]
         for message in [*outputs, _descriptor(ErrorResponse)]:
             self._add(message, "output")
+        # `code` is a string on the wire; its values are the code names of the error model.
+        error = self._schemas[_descriptor(ErrorResponse).full_name]["properties"]["code"]
+        error["enum"] = [code.value for code in Code]
 
     def ref(self, message: Descriptor, direction: json_schema.Direction) -> dict[str, Any]:
         """``{"$ref": ...}`` to the schema of `message` in `direction` (built on first use)."""

@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 import projectops
 from projectops.commands import listen, listen_url
 from projectops.errors import ERROR_CLASSES, Code
-from projectops.openapi import ERROR_CASES
+from projectops.openapi import ERROR_CASES, OUTSIDE_OPERATIONS
 from projectops.registry import operations
 from projectops.server import create_app
 from projectops.server.docs import docs_routes
@@ -60,8 +60,13 @@ def error_app(make_error: Callable[[], Exception]) -> Starlette:
 
 
 def api_error_classes() -> dict[str, type[projectops.ApiError]]:
-    """Code -> exception class, for every code of the document's error table."""
-    return {case.code: ERROR_CLASSES[Code(case.code)] for case in ERROR_CASES}
+    """Code -> exception class, for every code of the operations' error responses (the error
+    table but for the 404 and 405 of no operation, which the document states apart)."""
+    return {
+        case.code: ERROR_CLASSES[Code(case.code)]
+        for case in ERROR_CASES
+        if case not in OUTSIDE_OPERATIONS
+    }
 
 
 @contextmanager

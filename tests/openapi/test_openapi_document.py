@@ -16,6 +16,7 @@ from google.protobuf import descriptor_pb2
 
 import projectops
 from projectops import json_schema, openapi
+from projectops.errors import Code
 from projectops.registry import SERVICE, Operation
 from projectops.validation import NOT_BLANK_PATTERN
 from tests.synthetic import rpc_with
@@ -23,13 +24,12 @@ from tests.synthetic import rpc_with
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 OPS = projectops.operations()
 DOC = openapi.document()
-# The README's table, and the status of an rpc the server lacks (501 once errors.py says so).
+# The README's table but for the 404 and 405 of no operation, and the status of an rpc the
+# server lacks (501 once errors.py says so).
 ERROR_STATUSES = sorted(
     {
         "400",
         "401",
-        "404",
-        "405",
         "413",
         "500",
         str(openapi.ErrorCase("unimplemented", "").http_status),
@@ -56,7 +56,8 @@ def test_document_is_valid_openapi_3_1() -> None:
 
 def test_info_and_servers() -> None:
     assert DOC["info"]["version"] == projectops.__version__
-    assert DOC["info"]["description"] == projectops.description(SERVICE) != ""
+    assert projectops.description(SERVICE) != ""
+    assert DOC["info"]["description"].startswith(projectops.description(SERVICE) + "\n\n## ")
     assert DOC["servers"] == [{"url": projectops.DEFAULT_BASE_URL}]
     other = openapi.document("https://ops.example.com/base//")
     assert other["servers"] == [{"url": "https://ops.example.com/base"}]
@@ -106,15 +107,65 @@ def test_error_responses_come_from_the_error_table() -> None:
     for op in OPS:
         responses = DOC["paths"][op.path]["post"]["responses"]
         for case in openapi.ERROR_CASES:
+            if case in openapi.OUTSIDE_OPERATIONS:
+                continue
             response = responses[str(case.http_status)]
             assert f"`{case.code}`: {case.situation}" in response["description"]
             assert response["content"]["application/json"]["schema"] == {
                 "$ref": "#/components/schemas/projectops.v1.ErrorResponse"
             }
-        allow = responses["405"]["headers"]["Allow"]
-        assert allow["schema"]["const"] == "POST"
-        assert allow["required"] is (openapi.ErrorCase("unimplemented", "").http_status != 405)
-    assert {case.http_status for case in openapi.ERROR_CASES} == set(map(int, ERROR_STATUSES))
+    inside = [case for case in openapi.ERROR_CASES if case not in openapi.OUTSIDE_OPERATIONS]
+    assert {case.http_status for case in inside} == set(map(int, ERROR_STATUSES))
+
+
+def test_no_operation_and_wrong_method_are_stated_once_outside_the_operations() -> None:
+    """404 (no path item to hold it) and 405 (not an answer of a POST) are not among any POST's
+    responses, nor a GET tools would offer as a call; the document states them once."""
+    for op in OPS:
+        assert list(DOC["paths"][op.path]) == ["post"]
+        assert not {"404", "405"} & set(DOC["paths"][op.path]["post"]["responses"])
+    outside = {entry["status"]: entry for entry in DOC["x-answers-outside-operations"]}
+    assert sorted(outside) == [404, 405]
+    assert outside[404]["code"] == "not_found" and outside[405]["code"] == "unimplemented"
+    assert outside[405]["headers"] == {"Allow": "POST"}
+    for status, entry in outside.items():
+        assert entry["example"]["code"] == entry["code"]
+        error_validator().validate(entry["example"])
+        assert f"- {status} `{entry['code']}`: {entry['situation']}" in DOC["info"]["description"]
+    assert "`Allow: POST`" in DOC["info"]["description"]
+
+
+def error_validator() -> jsonschema.Draft202012Validator:
+    return component_validator(DOC, "#/components/schemas/projectops.v1.ErrorResponse")
+
+
+def test_error_response_requires_code_and_message_and_names_every_code() -> None:
+    error = DOC["components"]["schemas"]["projectops.v1.ErrorResponse"]
+    assert error["required"] == ["code", "message"]
+    assert error["properties"]["code"]["enum"] == [code.value for code in Code]
+    validator = error_validator()
+    assert not validator.is_valid({"code": "string", "message": "x"})
+    assert not validator.is_valid({"code": "internal"})
+    assert validator.is_valid({"code": "internal", "message": "x"})
+
+
+def test_every_error_answer_has_example_bodies_of_its_codes() -> None:
+    validator = error_validator()
+    for op in OPS:
+        for status, response in DOC["paths"][op.path]["post"]["responses"].items():
+            if status == "200":
+                continue
+            examples = response["content"]["application/json"]["examples"]
+            assert examples, (op.name, status)
+            codes = {case.code for case in openapi.ERROR_CASES if str(case.http_status) == status}
+            for example in examples.values():
+                validator.validate(example["value"])
+                assert example["value"]["code"] in codes
+                assert example["value"]["message"].strip()
+    missing = DOC["paths"]["/api/mcp/get_release_details"]["post"]["responses"]["400"]
+    values = [e["value"] for e in missing["content"]["application/json"]["examples"].values()]
+    assert {"field": "version", "description": "is required"} in values[1]["violations"]
+    assert values[0]["message"] == "the body: expected a JSON object, got an array"
 
 
 def test_components_are_the_json_schema_builder_output() -> None:
