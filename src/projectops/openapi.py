@@ -348,18 +348,18 @@ def _operation(
     }
     error_ref = schemas.ref(_descriptor(ErrorResponse), "output")
     for status, cases in _error_statuses():
-        examples: dict[str, Any] = {}
+        error_examples: dict[str, Any] = {}
         for case in cases:
             value = _error_example(case, op.request_type)
             if value is None:
                 continue
             name = str(case.code)
-            if name in examples:  # two situations of one code (invalid_argument)
-                name = f"{name}-{sum(key.startswith(name) for key in examples) + 1}"
-            examples[name] = {"summary": _first_sentence(case.situation), "value": value}
+            if name in error_examples:  # two situations of one code (invalid_argument)
+                name = f"{name}-{sum(key.startswith(name) for key in error_examples) + 1}"
+            error_examples[name] = {"summary": _first_sentence(case.situation), "value": value}
         response: dict[str, Any] = {
             "description": "\n".join(f"- `{case.code}`: {case.situation}" for case in cases),
-            "content": {CONTENT_TYPE: {"schema": error_ref, "examples": examples}},
+            "content": {CONTENT_TYPE: {"schema": error_ref, "examples": error_examples}},
         }
         headers = {name: value for case in cases for name, value in (case.headers or {}).items()}
         if headers:
