@@ -6,9 +6,12 @@ imports ``opentelemetry`` lazily and costs nothing when it is missing or when no
 configured:
 
 - not installed: :func:`available` is False (looked up once per process), nothing is recorded;
-- installed, but the global tracer (meter) provider is still the API's default proxy or a
-  no-op one: no span is started (no measurement recorded). The check is a global read and a
-  type test per call, so a provider configured after the app or client was built is picked up.
+- installed, but the global tracer and meter providers are still the API's default proxies or
+  no-op ones: nothing is started or recorded. Looking the global providers up costs about a
+  microsecond each (the API reads the environment), so while both are idle they are looked up
+  again at most once a second (:data:`IDLE_RECHECK_SECONDS`): a call then costs one clock
+  read, and a provider configured after the app or client was built is picked up within a
+  second.
 
 What is recorded, per rpc, on the experimental RPC semantic conventions of OpenTelemetry
 (v1.37 and earlier; the newer ``rpc.system.name`` set is still a release candidate):
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_CODE_ATTRIBUTE",
+    "IDLE_RECHECK_SECONDS",
     "RPC_SYSTEM",
     "RpcTelemetry",
     "Telemetry",
@@ -62,6 +66,8 @@ RPC_SYSTEM = "projectops"
 #: The attribute holding the :class:`projectops.Code` of a failed call.
 ERROR_CODE_ATTRIBUTE = "projectops.error_code"
 _INSTRUMENTATION = "projectops"
+#: Seconds between two look-ups of the global providers while neither is configured.
+IDLE_RECHECK_SECONDS = 1.0
 
 Side = Literal["server", "client"]
 
@@ -169,6 +175,7 @@ class RpcTelemetry:
         "_api",
         "_attributes",
         "_histogram",
+        "_idle_until",
         "_kind",
         "_meter_provider",
         "_metric",
@@ -196,6 +203,7 @@ class RpcTelemetry:
         self._tracer: Tracer | None = None
         self._seen_meter: object = None
         self._histogram: Histogram | None = None
+        self._idle_until = 0.0
 
     def _current_tracer(self) -> Tracer | None:
         provider = self._tracer_provider or self._api.trace.get_tracer_provider()
@@ -231,10 +239,14 @@ class RpcTelemetry:
         The span (if any) becomes the current span until :meth:`RpcCall.finish`, which must
         be called in the same thread or task.
         """
+        if self._idle_until and time.monotonic() < self._idle_until:
+            return None
         tracer = self._current_tracer()
         histogram = self._current_histogram()
         if tracer is None and histogram is None:
+            self._idle_until = time.monotonic() + IDLE_RECHECK_SECONDS
             return None
+        self._idle_until = 0.0
         return RpcCall(self, tracer, histogram, carrier)
 
 
