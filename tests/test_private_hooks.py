@@ -253,6 +253,15 @@ def test_sse_starlette_drain_switches_of_mcp_http() -> None:
     assert "disable_automatic_graceful_drain" in inspect.getsource(status)
 
 
+def test_opentelemetry_unset_meter_provider_is_still_recognised() -> None:
+    """projectops.telemetry skips measurements cheaply while the global meter provider is the
+    API's unset proxy, a private class; if it is renamed, measurements still go (and drop)."""
+    metrics = pytest.importorskip("opentelemetry.metrics")
+    from projectops import telemetry
+
+    assert isinstance(metrics.get_meter_provider(), telemetry._providers().idle_meters[1:])
+
+
 # argparse (projectops.__main__)
 
 
