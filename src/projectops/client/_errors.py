@@ -39,7 +39,8 @@ __all__ = [
 
 
 class MissingApiKey(Unauthenticated):
-    """No usable API key is configured; raised locally before anything is sent (spec 5).
+    """No usable API key is configured; raised locally before anything is sent
+    (docs/contract.md §2.5).
 
     The key comes from the ``api_key`` argument or the ``SERVICE_API_KEY`` environment
     variable; it is missing when neither is set, or when it is blank or holds characters an

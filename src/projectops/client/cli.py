@@ -1,4 +1,4 @@
-"""The client's commands of the ``projectops`` program (spec 4.1.7, 4.1.8, 5 and 7).
+"""The client's commands of the ``projectops`` program (docs/contract.md §1.6, §1.4, §2 and §5).
 
 :func:`commands` lists them; :mod:`projectops.__main__` composes the program from them and the
 server layer's ``mock-server``:
@@ -210,7 +210,7 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
             else:
                 options["action"] = argparse.BooleanOptionalAction
         elif fd.enum_type is not None:
-            # The zero value means "unset" (DESIGN.md, proto conventions): not a choice.
+            # The zero value means "unset" (docs/contract.md §8.5): not a choice.
             options["choices"] = [v.name for v in fd.enum_type.values if v.number != 0]
         if "choices" not in options and options.get("action") is not argparse.BooleanOptionalAction:
             options["metavar"] = fd.name.upper()

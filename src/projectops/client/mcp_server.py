@@ -1,4 +1,4 @@
-"""The MCP tool server of the API: ``projectops mcp`` (spec 4.1.7, 4.1.8, 5 and 7).
+"""The MCP tool server of the API: ``projectops mcp`` (docs/contract.md §1.6, §1.4, §2 and §5).
 
 One tool per operation of the registry, named by its tool name (``get-release-details``), with
 the rpc's proto comment as description, the JSON Schema of the request message as

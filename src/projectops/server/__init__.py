@@ -1,7 +1,7 @@
 """projectops.server: the ASGI server adapter of the API and the mock server (extra ``server``).
 
-A server package implements the generated handler protocol and gets the HTTP side (spec sections
-4, 5 and 7) from the registry::
+A server package implements the generated handler protocol and gets the HTTP side (docs/contract.md
+§1, §2 and §5) from the registry::
 
     from projectops.server import OperationsServiceHandler, RequestContext, create_app
     from projectops.v1 import operations_pb2 as ops
@@ -24,13 +24,13 @@ Order of the checks of one request (the first that fails answers; every error bo
 3. ``Service-Api-Key`` missing, blank, or unknown to ``authenticate``: 401 ``unauthenticated``.
    This comes before everything about the body, so a caller without a valid key costs no body
    read and learns nothing about which rpcs are implemented. A ``Project-Id`` or
-   ``Organization-Id`` header is ignored: the key alone decides the project (spec 5.3, 5.4).
+   ``Organization-Id`` header is ignored: the key alone decides the project (docs/contract.md §2.2).
 4. The service object has no method for the rpc: 501 ``unimplemented``.
 5. Body larger than ``MAX_BODY_BYTES`` (1 MiB), by ``Content-Length`` or by the bytes actually
    read (the stream is read with a cap): 413 ``resource_exhausted``.
 6. Body not UTF-8 JSON, not an object, or a field of the wrong type: 400 ``invalid_argument``
-   naming the field (an empty body is the empty object ``{}``, spec 4.1.5). A REQUIRED field
-   missing or blank: 400 ``invalid_argument`` with one violation per field.
+   naming the field (an empty body is the empty object ``{}``, docs/contract.md §1.2). A
+   REQUIRED field missing or blank: 400 ``invalid_argument`` with one violation per field.
 7. The handler method: its response is 200 with the protobuf JSON of the message; an
    ``ApiError`` it raises (``FailedPrecondition`` for a business rule) answers with the status of
    its code; any other exception is 500 ``internal`` with a generic message, and its traceback

@@ -19,8 +19,8 @@ class RequestContext(Generic[ProjectT]):
     """The context of one served request, passed to every handler method.
 
     Attributes:
-        project: what ``authenticate`` returned for the caller's API key (spec 5: the key alone
-            decides the project).
+        project: what ``authenticate`` returned for the caller's API key (the key alone
+            decides the project: docs/contract.md §2.2).
         operation: the :class:`~projectops.Operation` being served.
         headers: the request headers, names in lower case; the ``service-api-key`` value is
             :data:`REDACTED`, so a handler can log them without leaking the key.

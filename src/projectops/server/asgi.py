@@ -133,7 +133,8 @@ def create_app(
     interceptors: Sequence[ServerInterceptor] = (),
     telemetry: bool | Telemetry = True,
 ) -> Starlette:
-    """Build the ASGI app that serves `service` at the registry's paths (spec sections 4, 5, 7).
+    """Build the ASGI app that serves `service` at the registry's paths (docs/contract.md §1,
+    §2 and §5).
 
     Args:
         service: an object with one method per rpc, as the generated
