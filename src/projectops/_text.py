@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from functools import cache, lru_cache
+from itertools import accumulate
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -161,6 +163,9 @@ def _char_piece(char: str) -> str:
     return rf"(?:\\*+(?:{re.escape(char)}|(?<=\\)(?:{_escape_forms(char)}))|{_bare_forms(char)})"
 
 
+#: Backslashes in a row of a secret beyond which its pattern does not count escaped ones
+#: among them (the second pass over a copy with escaped backslashes made plain does).
+_MIXED_MAX = 1
 _ESCAPED = "x5c|u005c|U0000005c"
 _BARE = rf"%5c|&(?:#{_zeros_then('92')};|#x{_zeros_then('5c')};)"
 
@@ -186,6 +191,11 @@ def _backslashes_piece(count: int, char: str | None, *, first: bool = False) -> 
     one and each plain backslash counts once, so a backslash the secret lacks is never
     redacted as its own, though a few surplus backslashes around escaped ones may go with it.
 
+    A run of more than :data:`_MIXED_MAX` backslashes is taken whole only: counting escaped
+    ones here would cost each place of a text of escaped backslashes up to `count` steps,
+    and `count` is the client's to choose where a server redacts its key. Such a run written
+    with escaped backslashes is found in a second pass (:func:`_escaped_backslash_spans`).
+
     With `first` (the secret starts here), the alternatives each begin with one plain
     character (the pattern is then compiled without IGNORECASE, which only their rest has).
     """
@@ -210,12 +220,14 @@ def _backslashes_piece(count: int, char: str | None, *, first: bool = False) -> 
         after = rf"\\*+(?:{re.escape(char)}|{_bare_forms(char)}|(?<=\\)(?:{_escape_forms(char)}))"
     unit = rf"(?:\\(?:{escaped})|\\|{bare})"
     segment = rf"(?:\\*+(?:{bare}|(?<=\\)(?:{escaped})))"
+    run_start = r"\\(?<!\\\\)"  # a backslash that starts a run (it and the one before)
+    if count > _MIXED_MAX:
+        return f"{run_start}(?i:{whole(count - 1)})" if first else whole(count)
     if not first:
         return f"(?:{whole(count)}|{_escaped_run(count)}{after})"
     # The first character taken, the rest of the first unit and segment, then as above.
     more = rf"{unit}{{{count - 1}}}"
     tail = rf"{segment}{{0,{count - 1}}}{after}"
-    run_start = r"\\(?<!\\\\)"  # a backslash that starts a run (it and the one before)
     forms = [
         rf"{run_start}(?i:{whole(count - 1)})",
         rf"{run_start}(?i:(?=(?:{escaped})?+{more})\\*+(?:{bare}|(?<=\\)(?:{escaped})){tail})",
@@ -325,8 +337,10 @@ def _unit_patterns(unit: str) -> tuple[re.Pattern[str], ...]:
         else:
             sources = [rf"\\{{{count},}}+{forms[0]}", rf"\\{{{count},}}+{forms[1]}"]
             sources.append(rf"\\{{{count + 1},}}+{forms[2]}")
-            run = _escaped_run(count)
-            sources += [rf"{run}\\*+{forms[0]}", rf"{run}\\*+{forms[1]}", rf"{run}\\++{forms[2]}"]
+            if count <= _MIXED_MAX:
+                run = _escaped_run(count)
+                sources += [rf"{run}\\*+{forms[0]}", rf"{run}\\*+{forms[1]}"]
+                sources.append(rf"{run}\\++{forms[2]}")
     return tuple(re.compile(source, re.IGNORECASE) for source in sources)
 
 
@@ -376,11 +390,11 @@ def _follow(text: str, pos: int, units: list[str], budget: int) -> tuple[int, in
     return max([greedy, furthest] + [here for _, here in stack]), budget
 
 
-def _redact_long(text: str, units: list[str], replacement: str) -> str:
-    """`text` with every spelling of the secret made of `units` (more than
-    :data:`_HEAD_PIECES`) replaced: its head is searched for with one pattern, the other
-    pieces are followed from there (:func:`_follow`), and all that spells the secret, or
-    the longest start of it there, is replaced.
+def _long_spans(text: str, units: list[str]) -> Iterator[tuple[int, int]]:
+    """Where the secret made of `units` (more than :data:`_HEAD_PIECES`) is spelled in
+    `text`, in order: its head is searched for with one pattern, the other pieces are
+    followed from there (:func:`_follow`), and a span covers all that spells the secret,
+    or the longest start of it there.
 
     A pattern of the whole secret would cost compile time in proportion to its length, and
     a search time in proportion to the text's length times the secret's: a peer that chose
@@ -392,14 +406,53 @@ def _redact_long(text: str, units: list[str], replacement: str) -> str:
     # From where the head's last piece began: it may read another way than the head took.
     rest = units[_HEAD_PIECES - 1 :]
     budget = _FOLLOW_STEPS
-    out: list[str] = []
     pos = 0
     while (found := head.search(text, pos)) is not None:
-        end, budget = _follow(text, found.start(1), rest, budget)
-        out += [text[pos : found.start()], replacement]
+        pos, budget = _follow(text, found.start(1), rest, budget)
+        yield found.start(), pos
+
+
+def _spans(text: str, secret: str, units: list[str]) -> Iterator[tuple[int, int]]:
+    if len(units) > _HEAD_PIECES:
+        return _long_spans(text, units)
+    return (found.span() for found in _secret_pattern(secret).finditer(text))
+
+
+def _replaced(text: str, spans: Iterable[tuple[int, int]], replacement: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        out += [text[pos:start], replacement]
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+# An escaped backslash (the x, u and U forms with the backslash before them).
+_ESCAPED_BACKSLASH = re.compile(rf"\\(?:{_ESCAPED})|{_BARE}", re.IGNORECASE)
+_ESCAPED_BACKSLASH_GROUP = re.compile(rf"(\\(?:{_ESCAPED})|{_BARE})", re.IGNORECASE)
+
+
+def _escaped_backslash_spans(text: str, secret: str, units: list[str]) -> list[tuple[int, int]]:
+    """Spans of `text` where `secret` is spelled with more than :data:`_MIXED_MAX` of a run of
+    its backslashes escaped: found in a copy of `text` whose escaped backslashes are plain
+    ones (so a run of plain and escaped backslashes is one run, counted as the pattern
+    counts them), then mapped back."""
+    # Every step below runs in C: split, join, len and accumulate over the pieces.
+    pieces = _ESCAPED_BACKSLASH_GROUP.split(text)  # text, escaped backslash, text, ...
+    copy = "\\".join(pieces[0::2])
+    widths = list(map(len, pieces))
+    origins = [0, *accumulate(widths)]  # where each piece starts in `text`
+    widths[1::2] = [1] * (len(pieces) // 2)
+    starts = [0, *accumulate(widths)]  # and in the copy
+
+    def back(index: int, end: bool) -> int:
+        piece = bisect_right(starts, index - 1 if end else index) - 1
+        if piece % 2 == 0:  # plain text: the same offset in it
+            return origins[piece] + index - starts[piece]
+        return origins[piece + 1] if end else origins[piece]
+
+    return [(back(s, False), back(e, True)) for s, e in _spans(copy, secret, units)]
 
 
 def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:
@@ -418,8 +471,8 @@ def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -
         if not text:
             break
         units = _units(secret)
-        if len(units) > _HEAD_PIECES:
-            text = _redact_long(text, units, replacement)
-        else:
-            text = _secret_pattern(secret).sub(replacement, text)
+        text = _replaced(text, _spans(text, secret, units), replacement)
+        if max(len(u) - (u[-1] != "\\") for u in units) > _MIXED_MAX:
+            if _ESCAPED_BACKSLASH.search(text):
+                text = _replaced(text, _escaped_backslash_spans(text, secret, units), replacement)
     return text

@@ -51,6 +51,7 @@ TEXTS = {
     "quotes": _mebibyte("'\""),
     "mixed escapes": _mebibyte('\\x\\u00%4&#0000\\\\"\\\\x5\\U0000&#x%5\\'),
     "escaped backslashes": _mebibyte("\\\\\\x5c%5c&#92;\\u005c&#x5c;"),
+    "escaped and plain backslashes": _mebibyte("%5c\\"),
 }
 KEYS = {
     **{f"{n} backslashes": "\\" * n for n in (1, 2, 3, 8, 26, 40, 64)},
@@ -60,6 +61,7 @@ KEYS = {
     "quotes and a backslash": "k'ey\\with\"quotes",
     "letters, then backslashes": "key\\\\\\\\",
     "escape-like": "\\x41%5c&#92;u",
+    **{f"{n} backslashes and z": "\\" * n + "z" for n in (1, 2, 3, 64)},
 }
 
 
