@@ -35,7 +35,6 @@ from projectops._fastcodec._plans import (
     FLOAT,
     INT32,
     INT64,
-    LOCK,
     MAX_DEPTH,
     MESSAGE,
     OPAQUE,
@@ -50,8 +49,7 @@ from projectops._fastcodec._plans import (
     Unsupported,
     compile_function,
     decode_unbuilt,
-    plan_of,
-    reachable,
+    ready_plan,
 )
 from projectops._fastcodec._timefmt import parse_duration, parse_timestamp
 
@@ -71,21 +69,9 @@ _READY: dict[Descriptor, Plan] = {}  # plans whose decoder, and those of all bel
 
 
 def decoding_plan(descriptor: Descriptor) -> Plan:
-    """The plan of `descriptor` with its ``decode`` compiled, and that of every plan below it.
-
-    Compiled once per type, under the plans' lock; a type is listed as ready only when all
-    its nested decoders are, so another thread never calls a placeholder.
-    """
-    ready = _READY.get(descriptor)
-    if ready is not None:
-        return ready
-    root = plan_of(descriptor)
-    with LOCK:
-        for nested in reachable(root):
-            if nested.decode is decode_unbuilt:
-                nested.decode = compile_decoder(nested)
-        _READY[descriptor] = root
-    return root
+    """The plan of `descriptor` with its ``decode`` compiled, and that of every plan below it
+    (see :func:`projectops._fastcodec._plans.ready_plan`: once per type, thread-safe)."""
+    return ready_plan(descriptor, _READY, "decode", decode_unbuilt, compile_decoder)
 
 
 def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[str, Any]]:

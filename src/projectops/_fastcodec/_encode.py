@@ -38,7 +38,6 @@ from projectops._fastcodec._plans import (
     FLOAT,
     INT32,
     INT64,
-    LOCK,
     MAP,
     MESSAGE,
     OPAQUE,
@@ -52,8 +51,8 @@ from projectops._fastcodec._plans import (
     Plan,
     compile_function,
     encode_unbuilt,
-    plan_of,
     reachable,
+    ready_plan,
 )
 from projectops._fastcodec._timefmt import format_duration, format_timestamp
 from projectops._wire import is_map, value_form
@@ -76,21 +75,9 @@ _READY: dict[Descriptor, Plan] = {}  # plans whose encoder, and those of all bel
 
 
 def encoding_plan(descriptor: Descriptor) -> Plan:
-    """The plan of `descriptor` with its ``encode`` compiled, and that of every plan below it.
-
-    Compiled once per type, under the plans' lock; a type is listed as ready only when all
-    its nested encoders are, so another thread never calls a placeholder.
-    """
-    ready = _READY.get(descriptor)
-    if ready is not None:
-        return ready
-    root = plan_of(descriptor)
-    with LOCK:
-        for nested in reachable(root):
-            if nested.encode is encode_unbuilt:
-                nested.encode = compile_encoder(nested)
-        _READY[descriptor] = root
-    return root
+    """The plan of `descriptor` with its ``encode`` compiled, and that of every plan below it
+    (see :func:`projectops._fastcodec._plans.ready_plan`: once per type, thread-safe)."""
+    return ready_plan(descriptor, _READY, "encode", encode_unbuilt, compile_encoder)
 
 
 def _attribute(name: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
@@ -149,7 +149,8 @@ class Plan:
 
     ``decode`` maps (JSON object, depth, lenient) to the constructor's keyword arguments;
     ``encode`` maps a message to its JSON object. Each holds an ``*_unbuilt`` placeholder until
-    its module compiles it (``_decode.decoding_plan``, ``_encode.encoding_plan``).
+    its module compiles it (``_decode.decoding_plan``, ``_encode.encoding_plan``, both through
+    :func:`ready_plan`).
     """
 
     __slots__ = ("decode", "descriptor", "encode", "fields", "inputs", "json_names")
@@ -207,6 +208,32 @@ def reachable(root: Plan) -> list[Plan]:
                 seen[nested.descriptor] = nested
                 todo.append(nested)
     return list(seen.values())
+
+
+def ready_plan(
+    descriptor: Descriptor,
+    ready: dict[Descriptor, Plan],
+    slot: Literal["decode", "encode"],
+    unbuilt: Callable[..., Any],
+    compiler: Callable[[Plan], Any],
+) -> Plan:
+    """The plan of `descriptor` with its `slot` (``"decode"`` or ``"encode"``) compiled by
+    `compiler`, and that of every plan below it; `ready` is the caller's cache of such plans
+    and `unbuilt` the slot's placeholder (:func:`decode_unbuilt` or :func:`encode_unbuilt`).
+
+    Compiled once per type, under :data:`LOCK`; a type enters `ready` only when all its nested
+    functions are compiled, so another thread never calls a placeholder.
+    """
+    found = ready.get(descriptor)
+    if found is not None:
+        return found
+    root = plan_of(descriptor)
+    with LOCK:
+        for nested in reachable(root):
+            if getattr(nested, slot) is unbuilt:
+                setattr(nested, slot, compiler(nested))
+        ready[descriptor] = root
+    return root
 
 
 def compile_function(source: str, name: str, namespace: dict[str, Any]) -> Any:
