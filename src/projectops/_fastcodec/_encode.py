@@ -113,34 +113,41 @@ def compile_encoder(target: Plan) -> Callable[[Any], dict[str, Any]]:
     return cast(Callable[[Any], dict[str, Any]], encode)
 
 
+# The expression of one field's JSON value by shape and kind: `{v}` is the field read from
+# message `m`, `{i}` the field's number in its plan (its A/N/O names); a kind not listed goes
+# through VALUE_OUT.
+_EXPRESSIONS: Final[dict[int, dict[int, str]]] = {
+    SINGLE: {
+        STR: "{v}",
+        INT32: "{v}",
+        BOOL: "{v}",
+        INT64: "str({v})",
+        ENUM: "N{i}[{v}]",
+        MESSAGE: "A{i}.encode({v})",
+        TIMESTAMP: "TIMESTAMP_OUT({v})",
+        DURATION: "DURATION_OUT({v})",
+    },
+    REPEATED: {
+        STR: "list({v})",
+        INT32: "list({v})",
+        BOOL: "list({v})",
+        INT64: "[str(x) for x in {v}]",
+        ENUM: "[N{i}[x] for x in {v}]",
+        MESSAGE: "list(map(A{i}.encode, {v}))",
+    },
+}
+_OTHER_EXPRESSION: Final = {
+    SINGLE: "VALUE_OUT({k}, A{i}, {v}, O{i})",
+    REPEATED: "[VALUE_OUT({k}, A{i}, x, O{i}) for x in {v}]",
+}
+
+
 def _encode_expression(field: Field, i: int) -> str:
     """The expression of the JSON value of `field` (number `i` of its plan) of message `m`."""
-    kind, shape, value = field.kind, field.shape, _attribute(field.name)
-    if shape == SINGLE:
-        if kind == STR or kind == INT32 or kind == BOOL:
-            return value
-        if kind == INT64:
-            return f"str({value})"
-        if kind == ENUM:
-            return f"N{i}[{value}]"
-        if kind == MESSAGE:
-            return f"A{i}.encode({value})"
-        if kind == TIMESTAMP:
-            return f"TIMESTAMP_OUT({value})"
-        if kind == DURATION:
-            return f"DURATION_OUT({value})"
-        return f"VALUE_OUT({kind}, A{i}, {value}, O{i})"
-    if shape == REPEATED:
-        if kind == STR or kind == INT32 or kind == BOOL:
-            return f"list({value})"
-        if kind == INT64:
-            return f"[str(x) for x in {value}]"
-        if kind == ENUM:
-            return f"[N{i}[x] for x in {value}]"
-        if kind == MESSAGE:
-            return f"list(map(A{i}.encode, {value}))"
-        return f"[VALUE_OUT({kind}, A{i}, x, O{i}) for x in {value}]"
-    return f"MAP_OUT(A{i}, {value})"
+    if field.shape == MAP:
+        return f"MAP_OUT(A{i}, {_attribute(field.name)})"
+    template = _EXPRESSIONS[field.shape].get(field.kind, _OTHER_EXPRESSION[field.shape])
+    return template.format(v=_attribute(field.name), i=i, k=field.kind)
 
 
 def _no_plan(message: Any) -> dict[str, Any]:
