@@ -2,22 +2,7 @@
 
 The format, and the one decoder of it, is :mod:`projectops.mock_fixtures` (the proto message
 ``projectops.v1.MockFixtures`` in the protobuf JSON mapping; ``pydoc projectops.mock_fixtures``
-shows an example). A JSON object::
-
-    {
-      "projects": [
-        {
-          "project": "demo",
-          "apiKey": "demo-key",
-          "operations": {
-            "list_rum_environments": [{"request": {}, "response": {"environments": []}}],
-            "get_release_details": [
-              {"request": {"version": "1.0.0"}, "response": {"summary": {}}}
-            ]
-          }
-        }
-      ]
-    }
+shows an example file).
 
 Reading is bounded: the file must be a regular file (not a directory, FIFO or device) of at most
 :data:`MAX_FIXTURES_BYTES` (64 MiB); then :func:`projectops.mock_fixtures.decode_fixtures`
