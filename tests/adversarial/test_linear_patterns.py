@@ -39,6 +39,8 @@ from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 MIB = 1 << 20
 #: Seconds one redaction of a mebibyte may take: a safety bound on a busy 2-core machine, not a
 #: benchmark (the quadratic one took 2.4 s for 8,000 backslashes, minutes for a mebibyte).
+# Seconds of CPU of this process (time.process_time): what the work costs, whatever else the
+# machine runs at the same time (the suite runs on every core).
 REDACTION_LIMIT = 0.5
 
 
@@ -72,9 +74,9 @@ def test_a_mebibyte_of_hostile_text_is_redacted_in_linear_time(
 ) -> None:
     text, key = TEXTS[text_name], KEYS[key_name]
     redact_secrets("", [key], "***")  # the pattern is compiled once per key: not measured
-    started = time.perf_counter()
+    started = time.process_time()
     redact_secrets(text, [key], "***")
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert elapsed < REDACTION_LIMIT, (text_name, key_name, elapsed)
 
 
@@ -152,10 +154,10 @@ def test_a_long_key_costs_no_more_than_a_short_one(length: int) -> None:
     """A server redacts the key a client sent, so the client chooses its length as well as the
     text: a 16,000-character key and a mebibyte of its near-prefixes are still one pass."""
     key = "a" * (length - 1) + "z"
-    started = time.perf_counter()
+    started = time.process_time()
     assert redact_secrets(f"'{key}'", [key], "***") == "'***'"
     assert "a" * 64 not in redact_secrets("a" * MIB, [key], "***")  # fragments go too
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert elapsed < REDACTION_LIMIT * 2, elapsed  # two texts
 
 
@@ -174,9 +176,9 @@ def test_h11_error_text_and_proto_comments_are_read_in_linear_time() -> None:
         (lambda: _XREF.sub(r"\1", "[a][" + "b" * 64_000), "open reference"),
     ]
     for run, name in cases:
-        started = time.perf_counter()
+        started = time.process_time()
         run()
-        assert time.perf_counter() - started < REDACTION_LIMIT, name
+        assert time.process_time() - started < REDACTION_LIMIT, name
     assert _QUOTED_BYTES.split("illegal request line: bytearray(b'x y')")[0] == (
         "illegal request line"
     )
