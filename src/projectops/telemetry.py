@@ -41,7 +41,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from projectops.registry import Operation
 
@@ -158,6 +158,29 @@ def _providers() -> _Providers:
     return _PROVIDERS
 
 
+_T = TypeVar("_T")
+
+
+class _FromProvider(Generic[_T]):
+    """What `make` builds from a provider (a tracer, a histogram), rebuilt only when the
+    provider given differs from the last one; ``None`` while the provider is one of `idle`
+    (nothing configured), so an idle call does no OpenTelemetry work."""
+
+    __slots__ = ("_idle", "_made", "_make", "_seen")
+
+    def __init__(self, idle: tuple[type, ...], make: Callable[[Any], _T]) -> None:
+        self._idle = idle
+        self._make = make
+        self._seen: object = None
+        self._made: _T | None = None
+
+    def of(self, provider: Any) -> _T | None:
+        if provider is not self._seen:
+            self._seen = provider
+            self._made = None if isinstance(provider, self._idle) else self._make(provider)
+        return self._made
+
+
 class RpcTelemetry:
     """The span and histogram of one operation on one side (server or client).
 
@@ -180,8 +203,6 @@ class RpcTelemetry:
         "_meter_provider",
         "_metric",
         "_name",
-        "_seen_meter",
-        "_seen_tracer",
         "_tracer",
         "_tracer_provider",
     )
@@ -199,35 +220,22 @@ class RpcTelemetry:
         self._metric = f"rpc.{side}.duration"
         self._tracer_provider = None if telemetry is None else telemetry.tracer_provider
         self._meter_provider = None if telemetry is None else telemetry.meter_provider
-        self._seen_tracer: object = None
-        self._tracer: Tracer | None = None
-        self._seen_meter: object = None
-        self._histogram: Histogram | None = None
+        self._tracer: _FromProvider[Tracer] = _FromProvider(
+            self._api.idle_tracers, lambda p: p.get_tracer(_INSTRUMENTATION, _version())
+        )
+        self._histogram: _FromProvider[Histogram] = _FromProvider(
+            self._api.idle_meters,
+            lambda p: p.get_meter(_INSTRUMENTATION, _version()).create_histogram(
+                self._metric, unit="ms", description=_DESCRIPTIONS[self._metric]
+            ),
+        )
         self._idle_until = 0.0
 
     def _current_tracer(self) -> Tracer | None:
-        provider = self._tracer_provider or self._api.trace.get_tracer_provider()
-        if provider is not self._seen_tracer:
-            self._seen_tracer = provider
-            self._tracer = (
-                None
-                if isinstance(provider, self._api.idle_tracers)
-                else provider.get_tracer(_INSTRUMENTATION, _version())
-            )
-        return self._tracer
+        return self._tracer.of(self._tracer_provider or self._api.trace.get_tracer_provider())
 
     def _current_histogram(self) -> Histogram | None:
-        provider = self._meter_provider or self._api.metrics.get_meter_provider()
-        if provider is not self._seen_meter:
-            self._seen_meter = provider
-            self._histogram = (
-                None
-                if isinstance(provider, self._api.idle_meters)
-                else provider.get_meter(_INSTRUMENTATION, _version()).create_histogram(
-                    self._metric, unit="ms", description=_DESCRIPTIONS[self._metric]
-                )
-            )
-        return self._histogram
+        return self._histogram.of(self._meter_provider or self._api.metrics.get_meter_provider())
 
     def start(self, carrier: Mapping[str, str] | None = None) -> RpcCall | None:
         """Start recording one call; ``None`` when nothing is configured to record it.
