@@ -50,7 +50,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -72,6 +74,7 @@ __all__ = [
     "DEFAULT_FIXTURES_NAME",
     "MAX_DELAY_SECONDS",
     "MAX_DEPTH",
+    "MAX_FIXTURES_BYTES",
     "FixtureAnswer",
     "FixtureError",
     "FixtureProject",
@@ -81,6 +84,7 @@ __all__ = [
     "is_subset",
     "match_key",
     "matches_partially",
+    "read_fixtures_file",
     "request_fields",
     "request_json",
     "request_key",
@@ -94,6 +98,8 @@ DEFAULT_FIXTURES_NAME = "default fixtures"
 MAX_DEPTH = 100
 #: The longest ``delay`` of an answer, in seconds: a fixture cannot hold a connection longer.
 MAX_DELAY_SECONDS = 60.0
+#: The largest fixtures file read, in bytes (64 MiB).
+MAX_FIXTURES_BYTES = 64 * 1024 * 1024
 #: The embedded default fixtures, relative to the ``projectops`` package (package data of the
 #: server layer, read as a file: this core module never imports ``projectops.server``).
 _DEFAULT = ("server", "fixtures", "default.json")
@@ -104,6 +110,49 @@ _SHOWN_CHARS = 60
 class FixtureError(ValueError):
     """Fixtures are unreadable or invalid; the message names the field path (and the file,
     when one was read)."""
+
+
+def read_fixtures_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the fixtures file at `path`: a regular file of at most
+    :data:`MAX_FIXTURES_BYTES`, read in bounded memory.
+
+    Opened without blocking (a FIFO with no writer would block an ordinary open) and checked
+    with ``fstat`` before a byte is read.
+
+    Raises:
+        FixtureError: ``cannot read the file: <why>`` (the system's reason, not a regular file
+            and what it is instead, or larger than the limit); the message never names `path`.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise FixtureError(f"cannot read the file: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise FixtureError(f"cannot read the file: not a regular file ({_file_kind(mode)})")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_FIXTURES_BYTES + 1)
+    except OSError as exc:
+        raise FixtureError(f"cannot read the file: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FIXTURES_BYTES:
+        raise FixtureError(
+            f"cannot read the file: larger than {MAX_FIXTURES_BYTES // (1024 * 1024)} MiB"
+        )
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "not a file")
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -81,7 +80,13 @@ from projectops.conventions import (
     operation_path,
 )
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
-from projectops.mock_fixtures import FixtureAnswer, FixtureError, FixtureProject, decode_fixtures
+from projectops.mock_fixtures import (
+    FixtureAnswer,
+    FixtureError,
+    FixtureProject,
+    decode_fixtures,
+    read_fixtures_file,
+)
 from projectops.registry import Operation, operations
 
 if TYPE_CHECKING:
@@ -103,8 +108,6 @@ EXIT_CONFORMANCE_FAILED = 6
 MAX_FIXTURE_REQUESTS = 20
 #: Requests a run sends at most; past it, the remaining checks are skipped.
 MAX_REQUESTS = 1000
-#: The largest fixtures file read, in bytes (the mock server's limit).
-MAX_FIXTURES_BYTES = 64 * 1024 * 1024
 
 Status = Literal["passed", "failed", "skipped"]
 # How the key header of a request is set: the key in use, none, or a key no server knows.
@@ -721,22 +724,7 @@ def _fixture_project(path: str, key: str) -> FixtureProject:
     """
     shown = outside_text(path, 200)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise UsageError(f"cannot read --fixtures {shown}: {exc.strerror or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"cannot read --fixtures {shown}: not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(MAX_FIXTURES_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read --fixtures {shown}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FIXTURES_BYTES:
-        raise UsageError(f"--fixtures {shown} is larger than {MAX_FIXTURES_BYTES // 2**20} MiB")
-    try:
-        projects = decode_fixtures(data)
+        projects = decode_fixtures(read_fixtures_file(path))
     except FixtureError as exc:
         raise UsageError(f"--fixtures {shown}: {outside_text(str(exc), 500)}") from None
     for project in projects:

@@ -24,8 +24,6 @@ project lists no answers for is answered with a generated response
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,7 @@ from projectops.errors import ERROR_CLASSES, ApiError, Code, FailedPrecondition
 from projectops.mock_fixtures import (
     DEFAULT_FIXTURES_NAME,
     MAX_DEPTH,
+    MAX_FIXTURES_BYTES,
     FixtureAnswer,
     FixtureError,
     FixtureProject,
@@ -46,6 +45,7 @@ from projectops.mock_fixtures import (
     generated_answer,
     is_subset,
     match_key,
+    read_fixtures_file,
     request_fields,
     request_json,
     request_key,
@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 #: The largest fixtures file read, in bytes (64 MiB).
-MAX_FIXTURES_BYTES = 64 * 1024 * 1024
 # Distinct requests whose match key is remembered, per project.
 _KEY_CACHE_SIZE = 4096
 #: Longest request (wire bytes) whose match key is remembered.
@@ -265,7 +264,7 @@ def load_fixtures(
         return _projects(default_fixtures(), generate=generate)
     name = str(path)
     try:
-        text = _read(Path(path)).decode("utf-8")
+        text = read_fixtures_file(path).decode("utf-8")
     except FixtureError as exc:
         raise FixtureError(f"{name}: {exc}") from None
     except UnicodeDecodeError as exc:
@@ -274,44 +273,6 @@ def load_fixtures(
         return parse_fixtures(text, generate=generate)
     except FixtureError as exc:
         raise FixtureError(f"{name}: {exc}") from None
-
-
-def _read(path: Path) -> bytes:
-    """The bytes of a regular file of at most MAX_FIXTURES_BYTES, read in bounded memory.
-
-    Opened without blocking (a FIFO with no writer would block an ordinary open) and checked
-    with ``fstat`` before a byte is read.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise FixtureError(f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise FixtureError(f"cannot read the file: not a regular file ({_kind(mode)})")
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(MAX_FIXTURES_BYTES + 1)
-    except OSError as exc:
-        raise FixtureError(f"cannot read the file: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FIXTURES_BYTES:
-        raise FixtureError(
-            f"cannot read the file: larger than {MAX_FIXTURES_BYTES // (1024 * 1024)} MiB"
-        )
-    return data
-
-
-def _kind(mode: int) -> str:
-    kinds = [
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ]
-    return next((name for test, name in kinds if test(mode)), "not a file")
 
 
 def parse_fixtures(
