@@ -8,6 +8,7 @@ Defining it needs nothing but the core and :mod:`projectops.server._limits` (who
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from functools import partial
 from urllib.parse import urlsplit
 
@@ -20,6 +21,52 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_REQUEST_TIMEOUT", "commands"
 #: Where the mock server listens by default: the client's default base URL.
 DEFAULT_HOST = urlsplit(DEFAULT_BASE_URL).hostname or "127.0.0.1"
 DEFAULT_PORT = urlsplit(DEFAULT_BASE_URL).port or 8787
+
+
+#: The flags of the "limits on peers" group, in --help order: a :class:`ServerLimits` field
+#: (the flag is its name in kebab-case, the default its value) -> (parser, metavar, help).
+_LIMIT_FLAGS: dict[str, tuple[Callable[[str], object], str, str]] = {
+    "request_timeout": (
+        partial(seconds, below=86400),
+        "SECONDS",
+        "close a connection that has not delivered a whole request (head and body) this "
+        "long after it started waiting for one; 408 if part of one came "
+        f"(default: {ServerLimits.request_timeout:g})",
+    ),
+    "max_connections": (
+        partial(whole, lowest=1),
+        "N",
+        "most connections open at once; at the cap the longest-waiting idle or slow ones "
+        "are closed first, else new ones get 503 (default: the open-file limit less a reserve)",
+    ),
+    "timeout_keep_alive": (
+        partial(whole, lowest=1),
+        "SECONDS",
+        "close an idle keep-alive connection after this long (default: %(default)s)",
+    ),
+    "limit_concurrency": (
+        partial(whole, lowest=1),
+        "N",
+        "answer 503 once this many connections or requests are open (default: no limit)",
+    ),
+    "backlog": (
+        partial(whole, lowest=1),
+        "N",
+        "connections waiting to be accepted (default: %(default)s)",
+    ),
+    "h11_max_incomplete_event_size": (
+        partial(whole, lowest=1024),
+        "BYTES",
+        "largest request head; a larger one is answered 431 (default: %(default)s)",
+    ),
+    "drain_timeout": (
+        partial(whole, lowest=0),
+        "SECONDS",
+        "on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this "
+        "long to finish, then cut them and exit (uvicorn's timeout_graceful_shutdown; "
+        "default: %(default)s)",
+    ),
+}
 
 
 def commands() -> list[Command]:
@@ -78,73 +125,21 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "Slow, idle and numerous connections are shed. The last five are uvicorn's settings, "
         "passed on as they are.",
     )
-    limits.add_argument(
-        "--request-timeout",
-        type=partial(seconds, below=86400),
-        default=ServerLimits.request_timeout,
-        metavar="SECONDS",
-        help="close a connection that has not delivered a whole request (head and body) this "
-        "long after it started waiting for one; 408 if part of one came "
-        f"(default: {ServerLimits.request_timeout:g})",
-    )
-    limits.add_argument(
-        "--max-connections",
-        type=partial(whole, lowest=1),
-        metavar="N",
-        help="most connections open at once; at the cap the longest-waiting idle or slow ones "
-        "are closed first, else new ones get 503 (default: the open-file limit less a reserve)",
-    )
-    limits.add_argument(
-        "--timeout-keep-alive",
-        type=partial(whole, lowest=1),
-        default=ServerLimits.timeout_keep_alive,
-        metavar="SECONDS",
-        help="close an idle keep-alive connection after this long (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--limit-concurrency",
-        type=partial(whole, lowest=1),
-        metavar="N",
-        help="answer 503 once this many connections or requests are open (default: no limit)",
-    )
-    limits.add_argument(
-        "--backlog",
-        type=partial(whole, lowest=1),
-        default=ServerLimits.backlog,
-        metavar="N",
-        help="connections waiting to be accepted (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--h11-max-incomplete-event-size",
-        type=partial(whole, lowest=1024),
-        default=ServerLimits.h11_max_incomplete_event_size,
-        metavar="BYTES",
-        help="largest request head; a larger one is answered 431 (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--drain-timeout",
-        type=partial(whole, lowest=0),
-        default=ServerLimits.drain_timeout,
-        metavar="SECONDS",
-        help="on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this "
-        "long to finish, then cut them and exit (uvicorn's timeout_graceful_shutdown; "
-        "default: %(default)s)",
-    )
+    for name, (convert, metavar, help_text) in _LIMIT_FLAGS.items():
+        limits.add_argument(
+            "--" + name.replace("_", "-"),
+            type=convert,
+            default=getattr(ServerLimits, name),
+            metavar=metavar,
+            help=help_text,
+        )
 
 
 def _run(args: argparse.Namespace) -> int:
     from projectops.server import mock
 
     warn_if_every_interface(args.host)
-    limits = mock.ServerLimits(
-        request_timeout=args.request_timeout,
-        max_connections=args.max_connections,
-        timeout_keep_alive=args.timeout_keep_alive,
-        limit_concurrency=args.limit_concurrency,
-        backlog=args.backlog,
-        h11_max_incomplete_event_size=args.h11_max_incomplete_event_size,
-        drain_timeout=args.drain_timeout,
-    )
+    limits = mock.ServerLimits(**{name: getattr(args, name) for name in _LIMIT_FLAGS})
     return mock.serve(
         host=args.host,
         port=args.port,
