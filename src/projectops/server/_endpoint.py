@@ -1,0 +1,354 @@
+"""The ASGI app behind one operation's path: the request pipeline of
+:func:`projectops.server.create_app` (method, key, implementation, size, decoding, the
+interceptors and the handler), in the order the module docstring of :mod:`projectops.server`
+gives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+from google.protobuf.message import Message
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from projectops.answers import (
+    ALLOWED_METHOD,
+    INTERNAL_FAILURE,
+    MALFORMED_BODY,
+    NO_OPERATION,
+    NOT_IMPLEMENTED,
+    UNAUTHENTICATED,
+    WRONG_METHOD,
+)
+from projectops.codec import from_json, to_json
+from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
+from projectops.errors import ApiError, DeadlineExceeded, Internal
+from projectops.registry import Operation
+from projectops.server._context import REDACTED, RequestContext
+from projectops.server._interceptors import PreEncoded, ServerCallNext, ServerInterceptor, wrap
+from projectops.server._replies import (
+    Json,
+    Refusal,
+    answer,
+    error_response,
+    log_failure,
+    logger,
+    quoted,
+    too_large,
+)
+from projectops.server._services import OperationsServiceHandler
+from projectops.server._threads import Callee, Pools, must_go_up
+from projectops.validation import validate
+
+if TYPE_CHECKING:
+    from projectops.telemetry import RpcTelemetry
+
+__all__ = ["Endpoint"]
+
+_POST = ALLOWED_METHOD
+_KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
+# Bodies larger than this are decoded in a worker thread, so one big request cannot stall the
+# event loop for every other client.
+_DECODE_OFF_LOOP_BYTES = 64 * 1024
+
+
+def _implementation(service: object, op: Operation) -> Callable[..., Any] | None:
+    """The service's method for `op`, or None when it lacks one (the protocol's own stub,
+    inherited by a subclass of the protocol, counts as lacking)."""
+    method = getattr(service, op.name, None)
+    stub = getattr(OperationsServiceHandler, op.name, None)
+    if method is None or getattr(type(service), op.name, None) is stub:
+        return None
+    return method  # type: ignore[no-any-return]
+
+
+class Endpoint:
+    """The ASGI app behind one operation's path: every method, in the documented order."""
+
+    def __init__(
+        self,
+        op: Operation,
+        service: object,
+        authenticate: Callable[[str], Any],
+        *,
+        strict: bool,
+        timeout: float | None,
+        pools: Pools,
+        interceptors: tuple[ServerInterceptor, ...] = (),
+        telemetry: RpcTelemetry | None = None,
+    ) -> None:
+        self._op = op
+        handler = _implementation(service, op)
+        self._handler = None if handler is None else Callee(handler)
+        self._authenticate = Callee(authenticate, pools.authenticate)
+        self._strict = strict
+        self._timeout = timeout
+        self._pools = pools
+        self._interceptors = interceptors
+        self._telemetry = telemetry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        call = None if self._telemetry is None else self._telemetry.start(_Carrier(scope))
+        if call is None:
+            response = await self._respond(scope, receive)
+            await response(scope, receive, send)
+            return
+        status: int | None = None
+        code: str | None = None
+        try:
+            response = await self._respond(scope, receive)
+            status = response.status_code
+            code = getattr(response, "error_code", None)
+            await response(scope, receive, send)
+        except BaseException as exc:
+            # Cancelled or stopped before the answer went out: the span still ends.
+            code = code or type(exc).__name__
+            raise
+        finally:
+            call.finish(status, code, failed=status is None or status >= 500)
+
+    async def _respond(self, scope: Scope, receive: Receive) -> Response | Json:
+        # Route on the path as sent: "/api/mcp%2fx" decodes to an operation's path, but is not it.
+        if b"%" in scope.get("raw_path", b""):
+            sent = scope["raw_path"].decode("latin-1")
+            return answer(NO_OPERATION, f"no operation at {quoted(sent)}")
+        method = scope["method"]
+        if method != _POST:
+            return answer(
+                WRONG_METHOD, f"method {method} is not allowed; every operation is {_POST}"
+            )
+        # One pass over the headers (ASGI names are lower case) for what the checks need.
+        keys: list[str] = []
+        declared = b""
+        for name, value in scope["headers"]:
+            if name == _KEY_NAME:
+                keys.append(value.decode("latin-1"))
+            elif name == b"content-length":
+                declared = value
+        api_key = keys[0] if len(keys) == 1 else ""
+        try:
+            project = await self._project(keys)
+            if self._handler is None:
+                raise Refusal(NOT_IMPLEMENTED, f"{self._op.name} is not implemented by this server")
+            body = await _read_body(receive, declared)
+            if len(body) > _DECODE_OFF_LOOP_BYTES:
+                message = await anyio.to_thread.run_sync(
+                    self._decode, body, limiter=self._pools.decode()
+                )
+            else:
+                message = self._decode(body)
+            context = RequestContext(
+                project=project, operation=self._op, headers=_RedactedHeaders(scope["headers"])
+            )
+            encoded = await self._serve(self._handler, message, context, api_key)
+        except Refusal as refusal:
+            return answer(refusal.case, refusal.message)
+        except ApiError as exc:  # the codec's, validation's, a handler's or authenticate's
+            return error_response(exc)
+        except ClientDisconnect:
+            return answer(MALFORMED_BODY, "the client disconnected before the body was read")
+        return Json(encoded)
+
+    async def _project(self, keys: list[str]) -> Any:
+        if len(keys) > 1:  # which one would decide the project is anyone's guess
+            raise Refusal(
+                UNAUTHENTICATED, f"more than one {API_KEY_HEADER} header: send exactly one"
+            )
+        api_key = keys[0] if keys else ""
+        if not api_key.strip():
+            raise Refusal(
+                UNAUTHENTICATED, f"missing API key: send it in the {API_KEY_HEADER} header"
+            )
+        try:
+            project = await self._authenticate(api_key)
+        except ApiError:
+            raise
+        except BaseException as exc:
+            if must_go_up(exc):
+                raise
+            log_failure("authenticate", exc, api_key)
+            raise Refusal(INTERNAL_FAILURE, "internal error while checking the API key") from None
+        if project is None:
+            raise Refusal(
+                UNAUTHENTICATED, f"the API key in the {API_KEY_HEADER} header is not valid"
+            )
+        return project
+
+    def _decode(self, body: bytes) -> Message:
+        message = from_json(body or b"{}", self._op.request_type, strict=self._strict)
+        validate(message)
+        return message
+
+    async def _serve(
+        self,
+        handler: Callee,
+        message: Message,
+        context: RequestContext[Any],
+        api_key: str,
+    ) -> bytes | str:
+        """The answer of the interceptors and the handler, as JSON text (encoded here, or as
+        the handler encoded it)."""
+        name = self._op.name
+        if not self._interceptors:
+            return self._encoded(await self._call(handler, message, context, api_key), api_key)
+
+        async def innermost(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
+            if request is not message:
+                if not isinstance(request, self._op.request_type):
+                    failure = TypeError(
+                        f"passed a {type(request).__name__} on, not "
+                        f"{self._op.request_type.__name__}"
+                    )
+                    log_failure(f"an interceptor of {name}", failure, api_key)
+                    raise Internal(f"internal error while serving {name}")
+                validate(request)  # a replacement is checked as the sent one was
+            return await self._call(handler, request, context, api_key)
+
+        call_next: ServerCallNext = innermost
+        for interceptor in reversed(self._interceptors):
+            call_next = wrap(interceptor, call_next)
+        try:
+            response = await call_next(message, context)
+        except ApiError:
+            raise
+        except BaseException as exc:
+            if must_go_up(exc):
+                raise
+            log_failure(f"an interceptor of {name}", exc, api_key)
+            raise Refusal(INTERNAL_FAILURE, f"internal error while serving {name}") from None
+        return self._encoded(response, api_key, "an interceptor")
+
+    async def _call(
+        self,
+        handler: Callee,
+        message: Message,
+        context: RequestContext[Any],
+        api_key: str,
+    ) -> Message | PreEncoded:
+        """The handler's answer, checked to be the operation's response message (or
+        :class:`PreEncoded`); any other failure than an ``ApiError`` is logged and raised as
+        :class:`~projectops.errors.Internal`, with a generic message."""
+        name = self._op.name
+        response: Any = None
+        timed_out = False
+        try:
+            if self._timeout is None:
+                response = await handler(message, context)
+            else:
+                with anyio.move_on_after(self._timeout) as scope:
+                    response = await handler.abandoning(message, context)
+                timed_out = scope.cancelled_caught
+        except ApiError:
+            raise
+        except BaseException as exc:
+            if must_go_up(exc):
+                raise
+            log_failure(f"the handler of {name}", exc, api_key)
+            raise Internal(f"internal error while serving {name}") from None
+        if timed_out:
+            thread = "" if handler.is_async else "; its thread runs on until it returns"
+            logger.warning(
+                "the handler of %s ran past handler_timeout (%g s)%s", name, self._timeout, thread
+            )
+            raise DeadlineExceeded(f"{name} did not finish within {self._timeout:g} seconds")
+        if not isinstance(response, PreEncoded | self._op.response_type):
+            self._wrong_type("the handler", response, api_key)
+            raise Internal(f"internal error while serving {name}")
+        return response
+
+    def _encoded(self, response: object, api_key: str, source: str = "the handler") -> bytes | str:
+        if isinstance(response, PreEncoded):
+            return response.body
+        if not isinstance(response, self._op.response_type):
+            self._wrong_type(source, response, api_key)
+            raise Refusal(INTERNAL_FAILURE, f"internal error while serving {self._op.name}")
+        return to_json(response)
+
+    def _wrong_type(self, source: str, response: object, api_key: str) -> None:
+        log_failure(
+            f"{source} of {self._op.name}",
+            TypeError(f"returned {type(response).__name__}, not {self._op.response_type.__name__}"),
+            api_key,
+        )
+
+
+class _Carrier(Mapping[str, str]):
+    """The request headers of an ASGI scope as the trace context propagator reads them (by
+    lower-case name); decoded only for the names it asks for."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, scope: Scope) -> None:
+        self._raw: list[tuple[bytes, bytes]] = scope["headers"]
+
+    def __getitem__(self, name: str) -> str:
+        wanted = name.lower().encode("latin-1")
+        for key, value in self._raw:
+            if key == wanted:
+                return value.decode("latin-1")
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([key.decode("latin-1") for key, _ in self._raw])
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+class _RedactedHeaders(Mapping[str, str]):
+    """The request headers as a handler sees them (:class:`RequestContext`): names in lower case,
+    values decoded as Latin-1, the key's value :data:`REDACTED`; decoded on first use only."""
+
+    __slots__ = ("_decoded", "_raw")
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self._raw = raw
+        self._decoded: dict[str, str] | None = None
+
+    def _headers(self) -> dict[str, str]:
+        if self._decoded is None:
+            self._decoded = {
+                name.decode("latin-1"): REDACTED if name == _KEY_NAME else value.decode("latin-1")
+                for name, value in self._raw
+            }
+        return self._decoded
+
+    def __getitem__(self, name: str) -> str:
+        return self._headers()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers())
+
+    def __len__(self) -> int:
+        return len(self._headers())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._headers()!r})"
+
+
+async def _read_body(receive: Receive, declared: bytes) -> bytes:
+    """The request body, read with a cap of MAX_BODY_BYTES (Content-Length is only a hint).
+
+    Raises:
+        Refusal: BODY_TOO_LARGE, declared or actually larger than the cap.
+        ClientDisconnect: the client went away first.
+    """
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large()
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
