@@ -9,8 +9,10 @@ Usage:
     scripts/generate --check    regenerate into a temporary folder; exit 1 and name every file
                                 that differs from what is committed (stale, missing or extra)
 
-Both exit 1 with one line per file if any generated module does not compile, before anything
-is written to src/ (proto comments become docstrings; scripts/bindings.py keeps them inert).
+Both exit 1 with one line per file if any generated module does not compile, and with the
+interpreter's complaint if the generated modules do not import (in a fresh interpreter, from a
+copy of the package), before anything is written to src/ (proto comments become docstrings;
+scripts/bindings.py keeps them inert).
 
 The generator is pinned in pyproject.toml (grpcio-tools' protoc, mypy-protobuf) and runs
 offline: include roots come from the installed packages (see scripts/protolib.py).
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -106,9 +109,55 @@ def syntax_errors(paths: list[Path]) -> list[str]:
     return out
 
 
+def import_errors(src: Path, out_root: Path) -> str | None:
+    """Import what :func:`generate` wrote to `out_root` in a fresh interpreter, as the package
+    would hold it: a copy of `src`/projectops with the generated modules in place. None when
+    every module imports; else the interpreter's complaint (last lines, escaped).
+
+    Compiling is not enough: a module can be valid Python and still fail when imported (a bad
+    name in a class body, a missing import), and the mock server and typed clients with it.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        package = Path(tmp) / "projectops"
+        shutil.copytree(src / "projectops", package, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.rmtree(package / "v1")
+        shutil.copytree(out_root / protolib.PROTO_PACKAGE_DIR, package / "v1")
+        for rel in BINDINGS:
+            shutil.copyfile(out_root / "bindings" / rel, Path(tmp) / rel)
+        modules = [f"projectops.v1.{p.stem}" for p in sorted((package / "v1").glob("*_pb2.py"))]
+        modules += [rel.removesuffix(".py").replace("/", ".") for rel in BINDINGS]
+        probe = (
+            "import importlib, sys\n"
+            "sys.path.insert(0, sys.argv[1])\n"
+            "import projectops\n"
+            "assert projectops.__file__.startswith(sys.argv[1]), projectops.__file__\n"
+            "for name in sys.argv[2:]:\n"
+            "    importlib.import_module(name)\n"
+        )
+        try:
+            run = subprocess.run(
+                [sys.executable, "-c", probe, tmp, *modules],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=tmp,
+            )
+        except subprocess.TimeoutExpired:
+            return "importing the generated modules took over 120 s"
+        if run.returncode == 0:
+            return None
+        return escape("\n".join(run.stderr.strip().splitlines()[-5:]))
+
+
 def generated_files(folder: Path) -> set[str]:
     """The names of the files directly in `folder`."""
     return {p.name for p in folder.iterdir() if p.is_file()}
+
+
+def _refuse_unimportable(src: Path, out_root: Path) -> None:
+    problem = import_errors(src, out_root)
+    if problem:
+        sys.exit(f"error: generated code does not import:\n  {problem}")
 
 
 def main() -> int:
@@ -123,6 +172,7 @@ def main() -> int:
     if not args.check:
         with tempfile.TemporaryDirectory() as tmp:
             fresh = generate(proto_root, Path(tmp))
+            _refuse_unimportable(args.root / "src", Path(tmp))
             # Replace the whole folder so files of removed protos do not linger.
             if committed.exists():
                 shutil.rmtree(committed)
@@ -135,6 +185,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate(proto_root, Path(tmp))
+        _refuse_unimportable(args.root / "src", Path(tmp))
         have = generated_files(committed) if committed.exists() else set()
         want = generated_files(fresh)
         stale = sorted(

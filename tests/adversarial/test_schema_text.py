@@ -221,6 +221,19 @@ def test_generate_refuses_bindings_that_do_not_compile(
     assert "server/_services.py" in str(exit_info.value.code)
 
 
+@pytest.mark.slow
+def test_generate_refuses_bindings_that_compile_but_do_not_import(tmp_path: Path) -> None:
+    """The check imports what it generated in a fresh interpreter: a module that compiles but
+    fails on import (here: a name error at module level) is refused; the real output imports."""
+    out = tmp_path / "out"
+    codegen.generate(REPO / "proto", out)
+    assert codegen.import_errors(REPO / "src", out) is None
+    broken = out / "bindings" / "projectops" / "server" / "_services.py"
+    broken.write_text(broken.read_text() + "\nnot_defined_anywhere\n")
+    problem = codegen.import_errors(REPO / "src", out)
+    assert problem is not None and "not_defined_anywhere" in problem
+
+
 # --- the docstring renderer on any text, NUL included ------------------------------------------
 
 NASTY = [

@@ -20,7 +20,7 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class ErrorResponse(_message.Message):
-    """The body of every non-2xx answer of the API (docs/contract.md, section 5), in the style of Connect's error
+    """The body of every non-2xx answer of the API (docs/contract.md §5), in the style of Connect's error
     body.
     """
 
