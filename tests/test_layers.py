@@ -131,3 +131,23 @@ def test_no_test_reaches_into_a_private_module_of_another_layer(folder: str) -> 
             if parts[0] == "projectops" and private and layer != own:
                 bad.append(f"{path.relative_to(TESTS)}: {name}")
     assert bad == []
+
+
+#: The most lines a hand-written module of src/ may have: past it, split it along its jobs.
+MAX_MODULE_LINES = 600
+
+
+def _generated(path: Path) -> bool:
+    rel = path.relative_to(SRC).parts
+    return rel[0] == "v1" or path.name == "_services.py" or path.name.endswith("_pb2.py")
+
+
+def test_no_hand_written_module_exceeds_the_line_limit() -> None:
+    modules = [p for p in sorted(SRC.rglob("*.py")) if not _generated(p)]
+    assert len(modules) > 20  # the walk found the package
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in modules
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"modules over {MAX_MODULE_LINES} lines (split them): {long}"

@@ -36,16 +36,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.descriptor import Descriptor
 
-import projectops
 from projectops._text import outside_text
 from projectops.answers import (
     ALLOWED_METHOD,
@@ -57,8 +53,16 @@ from projectops.answers import (
     UNAUTHENTICATED,
     WRONG_METHOD,
 )
+from projectops.client._conformance_http import (
+    MAX_REQUESTS,
+    NOT_JSON,
+    BudgetSpent,
+    Exchange,
+    KeyUse,
+    Sender,
+)
+from projectops.client._conformance_report import CheckResult, Report, Status, write_report
 from projectops.client.failures import EXIT_OK, UsageError
-from projectops.client.redaction import redact
 from projectops.codec import from_json, read_error_body, to_dict, to_json
 from projectops.commands import Command
 from projectops.conformance import (
@@ -72,9 +76,7 @@ from projectops.conformance import (
 )
 from projectops.conventions import (
     API_KEY_ENV,
-    API_KEY_HEADER,
     BASE_URL_ENV,
-    CONTENT_TYPE,
     MAX_BODY_BYTES,
     normalize_base_url,
     operation_path,
@@ -106,237 +108,9 @@ __all__ = [
 EXIT_CONFORMANCE_FAILED = 6
 #: Fixture requests sent per operation (the first ones of the file).
 MAX_FIXTURE_REQUESTS = 20
-#: Requests a run sends at most; past it, the remaining checks are skipped.
-MAX_REQUESTS = 1000
 
-Status = Literal["passed", "failed", "skipped"]
-# How the key header of a request is set: the key in use, none, or a key no server knows.
-KeyUse = Literal["own", "none", "wrong"]
-
-# Characters of a sent body and of an answer shown in a failure's detail.
-_SENT_CHARS = 80
-_ANSWER_CHARS = 300
 # What a failure's detail is cut to as a whole (several requests may be named).
 _DETAIL_CHARS = 1000
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The outcome of one check for one operation.
-
-    Attributes:
-        id: the check id (:data:`projectops.conformance.CHECKS`), e.g. ``auth.no-key``.
-        operation: the operation name, e.g. ``get_release_details``.
-        level: ``must`` or ``should``.
-        status: ``passed``, ``failed`` or ``skipped``.
-        detail: why it failed (what was sent, what came back) or was skipped; ``""`` when
-            it passed. Escaped, cut and with the key redacted.
-    """
-
-    id: str
-    operation: str
-    level: str
-    status: Status
-    detail: str = ""
-
-    def as_json(self) -> dict[str, str]:
-        """The report's entry: ``{"id", "operation", "level", "status", "detail"}``."""
-        return {
-            "id": self.id,
-            "operation": self.operation,
-            "level": self.level,
-            "status": self.status,
-            "detail": self.detail,
-        }
-
-
-@dataclass(frozen=True)
-class Report:
-    """Every check of a run, and how many requests it sent."""
-
-    checks: tuple[CheckResult, ...]
-    requests: int
-
-    def count(self, status: Status) -> int:
-        """How many checks have `status`."""
-        return sum(1 for check in self.checks if check.status == status)
-
-    @property
-    def must_failed(self) -> bool:
-        """Whether a ``must`` check failed (the server breaks the contract)."""
-        return any(c.status == "failed" and c.level == "must" for c in self.checks)
-
-    def as_json(self) -> dict[str, Any]:
-        """``{"passed": n, "failed": n, "skipped": n, "checks": [...]}``."""
-        return {
-            "passed": self.count("passed"),
-            "failed": self.count("failed"),
-            "skipped": self.count("skipped"),
-            "checks": [check.as_json() for check in self.checks],
-        }
-
-
-class _BudgetSpent(Exception):
-    """The run sent :data:`MAX_REQUESTS` requests; the check at hand is skipped."""
-
-
-@dataclass
-class _Exchange:
-    """One request sent and what came back (`status` ``None``: no answer, `problem` says
-    why)."""
-
-    sent: str
-    status: int | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    truncated: bool = False
-    problem: str = ""
-
-    def shown(self, key: str) -> str:
-        """``sent ...; got <status> <body>`` (or ``no answer: ...``), safe to print."""
-        if self.status is None:
-            got = f"no answer: {self.problem}"
-        else:
-            text = self.body.decode("utf-8", "replace")
-            got = f"got {self.status} {outside_text(redact(text, [key]), _ANSWER_CHARS)}"
-        return f"sent {self.sent}; {got}"
-
-    def json_value(self) -> Any:
-        """The body as parsed JSON, or a marker object when it is none."""
-        try:
-            return json.loads(self.body)
-        except (ValueError, RecursionError):
-            return _NOT_JSON
-
-
-_NOT_JSON = object()
-
-
-class _Sender:
-    """Raw HTTP requests with the key header (or without), each bounded as a whole by
-    `timeout` and read up to `max_response_bytes`: the sync client's deadline transport and
-    answer reading, with bodies of the caller's making."""
-
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str,
-        *,
-        timeout: float,
-        max_response_bytes: int,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        import httpx
-
-        from projectops.client._base import no_cookies, own_headers_only
-        from projectops.client._transport import DeadlineTransport
-
-        self._base_url = base_url
-        self._key = api_key
-        self._wrong_key = f"{api_key}-not-a-key"
-        self._timeout = timeout
-        self._limit = max_response_bytes
-        self.count = 0
-        self._http = httpx.Client(
-            timeout=timeout,
-            transport=transport or DeadlineTransport(base_url),
-            follow_redirects=False,
-            cookies=no_cookies(),
-        )
-        own_headers_only(self._http)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def send(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        *,
-        key: KeyUse = "own",
-        headers: Mapping[str, str] | None = None,
-    ) -> _Exchange:
-        """Send one request; never raises for what the server does (no answer, a time-out).
-
-        Raises:
-            _BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
-        """
-        import httpx
-
-        from projectops.client._transport import DEADLINE, Expired, raw_chunks
-
-        if self.count >= MAX_REQUESTS:
-            raise _BudgetSpent
-        self.count += 1
-        sent_headers = {
-            "Content-Type": CONTENT_TYPE,
-            "Accept": CONTENT_TYPE,
-            "Accept-Encoding": "identity",
-            "User-Agent": f"projectops/{projectops.__version__} conformance",
-        }
-        if key != "none":
-            sent_headers[API_KEY_HEADER] = self._key if key == "own" else self._wrong_key
-        sent_headers.update(headers or {})
-        exchange = _Exchange(_describe(method, path, body, key, headers))
-        request = self._http.build_request(
-            method, self._base_url + path, headers=sent_headers, content=body
-        )
-        deadline = time.monotonic() + self._timeout
-        token = DEADLINE.set(deadline)
-        buffer = bytearray()
-        try:
-            response = self._http.send(request, stream=True)
-            try:
-                exchange.status = response.status_code
-                exchange.headers = dict(response.headers)
-                encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
-                if encoding not in ("", "identity"):
-                    exchange.problem = (
-                        f"Content-Encoding {outside_text(encoding, 40)} not asked for"
-                    )
-                    exchange.status = None
-                    return exchange
-                for chunk in raw_chunks(response):
-                    room = self._limit - len(buffer)
-                    if len(chunk) > room:
-                        buffer += chunk[:room]
-                        exchange.truncated = True
-                        break
-                    buffer += chunk
-                    if time.monotonic() > deadline:
-                        raise Expired  # a caller's transport: checked between chunks
-            finally:
-                response.close()
-        except httpx.TimeoutException:
-            exchange.status, exchange.problem = None, self._late()
-        except Expired:
-            exchange.status, exchange.problem = None, self._late()
-        except httpx.RequestError as exc:
-            reason = outside_text(redact(str(exc) or type(exc).__name__, [self._key]), 200)
-            exchange.status, exchange.problem = None, f"cannot reach {self._base_url}: {reason}"
-        finally:
-            DEADLINE.reset(token)
-        exchange.body = bytes(buffer)
-        return exchange
-
-    def _late(self) -> str:
-        return f"no complete answer within the time-out of {self._timeout:g} s"
-
-
-def _describe(
-    method: str, path: str, body: bytes | None, key: KeyUse, headers: Mapping[str, str] | None
-) -> str:
-    """What a request was, for a failure's detail; the key is never shown."""
-    who = {"own": "the key in use", "none": "no key", "wrong": "a wrong key"}[key]
-    extra = "".join(f", {name}: {value}" for name, value in (headers or {}).items())
-    text = f"{method} {path} ({who}{outside_text(extra, 120)})"
-    if body is None:
-        return text
-    if len(body) > _SENT_CHARS * 4:
-        return f"{text} with a body of {len(body):,} bytes"
-    shown = outside_text(body.decode("utf-8", "replace"), _SENT_CHARS)
-    return f"{text} with the body {shown}"
 
 
 def _fail(*parts: str) -> tuple[Status, str]:
@@ -361,7 +135,7 @@ class _OperationRun:
     """The checks of one operation: the requests they send and their results."""
 
     def __init__(
-        self, sender: _Sender, key: str, op: Operation, project: FixtureProject | None
+        self, sender: Sender, key: str, op: Operation, project: FixtureProject | None
     ) -> None:
         self._sender = sender
         self._key = key
@@ -370,10 +144,10 @@ class _OperationRun:
         self._good: tuple[FixtureAnswer, ...] = (
             project.answers.get(op.name, ())[:MAX_FIXTURE_REQUESTS] if project else ()
         )
-        self._exchanges: list[_Exchange] = []
+        self._exchanges: list[Exchange] = []
         self._results: dict[str, tuple[Status, str]] = {}
         # The answer each known-good request got, to compare its variants with.
-        self._good_answers: list[_Exchange] = []
+        self._good_answers: list[Exchange] = []
 
     def _post(
         self,
@@ -383,7 +157,7 @@ class _OperationRun:
         headers: Mapping[str, str] | None = None,
         method: str = ALLOWED_METHOD,
         path: str | None = None,
-    ) -> _Exchange:
+    ) -> Exchange:
         exchange = self._sender.send(
             method, self._op.path if path is None else path, body, key=key, headers=headers
         )
@@ -394,7 +168,7 @@ class _OperationRun:
     def _check(self, check_id: str) -> Iterator[None]:
         try:
             yield
-        except _BudgetSpent:
+        except BudgetSpent:
             self._results[check_id] = ("skipped", f"the run's limit of {MAX_REQUESTS} requests")
 
     def _no_success(self) -> tuple[Status, str]:
@@ -441,7 +215,7 @@ class _OperationRun:
 
     # --- the checks ---------------------------------------------------------------------------
 
-    def _status(self, exchange: _Exchange, wanted: int) -> tuple[Status, str]:
+    def _status(self, exchange: Exchange, wanted: int) -> tuple[Status, str]:
         if exchange.status == wanted:
             return _PASS
         return _fail(f"expected {wanted}", exchange.shown(self._key))
@@ -506,7 +280,7 @@ class _OperationRun:
         return _fail(*failures) if failures else _PASS
 
     def _same(
-        self, exchange: _Exchange, what: str, base: _Exchange | None = None
+        self, exchange: Exchange, what: str, base: Exchange | None = None
     ) -> tuple[Status, str]:
         """Whether `exchange` got the answer `base` got (default: the first known-good
         request's), compared as parsed JSON."""
@@ -594,7 +368,7 @@ class _OperationRun:
                     exchange.shown(self._key),
                 ]
             data = exchange.json_value()
-            if data is _NOT_JSON:
+            if data is NOT_JSON:
                 continue
             for check_id, problems in mapping_problems(
                 data, cast(Descriptor, response_type.DESCRIPTOR)
@@ -655,7 +429,7 @@ def run_checks(
         projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.
     """
     url = normalize_base_url(base_url)
-    sender = _Sender(
+    sender = Sender(
         url, api_key, timeout=timeout, max_response_bytes=max_response_bytes, transport=transport
     )
     try:
@@ -750,27 +524,5 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         max_response_bytes=args.max_response_bytes,
         transport=transport,
     )
-    write = sys.stdout.write
-    if args.json:
-        write(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")
-    else:
-        _write_lines(report.checks)
-        must = sum(1 for c in report.checks if c.status == "failed" and c.level == "must")
-        write(
-            f"{report.count('passed')} passed, {report.count('failed')} failed ({must} must), "
-            f"{report.count('skipped')} skipped; {report.requests} requests sent to "
-            f"{outside_text(normalize_base_url(base_url), 200)}\n"
-        )
+    write_report(report, args.json, base_url)
     return EXIT_CONFORMANCE_FAILED if report.must_failed else EXIT_OK
-
-
-def _write_lines(checks: Sequence[CheckResult]) -> None:
-    op_width = max((len(c.operation) for c in checks), default=0)
-    id_width = max((len(c.id) for c in checks), default=0)
-    for check in checks:
-        line = f"{check.operation:<{op_width}}  {check.id:<{id_width}}  {check.status}"
-        if check.status == "failed":
-            line += f" ({check.level})"
-        if check.detail:
-            line += f": {check.detail}"
-        sys.stdout.write(line + "\n")
