@@ -133,6 +133,27 @@ def test_no_test_reaches_into_a_private_module_of_another_layer(folder: str) -> 
     assert bad == []
 
 
+def test_a_cross_cutting_test_reaches_into_one_layer_at_most() -> None:
+    """Tests outside the layer folders (adversarial, openapi, schema, typing, the root) may use
+    private modules of the core, which both layers build on, and of one of client and server at
+    most: a test never reaches into the insides of both sides."""
+    bad = []
+    for path in sorted(TESTS.rglob("*.py")):
+        rel = path.relative_to(TESTS).parts
+        if "node_modules" in rel or (len(rel) > 1 and rel[0] in TEST_LAYERS):
+            continue
+        sides = set()
+        for name in _imports(path):
+            parts = name.split(".")
+            private = any(p.startswith("_") and not p.endswith("__") for p in parts[1:])
+            if parts[0] == "projectops" and private and len(parts) > 1:
+                if parts[1] in ("client", "server"):
+                    sides.add(parts[1])
+        if len(sides) > 1:
+            bad.append(f"{path.relative_to(TESTS)}: {sorted(sides)}")
+    assert bad == []
+
+
 #: The most lines a hand-written module of src/ may have: past it, split it along its jobs.
 MAX_MODULE_LINES = 600
 
