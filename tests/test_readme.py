@@ -13,8 +13,7 @@ from starlette.testclient import TestClient
 
 import projectops
 from projectops.openapi import ERROR_CASES
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.readme_examples import REPO, readme_block, run_against
 
 
 @pytest.mark.slow
@@ -36,35 +35,16 @@ def test_python_example_of_the_readme_runs() -> None:
     assert lines[-1] == "None invalid_argument version: is required"
 
 
-def _block(after: str) -> str:
-    """The first ```python block of the README after the line holding `after`."""
-    readme = (REPO / "README.md").read_text()
-    start = readme.index(after)
-    found = re.search(r"```python\n(.*?)```", readme[start:], re.S)
-    assert found
-    return found.group(1)
-
-
 @pytest.mark.slow
 def test_typed_client_example_of_the_readme_runs_against_the_mock_server(mock_server: Any) -> None:
-    example = _block("From Python, the typed client")
-    env = {**os.environ, "SERVICE_BACKEND_URL": mock_server.base_url, "SERVICE_API_KEY": "demo-key"}
-    result = subprocess.run(
-        [sys.executable, "-c", example],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=60,
-    )
+    result = run_against(readme_block("From Python, the typed client"), mock_server.base_url)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["1.0.0"]
 
 
 def test_server_adapter_example_of_the_readme_serves_as_documented() -> None:
     namespace: dict[str, Any] = {}
-    exec(_block("A server package gets the whole HTTP surface"), namespace)
+    exec(readme_block("A server package gets the whole HTTP surface"), namespace)
     client = TestClient(namespace["app"])
     get = client.post(
         "/api/mcp/get_release_details",

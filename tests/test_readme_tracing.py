@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _block(after: str) -> str:
-    """The first ```python block of the README after the line holding `after`."""
-    readme = (REPO / "README.md").read_text()
-    start = readme.index(after)
-    found = re.search(r"```python\n(.*?)```", readme[start:], re.S)
-    assert found
-    return found.group(1)
+from tests.readme_examples import readme_block, run_against
 
 
 def test_server_interceptors_example_denies_and_times_as_documented() -> None:
     namespace: dict[str, Any] = {}
-    exec(_block("### Interceptors (server)"), namespace)
+    exec(readme_block("### Interceptors (server)"), namespace)
     client = TestClient(namespace["app"])
     listed = client.post(
         "/api/mcp/list_rum_environments", json={}, headers={"Service-Api-Key": "k-guest"}
@@ -52,16 +38,6 @@ def test_server_interceptors_example_denies_and_times_as_documented() -> None:
 
 @pytest.mark.slow
 def test_tracing_example_of_the_readme_records_the_client_span(mock_server: Any) -> None:
-    example = _block("### Tracing")
-    env = {**os.environ, "SERVICE_BACKEND_URL": mock_server.base_url, "SERVICE_API_KEY": "demo-key"}
-    result = subprocess.run(
-        [sys.executable, "-c", example],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=60,
-    )
+    result = run_against(readme_block("### Tracing"), mock_server.base_url)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["['projectops.v1.OperationsService/ListRumEnvironments']"]
