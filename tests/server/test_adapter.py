@@ -482,6 +482,19 @@ def test_authenticate_may_refuse_with_its_own_message() -> None:
     assert error == {"code": "unauthenticated", "message": "this key was revoked", "violations": []}
 
 
+def test_authenticate_raising_a_lookup_error_is_an_unknown_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    keys = {"known": "project"}
+    app = create_app(Service(), authenticate=lambda key: keys[key])
+    with caplog.at_level(logging.ERROR, logger="projectops.server"):
+        response = call(app, LIST.path, key="unknown")
+    assert response.status_code == 401
+    assert error_of(response)["code"] == "unauthenticated"
+    assert caplog.records == []  # an unknown key is no failure of the server
+    assert call(app, LIST.path, key="known").status_code == 200
+
+
 @pytest.mark.parametrize("where", ["handler", "authenticate"])
 def test_a_crash_is_500_generic_and_logged_without_the_key(
     where: str, caplog: pytest.LogCaptureFixture

@@ -167,6 +167,10 @@ class Endpoint:
             project = await self._authenticate(api_key)
         except ApiError:
             raise
+        except LookupError:
+            # `KEYS[key]` of a key table: the key is unknown (docs/contract.md §2.3), not a
+            # failure of the server; answered like `None`.
+            project = None
         except BaseException as exc:
             if must_go_up(exc):
                 raise

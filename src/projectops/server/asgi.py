@@ -68,7 +68,9 @@ def create_app(
         authenticate: ``authenticate(api_key) -> project | None`` (plain or ``async def``); the
             project reaches the handlers as ``context.project``. It is called with the
             ``Service-Api-Key`` header's value, never with an empty one. It may raise an
-            ``ApiError`` (e.g. a custom ``Unauthenticated``) to answer with it.
+            ``ApiError`` (e.g. a custom ``Unauthenticated``) to answer with it; a
+            ``LookupError`` (``KEYS[key]`` of a key table) counts as an unknown key (401), any
+            other exception is a logged 500 ``internal``.
         strict: reject unknown request fields and unknown enum names (400) instead of ignoring
             them (the default, for forward compatibility).
         handler_timeout: seconds a handler method may take, waiting for a thread included;
