@@ -71,3 +71,20 @@ def stop(
             process.kill()
             process.wait()
     return process.returncode
+
+
+def refuses_while_running(process: subprocess.Popen[bytes], port: int, within: float) -> bool:
+    """Whether a new connection to 127.0.0.1:`port` is refused while `process` still runs,
+    polled for up to `within` seconds (a listener closes on the server's next loop pass after
+    its stop signal)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with socket.create_connection((LOOPBACK, port), timeout=1):
+                pass
+        except ConnectionRefusedError:
+            return process.poll() is None
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,7 +26,7 @@ import pytest
 from mcp import types
 
 from projectops import API_KEY_ENV, BASE_URL_ENV
-from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
+from tests.loopback import LOOPBACK, free_port, refuses_while_running, stop, wait_until_listening
 from tests.mcp.support import MCP_COMMAND, HttpServer, http_server
 from tests.server.slow_app import KEY
 
@@ -61,21 +60,6 @@ def slow_backend(sleep: float, mark: Path, log: Path) -> Iterator[str]:
         yield f"http://{LOOPBACK}:{port}"
     finally:
         stop(process, signal.SIGKILL)
-
-
-def _refused_while_running(server: HttpServer) -> bool:
-    """Whether a new connection is refused while the process still runs (polled)."""
-    deadline = time.monotonic() + SLACK
-    while time.monotonic() < deadline and server.process.poll() is None:
-        try:
-            with socket.create_connection((LOOPBACK, server.port), timeout=1):
-                pass
-        except ConnectionRefusedError:
-            return server.process.poll() is None
-        except OSError:
-            pass
-        time.sleep(0.02)
-    return False
 
 
 def _rpc(
@@ -142,7 +126,7 @@ def _call_during_sigterm(server: HttpServer, mark: Path) -> dict[str, Any]:
             time.sleep(0.02)
         server.process.send_signal(signal.SIGTERM)
         seen["signalled"] = time.monotonic()
-        seen["refused"] = _refused_while_running(server)
+        seen["refused"] = refuses_while_running(server.process, server.port, SLACK)
         seen["refused_before_answer"] = "ended" not in seen
         thread.join(SLEEP + 2 * SLACK)
     return seen

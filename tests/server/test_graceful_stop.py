@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -26,7 +25,7 @@ import pytest
 
 import projectops
 from projectops.conventions import API_KEY_HEADER
-from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
+from tests.loopback import LOOPBACK, free_port, refuses_while_running, stop, wait_until_listening
 from tests.server.slow_app import KEY
 
 pytestmark = pytest.mark.slow
@@ -113,17 +112,7 @@ class Served:
     def refuses_new_connections(self) -> bool:
         """Whether a new connection is refused while the process still runs (polled: the
         listener closes on the server's next loop pass after the signal)."""
-        deadline = time.monotonic() + SLACK
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                with socket.create_connection((LOOPBACK, self.port), timeout=1):
-                    pass
-            except ConnectionRefusedError:
-                return self.process.poll() is None
-            except OSError:
-                pass
-            time.sleep(0.02)
-        return False
+        return refuses_while_running(self.process, self.port, SLACK)
 
 
 @contextmanager
