@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,31 @@ def chromium() -> Path:
         f"{CHROMIUM} is missing: run scripts/install-chromium (apt-get install chromium)"
     )
     return found
+
+
+def dump_dom(
+    url: str, profile: str, *, budget_ms: int, flags: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium's DOM of the page at `url` after `budget_ms` of virtual time, with
+    `profile` as its user-data directory and `flags` added; stopped after 120 s.
+
+    Raises:
+        AssertionError: no Chromium (see :func:`chromium`).
+    """
+    args = [
+        str(chromium()),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        *flags,
+        f"--user-data-dir={profile}",
+        f"--virtual-time-budget={budget_ms}",
+        "--dump-dom",
+        url,
+    ]
+    return subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .support import DEMO_KEY, chromium, mock_app, serving
+from .support import DEMO_KEY, chromium, dump_dom, mock_app, serving
 
 #: The foreign host the poisoned spec fetch names; Chromium maps it to 127.0.0.1.
 EVIL = "evil.example"
@@ -208,7 +207,7 @@ def _result(dom: str) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_try_it_out_with_a_spec_fetched_under_a_foreign_host_stays_on_the_page_origin() -> None:
-    browser = chromium()  # fails, never skips, when Chromium is missing
+    chromium()  # fails, never skips, when Chromium is missing
     with (
         attacker() as evil,
         serving(foreign_host_front(mock_app(), f"{EVIL}:{evil.port}")) as base_url,
@@ -216,27 +215,11 @@ def test_try_it_out_with_a_spec_fetched_under_a_foreign_host_stays_on_the_page_o
     ):
         # The front does what it should: the spec fetch carries the foreign Host.
         assert httpx.get(f"{base_url}{HOOK_PATH}", timeout=10).status_code == 200
-        result = subprocess.run(
-            [
-                str(browser),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                f"--host-resolver-rules=MAP {EVIL} 127.0.0.1",
-                f"--user-data-dir={profile}",
-                "--virtual-time-budget=30000",
-                "--dump-dom",
-                f"{base_url}/docs",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+        result = dump_dom(
+            f"{base_url}/docs",
+            profile,
+            budget_ms=30000,
+            flags=[f"--host-resolver-rules=MAP {EVIL} 127.0.0.1"],
         )
         assert result.returncode == 0, result.stderr[-2000:]
         seen = list(evil.seen)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 
 import httpx
@@ -15,7 +14,7 @@ import projectops
 from projectops import openapi
 from projectops.server.docs import docs_routes, swagger_ui_assets
 
-from .support import chromium, mock_app, serving
+from .support import chromium, dump_dom, mock_app, serving
 
 #: What a shared cache or proxy may forward on someone else's behalf.
 FOREIGN = {
@@ -94,30 +93,10 @@ def test_docs_page_and_assets_are_local() -> None:
 
 @pytest.mark.slow
 def test_chromium_renders_every_operation_and_field() -> None:
-    browser = chromium()  # fails, never skips, when Chromium is missing
+    chromium()  # fails, never skips, when Chromium is missing
     with serving(mock_app()) as base_url, tempfile.TemporaryDirectory() as profile:
         assert httpx.get(f"{base_url}/docs").status_code == 200
-        result = subprocess.run(
-            [
-                str(browser),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                f"--user-data-dir={profile}",
-                "--virtual-time-budget=10000",
-                "--dump-dom",
-                f"{base_url}/docs",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        result = dump_dom(f"{base_url}/docs", profile, budget_ms=10000)
     dom = result.stdout
     assert result.returncode == 0, result.stderr[-2000:]
     assert 'id="swagger-ui"' in dom and "opblock" in dom, dom[:2000]
