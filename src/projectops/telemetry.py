@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from projectops.registry import Operation
@@ -390,18 +391,11 @@ def client_interceptor(telemetry: Telemetry | None = None) -> Callable[[Any, Any
     side = _client_side(telemetry)
 
     def interceptor(request: Any, context: Any, call_next: Any) -> Any:
-        rpc = side(context.operation)
-        call = None if rpc is None else rpc.start()
+        call = _client_call(side, context)
         if call is None:
             return call_next(request, context)
-        call.inject(context.headers)
-        try:
-            response = call_next(request, context)
-        except BaseException as exc:
-            call.finish(*_failure(exc), failed=True)
-            raise
-        call.finish(None, None, failed=False)
-        return response
+        with _finishing(call):
+            return call_next(request, context)
 
     return interceptor
 
@@ -417,20 +411,35 @@ def async_client_interceptor(
     side = _client_side(telemetry)
 
     async def interceptor(request: Any, context: Any, call_next: Any) -> Any:
-        rpc = side(context.operation)
-        call = None if rpc is None else rpc.start()
+        call = _client_call(side, context)
         if call is None:
             return await call_next(request, context)
-        call.inject(context.headers)
-        try:
-            response = await call_next(request, context)
-        except BaseException as exc:
-            call.finish(*_failure(exc), failed=True)
-            raise
-        call.finish(None, None, failed=False)
-        return response
+        with _finishing(call):
+            return await call_next(request, context)
 
     return interceptor
+
+
+def _client_call(side: Callable[[Operation], RpcTelemetry | None], context: Any) -> RpcCall | None:
+    """The recording of the call of `context` (its trace context put in the call's headers),
+    or None when nothing records it."""
+    rpc = side(context.operation)
+    call = None if rpc is None else rpc.start()
+    if call is not None:
+        call.inject(context.headers)
+    return call
+
+
+@contextmanager
+def _finishing(call: RpcCall) -> Iterator[None]:
+    """Finish `call` when the block ends: failed with the exception's code and status, if it
+    raised one (re-raised), else succeeded."""
+    try:
+        yield
+    except BaseException as exc:
+        call.finish(*_failure(exc), failed=True)
+        raise
+    call.finish(None, None, failed=False)
 
 
 def _passing(request: Any, context: Any, call_next: Any) -> Any:
