@@ -393,7 +393,8 @@ def test_the_json_report(run_cli: RunCli, mock_url: str) -> None:
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert set(report) == {"passed", "failed", "skipped", "checks"}
+    assert set(report) == {"passed", "failed", "skipped", "stopped", "checks"}
+    assert report["stopped"] is False
     checks = report["checks"]
     assert report["failed"] == 0
     assert report["passed"] + report["skipped"] == len(checks) == len(CHECKS) * 2

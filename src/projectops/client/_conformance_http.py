@@ -18,7 +18,15 @@ from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_REQUESTS", "NOT_JSON", "BudgetSpent", "Exchange", "KeyUse", "Sender"]
+__all__ = [
+    "MAX_REQUESTS",
+    "NOT_JSON",
+    "BudgetSpent",
+    "DeadlinePassed",
+    "Exchange",
+    "KeyUse",
+    "Sender",
+]
 
 #: Requests a run sends at most; past it, the remaining checks are skipped.
 MAX_REQUESTS = 1000
@@ -33,6 +41,10 @@ _ANSWER_CHARS = 300
 
 class BudgetSpent(Exception):
     """The run sent :data:`MAX_REQUESTS` requests; the check at hand is skipped."""
+
+
+class DeadlinePassed(BudgetSpent):
+    """The run's deadline (``--deadline``) passed; the check at hand is skipped."""
 
 
 @dataclass
@@ -70,7 +82,11 @@ NOT_JSON = object()
 class Sender:
     """Raw HTTP requests with the key header (or without), each bounded as a whole by
     `timeout` and read up to `max_response_bytes`: the sync client's deadline transport and
-    answer reading, with bodies of the caller's making."""
+    answer reading, with bodies of the caller's making.
+
+    `run_deadline` (a :func:`time.monotonic` instant, or ``None``) bounds every request
+    together: a request is cut short when it passes, and none is sent after it.
+    """
 
     def __init__(
         self,
@@ -80,6 +96,7 @@ class Sender:
         timeout: float,
         max_response_bytes: int,
         transport: httpx.BaseTransport | None = None,
+        run_deadline: float | None = None,
     ) -> None:
         import httpx
 
@@ -91,6 +108,7 @@ class Sender:
         self._wrong_key = f"{api_key}-not-a-key"
         self._timeout = timeout
         self._limit = max_response_bytes
+        self._run_deadline = run_deadline
         self.count = 0
         self._http = httpx.Client(
             timeout=timeout,
@@ -117,6 +135,8 @@ class Sender:
 
         Raises:
             BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
+            DeadlinePassed: the run's deadline passed before the request was sent, or before
+                its answer was complete (then it is not judged).
         """
         import httpx
 
@@ -124,6 +144,12 @@ class Sender:
 
         if self.count >= MAX_REQUESTS:
             raise BudgetSpent
+        now = time.monotonic()
+        deadline = now + self._timeout
+        if self._run_deadline is not None:
+            if now >= self._run_deadline:
+                raise DeadlinePassed
+            deadline = min(deadline, self._run_deadline)
         self.count += 1
         sent_headers = {
             "Content-Type": CONTENT_TYPE,
@@ -138,7 +164,6 @@ class Sender:
         request = self._http.build_request(
             method, self._base_url + path, headers=sent_headers, content=body
         )
-        deadline = time.monotonic() + self._timeout
         token = DEADLINE.set(deadline)
         buffer = bytearray()
         try:
@@ -173,8 +198,21 @@ class Sender:
             exchange.status, exchange.problem = None, f"cannot reach {self._base_url}: {reason}"
         finally:
             DEADLINE.reset(token)
+        if exchange.status is None and self._cut_short(deadline):
+            # The run's bound, not the server, ended this one: its check is not judged.
+            raise DeadlinePassed
         exchange.body = bytes(buffer)
         return exchange
+
+    def _cut_short(self, deadline: float) -> bool:
+        """Whether the request whose bound was `deadline` ended at the run's deadline, before
+        its own time-out."""
+        run_deadline = self._run_deadline
+        return (
+            run_deadline is not None
+            and deadline == run_deadline
+            and time.monotonic() >= run_deadline
+        )
 
     def _late(self) -> str:
         return f"no complete answer within the time-out of {self._timeout:g} s"

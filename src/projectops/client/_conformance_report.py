@@ -49,10 +49,18 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Report:
-    """Every check of a run, and how many requests it sent."""
+    """Every check of a run, and how many requests it sent.
+
+    Attributes:
+        checks: one result per check and operation.
+        requests: how many requests the run sent.
+        stopped: the run's deadline in seconds when it passed before every check ran (those
+            not run are ``skipped``, saying so); ``None`` when the run was complete.
+    """
 
     checks: tuple[CheckResult, ...]
     requests: int
+    stopped: float | None = None
 
     def count(self, status: Status) -> int:
         """How many checks have `status`."""
@@ -64,11 +72,13 @@ class Report:
         return any(c.status == "failed" and c.level == "must" for c in self.checks)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"passed": n, "failed": n, "skipped": n, "checks": [...]}``."""
+        """``{"passed": n, "failed": n, "skipped": n, "stopped": bool, "checks": [...]}``
+        (``stopped``: the deadline passed before every check ran)."""
         return {
             "passed": self.count("passed"),
             "failed": self.count("failed"),
             "skipped": self.count("skipped"),
+            "stopped": self.stopped is not None,
             "checks": [check.as_json() for check in self.checks],
         }
 
@@ -85,7 +95,9 @@ def write_report(report: Report, as_json: bool, base_url: str) -> None:
     write(
         f"{report.count('passed')} passed, {report.count('failed')} failed ({must} must), "
         f"{report.count('skipped')} skipped; {report.requests} requests sent to "
-        f"{outside_text(normalize_base_url(base_url), 200)}\n"
+        f"{outside_text(normalize_base_url(base_url), 200)}"
+        + ("" if report.stopped is None else f"; stopped by --deadline {report.stopped:g} s")
+        + "\n"
     )
 
 

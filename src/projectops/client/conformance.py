@@ -12,8 +12,10 @@ with the key redacted), or with ``--json`` a report::
                  "status": "passed", "detail": ""}, ...]}
 
 ``must`` checks hold the contract; ``should`` checks this package's design. The exit code is 0
-when no ``must`` check failed, :data:`EXIT_CONFORMANCE_FAILED` (6) otherwise, 2 for a usage
-error (no key, an unreadable fixtures file, ...).
+when no ``must`` check failed and the run was not stopped by ``--deadline``,
+:data:`EXIT_CONFORMANCE_FAILED` (6) otherwise (a stopped run left checks, ``must`` ones among
+them, not run: the server is not shown to conform), 2 for a usage error (no key, an unreadable
+fixtures file, ...).
 
 ``--fixtures FILE`` (the mock server's format, :mod:`projectops.mock_fixtures`) gives the
 requests known to succeed: those of the project whose ``apiKey`` is the key in use. Each is
@@ -23,8 +25,11 @@ them; an operation without one has those checks ``skipped``, saying why.
 Bounds: at most :data:`MAX_FIXTURE_REQUESTS` fixture requests per operation, so at most
 ``30 + 2 x (REQUIRED top-level request fields)`` requests per operation, and never more than
 :data:`MAX_REQUESTS` in a run. Each request is bounded as a whole by ``--timeout`` (connecting
-to the answer's last byte: the sync client's deadline transport), and each answer is read up
-to ``--max-response-bytes``. The requests are raw (the runner must send invalid bodies), through
+to the answer's last byte: the sync client's deadline transport), each answer is read up
+to ``--max-response-bytes``, and the run as a whole by ``--deadline`` (:data:`DEFAULT_DEADLINE`:
+1,000 requests to a server that never answers would take 1,000 time-outs). Past it no request
+is sent, one under way is cut short and not judged, and the checks not run are ``skipped``.
+The requests are raw (the runner must send invalid bodies), through
 the client's own transport pieces (:mod:`projectops.client._transport`); redirects are never
 followed and no cookie is kept.
 
@@ -36,7 +41,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
@@ -57,6 +63,7 @@ from projectops.client._conformance_http import (
     MAX_REQUESTS,
     NOT_JSON,
     BudgetSpent,
+    DeadlinePassed,
     Exchange,
     KeyUse,
     Sender,
@@ -64,7 +71,7 @@ from projectops.client._conformance_http import (
 from projectops.client._conformance_report import CheckResult, Report, Status, write_report
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import from_json, read_error_body, to_dict, to_json
-from projectops.commands import Command
+from projectops.commands import Command, seconds
 from projectops.conformance import (
     CHECKS,
     JSON_CHECKS,
@@ -95,6 +102,7 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "EXIT_CONFORMANCE_FAILED",
     "MAX_FIXTURE_REQUESTS",
     "MAX_REQUESTS",
@@ -108,6 +116,8 @@ __all__ = [
 EXIT_CONFORMANCE_FAILED = 6
 #: Fixture requests sent per operation (the first ones of the file).
 MAX_FIXTURE_REQUESTS = 20
+#: Seconds a whole run may take by default (``--deadline``).
+DEFAULT_DEADLINE = 600.0
 
 # What a failure's detail is cut to as a whole (several requests may be named).
 _DETAIL_CHARS = 1000
@@ -135,12 +145,23 @@ class _OperationRun:
     """The checks of one operation: the requests they send and their results."""
 
     def __init__(
-        self, sender: Sender, key: str, op: Operation, project: FixtureProject | None
+        self,
+        sender: Sender,
+        key: str,
+        op: Operation,
+        project: FixtureProject | None,
+        *,
+        known_paths: frozenset[str],
+        deadline: float | None,
     ) -> None:
         self._sender = sender
         self._key = key
         self._op = op
         self._project = project
+        self._known_paths = known_paths
+        self._deadline = deadline
+        #: Whether the run's deadline stopped a check of this operation.
+        self.stopped = False
         self._good: tuple[FixtureAnswer, ...] = (
             project.answers.get(op.name, ())[:MAX_FIXTURE_REQUESTS] if project else ()
         )
@@ -168,8 +189,14 @@ class _OperationRun:
     def _check(self, check_id: str) -> Iterator[None]:
         try:
             yield
+        except DeadlinePassed:
+            self.stopped = True
+            self._results[check_id] = self._not_run()
         except BudgetSpent:
             self._results[check_id] = ("skipped", f"the run's limit of {MAX_REQUESTS} requests")
+
+    def _not_run(self) -> tuple[Status, str]:
+        return ("skipped", f"not run: the run's --deadline of {self._deadline:g} s passed")
 
     def _no_success(self) -> tuple[Status, str]:
         if self._project is None:
@@ -207,6 +234,12 @@ class _OperationRun:
                     self._results[check_id] = outcome
         self._judge_successes()
         self._results["errors.error-response"] = self._error_bodies()
+        if self.stopped:
+            # Judged on the answers that came before the deadline: a failure stands, a pass
+            # or a skip for want of an answer would claim more than was seen.
+            for check_id in ("errors.error-response", "response.decodes", *JSON_CHECKS):
+                if self._results[check_id][0] != "failed":
+                    self._results[check_id] = self._not_run()
         out = []
         for check_id, spec in CHECKS.items():
             status, detail = self._results.get(check_id, ("skipped", "not run"))
@@ -334,9 +367,8 @@ class _OperationRun:
         return _PASS
 
     def _unknown_path(self) -> tuple[Status, str]:
-        known = {op.path for op in operations()}
         path = operation_path(f"{self._op.name}_unknown")
-        while path in known:
+        while path in self._known_paths:
             path += "_x"
         exchange = self._post(b"{}", path=path)
         return self._status(exchange, NO_OPERATION.http_status)
@@ -409,6 +441,8 @@ def run_checks(
     timeout: float = 30.0,
     max_response_bytes: int = 32 * 1024 * 1024,
     transport: httpx.BaseTransport | None = None,
+    deadline: float | None = DEFAULT_DEADLINE,
+    of: Sequence[Operation] | None = None,
 ) -> Report:
     """Run every check against the server at `base_url` with `api_key`.
 
@@ -421,6 +455,12 @@ def run_checks(
         timeout: seconds one request may take as a whole.
         max_response_bytes: the largest answer body read, in bytes.
         transport: an ``httpx.BaseTransport`` to send through instead of the network.
+        deadline: seconds the whole run may take (``None``: no bound but the per-request
+            `timeout` and :data:`MAX_REQUESTS`). Past it no request is sent, the one under way
+            is cut short and not judged, and the checks not run are ``skipped``, saying so
+            (:attr:`Report.stopped`).
+        of: the operations to check (default: the registry's, :func:`projectops.operations`);
+            an operation of another schema is checked the same way, from its descriptors.
 
     Returns:
         The :class:`Report`: one :class:`CheckResult` per check and operation.
@@ -429,16 +469,28 @@ def run_checks(
         projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.
     """
     url = normalize_base_url(base_url)
+    ops = tuple(operations() if of is None else of)
     sender = Sender(
-        url, api_key, timeout=timeout, max_response_bytes=max_response_bytes, transport=transport
+        url,
+        api_key,
+        timeout=timeout,
+        max_response_bytes=max_response_bytes,
+        transport=transport,
+        run_deadline=None if deadline is None else time.monotonic() + deadline,
     )
+    known_paths = frozenset(op.path for op in ops)
+    stopped = False
     try:
         results: list[CheckResult] = []
-        for op in operations():
-            results += _OperationRun(sender, api_key, op, project).run()
+        for op in ops:
+            run = _OperationRun(
+                sender, api_key, op, project, known_paths=known_paths, deadline=deadline
+            )
+            results += run.run()
+            stopped = stopped or run.stopped
     finally:
         sender.close()
-    return Report(tuple(results), sender.count)
+    return Report(tuple(results), sender.count, stopped=deadline if stopped else None)
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -456,8 +508,10 @@ def command() -> Command:
             f"--base-url (default: ${BASE_URL_ENV}; one of them is needed) with the key in "
             f"${API_KEY_ENV}: authentication, validation, the JSON mapping of answers, error "
             "bodies. One line per check and operation; exit 0 when no 'must' check failed, "
-            f"{EXIT_CONFORMANCE_FAILED} when one did, 2 for a usage error. At most "
-            f"{MAX_REQUESTS} requests, each within --timeout."
+            f"{EXIT_CONFORMANCE_FAILED} when one did or when --deadline stopped the run before "
+            "every check ran (the rest are 'skipped'; the server is not shown to conform), 2 "
+            f"for a usage error. At most {MAX_REQUESTS} requests, each within --timeout, all "
+            "within --deadline."
         ),
         connection=True,
         extra="client",
@@ -477,6 +531,15 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="a fixtures file in the mock server's format: its requests for the project whose "
         "apiKey is the key in use must be answered with its responses, and are the requests "
         "known to succeed (without one, the checks of 200 answers are skipped)",
+    )
+    parser.add_argument(
+        "--deadline",
+        metavar="SECONDS",
+        type=seconds,
+        default=DEFAULT_DEADLINE,
+        help="seconds the whole run may take (default: %(default)g); past it no request is "
+        "sent, the checks not run are skipped and the exit code is "
+        f"{EXIT_CONFORMANCE_FAILED}",
     )
 
 
@@ -523,6 +586,7 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
         transport=transport,
+        deadline=args.deadline,
     )
     write_report(report, args.json, base_url)
-    return EXIT_CONFORMANCE_FAILED if report.must_failed else EXIT_OK
+    return EXIT_CONFORMANCE_FAILED if report.must_failed or report.stopped else EXIT_OK
