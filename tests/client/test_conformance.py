@@ -220,6 +220,51 @@ def _plain_401(seen: _Seen, answer: _Answer) -> _Answer:
     return answer
 
 
+def _other_message(seen: _Seen, answer: _Answer) -> _Answer:
+    # The empty message decodes, keeps every JSON form right and is no fixture's response.
+    return _Answer(200, answer.headers, b"{}") if answer.status == 200 else answer
+
+
+def _violations(rename: Callable[[str], str]) -> After:
+    """An `after` that gives each violation of a 400 the field path `rename` makes of it."""
+
+    def after(seen: _Seen, answer: _Answer) -> _Answer:
+        if answer.status != 400:
+            return answer
+        error = json.loads(answer.body)
+        for violation in error.get("violations", []):
+            violation["field"] = rename(violation.get("field", ""))
+        return _Answer(400, answer.headers, json.dumps(error).encode())
+
+    return after
+
+
+def _unknown_path_served(seen: _Seen) -> _Answer | None:
+    if seen.path not in {op.path for op in projectops.operations()}:
+        return _Answer(200, [(b"content-type", b"application/json")], b"{}")
+    return None
+
+
+def _add_to_200(change: Callable[[dict[str, Any]], None]) -> After:
+    """An `after` that changes the JSON object of every 200 answer in place with `change`."""
+
+    def after(seen: _Seen, answer: _Answer) -> _Answer:
+        if answer.status != 200:
+            return answer
+        data = json.loads(answer.body)
+        change(data)
+        return _Answer(200, answer.headers, json.dumps(data).encode())
+
+    return after
+
+
+def _wrong_type(data: dict[str, Any]) -> None:
+    # Every top-level field of both responses is an object or a list: true is neither.
+    first = next(iter(data), None)
+    if first is not None:
+        data[first] = True
+
+
 def _mock_app() -> Any:
     return create_mock_app(load_fixtures(), docs=False)
 
@@ -291,13 +336,50 @@ BROKEN: Mapping[str, tuple[Callable[[], Any], set[str]]] = {
         lambda: _service_app(strict=True),
         {"request.unknown-fields"},
     ),
+    "answers another message than the fixture's": (
+        lambda: _broken(_mock_app(), after=_other_message),
+        {"fixtures.response"},
+    ),
+    "violations without a field path": (
+        lambda: _broken(_mock_app(), after=_violations(lambda field: "")),
+        {"errors.violation-paths"},
+    ),
+    "violations with a wrong field path": (
+        lambda: _broken(_mock_app(), after=_violations(lambda field: f"request.{field}_name")),
+        {"errors.violation-paths"},
+    ),
+    "unknown path answered 200": (
+        lambda: _broken(_mock_app(), before=_unknown_path_served),
+        {"http.unknown-path"},
+    ),
+    # A lenient decoder ignores an unknown field, so the fixtures still match.
+    "200 answers with an unknown field": (
+        lambda: _broken(_mock_app(), after=_add_to_200(lambda d: d.update(extraField=1))),
+        {"response.decodes"},
+    ),
+    # No decoder takes true for an object or a list: the fixture comparison depends on it.
+    "200 answers with a field of the wrong JSON type": (
+        lambda: _broken(_mock_app(), after=_add_to_200(_wrong_type)),
+        {"response.decodes", "fixtures.response"},
+    ),
 }
+
+#: Checks shown by a broken server of another schema (tests/client/test_conformance_schema.py):
+#: neither real request has a field whose proto name differs from its JSON name, nor an int64.
+TESTED_ON_A_SYNTHETIC_SCHEMA = frozenset({"request.proto-names", "request.int64-numbers"})
 
 
 @pytest.fixture(scope="module")
 def mock_url() -> Iterator[str]:
     with serving(_mock_app()) as url:
         yield url
+
+
+def test_every_check_has_a_server_broken_in_its_way() -> None:
+    shown = set().union(*(expected for _, expected in BROKEN.values()))
+    # A check added to the catalogue without a breakage that fails it fails here.
+    assert set(CHECKS) - shown - TESTED_ON_A_SYNTHETIC_SCHEMA == set()
+    assert shown | TESTED_ON_A_SYNTHETIC_SCHEMA <= set(CHECKS)
 
 
 # --- our servers pass -------------------------------------------------------------------------
