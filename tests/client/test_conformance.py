@@ -512,6 +512,8 @@ def test_a_must_failure_exits_6_and_only_should_failures_exit_0(run_cli: RunCli)
         (("--fixtures", DEFAULT_FIXTURES), "no-such-key", "http://127.0.0.1:9", "no project"),
         (("--fixtures", "/"), DEMO_KEY, "http://127.0.0.1:9", "not a regular file"),
         (("--timeout", "0"), DEMO_KEY, "http://127.0.0.1:9", "--timeout"),
+        (("--deadline", "0"), DEMO_KEY, "http://127.0.0.1:9", "--deadline"),
+        (("--deadline", "nan"), DEMO_KEY, "http://127.0.0.1:9", "--deadline"),
         (("--no-such-flag",), DEMO_KEY, "http://127.0.0.1:9", "unknown option"),
     ],
 )
