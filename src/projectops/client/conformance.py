@@ -7,7 +7,7 @@ named here), and judges each answer: one line per check (operation, check id, ``
 ``failed`` or ``skipped``, and for a failure what was sent and what came back, escaped, cut and
 with the key redacted), or with ``--json`` a report::
 
-    {"passed": 30, "failed": 1, "skipped": 9,
+    {"passed": 30, "failed": 1, "skipped": 9, "stopped": false,
      "checks": [{"id": "auth.no-key", "operation": "get_release_details", "level": "must",
                  "status": "passed", "detail": ""}, ...]}
 
@@ -527,8 +527,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help='write a JSON report instead: {"passed", "failed", "skipped", "checks": '
-        '[{"id", "operation", "level", "status", "detail"}]}',
+        help='write a JSON report instead: {"passed", "failed", "skipped", "stopped" (by '
+        '--deadline), "checks": [{"id", "operation", "level", "status", "detail"}]}',
     )
     parser.add_argument(
         "--fixtures",
