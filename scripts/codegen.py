@@ -44,6 +44,9 @@ BINDINGS = {
     "projectops/server/_services.py": bindings.render_server,
 }
 
+#: The packages of src/projectops the bindings land in.
+BINDING_PACKAGES = ("client", "server")
+
 INIT = '''"""Generated protobuf bindings of the `projectops.v1` proto package.
 
 Made by scripts/generate from proto/projectops/v1/*.proto; never edit these files by hand.
@@ -117,6 +120,10 @@ def import_errors(src: Path, out_root: Path) -> str | None:
     Compiling is not enough: a module can be valid Python and still fail when imported (a bad
     name in a class body, a missing import), and the mock server and typed clients with it.
     """
+    if not all((src / "projectops" / part / "__init__.py").is_file() for part in BINDING_PACKAGES):
+        # A --root holding the protos and generated code only (as the gate tests make one):
+        # this checkout's package around them.
+        src = protolib.REPO / "src"
     with tempfile.TemporaryDirectory() as tmp:
         package = Path(tmp) / "projectops"
         shutil.copytree(src / "projectops", package, ignore=shutil.ignore_patterns("__pycache__"))
