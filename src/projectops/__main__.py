@@ -16,8 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import projectops
-from projectops.client import cli, conformance, failures
-from projectops.client.conformance import EXIT_CONFORMANCE_FAILED
+from projectops.client import cli, failures
 from projectops.client.failures import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from projectops.commands import Command, seconds, whole
 from projectops.conventions import (
@@ -43,7 +42,8 @@ EXIT_CODES = {
     failures.EXIT_UNAUTHENTICATED: "the server answered 401 (API key missing or invalid)",
     failures.EXIT_BAD_REQUEST: "the server answered 400 (validation or business rule)",
     failures.EXIT_FAILURE: "no answer (network failure, time-out) or any other status",
-    EXIT_CONFORMANCE_FAILED: "conformance: a 'must' check failed",
+    failures.EXIT_CONFORMANCE_FAILED: "conformance: a 'must' check failed, or --deadline "
+    "stopped the run",
     failures.EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -168,7 +168,7 @@ def _unknown_arguments(
 
 
 def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
-    return [*cli.commands(transport), conformance.command(), *server_commands.commands()]
+    return [*cli.commands(transport), *server_commands.commands()]
 
 
 def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.ArgumentParser:

@@ -3,9 +3,9 @@ neither real operation can exercise (no request field whose proto name differs f
 name, no int64 request field) pass on our own server pipeline and fail on a server broken in
 exactly their way.
 
-The schema is built in a private descriptor pool; its one operation is served by the same
-per-operation pipeline :func:`projectops.server.create_app` mounts (``Endpoint``), on uvicorn in
-a thread on 127.0.0.1, and the runner is pointed at it with ``run_checks(of=...)``.
+The schema is built in a private descriptor pool; its one operation is served by
+:func:`projectops.server.create_app` (``operations=[...]``), on uvicorn in a thread on
+127.0.0.1, and the runner is pointed at it with ``run_checks(of=...)``.
 """
 
 from __future__ import annotations
@@ -19,16 +19,12 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.routing import Route
 
 from projectops.client.conformance import run_checks
 from projectops.conformance import CHECKS
 from projectops.mock_fixtures import FixtureAnswer, FixtureProject, request_key
 from projectops.registry import Operation, operation_of
-from projectops.server._endpoint import Endpoint
-from projectops.server._replies import http_exception
-from projectops.server._threads import Pools
+from projectops.server import create_app
 from tests.client.test_conformance import (
     TESTED_ON_A_SYNTHETIC_SCHEMA,
     TIMEOUT,
@@ -94,20 +90,8 @@ def _project() -> FixtureProject:
 
 
 def _app() -> Starlette:
-    """Our server pipeline for `OP` alone, as ``create_app`` mounts it for a registry rpc."""
-    endpoint = Endpoint(
-        OP,
-        _Builds(),
-        {KEY: "builds"}.get,
-        strict=False,
-        timeout=None,
-        pools=Pools(),
-    )
-    app = Starlette(
-        routes=[Route(OP.path, endpoint)], exception_handlers={HTTPException: http_exception}
-    )
-    app.router.redirect_slashes = False
-    return app
+    """`OP` alone, served by ``create_app`` as it serves a registry rpc."""
+    return create_app(_Builds(), authenticate={KEY: "builds"}.get, operations=[OP])  # type: ignore[arg-type]
 
 
 def _body(seen: _Seen) -> dict[str, Any]:

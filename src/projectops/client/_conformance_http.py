@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "MAX_REQUESTS",
     "NOT_JSON",
     "BudgetSpent",
@@ -30,6 +31,9 @@ __all__ = [
 
 #: Requests a run sends at most; past it, the remaining checks are skipped.
 MAX_REQUESTS = 1000
+#: Seconds a whole run may take by default (``--deadline``).
+DEFAULT_DEADLINE = 600.0
+
 
 # How the key header of a request is set: the key in use, none, or a key no server knows.
 KeyUse = Literal["own", "none", "wrong"]

@@ -35,6 +35,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
 from projectops._text import REDACTED, escape, escape_lines
+from projectops.client._conformance_command import command as conformance_command
 from projectops.client._retry import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
@@ -153,6 +154,7 @@ def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
             connection=True,
             extra="mcp",
         ),
+        conformance_command(),
     ]
     return out
 

@@ -38,9 +38,7 @@ This module imports httpx only when a run starts, so ``projectops --help`` stays
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,6 +58,7 @@ from projectops.answers import (
     WRONG_METHOD,
 )
 from projectops.client._conformance_http import (
+    DEFAULT_DEADLINE,
     MAX_REQUESTS,
     NOT_JSON,
     BudgetSpent,
@@ -68,10 +67,9 @@ from projectops.client._conformance_http import (
     KeyUse,
     Sender,
 )
-from projectops.client._conformance_report import CheckResult, Report, Status, write_report
-from projectops.client.failures import EXIT_OK, UsageError
+from projectops.client._conformance_report import CheckResult, Report, Status
+from projectops.client.failures import EXIT_CONFORMANCE_FAILED
 from projectops.codec import from_json, read_error_body, to_dict, to_json
-from projectops.commands import Command, seconds
 from projectops.conformance import (
     CHECKS,
     JSON_CHECKS,
@@ -82,8 +80,6 @@ from projectops.conformance import (
     unknown_field_name,
 )
 from projectops.conventions import (
-    API_KEY_ENV,
-    BASE_URL_ENV,
     MAX_BODY_BYTES,
     normalize_base_url,
     operation_path,
@@ -91,10 +87,7 @@ from projectops.conventions import (
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
 from projectops.mock_fixtures import (
     FixtureAnswer,
-    FixtureError,
     FixtureProject,
-    decode_fixtures,
-    read_fixtures_file,
 )
 from projectops.registry import Operation, operations
 
@@ -108,16 +101,11 @@ __all__ = [
     "MAX_REQUESTS",
     "CheckResult",
     "Report",
-    "command",
     "run_checks",
 ]
 
-#: Exit code of ``projectops conformance`` when a ``must`` check failed.
-EXIT_CONFORMANCE_FAILED = 6
 #: Fixture requests sent per operation (the first ones of the file).
 MAX_FIXTURE_REQUESTS = 20
-#: Seconds a whole run may take by default (``--deadline``).
-DEFAULT_DEADLINE = 600.0
 
 # What a failure's detail is cut to as a whole (several requests may be named).
 _DETAIL_CHARS = 1000
@@ -496,102 +484,3 @@ def run_checks(
     finally:
         sender.close()
     return Report(tuple(results), sender.count, stopped=deadline if stopped else None)
-
-
-# --- the command ------------------------------------------------------------------------------
-
-
-def command() -> Command:
-    """The ``conformance`` command of ``projectops`` (extra ``client``)."""
-    return Command(
-        "conformance",
-        "run the API contract's checks against a server and report each",
-        _configure,
-        _run,
-        description=(
-            "Run the checks of the API contract (docs/contract.md) against the server at "
-            f"--base-url (default: ${BASE_URL_ENV}; one of them is needed) with the key in "
-            f"${API_KEY_ENV}: authentication, validation, the JSON mapping of answers, error "
-            "bodies. One line per check and operation; exit 0 when no 'must' check failed, "
-            f"{EXIT_CONFORMANCE_FAILED} when one did or when --deadline stopped the run before "
-            "every check ran (the rest are 'skipped'; the server is not shown to conform), 2 "
-            f"for a usage error. At most {MAX_REQUESTS} requests, each within --timeout, all "
-            "within --deadline."
-        ),
-        connection=True,
-        extra="client",
-    )
-
-
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help='write a JSON report instead: {"passed", "failed", "skipped", "stopped" (by '
-        '--deadline), "checks": [{"id", "operation", "level", "status", "detail"}]}',
-    )
-    parser.add_argument(
-        "--fixtures",
-        metavar="FILE",
-        help="a fixtures file in the mock server's format: its requests for the project whose "
-        "apiKey is the key in use must be answered with its responses, and are the requests "
-        "known to succeed (without one, the checks of 200 answers are skipped)",
-    )
-    parser.add_argument(
-        "--deadline",
-        metavar="SECONDS",
-        type=seconds,
-        default=DEFAULT_DEADLINE,
-        help="seconds the whole run may take (default: %(default)g); past it no request is "
-        "sent, the checks not run are skipped and the exit code is "
-        f"{EXIT_CONFORMANCE_FAILED}",
-    )
-
-
-def _api_key() -> str:
-    from projectops.client._errors import MissingApiKey
-
-    key = (os.environ.get(API_KEY_ENV) or "").strip()
-    if not key or not all("!" <= char <= "~" for char in key):
-        problem = "is not set" if not key else "is not a valid HTTP header value"
-        raise MissingApiKey(f"no usable API key: {API_KEY_ENV} {problem}")
-    return key
-
-
-def _fixture_project(path: str, key: str) -> FixtureProject:
-    """The project of the fixtures file at `path` whose key is `key`.
-
-    Raises:
-        UsageError: the file cannot be read or decoded, or no project has `key`.
-    """
-    shown = outside_text(path, 200)
-    try:
-        projects = decode_fixtures(read_fixtures_file(path))
-    except FixtureError as exc:
-        raise UsageError(f"--fixtures {shown}: {outside_text(str(exc), 500)}") from None
-    for project in projects:
-        if project.api_key == key:
-            return project
-    raise UsageError(
-        f"--fixtures {shown}: no project has the key in use ({API_KEY_ENV}) as its apiKey"
-    )
-
-
-def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None) -> int:
-    key = _api_key()
-    project = None if args.fixtures is None else _fixture_project(args.fixtures, key)
-    # No default: checking the bundled mock server by accident would prove nothing.
-    base_url = args.base_url or os.environ.get(BASE_URL_ENV)
-    if not base_url:
-        raise UsageError(f"no server to check: give --base-url URL or set {BASE_URL_ENV}")
-    report = run_checks(
-        base_url,
-        key,
-        project=project,
-        timeout=args.timeout,
-        max_response_bytes=args.max_response_bytes,
-        transport=transport,
-        deadline=args.deadline,
-    )
-    write_report(report, args.json, base_url)
-    return EXIT_CONFORMANCE_FAILED if report.must_failed or report.stopped else EXIT_OK

@@ -39,6 +39,7 @@ from projectops.errors import (
 
 __all__ = [
     "EXIT_BAD_REQUEST",
+    "EXIT_CONFORMANCE_FAILED",
     "EXIT_FAILURE",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
@@ -58,6 +59,8 @@ EXIT_USAGE = 2
 EXIT_UNAUTHENTICATED = 3
 EXIT_BAD_REQUEST = 4
 EXIT_FAILURE = 5
+#: ``projectops conformance``: a ``must`` check failed, or ``--deadline`` stopped the run.
+EXIT_CONFORMANCE_FAILED = 6
 EXIT_INTERRUPTED = 130
 
 #: Characters of an exception's text kept in a line or sentence (its message and violations;

@@ -17,7 +17,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
-from projectops.registry import Operation, operations
+from projectops.registry import Operation
+from projectops.registry import operations as registry_operations
 from projectops.server._endpoint import Endpoint
 from projectops.server._interceptors import (
     PreEncoded,
@@ -56,6 +57,7 @@ def create_app(
     handler_timeout: float | None = None,
     interceptors: Sequence[ServerInterceptor] = (),
     telemetry: bool | Telemetry = True,
+    operations: Sequence[Operation] | None = None,
 ) -> Starlette:
     """Build the ASGI app that serves `service` at the registry's paths (docs/contract.md §1,
     §2 and §5).
@@ -88,6 +90,9 @@ def create_app(
             ``opentelemetry-api`` is installed and a tracer (meter) provider is configured;
             nothing otherwise (see :mod:`projectops.telemetry`). ``False``: never. A
             :class:`~projectops.telemetry.Telemetry`: record to its providers.
+        operations: the operations to serve (default: every operation of the registry,
+            :func:`projectops.operations`); e.g. those of a schema built in a test, from
+            :func:`projectops.registry.operation_of` of its rpcs.
 
     Plain (non-``async``) callables run in worker threads. Handlers share anyio's default
     thread limiter (40 threads per event loop; ``anyio.to_thread.current_default_thread_limiter``
@@ -125,7 +130,7 @@ def create_app(
                 telemetry=None if recorders is None else recorders(op),
             ),
         )
-        for op in operations()
+        for op in (registry_operations() if operations is None else operations)
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_exception})
     # "/api/mcp/x/" must not become a 307 to "/api/mcp/x": clients do not follow redirects.
