@@ -14,15 +14,11 @@ from projectops.client._conformance_http import DEFAULT_DEADLINE, MAX_REQUESTS
 from projectops.client.failures import EXIT_CONFORMANCE_FAILED, EXIT_OK, UsageError
 from projectops.commands import Command, seconds
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
-from projectops.mock_fixtures import (
-    FixtureError,
-    FixtureProject,
-    decode_fixtures,
-    read_fixtures_file,
-)
 
 if TYPE_CHECKING:
     import httpx
+
+    from projectops.mock_fixtures import FixtureProject
 
 __all__ = ["command"]
 
@@ -90,6 +86,8 @@ def _fixture_project(path: str, key: str) -> FixtureProject:
     Raises:
         UsageError: the file cannot be read or decoded, or no project has `key`.
     """
+    from projectops.mock_fixtures import FixtureError, decode_fixtures, read_fixtures_file
+
     shown = outside_text(path, 200)
     try:
         projects = decode_fixtures(read_fixtures_file(path))
