@@ -56,19 +56,27 @@ TEXTS = {
     "escaped and plain backslashes": _mebibyte("%5c\\"),
 }
 KEYS = {
-    **{f"{n} backslashes": "\\" * n for n in (1, 2, 3, 8, 26, 40, 64)},
+    **{f"{n} backslashes": "\\" * n for n in (1, 2, 8, 26, 64)},
     "demo-key": "demo-key",
     "KEY": KEY,
     "backslashes between letters": "a\\\\b\\c",
     "quotes and a backslash": "k'ey\\with\"quotes",
     "letters, then backslashes": "key\\\\\\\\",
     "escape-like": "\\x41%5c&#92;u",
-    **{f"{n} backslashes and z": "\\" * n + "z" for n in (1, 2, 3, 64)},
+    **{f"{n} backslashes and z": "\\" * n + "z" for n in (1, 2, 64)},
 }
+#: Texts that are only spellings of backslashes: hostile to a key holding one, and to no other
+#: (a key without a backslash reads them as plain text, as it reads the other texts).
+BACKSLASH_TEXTS = ("escaped backslashes", "escaped and plain backslashes")
+CASES = [
+    (key_name, text_name)
+    for key_name in KEYS
+    for text_name in TEXTS
+    if "\\" in KEYS[key_name] or text_name not in BACKSLASH_TEXTS
+]
 
 
-@pytest.mark.parametrize("text_name", TEXTS)
-@pytest.mark.parametrize("key_name", KEYS)
+@pytest.mark.parametrize(("key_name", "text_name"), CASES)
 def test_a_mebibyte_of_hostile_text_is_redacted_in_linear_time(
     text_name: str, key_name: str
 ) -> None:
@@ -141,12 +149,20 @@ def test_a_long_key_is_found_in_every_mix_of_spellings() -> None:
     ``&#x26;``, ``\\x`` or ``\\x78``) at the head's end or after it."""
     rng = random.Random(7)
     alphabet = "abcdefXYZ0123456789-_'\\\"% +&x"
-    for _ in range(150):
-        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(65, 160))).strip()
-        spelled = _spelling(key, rng)
-        text = redact_secrets(f"<<{spelled}>>", [key], "\x00")
-        assert text.startswith("<<\x00") and text.endswith(">>"), (key, spelled, text)
-        assert _old_pattern(key).sub("\x00", text) == text, (key, spelled, text)
+    # Each key costs a compiled pattern (its own and the old one's), each spelling only a pass:
+    # so a few keys, each in many spellings. Random keys, and keys whose two-way characters sit
+    # exactly at the 64-character head's end and just after it.
+    keys = [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(65, 160))).strip() for _ in range(6)
+    ]
+    keys += ["a" * n + tail for n in (62, 63, 64) for tail in ("&x\\x-&#b", "\\x&%b")]
+    for key in keys:
+        old = _old_pattern(key)
+        for _ in range(25):
+            spelled = _spelling(key, rng)
+            text = redact_secrets(f"<<{spelled}>>", [key], "\x00")
+            assert text.startswith("<<\x00") and text.endswith(">>"), (key, spelled, text)
+            assert old.sub("\x00", text) == text, (key, spelled, text)
 
 
 @pytest.mark.parametrize("length", [65, 1_000, 16_000])
