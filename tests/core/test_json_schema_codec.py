@@ -56,7 +56,7 @@ def test_int64_pattern_takes_the_codecs_output(value: int) -> None:
     assert _matches(INT64, text)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.one_of(
         st.integers(min_value=-(2**66), max_value=2**66).map(str),
@@ -126,7 +126,7 @@ def _two(n: int) -> str:
     return f"{n:02d}"
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
     year=st.integers(0, 9999),
     month=st.integers(0, 19),
@@ -178,7 +178,7 @@ def test_timestamp_pattern_takes_every_rfc3339_time(when: datetime.datetime, min
 # --- durations
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.one_of(
         st.from_regex(r"-?[0-9]{1,14}(?:\.[0-9]{0,10})?s", fullmatch=True),
