@@ -375,6 +375,36 @@ def mock_url() -> Iterator[str]:
         yield url
 
 
+class _Switch:
+    """An ASGI app that passes each request to :attr:`app`, which a test sets: one uvicorn for
+    the module's many servers, since starting and stopping one costs about 0.2 s a test."""
+
+    app: Any = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
+@pytest.fixture(scope="module")
+def _switch() -> Iterator[tuple[_Switch, str]]:
+    switch = _Switch()
+    with serving(switch) as url:  # type: ignore[arg-type]
+        yield switch, url
+
+
+@pytest.fixture
+def serve(_switch: tuple[_Switch, str]) -> Iterator[Callable[[Any], str]]:
+    """``serve(app) -> base URL`` of `app` served on 127.0.0.1 (the module's one uvicorn)."""
+    switch, url = _switch
+
+    def start(app: Any) -> str:
+        switch.app = app
+        return url
+
+    yield start
+    switch.app = None
+
+
 def test_every_check_has_a_server_broken_in_its_way() -> None:
     shown = set().union(*(expected for _, expected in BROKEN.values()))
     # A check added to the catalogue without a breakage that fails it fails here.
@@ -386,9 +416,10 @@ def test_every_check_has_a_server_broken_in_its_way() -> None:
 
 
 @pytest.mark.parametrize("make_app", [_mock_app, _service_app], ids=["mock", "create_app"])
-def test_our_servers_pass_every_check_with_the_default_fixtures(make_app: Any) -> None:
-    with serving(make_app()) as url:
-        report = run_checks(url, DEMO_KEY, project=_demo(), timeout=TIMEOUT)
+def test_our_servers_pass_every_check_with_the_default_fixtures(
+    make_app: Any, serve: Callable[[Any], str]
+) -> None:
+    report = run_checks(serve(make_app()), DEMO_KEY, project=_demo(), timeout=TIMEOUT)
     assert _failed(report) == set(), [c for c in report.checks if c.status == "failed"]
     assert not report.must_failed
     # Every operation gets every check of the catalogue.
@@ -425,11 +456,10 @@ def test_without_fixtures_the_checks_of_200_answers_are_skipped_and_say_why(mock
 
 @pytest.mark.parametrize("breakage", list(BROKEN))
 def test_a_server_broken_in_one_way_fails_exactly_the_checks_that_depend_on_it(
-    breakage: str,
+    breakage: str, serve: Callable[[Any], str]
 ) -> None:
     make_app, expected = BROKEN[breakage]
-    with serving(make_app()) as url:
-        report = run_checks(url, DEMO_KEY, project=_demo(), timeout=TIMEOUT)
+    report = run_checks(serve(make_app()), DEMO_KEY, project=_demo(), timeout=TIMEOUT)
     assert _failed(report) == expected, [c for c in report.checks if c.status == "failed"]
     for check in report.checks:
         if check.status == "failed":
@@ -439,7 +469,7 @@ def test_a_server_broken_in_one_way_fails_exactly_the_checks_that_depend_on_it(
 
 
 def test_a_failure_shows_what_was_sent_and_what_came_back_without_the_key(
-    run_cli: RunCli,
+    run_cli: RunCli, serve: Callable[[Any], str]
 ) -> None:
     def echo_key(seen: _Seen) -> _Answer | None:
         if seen.headers.get("service-api-key", "").startswith(DEMO_KEY):
@@ -447,8 +477,8 @@ def test_a_failure_shows_what_was_sent_and_what_came_back_without_the_key(
             return _Answer(400, [(b"content-type", b"text/plain")], text)
         return None
 
-    with serving(_broken(_mock_app(), before=echo_key)) as url:
-        result = run_cli("conformance", "--base-url", url, key=DEMO_KEY)
+    url = serve(_broken(_mock_app(), before=echo_key))
+    result = run_cli("conformance", "--base-url", url, key=DEMO_KEY)
     assert result.returncode == EXIT_CONFORMANCE_FAILED, result.stderr
     lines = result.stdout.splitlines()
     line = next(li for li in lines if "auth.wrong-key" in li and "get_release_details" in li)
@@ -487,14 +517,16 @@ def test_the_json_report(run_cli: RunCli, mock_url: str) -> None:
         assert check["operation"] in {op.name for op in projectops.operations()}
 
 
-def test_a_must_failure_exits_6_and_only_should_failures_exit_0(run_cli: RunCli) -> None:
-    with serving(BROKEN["ignores the key"][0]()) as url:
-        result = run_cli("conformance", "--base-url", url, key=DEMO_KEY)
+def test_a_must_failure_exits_6_and_only_should_failures_exit_0(
+    run_cli: RunCli, serve: Callable[[Any], str]
+) -> None:
+    url = serve(BROKEN["ignores the key"][0]())
+    result = run_cli("conformance", "--base-url", url, key=DEMO_KEY)
     assert result.returncode == EXIT_CONFORMANCE_FAILED
     # Both operations' three key checks: no key, a wrong key, no key and a bad body.
     assert ", 6 failed (6 must), " in result.stdout.splitlines()[-1]
-    with serving(BROKEN["405 without Allow"][0]()) as url:
-        result = run_cli("conformance", "--base-url", url, key=DEMO_KEY, base_url=None)
+    url = serve(BROKEN["405 without Allow"][0]())
+    result = run_cli("conformance", "--base-url", url, key=DEMO_KEY, base_url=None)
     assert result.returncode == 0, result.stdout
 
 
