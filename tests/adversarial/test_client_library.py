@@ -48,6 +48,7 @@ from tests.adversarial.hostile import (
     trickle_body,
     trickle_head,
 )
+from tests.backoff import shorten_backoff
 from tests.client.support import KEY
 
 LIST = projectops.operation("list_rum_environments")
@@ -64,6 +65,13 @@ _CONTROL_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 def controls(text: str) -> list[str]:
     """The characters of `text` a terminal would act on instead of show."""
     return [c for c in text if unicodedata.category(c) in _CONTROL_CATEGORIES]
+
+
+@pytest.fixture(autouse=True)
+def short_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries of a 502/503/504 or a refused connection wait a few ms instead of up to 0.75 s:
+    these tests are about what the call ends with, not the wait (tests/client/test_retries.py)."""
+    shorten_backoff(monkeypatch)
 
 
 @pytest.fixture(params=["sync", "async"])

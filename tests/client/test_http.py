@@ -47,6 +47,7 @@ from projectops.v1.operations_pb2 import (
     ListRumEnvironmentsRequest,
     ListRumEnvironmentsResponse,
 )
+from tests.backoff import shorten_backoff
 from tests.client.support import KEY, OTHER_KEY, Recorder
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -54,6 +55,13 @@ Call = Callable[..., Any]
 
 LIST = projectops.operation("list_rum_environments")
 GET = projectops.operation("get_release_details")
+
+
+@pytest.fixture(autouse=True)
+def short_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries of a 502/503/504 or a refused connection wait a few ms instead of up to 0.75 s:
+    these tests are about what the call ends with, not the wait (tests/client/test_retries.py)."""
+    shorten_backoff(monkeypatch)
 
 
 @pytest.fixture(params=["sync", "async"])

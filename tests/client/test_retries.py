@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import random
 import socket
 import threading
 import time
@@ -25,11 +24,11 @@ from projectops.client import (
     CallContext,
     Client,
     ServiceUnreachable,
-    _base,
 )
 from projectops.client._retry import MAX_RETRY_AFTER, may_retry, retry_delay
 from projectops.registry import Operation, operation
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
+from tests.backoff import shorten_backoff
 from tests.client.support import KEY, RunCli
 from tests.loopback import LOOPBACK
 
@@ -60,17 +59,9 @@ class Scripted:
 
 @pytest.fixture(autouse=True)
 def short_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The clients' backoff with its jitter drawn from [0, 0.02) instead of [0, 1): waits of a
-    few milliseconds, so a test of how many attempts are made does not sleep up to 1.75 s.
-
-    A ``Retry-After`` is still honoured in full; the policy's own waits are tested on
-    :func:`retry_delay` itself below.
-    """
-
-    def short(retry: int, retry_after: str | None = None) -> float:
-        return retry_delay(retry, retry_after, rand=lambda: 0.02 * random.random())
-
-    monkeypatch.setattr(_base, "retry_delay", short)
+    """Backoff waits of a few milliseconds, so a test of how many attempts are made does not
+    sleep up to 1.75 s; a ``Retry-After`` is still honoured in full."""
+    shorten_backoff(monkeypatch)
 
 
 @pytest.fixture
