@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,22 @@ MIB = 1 << 20
 # Seconds of CPU of this process (time.process_time): what the work costs, whatever else the
 # machine runs at the same time (the suite runs on every core).
 REDACTION_LIMIT = 0.5
+#: Runs a measurement may take: the first under the limit counts. One run on a loaded core can
+#: lose a few hundred ms of CPU to a neighbour's cache; a super-linear pattern fails them all.
+TRIES = 3
+
+
+def cpu_seconds(work: Callable[[], object]) -> float:
+    """The fewest CPU seconds of this process that `work` took in up to :data:`TRIES` runs,
+    stopping at the first run under :data:`REDACTION_LIMIT`."""
+    best = float("inf")
+    for _ in range(TRIES):
+        started = time.process_time()
+        work()
+        best = min(best, time.process_time() - started)
+        if best < REDACTION_LIMIT:
+            break
+    return best
 
 
 def _mebibyte(unit: str) -> str:
@@ -82,9 +98,7 @@ def test_a_mebibyte_of_hostile_text_is_redacted_in_linear_time(
 ) -> None:
     text, key = TEXTS[text_name], KEYS[key_name]
     redact_secrets("", [key], "***")  # the pattern is compiled once per key: not measured
-    started = time.process_time()
-    redact_secrets(text, [key], "***")
-    elapsed = time.process_time() - started
+    elapsed = cpu_seconds(lambda: redact_secrets(text, [key], "***"))
     assert elapsed < REDACTION_LIMIT, (text_name, key_name, elapsed)
 
 
@@ -170,11 +184,10 @@ def test_a_long_key_costs_no_more_than_a_short_one(length: int) -> None:
     """A server redacts the key a client sent, so the client chooses its length as well as the
     text: a 16,000-character key and a mebibyte of its near-prefixes are still one pass."""
     key = "a" * (length - 1) + "z"
-    started = time.process_time()
     assert redact_secrets(f"'{key}'", [key], "***") == "'***'"
     assert "a" * 64 not in redact_secrets("a" * MIB, [key], "***")  # fragments go too
-    elapsed = time.process_time() - started
-    assert elapsed < REDACTION_LIMIT * 2, elapsed  # two texts
+    elapsed = cpu_seconds(lambda: redact_secrets("a" * MIB, [key], "***"))
+    assert elapsed < REDACTION_LIMIT, elapsed
 
 
 def test_redaction_keeps_the_longest_key_first_and_redacts_nothing_else() -> None:
@@ -192,9 +205,7 @@ def test_h11_error_text_and_proto_comments_are_read_in_linear_time() -> None:
         (lambda: _XREF.sub(r"\1", "[a][" + "b" * 64_000), "open reference"),
     ]
     for run, name in cases:
-        started = time.process_time()
-        run()
-        assert time.process_time() - started < REDACTION_LIMIT, name
+        assert cpu_seconds(run) < REDACTION_LIMIT, name
     assert _QUOTED_BYTES.split("illegal request line: bytearray(b'x y')")[0] == (
         "illegal request line"
     )
