@@ -186,7 +186,8 @@ def test_no_answer_ever_ends_as_the_time_out(call: Any, serve: Any) -> None:
     server = serve(["close"])
     result, attempts, seconds = call(server.base_url, timeout=0.5, retries=1000)
     assert isinstance(result, AnswerTimedOut) and result.http_status is None
-    assert attempts == server.calls >= 2
+    # The attempt under way when the time is up may be cut before the server counted it.
+    assert server.calls >= 2 and server.calls <= attempts <= server.calls + 1
     assert seconds < 0.5 + 3
 
 
