@@ -17,10 +17,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp import Client as McpClient
 
 from projectops import API_KEY_ENV
-from projectops.client import AsyncClient, Client, mcp_server
+from projectops.client import AsyncClient, Client
 from tests.adversarial.hostile import HostileServer, Request, answer, hostile_server
 
 KEY = "k-cookie-7f3a"
@@ -75,6 +74,11 @@ def test_a_transport_of_the_callers_keeps_no_cookies_either() -> None:
 
 
 def test_two_tool_server_sessions_share_no_cookie() -> None:
+    # Imported here, not at the top: the MCP SDK costs a second at collection in every worker.
+    from mcp import Client as McpClient
+
+    from projectops.client import mcp_server
+
     async def run() -> None:
         async with AsyncClient(server.base_url, KEY, timeout=CALL_TIMEOUT) as http:
             tools = mcp_server.create_server(http)
@@ -97,6 +101,10 @@ def _echo_key_in_a_field(sock: socket.socket, request: Request) -> None:
 
 
 def _tool_result(base_url: str) -> Any:
+    from mcp import Client as McpClient
+
+    from projectops.client import mcp_server
+
     async def run() -> Any:
         with anyio.fail_after(CALL_TIMEOUT):
             return await session_call()
