@@ -23,10 +23,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 
-from projectops.client import AsyncClient, mcp_server
-from projectops.client._stdio import stdio_server
+from projectops.client import AsyncClient
 from tests.adversarial.hostile import answer, hostile_server, trickle_head
 from tests.client.support import KEY, cli_env
 
@@ -114,6 +112,10 @@ class _HeldStdin(io.BytesIO):
 def serve_lines(data: bytes, answers: int, **options: Any) -> list[dict[str, Any]]:
     """Serve the tool server over :func:`stdio_server` with `data` as stdin, ending stdin
     once `answers` answers were written (or after 10 s); every JSON answer, in order."""
+    # Imported here, not at the top: the MCP SDK costs a second at collection in every worker.
+    from projectops.client import mcp_server
+    from projectops.client._stdio import stdio_server
+
     out = _Answers(answers)
     server = mcp_server.create_server(AsyncClient("http://127.0.0.1:9", KEY))
 
@@ -236,6 +238,10 @@ def test_an_answer_that_would_drive_the_terminal_is_escaped_and_cut(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     body = json.dumps({"code": "internal", "message": "\x1b]0;pwned\x07\x1b[2J" + "A" * 5000})
+
+    from mcp import Client
+
+    from projectops.client import mcp_server
 
     async def call(base_url: str) -> Any:
         server = mcp_server.create_server(AsyncClient(base_url, KEY))
