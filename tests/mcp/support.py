@@ -21,13 +21,17 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from mcp import ClientSession, StdioServerParameters, stdio_client, types
 
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
+
+if TYPE_CHECKING:
+    # At run time the MCP SDK is imported inside the helpers that use it: importing it costs
+    # about a second, which every pytest worker would pay at collection.
+    from mcp import ClientSession, StdioServerParameters, types
 
 HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE / "node"
@@ -141,6 +145,8 @@ class StdioSession:
 async def _client_session(
     params: StdioServerParameters, errlog: IO[str]
 ) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    from mcp import ClientSession, stdio_client
+
     async with (
         stdio_client(params, errlog=errlog) as (read, write),
         ClientSession(read, write) as session,
@@ -152,6 +158,8 @@ async def _client_session(
 def stdio_session(env: Mapping[str, str], errlog: Path) -> Iterator[StdioSession]:
     """``projectops mcp`` over stdio, its environment `env` over the SDK's minimal default one
     (which holds neither SERVICE_API_KEY nor SERVICE_BACKEND_URL)."""
+    from mcp import StdioServerParameters
+
     params = StdioServerParameters(
         command=MCP_COMMAND[0], args=list(MCP_COMMAND[1:]), env=dict(env)
     )
@@ -169,6 +177,8 @@ OpenStdio = Callable[[Mapping[str, str]], StdioSession]
 
 def text_of(result: types.CallToolResult) -> str:
     """The text of a tool result that has exactly one content block, a text one."""
+    from mcp import types
+
     (block,) = result.content
     assert isinstance(block, types.TextContent)
     return block.text

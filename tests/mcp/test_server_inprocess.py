@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
 import pytest
-from mcp import Client, types
 
 import projectops
 from projectops import (
@@ -31,12 +30,16 @@ from projectops.client import (
     InvalidRequest,
     MissingApiKey,
     ServiceUnreachable,
-    mcp_server,
 )
 from projectops.client import _base as client_base  # where prepare_request validates
 from projectops.client.failures import failure
-from projectops.client.mcp_server import create_server
 from tests.mcp.support import text_of
+
+if TYPE_CHECKING:
+    # At run time the MCP SDK is imported by the helpers and tests that use it: importing it
+    # costs about a second, which every pytest worker would pay at collection.
+    from mcp import types
+    from mcp.server import Server
 
 SERVICE = "http://service.test"
 KEY = "k-3b1f0e"
@@ -48,9 +51,18 @@ def factory(handler: Handler, key: str | None = KEY) -> AsyncClient:
     return AsyncClient(SERVICE, key, transport=httpx.MockTransport(handler))
 
 
+def create_server(client: AsyncClient) -> Server[Any]:
+    """``mcp_server.create_server(client)``, the SDK imported at the first call."""
+    from projectops.client.mcp_server import create_server as create
+
+    return create(client)
+
+
 def call(
     server: Any, name: str, arguments: dict[str, Any], mode: str = "legacy"
 ) -> types.CallToolResult:
+    from mcp import Client
+
     async def run() -> types.CallToolResult:
         async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
             return await client.call_tool(name, arguments)
@@ -232,6 +244,8 @@ def test_the_key_is_redacted_from_any_message_that_quotes_it(
 def test_an_unusable_base_url_stops_the_server_before_it_serves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from projectops.client import mcp_server
+
     monkeypatch.setenv(BASE_URL_ENV, "not a url")
     with pytest.raises(InvalidBaseUrl, match=BASE_URL_ENV):
         mcp_server.run(http=False, host="127.0.0.1", port=1)
@@ -241,6 +255,8 @@ def test_an_unusable_base_url_stops_the_server_before_it_serves(
 def test_a_bad_limit_is_refused_without_blaming_the_base_url(
     limit: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from projectops.client import mcp_server
+
     monkeypatch.delenv(BASE_URL_ENV, raising=False)
     with pytest.raises(ValueError) as caught:
         mcp_server.run(http=False, host="127.0.0.1", port=1, **limit)
@@ -263,6 +279,8 @@ def test_an_unexpected_failure_is_an_error_result_and_logged(
 def test_arguments_are_validated_once_and_one_client_serves_every_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from projectops.client import mcp_server
+
     validated: list[Any] = []
     real = client_base.validate
     monkeypatch.setattr(client_base, "validate", lambda m: (validated.append(m), real(m))[1])
@@ -283,6 +301,8 @@ def test_arguments_are_validated_once_and_one_client_serves_every_call(
 def test_tools_list_carries_titles_and_read_only_hints() -> None:
     """Agents see from tools/list that both operations are safe to call again: the proto marks
     both rpcs idempotency_level = NO_SIDE_EFFECTS."""
+
+    from mcp import Client
 
     async def run() -> list[types.Tool]:
         server = create_server(factory(lambda request: httpx.Response(500)))

@@ -13,7 +13,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from mcp import MCPError, types
 
 import projectops
 from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema
@@ -113,6 +112,9 @@ def test_unknown_release_gives_the_services_400_message(demo: StdioSession) -> N
 
 
 def test_unknown_tool_is_a_protocol_error(demo: StdioSession) -> None:
+    # Imported here, not at the top: the MCP SDK costs a second at collection in every worker.
+    from mcp import MCPError, types
+
     with pytest.raises(MCPError) as caught:
         demo.call("no-such-tool", {})
     assert caught.value.code == types.INVALID_PARAMS
