@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import openapi_spec_validator
 import pytest
 import referencing
-import yaml
 from google.protobuf import descriptor_pb2
 
 import projectops
@@ -49,6 +47,9 @@ def component_validator(doc: dict[str, Any], ref: str) -> jsonschema.Draft202012
 
 
 def test_document_is_valid_openapi_3_1() -> None:
+    # Imported in the tests, not at the top: it costs ~0.3 s at collection in every worker.
+    import openapi_spec_validator
+
     openapi_spec_validator.validate(DOC, cls=openapi_spec_validator.OpenAPIV31SpecValidator)
     assert DOC["openapi"].startswith("3.1.")
     json.dumps(DOC)  # serialisable as it is
@@ -68,6 +69,8 @@ def test_info_and_servers() -> None:
 
 def test_a_relative_server_names_no_host() -> None:
     # What the docs routes serve when no base URL is configured: the reader's own origin.
+    import openapi_spec_validator
+
     relative = openapi.document(None)
     assert relative["servers"] == [{"url": "/"}]
     openapi_spec_validator.validate(relative)
@@ -280,6 +283,8 @@ def test_both_operations_of_today_are_documented_as_reads() -> None:
 
 
 def test_render_json_and_yaml() -> None:
+    import yaml
+
     text = openapi.render("http://127.0.0.1:9999", "json")
     assert json.loads(text) == openapi.document("http://127.0.0.1:9999")
     assert text.endswith("}\n")
