@@ -16,14 +16,12 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
 import jsonschema
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema, operations
 from tests.mcp.support import (
@@ -35,6 +33,9 @@ from tests.mcp.support import (
     NpmTools,
     http_server,
 )
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 pytestmark = pytest.mark.slow
 
@@ -107,6 +108,10 @@ def test_http_binds_loopback_by_default_and_logs_its_url(plain: HttpServer) -> N
 
 @asynccontextmanager
 async def _http_session(url: str) -> AsyncIterator[ClientSession]:
+    # Imported here, not at the top: the MCP SDK costs a second at collection in every worker.
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
     async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session

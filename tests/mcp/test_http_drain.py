@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import types
 
 from projectops import API_KEY_ENV, BASE_URL_ENV
 from tests.loopback import LOOPBACK, free_port, refuses_while_running, stop, wait_until_listening
@@ -88,6 +87,9 @@ def _call_during_sigterm(server: HttpServer, mark: Path) -> dict[str, Any]:
     """A session (no event stream of its own: only POSTs), then a tool call; SIGTERM once the
     backend handles it. What happened, with monotonic times."""
     seen: dict[str, Any] = {}
+    # Imported here, not at the top: the MCP SDK costs a second at collection in every worker.
+    from mcp import types
+
     headers = {"Accept": "application/json, text/event-stream"}
     with httpx.Client(headers=headers, timeout=SLEEP + 3 * SLACK) as client:
         init = _rpc(
