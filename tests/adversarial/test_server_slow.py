@@ -135,6 +135,7 @@ class Slowloris:
         self.opened = 0
         self.closed_by_server = 0
         self.attempted = 0  # connections that sent their part, or failed to
+        self.errors: list[str] = []  # what the attacking thread ran into (it goes on)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> Slowloris:
@@ -170,29 +171,35 @@ class Slowloris:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for key, _ in self._selector.select(timeout=0.1):
-                sock: socket.socket = key.fileobj  # type: ignore[assignment]
-                if key.data == "connecting":
-                    self.attempted += 1
-                    try:
-                        sock.send(HEAD.encode()[:40])  # never finished
-                        self._selector.modify(sock, selectors.EVENT_READ, "holding")
-                        continue
-                    except OSError:
-                        pass
-                else:
-                    try:
-                        if sock.recv(4096):
-                            continue  # a 503 or 408: the close follows
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        pass
-                self._selector.unregister(sock)
-                sock.close()
-                self.closed_by_server += 1
-                if self._reopen and time.monotonic() < self._give_up:
-                    self._open()
+            try:
+                self._step()
+            except Exception as exc:  # keep the pressure on; the test shows what went wrong
+                self.errors.append(repr(exc))
+
+    def _step(self) -> None:
+        for key, _ in self._selector.select(timeout=0.1):
+            sock: socket.socket = key.fileobj  # type: ignore[assignment]
+            if key.data == "connecting":
+                self.attempted += 1
+                try:
+                    sock.send(HEAD.encode()[:40])  # never finished
+                    self._selector.modify(sock, selectors.EVENT_READ, "holding")
+                    continue
+                except OSError:
+                    pass
+            else:
+                try:
+                    if sock.recv(4096):
+                        continue  # a 503 or 408: the close follows
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    pass
+            self._selector.unregister(sock)
+            sock.close()
+            self.closed_by_server += 1
+            if self._reopen and time.monotonic() < self._give_up:
+                self._open()
 
 
 def legit_request(port: int) -> tuple[float, int]:
@@ -234,19 +241,30 @@ def test_a_thousand_slow_connections_do_not_stop_legitimate_requests(reopen: boo
         with Slowloris(server.port, attackers, reopen=reopen) as attack:
             attack.wait_until_all_attempted(timeout=1.0)
             held = attack.open_now
-            results, reopened_during = [], []
-            for _ in range(requests):
+            results, reopened_during, statuses = [], [], set()
+            # Reopened, only requests made while connections were being reopened count: on a
+            # busy machine the churn can pause between two requests (seen in CI, not alone), and
+            # a request made then would be measured unpressured. At most 3x the requests.
+            for _ in range(requests * (3 if reopen else 1)):
                 before = attack.opened
-                results.append(legit_request(server.port))
-                reopened_during.append(attack.opened - before)
+                seconds, status = legit_request(server.port)
+                statuses.add(status)
+                if attack.opened > before or not reopen:
+                    results.append((seconds, status))
+                    reopened_during.append(attack.opened - before)
+                if len(results) == requests:
+                    break
             shed = attack.closed_by_server
             opened = attack.opened
         latencies = [seconds for seconds, _ in results]
         log_bytes = server.stderr_bytes()
         report(reopen, baseline, latencies, held, shed, opened, log_bytes)
-        assert {status for _, status in results} == {200}
-        if reopen:  # the pressure was on during each request, not just the first few
-            assert min(reopened_during) > 0, reopened_during
+        assert statuses == {200}  # every request, measured or not
+        if reopen:  # the pressure was on during each measured request, not just the first few
+            assert len(results) == requests and min(reopened_during) > 0, (
+                reopened_during,
+                attack.errors[:5],
+            )
         assert percentile(latencies, 99) < 5.0
         assert log_bytes < 4096, server.stderr()[:2000]
 
