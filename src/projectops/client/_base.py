@@ -26,11 +26,11 @@ from projectops.client._errors import (
     AnswerTooLarge,
     InvalidRequest,
     InvalidResponse,
-    MissingApiKey,
     MissingBaseUrl,
     ServiceUnreachable,
     UnexpectedRedirect,
     error_from_answer,
+    usable_api_key,
 )
 from projectops.client._retry import DEFAULT_RETRIES, may_retry, retry_delay
 from projectops.codec import from_json, to_json
@@ -65,9 +65,6 @@ OperationKey = str | Operation
 #: What a request can be given as: the request message, a JSON object, or ``None`` for ``{}``.
 RequestLike = Message | Mapping[str, Any] | None
 
-# A key must travel as an HTTP header value: visible ASCII only. Checked locally so that no
-# HTTP library ever gets to quote an unusable key in its own error message.
-_KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
 _ERRNO_PREFIX = re.compile(r"^\[Errno -?\d+\]\s*")
 
 # Bytes of a non-2xx answer's body that are read: its message is cut to 1,000 characters.
@@ -287,12 +284,7 @@ class BaseClient:
                 f"{op.name} answers with {op.response_type.__name__}, not {response_type.__name__}"
             )
         message = prepare_request(op, request)
-        if not self._api_key or not _KEY_PATTERN.fullmatch(self._api_key):
-            problem = "is not set" if not self._api_key else "is not a valid HTTP header value"
-            raise MissingApiKey(
-                f"no usable API key: {API_KEY_ENV} {problem}; set it to the "
-                "project's API key (from the project settings, key management)"
-            )
+        usable_api_key(self._api_key)
         return op, message
 
     def _build(

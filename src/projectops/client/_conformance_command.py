@@ -71,13 +71,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _api_key() -> str:
-    from projectops.client._errors import MissingApiKey
+    from projectops.client._errors import usable_api_key
 
-    key = (os.environ.get(API_KEY_ENV) or "").strip()
-    if not key or not all("!" <= char <= "~" for char in key):
-        problem = "is not set" if not key else "is not a valid HTTP header value"
-        raise MissingApiKey(f"no usable API key: {API_KEY_ENV} {problem}")
-    return key
+    return usable_api_key((os.environ.get(API_KEY_ENV) or "").strip())
 
 
 def _fixture_project(path: str, key: str) -> FixtureProject:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from projectops._text import outside_text
 from projectops.codec import read_error_body
-from projectops.conventions import BASE_URL_ENV, InvalidBaseUrl
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, InvalidBaseUrl
 from projectops.errors import (
     ERROR_CLASSES,
     ApiError,
@@ -46,6 +46,28 @@ class MissingApiKey(Unauthenticated):
     variable; it is missing when neither is set, or when it is blank or holds characters an
     HTTP header cannot carry. ``http_status`` is ``None``: no server answered.
     """
+
+
+#: A key must travel as an HTTP header value: visible ASCII only. Checked locally, so that no
+#: HTTP library ever gets to quote an unusable key in its own error message.
+_KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
+
+
+def usable_api_key(key: str | None) -> str:
+    """`key` itself if it can be sent as the ``Service-Api-Key`` header (docs/contract.md
+    §2.5): not empty, visible ASCII only.
+
+    Raises:
+        MissingApiKey: `key` is ``None``, empty, or holds another character; the message says
+            which, and never quotes the key.
+    """
+    if not key or not _KEY_PATTERN.fullmatch(key):
+        problem = "is not set" if not key else "is not a valid HTTP header value"
+        raise MissingApiKey(
+            f"no usable API key: {API_KEY_ENV} {problem}; set it to the "
+            "project's API key (from the project settings, key management)"
+        )
+    return key
 
 
 class MissingBaseUrl(InvalidBaseUrl):
