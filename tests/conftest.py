@@ -34,6 +34,7 @@ import pytest
 
 from projectops.__main__ import main
 from tests.client.support import CLI_TIMEOUT, KEY, RunCli, cli_env
+from tests.hypothesis_profiles import examples as _registers_the_profiles  # noqa: F401
 from tests.loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
 
 

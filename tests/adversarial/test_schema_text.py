@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from projectops import descriptions, registry
 from projectops.__main__ import build_parser, main
+from tests.hypothesis_profiles import examples
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -285,7 +286,7 @@ def test_docstring_literal_reads_back_as_the_text(text: str) -> None:
     _check_docstring(f"{text}\n\nsecond paragraph {text}", "    ")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=st.characters(codec=None, exclude_characters="[")))
 def test_docstring_literal_reads_back_as_any_comment(raw: str) -> None:
     # `[` left out: a cross-reference's text may start with a space, which the unwrapping

@@ -46,9 +46,10 @@ from hypothesis import strategies as st
 from projectops import _fastcodec
 from projectops._wire import is_map, value_form
 from projectops.v1 import error_pb2, operations_pb2, release_pb2, rum_environment_pb2
+from tests.hypothesis_profiles import examples
 
 SETTINGS = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -885,7 +886,7 @@ def test_from_dict_agrees_on_exotic_types(message: Message, strict: bool) -> Non
         check_decode(data, EXOTIC, strict)
 
 
-@settings(SETTINGS, max_examples=150)
+@settings(SETTINGS, max_examples=examples(150))
 @given(
     st.sampled_from(ALL_TYPES).flatmap(
         lambda cls: st.tuples(st.just(cls), json_inputs(cls.DESCRIPTOR))

@@ -24,6 +24,7 @@ from tests.core.test_codec_differential import (
     check_decode,
     check_encode,
 )
+from tests.hypothesis_profiles import examples
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "projectops"
 FLT_MAX = 3.4028234663852886e38
@@ -62,13 +63,13 @@ def test_every_exponent_reads_as_json_format_writes_it() -> None:
                 check(float32(sign << 31 | exponent << 23 | mantissa))
 
 
-@settings(SETTINGS, max_examples=300)
+@settings(SETTINGS, max_examples=examples(300))
 @given(FINITE_BITS)
 def test_random_bits_read_as_json_format_writes_them(bits: int) -> None:
     check(float32(bits))
 
 
-@settings(SETTINGS, max_examples=300)
+@settings(SETTINGS, max_examples=examples(300))
 @given(st.floats(width=32, allow_nan=False, allow_infinity=False))
 def test_float32_values_read_as_json_format_writes_them(value: float) -> None:
     check(value)

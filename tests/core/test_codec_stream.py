@@ -75,13 +75,16 @@ def test_what_decoding_may_cost_leaves_real_payloads_alone() -> None:
     # Under the floor: any small body, however dense.
     small = '{"environments":[' + ",".join(["{}"] * 50_000) + "]}"
     assert len(codec.from_json(small, ops.ListRumEnvironmentsResponse).environments) == 50_000
-    # A large real payload: the golden response's issues repeated to about 8 MB.
+    # Above the floor the cap is per byte, so 2 MB payloads meet the same cap as larger ones.
+    # A large real payload: the golden response's issues repeated to about 2 MB.
     golden = json.loads((GOLDEN / "get_release_details.response.json").read_text())
     issues = golden["detailedResults"]["issues"]
-    golden["detailedResults"]["issues"] = issues * (8_000_000 // len(json.dumps(issues)))
+    golden["detailedResults"]["issues"] = issues * (2_000_000 // len(json.dumps(issues)))
     text = json.dumps(golden)
+    assert len(text) * codec.DECODE_BYTES_PER_BYTE > codec.DECODE_BYTES_FLOOR
     decoded = codec.from_json(text, ops.GetReleaseDetailsResponse)
     assert len(decoded.detailed_results.issues) == len(golden["detailedResults"]["issues"])
     # Many short environments (20 bytes each) are still decoded.
-    short = '{"environments":[' + ",".join(['{"environment":"a"}'] * 600_000) + "]}"
-    assert len(codec.from_json(short, ops.ListRumEnvironmentsResponse).environments) == 600_000
+    short = '{"environments":[' + ",".join(['{"environment":"a"}'] * 120_000) + "]}"
+    assert len(short) * codec.DECODE_BYTES_PER_BYTE > codec.DECODE_BYTES_FLOOR
+    assert len(codec.from_json(short, ops.ListRumEnvironmentsResponse).environments) == 120_000

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from projectops import InvalidArgument, from_json, to_dict
 from projectops.json_schema import message_schema
 from projectops.v1.release_pb2 import ScenarioResult, SecurityScanSummary
+from tests.hypothesis_profiles import examples
 
 _SUMMARY_IN = message_schema(SecurityScanSummary, "input")["properties"]
 _RESULT_OUT = message_schema(ScenarioResult, "output")["properties"]
@@ -56,7 +57,7 @@ def test_int64_pattern_takes_the_codecs_output(value: int) -> None:
     assert _matches(INT64, text)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.one_of(
         st.integers(min_value=-(2**66), max_value=2**66).map(str),
@@ -72,7 +73,7 @@ def test_int64_pattern_matches_only_what_the_codec_takes(text: str) -> None:
         assert not _accepts("findingCount", text), text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(min_value=-(2**66), max_value=2**66))
 def test_int64_input_schema_as_a_number_matches_the_codec(number: int) -> None:
     schema = message_schema(SecurityScanSummary, "input")
@@ -80,7 +81,7 @@ def test_int64_input_schema_as_a_number_matches_the_codec(number: int) -> None:
     assert valid == _accepts("findingCount", number)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(min_value=-(2**65), max_value=2**66))
 def test_uint64_pattern_is_the_unsigned_range(number: int) -> None:
     from projectops._wire import _UINT64_PATTERN
@@ -126,7 +127,7 @@ def _two(n: int) -> str:
     return f"{n:02d}"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     year=st.integers(0, 9999),
     month=st.integers(0, 19),
@@ -161,7 +162,7 @@ def test_timestamp_pattern_matches_only_what_the_codec_takes(
         assert _accepts("startTime", text), text
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     st.datetimes(min_value=datetime.datetime(1, 1, 2), max_value=datetime.datetime(9999, 12, 30)),
     st.integers(-(23 * 60 + 59), 23 * 60 + 59),
@@ -178,7 +179,7 @@ def test_timestamp_pattern_takes_every_rfc3339_time(when: datetime.datetime, min
 # --- durations
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.one_of(
         st.from_regex(r"-?[0-9]{1,14}(?:\.[0-9]{0,10})?s", fullmatch=True),

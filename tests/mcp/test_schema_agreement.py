@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import projectops
 from projectops import json_schema
 from projectops.client.http import InvalidRequest, prepare_request
+from tests.hypothesis_profiles import examples
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -63,7 +64,7 @@ def test_golden_requests_are_accepted_by_both(op: projectops.Operation) -> None:
 
 
 @pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.name)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_schema_and_codec_agree_on_made_up_arguments(
     op: projectops.Operation, data: st.DataObject

@@ -17,6 +17,7 @@ from projectops.conventions import API_KEY_HEADER
 from projectops.server.fixtures import load_fixtures
 from projectops.server.mock import create_mock_app
 from projectops.v1.error_pb2 import ErrorResponse
+from tests.hypothesis_profiles import examples
 
 APP = create_mock_app(load_fixtures())
 OPERATIONS = projectops.operations()
@@ -49,7 +50,7 @@ paths = (
 )
 keys = st.sampled_from(["demo-key", "other-key", "", "nope"])
 SETTINGS = settings(
-    max_examples=200,
+    max_examples=examples(200),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
