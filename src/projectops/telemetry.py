@@ -382,8 +382,8 @@ def client_interceptor(telemetry: Telemetry | None = None) -> Callable[[Any, Any
     Returns:
         ``interceptor(request, context, call_next) -> response``. Without
         ``opentelemetry-api`` installed it only calls ``call_next``. The span's
-        ``http.response.status_code`` is set for a failed call that got an answer (the
-        error's ``http_status``); a successful one got a 2xx.
+        ``http.response.status_code`` is the last answer's status (the context's
+        ``http_status``; for a failure without one, the error's), unset when no answer came.
     """
     if not available():
         return _passing
@@ -394,7 +394,7 @@ def client_interceptor(telemetry: Telemetry | None = None) -> Callable[[Any, Any
         call = _client_call(side, context)
         if call is None:
             return call_next(request, context)
-        with _finishing(call):
+        with _finishing(call, context):
             return call_next(request, context)
 
     return interceptor
@@ -414,7 +414,7 @@ def async_client_interceptor(
         call = _client_call(side, context)
         if call is None:
             return await call_next(request, context)
-        with _finishing(call):
+        with _finishing(call, context):
             return await call_next(request, context)
 
     return interceptor
@@ -431,15 +431,22 @@ def _client_call(side: Callable[[Operation], RpcTelemetry | None], context: Any)
 
 
 @contextmanager
-def _finishing(call: RpcCall) -> Iterator[None]:
+def _finishing(call: RpcCall, context: Any) -> Iterator[None]:
     """Finish `call` when the block ends: failed with the exception's code and status, if it
-    raised one (re-raised), else succeeded."""
+    raised one (re-raised), else succeeded; the status is the last answer's (`context`'s
+    ``http_status``) where one came."""
     try:
         yield
     except BaseException as exc:
-        call.finish(*_failure(exc), failed=True)
+        status, code = _failure(exc)
+        call.finish(_status(context) or status, code, failed=True)
         raise
-    call.finish(None, None, failed=False)
+    call.finish(_status(context), None, failed=False)
+
+
+def _status(context: Any) -> int | None:
+    status = getattr(context, "http_status", None)
+    return status if isinstance(status, int) else None
 
 
 def _passing(request: Any, context: Any, call_next: Any) -> Any:

@@ -48,11 +48,14 @@ class Answers:
 def test_an_interceptor_times_the_whole_call_retries_included() -> None:
     answers = Answers(failures=1)
     seen: list[tuple[str, int, float]] = []
+    statuses: list[int | None] = []
 
     def timing(request: Any, context: CallContext, call_next: Any) -> Any:
         start = time.perf_counter()
+        statuses.append(context.http_status)
         response = call_next(request, context)
         seen.append((context.operation.name, context.attempts, time.perf_counter() - start))
+        statuses.append(context.http_status)
         return response
 
     transport = httpx.MockTransport(answers)
@@ -60,6 +63,8 @@ def test_an_interceptor_times_the_whole_call_retries_included() -> None:
         client.list_rum_environments()
     assert len(seen) == 1 and seen[0][:2] == ("list_rum_environments", 2)
     assert seen[0][2] >= 0 and len(answers.requests) == 2
+    # None before the call went out; after it, the last answer's status (not the 503 retried).
+    assert statuses == [None, 200]
 
 
 def test_an_interceptor_edits_the_response_and_adds_headers_outermost_first() -> None:
@@ -142,6 +147,7 @@ def test_async_interceptors_time_edit_and_raise() -> None:
     async def timing(request: Any, context: CallContext, call_next: Any) -> Any:
         response = await call_next(request, context)
         seen.append(context.attempts)
+        seen.append(context.http_status or 0)
         response.environments[0].environment = "edited"
         return response
 
@@ -160,7 +166,7 @@ def test_async_interceptors_time_edit_and_raise() -> None:
         return response
 
     response = asyncio.run(go())
-    assert response.environments[0].environment == "edited" and seen == [3]
+    assert response.environments[0].environment == "edited" and seen == [3, 200]
     assert len(answers.requests) == 3
 
 

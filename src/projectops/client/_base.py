@@ -139,11 +139,14 @@ class CallContext:
         headers: extra request headers to send (:class:`RequestHeaders`; never the API key's).
         attempts: HTTP attempts made so far (0 before the call goes out; after ``call_next``
             returns or raises, 1 plus the retries taken).
+        http_status: the HTTP status of the last attempt's answer; ``None`` before the call
+            goes out and when that attempt got no answer (refused, reset, timed out).
     """
 
     operation: Operation
     headers: RequestHeaders = field(default_factory=RequestHeaders)
     attempts: int = 0
+    http_status: int | None = None
 
 
 #: What an interceptor of the sync client calls to go on: ``call_next(request, context)``

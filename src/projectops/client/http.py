@@ -319,6 +319,7 @@ class Client(BaseClient):
         while True:
             context.attempts += 1
             attempt = self._attempt(op, http_request, deadline)
+            context.http_status = None if attempt.response is None else attempt.response.status_code
             outcome = self._outcome(op, attempt)
             if isinstance(outcome, Message):
                 return outcome
@@ -505,6 +506,7 @@ class AsyncClient(BaseClient):
         while True:
             context.attempts += 1
             attempt = await self._attempt(op, http_request, deadline)
+            context.http_status = None if attempt.response is None else attempt.response.status_code
             outcome = self._outcome(op, attempt)
             if isinstance(outcome, Message):
                 return outcome
