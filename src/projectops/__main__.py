@@ -133,12 +133,15 @@ def _check_connection_options(namespace: argparse.Namespace, command: Command) -
     """Refuse connection options given to a command that does not call the service (they
     would do nothing); fill in their defaults for one that does."""
     if not command.connection:
-        for flag, dest in _CONNECTION_OPTIONS.items():
+        for flag, dest in {**_CONNECTION_OPTIONS, "--retries": "retries"}.items():
             if getattr(namespace, dest, None) is not None:
                 raise UsageError(
                     f"{flag} does nothing for '{command.name}': it does not call the service"
                 )
         return
+    sub: argparse.ArgumentParser = namespace.command_parser
+    if namespace.retries is not None and "--retries" not in sub._option_string_actions:
+        raise UsageError(f"--retries does nothing for '{command.name}': it retries no call")
     if namespace.timeout is None:
         namespace.timeout = DEFAULT_CALL_TIMEOUT
     if namespace.max_response_bytes is None:
@@ -199,6 +202,7 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
         "-V", "--version", action="version", version=f"%(prog)s {projectops.__version__}"
     )
     _add_connection_options(parser, top_level=True)
+    cli.add_retries(parser, top_level=True)
     subparsers = parser.add_subparsers(title="commands", metavar="<command>", required=True)
     for command in _all_commands(transport):
         sub = subparsers.add_parser(

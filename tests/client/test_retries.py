@@ -311,6 +311,25 @@ def test_cli_retries_flag(run_cli: RunCli, serve: Any) -> None:
     server.calls = 0
     proc = run_cli(LIST.tool_name, base_url=server.base_url)  # the default retries
     assert proc.returncode == 0 and server.calls == 2
+    # Before the command, like --timeout; the command's own flag wins.
+    server.calls = 0
+    proc = run_cli("--retries", "0", LIST.tool_name, base_url=server.base_url)
+    assert proc.returncode == 5 and server.calls == 1
+    server.calls = 0
+    proc = run_cli("--retries", "0", LIST.tool_name, "--retries", "1", base_url=server.base_url)
+    assert proc.returncode == 0 and server.calls == 2
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [("operations", "it does not call the service"), ("conformance", "it retries no call")],
+)
+def test_retries_before_a_command_that_does_not_retry_is_refused(
+    run_cli: RunCli, command: str, why: str
+) -> None:
+    proc = run_cli("--retries", "1", command, base_url="http://127.0.0.1:1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"error: --retries does nothing for '{command}': {why}\n"
 
 
 @pytest.mark.parametrize("value", ["-1", "x", "1.5"])
@@ -327,7 +346,8 @@ def test_mcp_takes_retries(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(mcp_server, "run", lambda **kwargs: seen.append(kwargs) or 0)
     assert run_cli("mcp", "--retries", "5", base_url="http://127.0.0.1:1").returncode == 0
     assert run_cli("mcp", base_url="http://127.0.0.1:1").returncode == 0
-    assert [kwargs["retries"] for kwargs in seen] == [5, 2]
+    assert run_cli("--retries", "0", "mcp", base_url="http://127.0.0.1:1").returncode == 0
+    assert [kwargs["retries"] for kwargs in seen] == [5, 2, 0]
 
 
 # --- a caller's transport keeps the whole-call time-out --------------------------------------

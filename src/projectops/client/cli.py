@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     import httpx
     from google.protobuf.message import Message
 
-__all__ = ["DEFAULT_MCP_HOST", "DEFAULT_MCP_PORT", "commands"]
+__all__ = ["DEFAULT_MCP_HOST", "DEFAULT_MCP_PORT", "add_retries", "commands"]
 
 #: Address ``projectops mcp --http`` binds to by default: loopback only.
 DEFAULT_MCP_HOST = "127.0.0.1"
@@ -223,7 +223,7 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
         help="the request as a JSON object, inline or @path/to/file.json (@- reads stdin); "
         "merged over the flags, its fields win (a notice on stderr says when both set one)",
     )
-    _add_retries(parser)
+    add_retries(parser)
     output = parser.add_argument_group("output")
     output.add_argument(
         "--compact", action="store_true", help="print the response JSON on one line"
@@ -235,14 +235,16 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
     )
 
 
-def _add_retries(parser: argparse.ArgumentParser) -> None:
-    """``--retries N`` of the commands that call the service (``args.retries``, None: the
-    default)."""
+def add_retries(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """``--retries N`` (``args.retries``; None: the default), on the program (before any
+    command) and on each command that retries its calls: an operation's and ``mcp``. A
+    command's own flag has no default, so it does not reset a value given before the
+    command."""
     parser.add_argument(
         "--retries",
         metavar="N",
         type=partial(whole, lowest=0),
-        default=None,
+        default=None if top_level else argparse.SUPPRESS,
         help="extra attempts of a call of a read-only or idempotent operation when no answer "
         "came or the answer is 429, 502, 503 or 504, with backoff, all within --timeout "
         f"(default: {DEFAULT_RETRIES}; 0: never retry)",
@@ -250,7 +252,8 @@ def _add_retries(parser: argparse.ArgumentParser) -> None:
 
 
 def _retries(args: argparse.Namespace) -> int:
-    return DEFAULT_RETRIES if args.retries is None else int(args.retries)
+    given = getattr(args, "retries", None)
+    return DEFAULT_RETRIES if given is None else int(given)
 
 
 def _read_json_input(text: str) -> dict[str, Any]:
@@ -536,7 +539,7 @@ def _configure_mcp(parser: argparse.ArgumentParser) -> None:
         help="with --http, on SIGTERM or Ctrl-C refuse new connections and give requests in "
         f"flight this long to finish, then cut them and exit (default: {DEFAULT_DRAIN_TIMEOUT})",
     )
-    _add_retries(parser)
+    add_retries(parser)
     parser.epilog = (
         f"Tool calls send {API_KEY_ENV} (the project API key) to {BASE_URL_ENV}; "
         "without a key the server still starts and lists its tools, and calls "
