@@ -1,6 +1,7 @@
 # ruff: noqa: F811 - the tests take the fixture imported below (the plugin may not be installed)
-"""The pytest plugin ``projectops.testing``: its ``projectops_mock`` fixture, as a user's test
-uses it, and the README's example test run by pytest."""
+"""The pytest plugin ``_projectops_pytestplugin``: its ``projectops_mock`` fixture (a
+:class:`projectops.testing.MockServer`), as a user's test uses it, and the README's example test
+run by pytest."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ import httpx
 import pytest
 
 import projectops
+from _projectops_pytestplugin import projectops_mock  # noqa: F401 (the fixture)
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER, BASE_URL_ENV
 from projectops.mock_fixtures import FixtureError, generated_answer
-from projectops.testing import Call, MockServer, projectops_mock  # noqa: F401 (the fixture)
+from projectops.testing import Call, MockServer
 from projectops.v1 import operations_pb2 as ops
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,12 +159,13 @@ def _readme_test() -> str:
     return found.group(1)
 
 
+PLUGIN = "_projectops_pytestplugin"
+
+
 def _plugin_args() -> list[str]:
-    """``-p projectops.testing`` unless the installed package registers the plugin itself."""
-    registered = any(
-        ep.value == "projectops.testing" for ep in importlib.metadata.entry_points(group="pytest11")
-    )
-    return [] if registered else ["-p", "projectops.testing"]
+    """``-p _projectops_pytestplugin`` unless the installed package registers the plugin."""
+    registered = any(ep.value == PLUGIN for ep in importlib.metadata.entry_points(group="pytest11"))
+    return [] if registered else ["-p", PLUGIN]
 
 
 @pytest.mark.slow
@@ -181,15 +184,48 @@ def test_the_readme_example_test_passes_under_pytest(tmp_path: Path) -> None:
     assert "1 passed" in result.stdout
 
 
-@pytest.mark.slow
-def test_the_plugin_imports_nothing_heavy_at_start_up() -> None:
+def _imported_by(module: str, candidates: tuple[str, ...]) -> list[str]:
+    """Which of `candidates` a fresh interpreter has imported after ``import <module>``."""
     code = (
-        "import json, sys, projectops.testing; "
-        "print(json.dumps([m for m in ('httpx', 'starlette', 'uvicorn', 'projectops.server', "
-        "'projectops.client') if m in sys.modules]))"
+        f"import json, sys, {module}; "
+        f"print(json.dumps([m for m in {candidates!r} if m in sys.modules]))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == []
+    found: list[str] = json.loads(result.stdout)
+    return found
+
+
+@pytest.mark.slow
+def test_the_plugin_imports_nothing_of_projectops_at_start_up() -> None:
+    # pytest imports the plugin in every session: it costs nothing until a test uses it.
+    heavy = ("projectops", "projectops.testing", "google.protobuf", "httpx", "starlette")
+    assert _imported_by(PLUGIN, heavy) == []
+    # The fixture's module imports the clients and the server only when a mock is used.
+    heavy = ("httpx", "starlette", "uvicorn", "projectops.server", "projectops.client", "pytest")
+    assert _imported_by("projectops.testing", heavy) == []
+
+
+@pytest.mark.slow
+def test_a_session_that_uses_no_fixture_still_chooses_the_protobuf_backend(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "import os\nos.environ['PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION'] = 'python'\n"
+    )
+    (tmp_path / "test_backend.py").write_text(
+        "from google.protobuf.internal import api_implementation\n\n"
+        "def test_backend():\n    assert api_implementation.Type() == 'python'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_plugin_args()],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

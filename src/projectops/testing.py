@@ -1,8 +1,9 @@
-"""``projectops.testing``: a pytest plugin that mocks the API for one test (extra ``testing``).
+"""``projectops.testing``: the API mocked for one test (extra ``testing``).
 
-Installed with ``pip install projectops[testing]``, it registers itself (entry point
-``pytest11``) and gives every test the fixture ``projectops_mock``, a :class:`MockServer`: the
-mock server's app with one project, no fixtures and the answers the test scripts::
+Installed with ``pip install projectops[testing]``, the pytest plugin
+(:mod:`_projectops_pytestplugin`, entry point ``pytest11``) gives every test the fixture
+``projectops_mock``, a :class:`MockServer`: the mock server's app with one project, no fixtures
+and the answers the test scripts::
 
     def test_release_is_shown(projectops_mock):
         projectops_mock.answer(
@@ -23,8 +24,8 @@ matched as by the mock server (:mod:`projectops.server.fixtures`): exact answers
 the first partial one; an operation without scripted answers gets a generated, schema-valid
 response unless :attr:`MockServer.generate` is set to ``False``.
 
-Importing this module imports neither httpx, Starlette nor uvicorn: pytest imports every
-plugin at start-up, so the fixture imports them when a test first uses it.
+Importing this module imports neither httpx, Starlette nor uvicorn (nor pytest): a
+:class:`MockServer` imports them when first used.
 """
 
 from __future__ import annotations
@@ -32,12 +33,11 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from google.protobuf.message import Message
 
 from projectops.codec import from_json
@@ -48,7 +48,7 @@ from projectops.registry import Operation, operation
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import validate
 
-__all__ = ["API_KEY", "PROJECT", "Call", "MockServer", "projectops_mock"]
+__all__ = ["API_KEY", "PROJECT", "Call", "MockServer"]
 
 #: The API key the mock's one project is selected by.
 API_KEY = "projectops-test-key"
@@ -386,15 +386,3 @@ class _SyncAppTransport:
                         self._portal_cm = self._portal = None
 
         return Transport()
-
-
-@pytest.fixture
-def projectops_mock() -> Iterator[MockServer]:
-    """A :class:`MockServer` for one test: one project (key :data:`API_KEY`), the answers the
-    test scripts with :meth:`MockServer.answer`, generated ones for the rest; its port, if
-    the test used :attr:`MockServer.base_url`, is stopped when the test ends."""
-    server = MockServer()
-    try:
-        yield server
-    finally:
-        server.close()
