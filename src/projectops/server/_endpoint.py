@@ -6,6 +6,7 @@ gives."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -90,6 +91,10 @@ class Endpoint:
         self._pools = pools
         self._interceptors = interceptors
         self._telemetry = telemetry
+        # What a failure of the service's code is answered with (a new exception each time).
+        serving = f"internal error while serving {op.name}"
+        self._handler_failed = partial(Internal, serving)
+        self._interceptor_failed = partial(Refusal, INTERNAL_FAILURE, serving)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         call = None if self._telemetry is None else self._telemetry.start(_Carrier(scope))
@@ -163,19 +168,13 @@ class Endpoint:
             raise Refusal(
                 UNAUTHENTICATED, f"missing API key: send it in the {API_KEY_HEADER} header"
             )
-        try:
-            project = await self._authenticate(api_key)
-        except ApiError:
-            raise
-        except LookupError:
-            # `KEYS[key]` of a key table: the key is unknown (docs/contract.md §2.3), not a
-            # failure of the server; answered like `None`.
-            project = None
-        except BaseException as exc:
-            if must_go_up(exc):
-                raise
-            log_failure("authenticate", exc, api_key)
-            raise Refusal(INTERNAL_FAILURE, "internal error while checking the API key") from None
+        with _Contained("authenticate", api_key, _authenticate_failed):
+            try:
+                project = await self._authenticate(api_key)
+            except LookupError:
+                # `KEYS[key]` of a key table: the key is unknown (docs/contract.md §2.3), not a
+                # failure of the server; answered like `None`.
+                project = None
         if project is None:
             raise Refusal(
                 UNAUTHENTICATED, f"the API key in the {API_KEY_HEADER} header is not valid"
@@ -215,15 +214,8 @@ class Endpoint:
         call_next: ServerCallNext = innermost
         for interceptor in reversed(self._interceptors):
             call_next = wrap(interceptor, call_next)
-        try:
+        with _Contained(f"an interceptor of {name}", api_key, self._interceptor_failed):
             response = await call_next(message, context)
-        except ApiError:
-            raise
-        except BaseException as exc:
-            if must_go_up(exc):
-                raise
-            log_failure(f"an interceptor of {name}", exc, api_key)
-            raise Refusal(INTERNAL_FAILURE, f"internal error while serving {name}") from None
         return self._encoded(response, api_key, "an interceptor")
 
     async def _call(
@@ -239,20 +231,13 @@ class Endpoint:
         name = self._op.name
         response: Any = None
         timed_out = False
-        try:
+        with _Contained(f"the handler of {name}", api_key, self._handler_failed):
             if self._timeout is None:
                 response = await handler(message, context)
             else:
                 with anyio.move_on_after(self._timeout) as scope:
                     response = await handler.abandoning(message, context)
                 timed_out = scope.cancelled_caught
-        except ApiError:
-            raise
-        except BaseException as exc:
-            if must_go_up(exc):
-                raise
-            log_failure(f"the handler of {name}", exc, api_key)
-            raise Internal(f"internal error while serving {name}") from None
         if timed_out:
             thread = "" if handler.is_async else "; its thread runs on until it returns"
             logger.warning(
@@ -278,6 +263,32 @@ class Endpoint:
             TypeError(f"returned {type(response).__name__}, not {self._op.response_type.__name__}"),
             api_key,
         )
+
+
+def _authenticate_failed() -> Refusal:
+    return Refusal(INTERNAL_FAILURE, "internal error while checking the API key")
+
+
+class _Contained:
+    """Around a call of the service's code (`what`: "authenticate", "the handler of X", ...):
+    an ``ApiError``, and what must go up (:func:`must_go_up`), pass; any other failure is
+    logged, redacted of `api_key`, and ``failed()`` is raised in its place."""
+
+    __slots__ = ("_api_key", "_failed", "_what")
+
+    def __init__(self, what: str, api_key: str, failed: Callable[[], Exception]) -> None:
+        self._what = what
+        self._api_key = api_key
+        self._failed = failed
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        if exc is None or isinstance(exc, ApiError) or must_go_up(exc):
+            return
+        log_failure(self._what, exc, self._api_key)
+        raise self._failed() from None
 
 
 class _Carrier(Mapping[str, str]):
