@@ -49,13 +49,21 @@ HOOK_JS = """(function () {
     var ok = false;
     try { ok = test(); } catch (e) { ok = false; }
     if (ok) {
-      try { return then(); } catch (e) { out.error = (out.step || "start") + ": " + e; return report(); }
+      try {
+        return then();
+      } catch (e) {
+        out.error = (out.step || "start") + ": " + e;
+        return report();
+      }
     }
     if (left <= 0) { out.timeout = out.step || "start"; return report(); }
     setTimeout(function () { when(test, then, left - 1); }, 100);
   }
   // The last word, whatever happened: the page never ends without a result.
-  setTimeout(function () { out.timeout = out.timeout || "unfinished at " + (out.step || "start"); report(); }, 100000);
+  setTimeout(function () {
+    out.timeout = out.timeout || "unfinished at " + (out.step || "start");
+    report();
+  }, 100000);
   // "Execute" is done when the request and its answer are both in Swagger UI's state.
   function answered() {
     var responses = window.ui.specSelectors.responses().toJS();
