@@ -29,7 +29,8 @@ def _layer(path: Path) -> str:
     rel = path.relative_to(SRC).parts
     if rel[0] in ("client", "server", "v1"):
         return rel[0]
-    # Both compose the client and server layers: the program and the pytest plugin.
+    # Both compose the client and server layers: the program and the test mock (the pytest
+    # plugin beside the package, src/_projectops_pytestplugin.py, imports only testing.py).
     return "entry" if rel in (("__main__.py",), ("testing.py",)) else "core"
 
 

@@ -24,10 +24,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import projectops
 from projectops import telemetry
-from projectops.client import AsyncClient, Client
+from projectops.client import AnswerTooLarge, AsyncClient, Client
 from projectops.server import OperationsServiceHandler, RequestContext, create_app
 from projectops.telemetry import Telemetry
 from projectops.v1 import operations_pb2 as ops
+from tests.backoff import shorten_backoff
 
 KEY = "sk-telemetry-Secret-7f3a9c"
 # A request value that must never reach a span: bodies stay out of telemetry.
@@ -174,6 +175,41 @@ def test_the_sync_client_joins_the_trace_too(rec: Recorded) -> None:
     assert client_span.name == server_span.name == f"{SERVICE}/ListRumEnvironments"
     assert client_span.attributes is not None
     assert client_span.attributes["http.response.status_code"] == 200
+
+
+def test_a_call_failed_by_its_last_answer_records_that_answers_status(
+    rec: Recorded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 503, then a 200 too large to read: the span has the 200 that failed the call, not the
+    503 before it, and an interceptor sees no status left over from the first attempt."""
+    shorten_backoff(monkeypatch)
+    answers = iter(
+        [
+            httpx.Response(503, json={"code": "unavailable", "message": "busy"}),
+            httpx.Response(200, content=b"{" + b" " * 100 + b"}"),
+        ]
+    )
+    seen: list[int | None] = []
+
+    def last_status(request: Any, context: Any, call_next: Any) -> Any:
+        try:
+            return call_next(request, context)
+        finally:
+            seen.append(context.http_status)
+
+    with Client(
+        "http://test",
+        KEY,
+        max_response_bytes=10,
+        interceptors=[telemetry.client_interceptor(rec.telemetry), last_status],
+        transport=httpx.MockTransport(lambda request: next(answers)),
+    ) as client:
+        with pytest.raises(AnswerTooLarge):
+            client.call("list_rum_environments", {})
+    (span,) = rec.finished()
+    assert span.attributes is not None
+    assert span.attributes["http.response.status_code"] == 200
+    assert seen == [None]
 
 
 def test_an_error_call_records_status_and_code(rec: Recorded) -> None:

@@ -130,22 +130,32 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
 
 
 def _check_connection_options(namespace: argparse.Namespace, command: Command) -> None:
-    """Refuse connection options given to a command that does not call the service (they
-    would do nothing); fill in their defaults for one that does."""
+    """Refuse connection options and ``--retries`` given to a command they do nothing for;
+    fill in the connection options' defaults for a command that calls the service."""
+    for flag, dest in {**_CONNECTION_OPTIONS, "--retries": "retries"}.items():
+        if getattr(namespace, dest, None) is None:
+            continue
+        why = _why_ignored(flag, command, namespace.command_parser)
+        if why is not None:
+            raise UsageError(f"{flag} does nothing for '{command.name}': {why}")
     if not command.connection:
-        for flag, dest in {**_CONNECTION_OPTIONS, "--retries": "retries"}.items():
-            if getattr(namespace, dest, None) is not None:
-                raise UsageError(
-                    f"{flag} does nothing for '{command.name}': it does not call the service"
-                )
         return
-    sub: argparse.ArgumentParser = namespace.command_parser
-    if namespace.retries is not None and "--retries" not in sub._option_string_actions:
-        raise UsageError(f"--retries does nothing for '{command.name}': it retries no call")
     if namespace.timeout is None:
         namespace.timeout = DEFAULT_CALL_TIMEOUT
     if namespace.max_response_bytes is None:
         namespace.max_response_bytes = DEFAULT_MAX_RESPONSE_BYTES
+
+
+def _why_ignored(flag: str, command: Command, sub: argparse.ArgumentParser) -> str | None:
+    """Why `flag` (a connection option or ``--retries``) does nothing for `command`, whose
+    parser is `sub`; None when it applies, or is no such option."""
+    if flag not in _CONNECTION_OPTIONS and flag != "--retries":
+        return None
+    if not command.connection:
+        return "it does not call the service"
+    if flag == "--retries" and flag not in sub._option_string_actions:
+        return "it retries no call"
+    return None
 
 
 def _unknown_arguments(
@@ -158,10 +168,9 @@ def _unknown_arguments(
     first = unknown[0]
     flag = first.split("=", 1)[0]
     see = f"(see '{sub.prog} --help')"
-    if flag in _CONNECTION_OPTIONS and not command.connection:
-        return UsageError(
-            f"{flag} does nothing for '{command.name}': it does not call the service {see}"
-        )
+    why = _why_ignored(flag, command, sub)
+    if why is not None:
+        return UsageError(f"{flag} does nothing for '{command.name}': {why} {see}")
     if flag.startswith("-"):
         options = [o for o in sub._option_string_actions if o.startswith("--")]
         suggestion = _closest(flag, options)

@@ -382,8 +382,8 @@ def client_interceptor(telemetry: Telemetry | None = None) -> Callable[[Any, Any
     Returns:
         ``interceptor(request, context, call_next) -> response``. Without
         ``opentelemetry-api`` installed it only calls ``call_next``. The span's
-        ``http.response.status_code`` is the last answer's status (the context's
-        ``http_status``; for a failure without one, the error's), unset when no answer came.
+        ``http.response.status_code`` is the failed call's error's ``http_status``, else the
+        last answer's status (the context's ``http_status``); unset when no answer came.
     """
     if not available():
         return _passing
@@ -439,7 +439,8 @@ def _finishing(call: RpcCall, context: Any) -> Iterator[None]:
         yield
     except BaseException as exc:
         status, code = _failure(exc)
-        call.finish(_status(context) or status, code, failed=True)
+        # The error's own status first: it is the answer that failed the call.
+        call.finish(status if status is not None else _status(context), code, failed=True)
         raise
     call.finish(_status(context), None, failed=False)
 

@@ -324,12 +324,15 @@ def test_cli_retries_flag(run_cli: RunCli, serve: Any) -> None:
     ("command", "why"),
     [("operations", "it does not call the service"), ("conformance", "it retries no call")],
 )
-def test_retries_before_a_command_that_does_not_retry_is_refused(
+def test_retries_for_a_command_that_does_not_retry_is_refused(
     run_cli: RunCli, command: str, why: str
 ) -> None:
     proc = run_cli("--retries", "1", command, base_url="http://127.0.0.1:1")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == f"error: --retries does nothing for '{command}': {why}\n"
+    proc = run_cli(command, "--retries", "1", base_url="http://127.0.0.1:1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"error: --retries does nothing for '{command}': {why} (see ")
 
 
 @pytest.mark.parametrize("value", ["-1", "x", "1.5"])

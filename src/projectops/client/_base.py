@@ -139,8 +139,9 @@ class CallContext:
         headers: extra request headers to send (:class:`RequestHeaders`; never the API key's).
         attempts: HTTP attempts made so far (0 before the call goes out; after ``call_next``
             returns or raises, 1 plus the retries taken).
-        http_status: the HTTP status of the last attempt's answer; ``None`` before the call
-            goes out and when that attempt got no answer (refused, reset, timed out).
+        http_status: the HTTP status of the last attempt's answer, once its head came (also
+            when its body was then cut off); ``None`` before the call goes out and when that
+            attempt got no head (refused, reset, timed out) or failed on it (e.g. too large).
     """
 
     operation: Operation

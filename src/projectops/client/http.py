@@ -318,6 +318,7 @@ class Client(BaseClient):
         retry = 0
         while True:
             context.attempts += 1
+            context.http_status = None  # an attempt that raises leaves no status behind
             attempt = self._attempt(op, http_request, deadline)
             context.http_status = None if attempt.response is None else attempt.response.status_code
             outcome = self._outcome(op, attempt)
@@ -505,6 +506,7 @@ class AsyncClient(BaseClient):
         retry = 0
         while True:
             context.attempts += 1
+            context.http_status = None  # an attempt that raises leaves no status behind
             attempt = await self._attempt(op, http_request, deadline)
             context.http_status = None if attempt.response is None else attempt.response.status_code
             outcome = self._outcome(op, attempt)
