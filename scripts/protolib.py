@@ -22,14 +22,21 @@ DESCRIPTOR_SET_NAME = "projectops.binpb"
 
 def ensure_dev_python(module: str = "grpc_tools", distribution: str = "grpcio-tools") -> None:
     """Re-run the calling script with the repo's `.venv` interpreter if `module` (of the
-    `distribution`) cannot be imported here; exit with one line if it is missing there too."""
+    `distribution`) cannot be imported here; exit with one line if it is missing there too.
+
+    Only a script of `scripts/` is re-run: imported by anything else (a test run by another
+    interpreter), it raises ``ImportError`` rather than replace that process."""
     try:
         importlib.import_module(module)
     except ImportError:
+        message = f"{distribution} is not installed; run `pip install -e '.[dev]'` first"
+        running = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+        if running is None or running.parent != REPO / "scripts":
+            raise ImportError(message) from None
         venv_python = REPO / ".venv" / "bin" / "python"
         if venv_python.exists() and Path(sys.executable) != venv_python:
             os.execv(str(venv_python), [str(venv_python), *sys.argv])
-        sys.exit(f"error: {distribution} is not installed; run `pip install -e '.[dev]'` first")
+        sys.exit(f"error: {message}")
 
 
 def include_roots() -> list[Path]:

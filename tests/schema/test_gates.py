@@ -171,3 +171,17 @@ def test_the_gates_run_at_once_and_print_each_output_whole_in_order(
     out, err = capfd.readouterr()
     assert out.splitlines() == ["late: began", "fails: out", "fails: err", "passes: out"]
     assert err.splitlines() == ["error: late did not finish within 1 s"]
+
+
+def test_a_script_module_imported_elsewhere_never_replaces_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A test run by another interpreter imports codegen: it must fail there, not re-exec.
+    monkeypatch.setattr(sys, "argv", [str(REPO / "tests" / "runner")])
+    with pytest.raises(ImportError, match="no-such-dist is not installed"):
+        protolib.ensure_dev_python("no_such_module_here", "no-such-dist")
+    # A script of scripts/ still exits with one line when .venv lacks it too.
+    monkeypatch.setattr(sys, "argv", [str(REPO / "scripts" / "generate")])
+    monkeypatch.setattr(sys, "executable", str(REPO / ".venv" / "bin" / "python"))
+    with pytest.raises(SystemExit, match="error: no-such-dist is not installed"):
+        protolib.ensure_dev_python("no_such_module_here", "no-such-dist")
