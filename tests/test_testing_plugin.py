@@ -168,26 +168,33 @@ def _plugin_args() -> list[str]:
     return [] if registered else ["-p", PLUGIN]
 
 
-def _pytest_in(folder: Path) -> str:
-    """pytest's output for the tests in `folder`, as a user runs them (the plugin from the
-    installed package); fails the test unless they pass."""
+def _pytest_in(folder: Path, plugin: str | None = None) -> str:
+    """pytest's output for the tests in `folder`, as a user runs them: the plugin from the
+    installed package, or, with plugin autoloading off, ``-p <plugin>``; fails the test unless
+    they pass."""
+    env = {**os.environ, "PYTHONPATH": ""}
+    args = _plugin_args()
+    if plugin is not None:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        args = ["-p", plugin]
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_plugin_args()],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
         cwd=folder,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
-        env={**os.environ, "PYTHONPATH": ""},
+        env=env,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
 
 @pytest.mark.slow
-def test_the_readme_example_test_passes_under_pytest(tmp_path: Path) -> None:
+@pytest.mark.parametrize("plugin", [None, "projectops.testing", PLUGIN])
+def test_the_readme_example_test_passes_under_pytest(tmp_path: Path, plugin: str | None) -> None:
     (tmp_path / "test_example.py").write_text(_readme_test())
-    assert "1 passed" in _pytest_in(tmp_path)
+    assert "1 passed" in _pytest_in(tmp_path, plugin)
 
 
 def _imported_by(module: str, candidates: tuple[str, ...]) -> list[str]:
@@ -210,7 +217,7 @@ def test_the_plugin_imports_nothing_of_projectops_at_start_up() -> None:
     heavy = ("projectops", "projectops.testing", "google.protobuf", "httpx", "starlette")
     assert _imported_by(PLUGIN, heavy) == []
     # The fixture's module imports the clients and the server only when a mock is used.
-    heavy = ("httpx", "starlette", "uvicorn", "projectops.server", "projectops.client", "pytest")
+    heavy = ("httpx", "starlette", "uvicorn", "projectops.server", "projectops.client")
     assert _imported_by("projectops.testing", heavy) == []
 
 

@@ -24,8 +24,9 @@ matched as by the mock server (:mod:`projectops.server.fixtures`): exact answers
 the first partial one; an operation without scripted answers gets a generated, schema-valid
 response unless :attr:`MockServer.generate` is set to ``False``.
 
-Importing this module imports neither httpx, Starlette nor uvicorn (nor pytest): a
-:class:`MockServer` imports them when first used.
+This module is a pytest plugin too (``-p projectops.testing``, or ``pytest_plugins``, where
+plugins are not autoloaded): it holds the same ``projectops_mock`` fixture. Importing it imports
+neither httpx, Starlette nor uvicorn: a :class:`MockServer` imports them when first used.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from _projectops_pytestplugin import projectops_mock
 from projectops.codec import from_json
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.errors import ApiError, Code, InvalidArgument
@@ -48,7 +50,7 @@ from projectops.registry import Operation, operation
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import validate
 
-__all__ = ["API_KEY", "PROJECT", "Call", "MockServer"]
+__all__ = ["API_KEY", "PROJECT", "Call", "MockServer", "projectops_mock"]
 
 #: The API key the mock's one project is selected by.
 API_KEY = "projectops-test-key"
