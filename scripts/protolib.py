@@ -31,7 +31,7 @@ def ensure_dev_python(module: str = "grpc_tools", distribution: str = "grpcio-to
     except ImportError:
         message = f"{distribution} is not installed; run `pip install -e '.[dev]'` first"
         running = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
-        if running is None or running.parent != REPO / "scripts":
+        if running is None or not running.is_file() or running.parent != REPO / "scripts":
             raise ImportError(message) from None
         venv_python = REPO / ".venv" / "bin" / "python"
         if venv_python.exists() and Path(sys.executable) != venv_python:
