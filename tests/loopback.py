@@ -8,8 +8,10 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 #: The only address tests listen on or send to.
 LOOPBACK = "127.0.0.1"
@@ -17,6 +19,36 @@ LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT = 20.0
 #: Seconds a server may take to exit after its stop signal before it is killed.
 SHUTDOWN_TIMEOUT = 10.0
+
+
+@contextmanager
+def raw_listener(handle: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A listener on 127.0.0.1 whose accept loop (a daemon thread) hands each connection to
+    `handle`, in the loop's thread (a `handle` that serves for long starts its own); its base
+    URL. On exit the loop stops (within 5 s) and the listener is closed; the connections are
+    `handle`'s to close."""
+    listener = socket.create_server((LOOPBACK, 0))
+    listener.settimeout(0.1)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            handle(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOOPBACK}:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
 
 
 def free_port() -> int:

@@ -300,24 +300,12 @@ def test_the_duration_histograms_have_a_point_per_operation(rec: Recorded) -> No
 
 
 def test_a_hostile_traceparent_starts_a_new_trace(rec: Recorded) -> None:
-    app = app_of(rec)
-
-    async def go() -> httpx.Response:
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://test"
-        ) as client:
-            return await client.post(
-                "/api/mcp/list_rum_environments",
-                content=b"{}",
-                headers={
-                    projectops.conventions.API_KEY_HEADER: KEY,
-                    "traceparent": "00-" + "f" * 8000 + "-" + "-" * 4000,
-                    "tracestate": "a=" + "=" * 8000,
-                    "baggage": "k=" + "%" * 8000,
-                },
-            )
-
-    answer = asyncio.run(go())
+    hostile = {
+        "traceparent": "00-" + "f" * 8000 + "-" + "-" * 4000,
+        "tracestate": "a=" + "=" * 8000,
+        "baggage": "k=" + "%" * 8000,
+    }
+    answer = asyncio.run(_post(app_of(rec), hostile))
     assert answer.status_code == 200
     (span,) = rec.finished()
     assert span.parent is None
@@ -349,12 +337,13 @@ def test_without_the_api_installed_nothing_is_imported_or_recorded(
     assert sync(None, None, lambda request, context: "passed") == "passed"
 
 
-async def _post(app: Any) -> httpx.Response:
+async def _post(app: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+    """``list_rum_environments`` of `app` with the key and `headers`, in-process."""
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://test"
     ) as client:
         return await client.post(
             "/api/mcp/list_rum_environments",
             content=b"{}",
-            headers={projectops.conventions.API_KEY_HEADER: KEY},
+            headers={projectops.conventions.API_KEY_HEADER: KEY, **(headers or {})},
         )

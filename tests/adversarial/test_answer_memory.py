@@ -32,6 +32,7 @@ import pytest
 from projectops import codec
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
 from tests.adversarial.hostile import answer, hostile_server
+from tests.adversarial.test_client_mcp import INITIALIZE, INITIALIZED, _line
 from tests.client.support import KEY, cli_env
 
 pytestmark = pytest.mark.slow
@@ -169,13 +170,6 @@ def run_cli(base_url: str, *, pipe: bool) -> Run:
     return run
 
 
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def _line(message: dict[str, Any]) -> bytes:
-    return json.dumps(message).encode() + b"\n"
-
-
 def run_tool_server(base_url: str, *extra: str) -> tuple[dict[str, Any], Run]:
     """``python -m projectops mcp`` over its real stdio: initialize, one call of
     ``list-rum-environments``, close stdin; (the call's result, the run)."""
@@ -183,16 +177,6 @@ def run_tool_server(base_url: str, *extra: str) -> tuple[dict[str, Any], Run]:
     rss, err_path = folder / "rss", folder / "err"
     args = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(rss)]
     args += [sys.executable, "-m", "projectops", "mcp", *extra]
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "memory", "version": "1"},
-        },
-    }
     call = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -210,7 +194,7 @@ def run_tool_server(base_url: str, *extra: str) -> tuple[dict[str, Any], Run]:
         )
     assert process.stdin is not None and process.stdout is not None
     try:
-        process.stdin.write(_line(initialize) + _line(INITIALIZED) + _line(call))
+        process.stdin.write(_line(INITIALIZE) + _line(INITIALIZED) + _line(call))
         process.stdin.flush()
         answers: list[dict[str, Any]] = []
         reader = threading.Thread(

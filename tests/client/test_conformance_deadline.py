@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from projectops.conformance import CHECKS
 from projectops.registry import operations
 from tests.client.support import RunCli
 from tests.client.test_conformance import DEFAULT_FIXTURES, DEMO_KEY, TIMEOUT, _demo, _mock_app
+from tests.loopback import raw_listener
 from tests.openapi.support import serving
 
 
@@ -28,29 +28,11 @@ from tests.openapi.support import serving
 def _silent_server() -> Iterator[str]:
     """A server on 127.0.0.1 that accepts connections, reads nothing and never answers; its
     base URL. Closed, with every connection it took, when the block ends."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
     held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            held.append(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        with raw_listener(held.append) as base_url:
+            yield base_url
     finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
         for conn in held:
             conn.close()
 

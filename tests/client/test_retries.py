@@ -30,7 +30,7 @@ from projectops.registry import Operation, operation
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
 from tests.backoff import shorten_backoff
 from tests.client.support import KEY, RunCli
-from tests.loopback import LOOPBACK
+from tests.loopback import LOOPBACK, raw_listener
 
 LIST = operation("list_rum_environments")
 OK_BODY = b'{"environments": [{"environment": "prod"}]}'
@@ -360,10 +360,6 @@ def test_mcp_takes_retries(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> 
 def trickling_url() -> Iterator[str]:
     """A server that sends its status line a byte every 0.1 s, for at most 20 s."""
     stop = threading.Event()
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind((LOOPBACK, 0))
-    listener.listen(8)
-    listener.settimeout(0.1)
 
     def trickle(conn: socket.socket) -> None:
         with conn:
@@ -378,22 +374,14 @@ def trickling_url() -> Iterator[str]:
                     return
                 time.sleep(0.1)
 
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=trickle, args=(conn,), daemon=True).start()
+    def start(conn: socket.socket) -> None:
+        threading.Thread(target=trickle, args=(conn,), daemon=True).start()
 
-    threading.Thread(target=accept, daemon=True).start()
     try:
-        yield f"http://{LOOPBACK}:{listener.getsockname()[1]}"
+        with raw_listener(start) as base_url:
+            yield base_url
     finally:
         stop.set()
-        listener.close()
 
 
 def test_a_callers_transport_keeps_the_whole_call_time_out(trickling_url: str) -> None:

@@ -324,8 +324,18 @@ class BaseClient:
             )
         return response
 
-    def _outcome(self, op: Operation, attempt: Attempt) -> Message | ApiError:
-        """The response message of an attempt, or the error it ends with (not raised)."""
+    @staticmethod
+    def _starting(context: CallContext) -> None:
+        """Count an attempt in `context`; it has no status until :meth:`_outcome` sees an
+        answer (an attempt that raises leaves none)."""
+        context.attempts += 1
+        context.http_status = None
+
+    def _outcome(self, op: Operation, attempt: Attempt, context: CallContext) -> Message | ApiError:
+        """The response message of an attempt, or the error it ends with (not raised); the
+        answer's status, if one came, goes into `context`."""
+        if attempt.response is not None:
+            context.http_status = attempt.response.status_code
         if attempt.failure is not None:
             return attempt.failure
         assert attempt.response is not None

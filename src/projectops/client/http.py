@@ -317,11 +317,9 @@ class Client(BaseClient):
         "Retries"); all attempts and waits end by `deadline` (``time.monotonic()``)."""
         retry = 0
         while True:
-            context.attempts += 1
-            context.http_status = None  # an attempt that raises leaves no status behind
+            self._starting(context)
             attempt = self._attempt(op, http_request, deadline)
-            context.http_status = None if attempt.response is None else attempt.response.status_code
-            outcome = self._outcome(op, attempt)
+            outcome = self._outcome(op, attempt, context)
             if isinstance(outcome, Message):
                 return outcome
             left = None if deadline is None else deadline - time.monotonic()
@@ -505,11 +503,9 @@ class AsyncClient(BaseClient):
         """:meth:`Client._attempts`, waiting with anyio; `deadline` is on anyio's clock."""
         retry = 0
         while True:
-            context.attempts += 1
-            context.http_status = None  # an attempt that raises leaves no status behind
+            self._starting(context)
             attempt = await self._attempt(op, http_request, deadline)
-            context.http_status = None if attempt.response is None else attempt.response.status_code
-            outcome = self._outcome(op, attempt)
+            outcome = self._outcome(op, attempt, context)
             if isinstance(outcome, Message):
                 return outcome
             left = None if deadline is None else deadline - anyio.current_time()

@@ -91,7 +91,10 @@ class Endpoint:
         self._pools = pools
         self._interceptors = interceptors
         self._telemetry = telemetry
-        # What a failure of the service's code is answered with (a new exception each time).
+        # Who failed, as logged, and what the failure is answered with (a new exception each
+        # time); worked out once, not per request.
+        self._handler_what = f"the handler of {op.name}"
+        self._interceptor_what = f"an interceptor of {op.name}"
         serving = f"internal error while serving {op.name}"
         self._handler_failed = partial(Internal, serving)
         self._interceptor_failed = partial(Refusal, INTERNAL_FAILURE, serving)
@@ -195,7 +198,6 @@ class Endpoint:
     ) -> bytes | str:
         """The answer of the interceptors and the handler, as JSON text (encoded here, or as
         the handler encoded it)."""
-        name = self._op.name
         if not self._interceptors:
             return self._encoded(await self._call(handler, message, context, api_key), api_key)
 
@@ -206,15 +208,15 @@ class Endpoint:
                         f"passed a {type(request).__name__} on, not "
                         f"{self._op.request_type.__name__}"
                     )
-                    log_failure(f"an interceptor of {name}", failure, api_key)
-                    raise Internal(f"internal error while serving {name}")
+                    log_failure(self._interceptor_what, failure, api_key)
+                    raise self._handler_failed()
                 validate(request)  # a replacement is checked as the sent one was
             return await self._call(handler, request, context, api_key)
 
         call_next: ServerCallNext = innermost
         for interceptor in reversed(self._interceptors):
             call_next = wrap(interceptor, call_next)
-        with _Contained(f"an interceptor of {name}", api_key, self._interceptor_failed):
+        with _Contained(self._interceptor_what, api_key, self._interceptor_failed):
             response = await call_next(message, context)
         return self._encoded(response, api_key, "an interceptor")
 
@@ -231,7 +233,7 @@ class Endpoint:
         name = self._op.name
         response: Any = None
         timed_out = False
-        with _Contained(f"the handler of {name}", api_key, self._handler_failed):
+        with _Contained(self._handler_what, api_key, self._handler_failed):
             if self._timeout is None:
                 response = await handler(message, context)
             else:
@@ -246,7 +248,7 @@ class Endpoint:
             raise DeadlineExceeded(f"{name} did not finish within {self._timeout:g} seconds")
         if not isinstance(response, PreEncoded | self._op.response_type):
             self._wrong_type("the handler", response, api_key)
-            raise Internal(f"internal error while serving {name}")
+            raise self._handler_failed()
         return response
 
     def _encoded(self, response: object, api_key: str, source: str = "the handler") -> bytes | str:
@@ -254,7 +256,7 @@ class Endpoint:
             return response.body
         if not isinstance(response, self._op.response_type):
             self._wrong_type(source, response, api_key)
-            raise Refusal(INTERNAL_FAILURE, f"internal error while serving {self._op.name}")
+            raise self._interceptor_failed()
         return to_json(response)
 
     def _wrong_type(self, source: str, response: object, api_key: str) -> None:
