@@ -60,7 +60,7 @@ TARGET = 0.6
 def expected_answers() -> dict[str, bytes]:
     """Operation name -> the mock server's answer body to its benchmark request."""
     from projectops.codec import from_json
-    from projectops.server.fixtures import load_fixtures
+    from projectops.mock._matching import load_fixtures
 
     project = load_fixtures()[KEY]
     answers = {}

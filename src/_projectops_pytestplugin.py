@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from projectops.testing import MockServer
+    from projectops.mock._server import MockServer
 
 __all__ = ["projectops_mock"]
 
@@ -27,7 +27,7 @@ def projectops_mock() -> Iterator[MockServer]:
     :data:`projectops.testing.API_KEY`), the answers the test scripts with
     :meth:`~projectops.testing.MockServer.answer`, generated ones for the rest; its port, if the
     test used :attr:`~projectops.testing.MockServer.base_url`, is stopped when the test ends."""
-    from projectops.testing import MockServer
+    from projectops.mock._server import MockServer
 
     server = MockServer()
     try:

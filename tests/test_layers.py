@@ -1,175 +1,96 @@
-"""The layers: core never imports client or server; those never import each other; and no
-module of a layer imports another of its layer in a circle."""
+"""The layers of ARCHITECTURE.md: the contracts of ``[tool.importlinter]`` in pyproject.toml
+(features above client and server, above the core; siblings independent), no private module
+reached from outside its package, and no import circle anywhere."""
+
+from __future__ import annotations
 
 import ast
-import warnings
 from pathlib import Path
 
+import grimp
 import pytest
+from importlinter.cli import EXIT_STATUS_SUCCESS, lint_imports
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "projectops"
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("projectops", cache_dir=None)
+
+
+def _private_outside(importer: str, imported: str) -> bool:
+    """Whether `importer` reaches into a private module (``a.b._c``) of a package (``a.b``)
+    it is not part of. Core privates (``projectops._text``) belong to the whole package."""
+    parts = imported.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and not part.endswith("__"):
+            owner = ".".join(parts[:i])
+            return not (importer == owner or importer.startswith(owner + "."))
+    return False
+
+
+def test_the_import_linter_contracts_are_kept() -> None:
+    status = lint_imports(str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    assert status == EXIT_STATUS_SUCCESS  # the broken contract is printed above
+
+
+def test_no_module_reaches_into_another_packages_private_module(graph: grimp.ImportGraph) -> None:
+    bad = sorted(
+        f"{importer} -> {imported}"
+        for imported in graph.modules
+        for importer in graph.find_modules_that_directly_import(imported)
+        if _private_outside(importer, imported)
+    )
+    assert bad == []
+
+
+def test_nothing_imports_in_a_circle(graph: grimp.ImportGraph) -> None:
+    circles = sorted(
+        f"{a} <-> {b}"
+        for a in graph.modules
+        for b in graph.find_modules_directly_imported_by(a)
+        if a < b
+        and graph.chain_exists(importer=b, imported=a)
+        and not (a.startswith(b + ".") or b.startswith(a + "."))  # a package's face
+    )
+    assert circles == []
+
+
+def test_the_rules_see_what_they_forbid() -> None:
+    assert _private_outside("projectops.mock._app", "projectops.server._endpoint")
+    assert not _private_outside("projectops.server.asgi", "projectops.server._endpoint")
+    assert not _private_outside("projectops.client._base", "projectops._text")
 
 
 def _imports(path: Path) -> set[str]:
     names: set[str] = set()
-    with warnings.catch_warnings():  # a test's odd string escape is not this test's business
-        warnings.simplefilter("ignore")
-        tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
-            # `from projectops.server import _uvicorn` imports a module too.
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
-def _layer(path: Path) -> str:
-    rel = path.relative_to(SRC).parts
-    if rel[0] in ("client", "server", "v1"):
-        return rel[0]
-    # Both compose the client and server layers: the program and the test mock (the pytest
-    # plugin beside the package, src/_projectops_pytestplugin.py, imports only testing.py).
-    return "entry" if rel in (("__main__.py",), ("testing.py",)) else "core"
+#: Each test folder named after a package of projectops may use that package's private
+#: modules (and the core's); the others (adversarial, openapi, schema, ...) the core's only.
+FEATURES = ("client", "server", "mock", "conformance", "mcp", "cli")
 
 
-FORBIDDEN = {
-    "core": ("projectops.client", "projectops.server"),
-    "v1": ("projectops.client", "projectops.server"),
-    "client": ("projectops.server",),
-    "server": ("projectops.client",),
-}
-
-
-@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
-def test_module_respects_its_layer(path: Path) -> None:
-    forbidden = FORBIDDEN.get(_layer(path), ())
-    bad = sorted(n for n in _imports(path) if n.startswith(forbidden))
-    assert bad == []
-
-
-def _module_name(path: Path) -> str:
-    parts = ("projectops", *path.relative_to(SRC).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _graph(layer: str) -> dict[str, set[str]]:
-    """Module of `layer` -> the modules of the same layer it imports, anywhere in its code
-    (``from projectops.client import cli`` counts as importing ``projectops.client.cli``).
-    Generated code is a layer below core; a package's ``__init__`` only re-exports, lazily
-    or not, so it is no node."""
-    paths = [p for p in SRC.rglob("*.py") if _layer(p) == layer and p.name != "__init__.py"]
-    names = {_module_name(p) for p in paths}
-    graph: dict[str, set[str]] = {}
-    for path in paths:
-        name = _module_name(path)
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                found.add(node.module)
-                found.update(f"{node.module}.{alias.name}" for alias in node.names)
-        graph[name] = (found & names) - {name}
-    return graph
-
-
-def _first_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}  # 1 visiting, 2 done
-
-    def visit(node: str, trail: list[str]) -> list[str] | None:
-        state[node] = 1
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*trail, node, nxt]
-            if nxt not in state and (cycle := visit(nxt, [*trail, node])):
-                return cycle
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (cycle := visit(node, [])):
-            return cycle
-    return None
-
-
-@pytest.mark.parametrize("layer", ["core", "client", "server"])
-def test_no_module_of_a_layer_imports_another_in_a_circle(layer: str) -> None:
-    graph = _graph(layer)
-    assert len(graph) > 3  # the walk found the layer's modules
-    cycle = _first_cycle(graph)
-    assert cycle is None, f"import cycle: {' -> '.join(cycle or [])}"
-
-
-def test_the_graph_sees_a_circle_and_the_leaves_stay_leaves() -> None:
-    assert _first_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert "projectops.codec" not in _graph("core")["projectops.errors"]
-    client = _graph("client")
-    # The client's parts sit below its public face: the transport, proxy and base never
-    # import the module of the two clients.
-    for part in ("_base", "_transport", "_proxy"):
-        assert "projectops.client.http" not in client[f"projectops.client.{part}"]
-    assert client["projectops.client._proxy"] == set()
-
-
-TESTS = Path(__file__).resolve().parent
-#: The test folders of one layer: they may use that layer's private modules, no other's.
-TEST_LAYERS = {"core": "core", "client": "client", "mcp": "client", "server": "server"}
-
-
-@pytest.mark.parametrize("folder", sorted(TEST_LAYERS))
-def test_no_test_reaches_into_a_private_module_of_another_layer(folder: str) -> None:
-    own = TEST_LAYERS[folder]
+@pytest.mark.parametrize(
+    "path", sorted(TESTS.rglob("*.py")), ids=lambda p: str(p.relative_to(TESTS))
+)
+def test_a_test_reaches_into_its_own_package_only(path: Path) -> None:
+    if "node_modules" in path.parts:
+        return
+    folder = path.relative_to(TESTS).parts[0]
     bad = []
-    for path in sorted((TESTS / folder).rglob("*.py")):
-        if "node_modules" in path.parts:
-            continue
-        for name in _imports(path):
-            parts = name.split(".")
-            private = any(p.startswith("_") and not p.endswith("__") for p in parts[1:])
-            layer = parts[1] if len(parts) > 1 and parts[1] in ("client", "server") else "core"
-            if parts[0] == "projectops" and private and layer != own:
-                bad.append(f"{path.relative_to(TESTS)}: {name}")
-    assert bad == []
-
-
-def test_a_cross_cutting_test_reaches_into_one_layer_at_most() -> None:
-    """Tests outside the layer folders (adversarial, openapi, schema, typing, the root) may use
-    private modules of the core, which both layers build on, and of one of client and server at
-    most: a test never reaches into the insides of both sides."""
-    bad = []
-    for path in sorted(TESTS.rglob("*.py")):
-        rel = path.relative_to(TESTS).parts
-        if "node_modules" in rel or (len(rel) > 1 and rel[0] in TEST_LAYERS):
-            continue
-        sides = set()
-        for name in _imports(path):
-            parts = name.split(".")
-            private = any(p.startswith("_") and not p.endswith("__") for p in parts[1:])
-            if parts[0] == "projectops" and private and len(parts) > 1:
-                if parts[1] in ("client", "server"):
-                    sides.add(parts[1])
-        if len(sides) > 1:
-            bad.append(f"{path.relative_to(TESTS)}: {sorted(sides)}")
-    assert bad == []
-
-
-#: The most lines a hand-written module of src/ may have: past it, split it along its jobs.
-MAX_MODULE_LINES = 600
-
-
-def _generated(path: Path) -> bool:
-    rel = path.relative_to(SRC).parts
-    return rel[0] == "v1" or path.name == "_services.py" or path.name.endswith("_pb2.py")
-
-
-def test_no_hand_written_module_exceeds_the_line_limit() -> None:
-    modules = [p for p in sorted(SRC.rglob("*.py")) if not _generated(p)]
-    assert len(modules) > 20  # the walk found the package
-    long = {
-        str(p.relative_to(SRC)): n
-        for p in modules
-        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
-    }
-    assert long == {}, f"modules over {MAX_MODULE_LINES} lines (split them): {long}"
+    for name in _imports(path):
+        parts = name.split(".")
+        if parts[0] == "projectops" and len(parts) > 2 and parts[1] in FEATURES:
+            if parts[1] != folder and any(p.startswith("_") for p in parts[2:]):
+                bad.append(name)
+    assert sorted(bad) == []

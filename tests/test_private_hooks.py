@@ -262,11 +262,11 @@ def test_opentelemetry_unset_meter_provider_is_still_recognised() -> None:
     assert isinstance(metrics.get_meter_provider(), telemetry._providers().idle_meters[1:])
 
 
-# argparse (projectops.__main__)
+# argparse (projectops.cli._main)
 
 
 def test_argparse_check_value_override_suggests_the_closest_choice() -> None:
-    from projectops.__main__ import _Parser
+    from projectops.cli._main import _Parser
     from projectops.client.failures import UsageError
 
     parser = _Parser(prog="p")
@@ -282,7 +282,7 @@ def test_argparse_check_value_override_suggests_the_closest_choice() -> None:
 
 
 def test_argparse_fill_text_override_keeps_paragraphs() -> None:
-    from projectops.__main__ import _Formatter
+    from projectops.cli._main import _Formatter
 
     parser = argparse.ArgumentParser(
         prog="p", description="First paragraph.\n\nSecond paragraph.", formatter_class=_Formatter

@@ -22,8 +22,9 @@ import pytest
 import projectops
 from _projectops_pytestplugin import projectops_mock  # noqa: F401 (the fixture)
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER, BASE_URL_ENV
-from projectops.mock_fixtures import FixtureError, generated_answer
-from projectops.testing import Call, MockServer
+from projectops.fixtures import FixtureError
+from projectops.mock._generate import generated_answer
+from projectops.mock._server import Call, MockServer
 from projectops.v1 import operations_pb2 as ops
 
 REPO = Path(__file__).resolve().parents[1]

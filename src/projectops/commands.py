@@ -1,7 +1,7 @@
 """The seam the ``projectops`` program is composed through: :class:`Command`.
 
-Each layer lists its own commands (``projectops.client.cli.commands()``,
-``projectops.server.commands.commands()``); :mod:`projectops.__main__`, the layer above both,
+Each layer lists its own commands (``projectops.cli._operations.commands()``,
+``projectops.mock._command.commands()``); :mod:`projectops.cli._main`, the layer above both,
 builds one parser from them. No registry, no import-time registration.
 """
 

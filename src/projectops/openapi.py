@@ -4,7 +4,7 @@ Nothing in it is written by hand: paths, operation ids, summaries and descriptio
 registry (the proto service and its comments), schemas from :mod:`projectops.json_schema` (the
 same builder as the MCP tool schemas), error answers from :data:`ERROR_CASES` (the adapter's own
 table, :mod:`projectops.answers`), examples from the mock server's default fixtures as
-:mod:`projectops.mock_fixtures` decodes them. Shape of :func:`document`::
+:mod:`projectops.fixtures` decodes them. Shape of :func:`document`::
 
     {
       "openapi": "3.1.1",
@@ -67,7 +67,7 @@ Rules that are choices of this module:
   server always sends both) and lists the code names (:class:`projectops.errors.Code`) as
   the ``enum`` of ``code``.
 - Examples are the answers of every project of the mock server's default fixtures
-  (:func:`projectops.mock_fixtures.default_fixtures`: decoded strictly, requests also
+  (:func:`projectops.fixtures.default_fixtures`: decoded strictly, requests also
   validated, as the mock server reads them) re-encoded with ``to_dict``: only data the codec
   accepts is shown. They sit on the media types (named by project) and on the request and
   response component schemas (``examples``).
@@ -106,7 +106,7 @@ from projectops.conventions import (
 )
 from projectops.descriptions import description
 from projectops.errors import Code, InvalidArgument
-from projectops.mock_fixtures import default_fixtures
+from projectops.fixtures import default_fixtures
 from projectops.registry import SERVICE, Operation, operations
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import is_required, violations
@@ -510,7 +510,7 @@ def _examples() -> dict[str, dict[str, dict[str, Any]]]:
     """Operation name -> example name -> ``{"project": ..., "request": ..., "response": ...}``.
 
     Raises:
-        projectops.mock_fixtures.FixtureError: (a ``ValueError``) the package's default
+        projectops.fixtures.FixtureError: (a ``ValueError``) the package's default
             fixtures do not decode (the document never shows data the codec rejects); the
             message names the field path.
     """

@@ -1,7 +1,7 @@
 """The ``projectops`` CLI against hostile backends on 127.0.0.1 (:mod:`tests.adversarial.hostile`).
 
 Time-outs and memory are measured on the real program (``python -m projectops``); what reaches
-the terminal is checked in-process (the ``run_cli`` fixture, :func:`projectops.__main__.main`).
+the terminal is checked in-process (the ``run_cli`` fixture, :func:`projectops.cli._main.main`).
 
 Each test prints its measured figures on lines starting ``FIGURE`` (see them with
 ``pytest tests/adversarial/test_client_cli.py -s | grep FIGURE``): the time to give up on a

@@ -4,7 +4,7 @@ Every line an MCP client writes gets an answer: a line that is not UTF-8, not JS
 surrogate or nests deeper than the parser allows gets ``-32700`` with ``"id": null``; JSON that is
 no JSON-RPC message gets ``-32600``. Tool calls are bounded by ``--timeout`` as a whole and
 their results carry no control characters. In-process through
-:func:`projectops.client._stdio.stdio_server`, and as a real ``projectops mcp`` subprocess.
+:func:`projectops.mcp._stdio.stdio_server`, and as a real ``projectops mcp`` subprocess.
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ def serve_lines(data: bytes, answers: int, **options: Any) -> list[dict[str, Any
     """Serve the tool server over :func:`stdio_server` with `data` as stdin, ending stdin
     once `answers` answers were written (or after 10 s); every JSON answer, in order."""
     # Imported here, not at the top: the MCP SDK costs a second at collection in every worker.
-    from projectops.client import mcp_server
-    from projectops.client._stdio import stdio_server
+    from projectops.mcp import _server as mcp_server
+    from projectops.mcp._stdio import stdio_server
 
     out = _Answers(answers)
     server = mcp_server.create_server(AsyncClient("http://127.0.0.1:9", KEY))
@@ -241,7 +241,7 @@ def test_an_answer_that_would_drive_the_terminal_is_escaped_and_cut(
 
     from mcp import Client
 
-    from projectops.client import mcp_server
+    from projectops.mcp import _server as mcp_server
 
     async def call(base_url: str) -> Any:
         server = mcp_server.create_server(AsyncClient(base_url, KEY))

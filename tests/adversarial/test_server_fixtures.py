@@ -2,7 +2,7 @@
 the file, at once and in bounded memory, before anything listens.
 
 The files that would cost an unbounded read (64 MiB and more, ``/dev/zero``) go to the real
-program under an address-space limit; the others to :func:`projectops.__main__.main` in-process,
+program under an address-space limit; the others to :func:`projectops.cli._main.main` in-process,
 where listening would fail the test.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from projectops.server import mock
+from projectops.mock import _app as mock
 from tests.client.support import RunCli
 
 #: Address space the server may use while it rejects a file (unbounded reads would exceed it).

@@ -85,9 +85,7 @@ def test_distinctive_key_is_never_shown(
     run_cli: RunCli, start_mock_server: Any, tmp_path: Path
 ) -> None:
     fixtures = json.loads(
-        resources.files("projectops.server")
-        .joinpath("fixtures/default.json")
-        .read_text(encoding="utf-8")
+        resources.files("projectops").joinpath("default_fixtures.json").read_text(encoding="utf-8")
     )
     fixtures["projects"][0]["apiKey"] = KEY
     path = tmp_path / "fixtures.json"

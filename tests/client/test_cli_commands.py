@@ -18,8 +18,8 @@ from google.protobuf.message import Message
 
 import projectops
 from projectops import Operation, operation_path
-from projectops.__main__ import main
-from projectops.client import cli
+from projectops.cli import _operations as cli
+from projectops.cli._main import main
 from projectops.client.failures import failure
 from projectops.client.http import (
     AnswerTimedOut,
@@ -30,7 +30,7 @@ from projectops.client.http import (
     error_from_answer,
 )
 from projectops.commands import Command
-from projectops.server import commands as server_commands
+from projectops.mock import _command as server_commands
 from projectops.v1 import release_pb2
 from tests.client.support import KEY, Recorder
 
@@ -158,7 +158,7 @@ def test_program_is_composed_of_both_layers_commands(capsys: pytest.CaptureFixtu
 @pytest.mark.slow
 def test_core_only_commands_import_neither_httpx_nor_the_server_stack() -> None:
     code = (
-        "import sys; from projectops.__main__ import main; "
+        "import sys; from projectops.cli._main import main; "
         "rc = main(['operations']) + main(['schema', 'get-release-details']); "
         "bad = [m for m in ('httpx', 'starlette', 'uvicorn', 'mcp') if m in sys.modules]; "
         "print(bad, file=sys.stderr); sys.exit(rc or bool(bad))"

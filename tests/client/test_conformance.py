@@ -19,17 +19,17 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 import projectops
-from projectops.client.conformance import EXIT_CONFORMANCE_FAILED, Report, run_checks
-from projectops.conformance import CHECKS, int64_as_numbers, rfc3339_utc
-from projectops.mock_fixtures import default_fixtures, request_key
+from projectops.conformance._catalogue import CHECKS, int64_as_numbers, rfc3339_utc
+from projectops.conformance._runner import EXIT_CONFORMANCE_FAILED, Report, run_checks
+from projectops.fixtures import default_fixtures, request_key
+from projectops.mock._app import create_mock_app
+from projectops.mock._matching import load_fixtures
 from projectops.server import create_app
-from projectops.server.fixtures import load_fixtures
-from projectops.server.mock import create_mock_app
 from tests.client.support import RunCli
 from tests.openapi.support import serving
 
 DEMO_KEY = "demo-key"
-DEFAULT_FIXTURES = str(resources.files("projectops").joinpath("server", "fixtures", "default.json"))
+DEFAULT_FIXTURES = str(resources.files("projectops").joinpath("default_fixtures.json"))
 # A generous bound per request: a busy 2-core machine.
 TIMEOUT = 20.0
 

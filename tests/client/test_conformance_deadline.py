@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from projectops.client.conformance import EXIT_CONFORMANCE_FAILED, run_checks
-from projectops.conformance import CHECKS
+from projectops.conformance._catalogue import CHECKS
+from projectops.conformance._runner import EXIT_CONFORMANCE_FAILED, run_checks
 from projectops.registry import operations
 from tests.client.support import RunCli
 from tests.client.test_conformance import DEFAULT_FIXTURES, DEMO_KEY, TIMEOUT, _demo, _mock_app

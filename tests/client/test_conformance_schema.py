@@ -20,9 +20,9 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from starlette.applications import Starlette
 
-from projectops.client.conformance import run_checks
-from projectops.conformance import CHECKS
-from projectops.mock_fixtures import FixtureAnswer, FixtureProject, request_key
+from projectops.conformance._catalogue import CHECKS
+from projectops.conformance._runner import run_checks
+from projectops.fixtures import FixtureAnswer, FixtureProject, request_key
 from projectops.registry import Operation, operation_of
 from projectops.server import create_app
 from tests.client.test_conformance import (

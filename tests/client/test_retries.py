@@ -343,7 +343,7 @@ def test_cli_retries_flag_refuses_what_is_no_count(run_cli: RunCli, value: str) 
 
 def test_mcp_takes_retries(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("mcp")
-    from projectops.client import mcp_server
+    from projectops.mcp import _server as mcp_server
 
     seen: list[dict[str, Any]] = []
     monkeypatch.setattr(mcp_server, "run", lambda **kwargs: seen.append(kwargs) or 0)

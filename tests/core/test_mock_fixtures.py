@@ -1,4 +1,4 @@
-"""The fixtures format has one decoder, in the core (``projectops.mock_fixtures``): typed
+"""The fixtures format has one decoder, in the core (``projectops.fixtures``): typed
 messages in the file's order, and the OpenAPI document's examples are what it decodes (the
 mock server's side: tests/server/test_fixtures_decoder.py)."""
 
@@ -9,8 +9,9 @@ import json
 import pytest
 
 import projectops
-from projectops import mock_fixtures, openapi
-from projectops.mock_fixtures import FixtureError, decode_fixtures, default_fixtures
+from projectops import fixtures as mock_fixtures
+from projectops import openapi
+from projectops.fixtures import FixtureError, decode_fixtures, default_fixtures
 from projectops.v1 import operations_pb2 as ops
 
 GET = projectops.operation("get_release_details")

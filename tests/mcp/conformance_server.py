@@ -2,10 +2,10 @@
 
     python -m tests.mcp.conformance_server --host 127.0.0.1 --port N     (from the repo root)
 
-The server lists the operations' tools of :func:`~projectops.client.mcp_server.operation_tools`
+The server lists the operations' tools of :func:`~projectops.mcp._server.operation_tools`
 and the fixed-name tools of ``conformance_fixtures.py``, and runs an operation's tool with the
-same :func:`~projectops.client.mcp_server.call_operation_tool` as ``projectops mcp``; it is
-served by the same :func:`~projectops.client.mcp_server.serve_http`. SERVICE_BACKEND_URL and
+same :func:`~projectops.mcp._server.call_operation_tool` as ``projectops mcp``; it is
+served by the same :func:`~projectops.mcp._server.serve_http`. SERVICE_BACKEND_URL and
 SERVICE_API_KEY configure the operations' tools as for ``projectops mcp``.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
-from projectops.client import mcp_server
 from projectops.client.http import AsyncClient
 from projectops.commands import listen
+from projectops.mcp import _server as mcp_server
 from tests.mcp.conformance_fixtures import fixture_tools
 
 

@@ -1,6 +1,6 @@
 """``projectops schema`` and the failures of ``projectops mcp`` before it serves.
 
-In-process through :func:`projectops.__main__.main`; the program without the ``mcp`` package
+In-process through :func:`projectops.cli._main.main`; the program without the ``mcp`` package
 (the core-only install) runs as a real subprocess, where ``mcp`` can be made unimportable.
 """
 
@@ -18,7 +18,7 @@ from tests.client.support import RunCli
 
 # Runs the program with the `mcp` package unimportable, as without the `mcp` extra.
 WITHOUT_MCP = (
-    "import sys; sys.modules['mcp'] = None; from projectops.__main__ import main; "
+    "import sys; sys.modules['mcp'] = None; from projectops.cli._main import main; "
     "sys.exit(main(sys.argv[1:]))"
 )
 

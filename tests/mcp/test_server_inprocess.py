@@ -53,7 +53,7 @@ def factory(handler: Handler, key: str | None = KEY) -> AsyncClient:
 
 def create_server(client: AsyncClient) -> Server[Any]:
     """``mcp_server.create_server(client)``, the SDK imported at the first call."""
-    from projectops.client.mcp_server import create_server as create
+    from projectops.mcp._server import create_server as create
 
     return create(client)
 
@@ -244,7 +244,7 @@ def test_the_key_is_redacted_from_any_message_that_quotes_it(
 def test_an_unusable_base_url_stops_the_server_before_it_serves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from projectops.client import mcp_server
+    from projectops.mcp import _server as mcp_server
 
     monkeypatch.setenv(BASE_URL_ENV, "not a url")
     with pytest.raises(InvalidBaseUrl, match=BASE_URL_ENV):
@@ -255,7 +255,7 @@ def test_an_unusable_base_url_stops_the_server_before_it_serves(
 def test_a_bad_limit_is_refused_without_blaming_the_base_url(
     limit: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from projectops.client import mcp_server
+    from projectops.mcp import _server as mcp_server
 
     monkeypatch.delenv(BASE_URL_ENV, raising=False)
     with pytest.raises(ValueError) as caught:
@@ -279,7 +279,7 @@ def test_an_unexpected_failure_is_an_error_result_and_logged(
 def test_arguments_are_validated_once_and_one_client_serves_every_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from projectops.client import mcp_server
+    from projectops.mcp import _server as mcp_server
 
     validated: list[Any] = []
     real = client_base.validate

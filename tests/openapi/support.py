@@ -1,6 +1,6 @@
 """What the OpenAPI tests share: the apps under test, a real uvicorn socket, Chromium.
 
-The mock app is the mock server's own (:func:`projectops.server.mock.create_mock_app`, which
+The mock app is the mock server's own (:func:`projectops.mock._app.create_mock_app`, which
 serves the docs routes); the error app adds the docs routes to a ``create_app`` app the way the
 docs module tells server packages to.
 """
@@ -23,12 +23,12 @@ from starlette.applications import Starlette
 import projectops
 from projectops.commands import listen, listen_url
 from projectops.errors import ERROR_CLASSES, Code
+from projectops.mock._app import create_mock_app
+from projectops.mock._matching import load_fixtures
 from projectops.openapi import ERROR_CASES, OUTSIDE_OPERATIONS
 from projectops.registry import operations
 from projectops.server import create_app
 from projectops.server.docs import docs_routes
-from projectops.server.fixtures import load_fixtures
-from projectops.server.mock import create_mock_app
 
 #: The mock server's demo key (README).
 DEMO_KEY = "demo-key"

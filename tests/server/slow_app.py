@@ -50,8 +50,8 @@ def app_from_env() -> Starlette:
 def run_mock_server(argv: list[str]) -> int:
     """``projectops mock-server ARGV`` serving the slow app instead of the fixtures' app: the
     mock server's own runtime (listener, protocol, config, signal handling, flags)."""
-    from projectops.__main__ import main
-    from projectops.server import mock
+    from projectops.cli._main import main
+    from projectops.mock import _app as mock
 
     mock.create_mock_app = lambda projects, docs=True: app_from_env()  # type: ignore[assignment]
     return main(["mock-server", *argv])

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from projectops.server.fixtures import load_fixtures
+from projectops.mock._matching import load_fixtures
 from projectops.v1 import operations_pb2 as ops
 from projectops.v1 import release_pb2 as rel
 

@@ -1,4 +1,4 @@
-"""The mock server reads fixtures through the core's one decoder (``projectops.mock_fixtures``):
+"""The mock server reads fixtures through the core's one decoder (``projectops.fixtures``):
 it serves what that decodes, and reports its errors word for word."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import projectops
-from projectops.mock_fixtures import FixtureError, decode_fixtures, default_fixtures
-from projectops.server import fixtures as server_fixtures
+from projectops.fixtures import FixtureError, decode_fixtures, default_fixtures
+from projectops.mock import _matching as server_fixtures
 
 
 def test_the_mock_server_serves_what_the_core_decodes() -> None:

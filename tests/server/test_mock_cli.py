@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import projectops
-from projectops.__main__ import main
+from projectops.cli._main import main
 from projectops.conventions import API_KEY_HEADER
 
 GET = projectops.operation("get_release_details")

@@ -18,7 +18,7 @@ GET = projectops.operation("get_release_details")
 
 
 def default_fixtures() -> dict[str, Any]:
-    text = resources.files("projectops.server").joinpath("fixtures", "default.json").read_text()
+    text = resources.files("projectops").joinpath("default_fixtures.json").read_text()
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 import projectops
-from projectops.__main__ import main
+from projectops.cli._main import main
 from projectops.codec import from_json, to_json
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import FailedPrecondition
-from projectops.server.fixtures import load_fixtures
+from projectops.mock._matching import load_fixtures
 
 LIST = projectops.operation("list_rum_environments")
 GET = projectops.operation("get_release_details")

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import projectops
 from projectops.conventions import API_KEY_HEADER
-from projectops.server.fixtures import load_fixtures
-from projectops.server.mock import create_mock_app
+from projectops.mock._app import create_mock_app
+from projectops.mock._matching import load_fixtures
 from projectops.v1.error_pb2 import ErrorResponse
 from tests.hypothesis_profiles import examples
 

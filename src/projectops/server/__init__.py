@@ -54,8 +54,8 @@ works, and so do tools that send another type by default (``curl -d`` sends a fo
 opens no cross-site hole: a browser cannot add the ``Service-Api-Key`` header to a cross-origin
 request without a CORS preflight, which this app never grants.
 
-The mock server (``projectops mock-server``) is :mod:`projectops.server.mock`, its fixtures
-:mod:`projectops.server.fixtures`. Names are imported on first use, so the ``mock-server``
+The mock server (``projectops mock-server``) is :mod:`projectops.mock._app`, its fixtures
+:mod:`projectops.mock._matching`. Names are imported on first use, so the ``mock-server``
 command can be listed without the server extra installed.
 """
 

@@ -1,8 +1,8 @@
 """How the mock server bounds its peers and its stop: :class:`ServerLimits`, each default stated
 once here.
 
-Only the core is imported, so ``projectops mock-server --help`` (:mod:`projectops.server.commands`)
-shows these defaults without importing uvicorn; :mod:`projectops.server.mock` serves with them and
+Only the core is imported, so ``projectops mock-server --help`` (:mod:`projectops.mock._command`)
+shows these defaults without importing uvicorn; :mod:`projectops.mock._app` serves with them and
 :mod:`projectops.server._protocol` falls back to the head limit.
 """
 

@@ -41,14 +41,13 @@ the registry's, and two answers of one operation never have the same request and
 and its message not blank, and a delay is between 0 and :data:`MAX_DELAY_SECONDS`. Every error
 is one line that names the field path, never a key's value.
 
-The mock server (:mod:`projectops.server.fixtures`) serves what :func:`decode_fixtures` returns,
+The mock server (:mod:`projectops.mock._matching`) serves what :func:`decode_fixtures` returns,
 and the OpenAPI document (:mod:`projectops.openapi`) shows :func:`default_fixtures` as its
 examples. This module only decodes: reading a file within bounds is the server's.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -64,7 +63,6 @@ from google.protobuf.message import Message
 from projectops.codec import from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import Code, InvalidArgument
-from projectops.examples import generate
 from projectops.registry import Operation, operations
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.v1.mock_fixtures_pb2 import MockAnswer, MockFixtures
@@ -80,7 +78,6 @@ __all__ = [
     "FixtureProject",
     "decode_fixtures",
     "default_fixtures",
-    "generated_answer",
     "is_subset",
     "match_key",
     "matches_partially",
@@ -100,9 +97,8 @@ MAX_DEPTH = 100
 MAX_DELAY_SECONDS = 60.0
 #: The largest fixtures file read, in bytes (64 MiB).
 MAX_FIXTURES_BYTES = 64 * 1024 * 1024
-#: The embedded default fixtures, relative to the ``projectops`` package (package data of the
-#: server layer, read as a file: this core module never imports ``projectops.server``).
-_DEFAULT = ("server", "fixtures", "default.json")
+#: The embedded default fixtures, package data of ``projectops``.
+_DEFAULT = ("default_fixtures.json",)
 # Longest request value, or key in a field path, quoted in a message.
 _SHOWN_CHARS = 60
 
@@ -471,15 +467,6 @@ def is_subset(wanted: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
     """Whether `given` (a request's trimmed JSON object) holds each field of `wanted` (an
     answer's :func:`request_fields`) with an equal value."""
     return all(name in given and given[name] == value for name, value in wanted.items())
-
-
-def generated_answer(op: Operation, request: Message) -> Message:
-    """The response the mock server generates for `request` of `op` when the project lists no
-    answers for `op` (:func:`projectops.examples.generate`): schema-valid, seeded from the
-    operation's name and the request's :func:`request_key` (so equal requests, trimmed, get
-    the same response and different ones almost surely different responses)."""
-    seed = f"{op.name}\n{request_key(request)}".encode()
-    return generate(op.response_type, hashlib.sha256(seed).digest())
 
 
 def request_key(request: Message) -> str:

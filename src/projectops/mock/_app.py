@@ -28,9 +28,9 @@ ones, and malformed HTTP is answered with an ``ErrorResponse`` and a closed conn
 ``--workers N`` serves with N processes sharing the listening socket.
 
 The fixture format, its loading and the matching of requests to answers are
-:mod:`projectops.server.fixtures` (an answer may be an error, wait a delay first, or match
+:mod:`projectops.mock._matching` (an answer may be an error, wait a delay first, or match
 requests partially; an operation a project lists no answers for gets a generated response
-unless ``--no-generate``); without ``--fixtures`` the embedded ``fixtures/default.json``
+unless ``--no-generate``); without ``--fixtures`` the embedded ``default_fixtures.json``
 serves projects ``demo`` (key ``demo-key``) and ``other`` (key ``other-key``). Each answer is
 encoded to JSON once, on first use, and served from that cache.
 """
@@ -51,6 +51,7 @@ from google.protobuf.message import Message
 from starlette.applications import Starlette
 
 from projectops.commands import listen, listen_url
+from projectops.mock._matching import MockProject, load_fixtures
 from projectops.registry import Operation, operations
 from projectops.server._context import RequestContext
 from projectops.server._limits import ServerLimits
@@ -59,7 +60,6 @@ from projectops.server._services import OperationsServiceHandler
 from projectops.server._uvicorn import CleanExitServer, LimitedConfig, supervisor
 from projectops.server.asgi import PreEncoded, create_app
 from projectops.server.docs import docs_routes
-from projectops.server.fixtures import MockProject, load_fixtures
 
 __all__ = [
     "FIXTURES_ENV",
@@ -104,7 +104,7 @@ def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -
     built on it); :meth:`MockProject.answer` chooses the answer.
 
     Args:
-        projects: API key -> project, as :func:`~projectops.server.fixtures.load_fixtures`
+        projects: API key -> project, as :func:`~projectops.mock._matching.load_fixtures`
             returns them.
         docs: also serve ``GET /openapi.json`` and ``GET /docs``
             (:func:`projectops.server.docs.docs_routes`; needs ``swagger-ui-py``).

@@ -17,7 +17,7 @@ when no ``must`` check failed and the run was not stopped by ``--deadline``,
 them, not run: the server is not shown to conform), 2 for a usage error (no key, an unreadable
 fixtures file, ...).
 
-``--fixtures FILE`` (the mock server's format, :mod:`projectops.mock_fixtures`) gives the
+``--fixtures FILE`` (the mock server's format, :mod:`projectops.fixtures`) gives the
 requests known to succeed: those of the project whose ``apiKey`` is the key in use. Each is
 checked to be answered with the fixture's response, and the checks that judge a 200 answer use
 them; an operation without one has those checks ``skipped``, saying why.
@@ -57,7 +57,18 @@ from projectops.answers import (
     UNAUTHENTICATED,
     WRONG_METHOD,
 )
-from projectops.client._conformance_http import (
+from projectops.client.failures import EXIT_CONFORMANCE_FAILED
+from projectops.codec import from_json, read_error_body, to_dict, to_json
+from projectops.conformance._catalogue import (
+    CHECKS,
+    JSON_CHECKS,
+    int64_as_numbers,
+    mapping_problems,
+    proto_names,
+    required_fields,
+    unknown_field_name,
+)
+from projectops.conformance._http import (
     DEFAULT_DEADLINE,
     MAX_REQUESTS,
     NOT_JSON,
@@ -67,25 +78,14 @@ from projectops.client._conformance_http import (
     KeyUse,
     Sender,
 )
-from projectops.client._conformance_report import CheckResult, Report, Status
-from projectops.client.failures import EXIT_CONFORMANCE_FAILED
-from projectops.codec import from_json, read_error_body, to_dict, to_json
-from projectops.conformance import (
-    CHECKS,
-    JSON_CHECKS,
-    int64_as_numbers,
-    mapping_problems,
-    proto_names,
-    required_fields,
-    unknown_field_name,
-)
+from projectops.conformance._report import CheckResult, Report, Status
 from projectops.conventions import (
     MAX_BODY_BYTES,
     normalize_base_url,
     operation_path,
 )
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
-from projectops.mock_fixtures import (
+from projectops.fixtures import (
     FixtureAnswer,
     FixtureProject,
 )

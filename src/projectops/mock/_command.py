@@ -2,7 +2,7 @@
 
 Defining it needs nothing but the core and :mod:`projectops.server._limits` (whose
 :class:`ServerLimits` defaults are the flags' defaults); running it imports
-:mod:`projectops.server.mock` (uvicorn, Starlette: the ``server`` extra).
+:mod:`projectops.mock._app` (uvicorn, Starlette: the ``server`` extra).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fixtures",
         metavar="FILE",
-        help="JSON fixtures file (format: see `pydoc projectops.server.fixtures`);"
+        help="JSON fixtures file (format: see `pydoc projectops.mock._matching`);"
         " default: the embedded demo fixtures (keys demo-key, other-key)",
     )
     parser.add_argument(
@@ -136,7 +136,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from projectops.server import mock
+    from projectops.mock import _app as mock
 
     warn_if_every_interface(args.host)
     limits = mock.ServerLimits(**{name: getattr(args, name) for name in _LIMIT_FLAGS})

@@ -1,6 +1,6 @@
 """The client's commands of the ``projectops`` program (docs/contract.md §1.6, §1.4, §2 and §5).
 
-:func:`commands` lists them; :mod:`projectops.__main__` composes the program from them and the
+:func:`commands` lists them; :mod:`projectops.cli._main` composes the program from them and the
 server layer's ``mock-server``:
 
 - one command per operation of the registry, named by its tool name
@@ -14,7 +14,7 @@ server layer's ``mock-server``:
 - ``operations``: tool name, path and summary of each operation.
 - ``schema <tool> [--output]``: the JSON Schema of a tool's input (output), exactly the tool
   server's ``inputSchema`` (``outputSchema``).
-- ``mcp``: the MCP tool server (:mod:`projectops.client.mcp_server`, extra ``mcp``).
+- ``mcp``: the MCP tool server (:mod:`projectops.mcp._server`, extra ``mcp``).
 
 This module imports neither httpx nor the ``mcp`` SDK: the commands import what they need when
 they run, so ``operations`` and ``schema`` work in a core-only install.
@@ -35,7 +35,6 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
 from projectops._text import REDACTED, escape, escape_lines
-from projectops.client._conformance_command import command as conformance_command
 from projectops.client._retry import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
@@ -46,6 +45,7 @@ from projectops.commands import (
     warn_if_every_interface,
     whole,
 )
+from projectops.conformance._command import command as conformance_command
 from projectops.conventions import (
     API_KEY_ENV,
     API_KEY_HEADER,
@@ -561,7 +561,7 @@ def _run_mcp(args: argparse.Namespace) -> int:
     if args.http:
         warn_if_every_interface(host)
 
-    from projectops.client import mcp_server
+    from projectops.mcp import _server as mcp_server
 
     return mcp_server.run(
         http=args.http,

@@ -2,7 +2,7 @@
 ids, the walk of an answer's raw JSON alongside its descriptor, and the request variants.
 
 Everything is derived from the descriptors (no operation, path or field name is written here).
-The client layer's runner (:mod:`projectops.client.conformance`) sends the requests and
+The client layer's runner (:mod:`projectops.conformance._runner`) sends the requests and
 judges the answers with these functions.
 
 The JSON-mapping checks (``docs/contract.md`` §3.1) read the answer as parsed JSON, before any

@@ -1,5 +1,5 @@
 """The ``conformance`` command of ``projectops``: its flags, help and configuration, kept apart
-from the checks (:mod:`projectops.client.conformance`) so that every other command of the
+from the checks (:mod:`projectops.conformance._runner`) so that every other command of the
 program starts without importing them; :func:`_run` imports the runner when it runs.
 """
 
@@ -10,15 +10,15 @@ import os
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
-from projectops.client._conformance_http import DEFAULT_DEADLINE, MAX_REQUESTS
 from projectops.client.failures import EXIT_CONFORMANCE_FAILED, EXIT_OK, UsageError
 from projectops.commands import Command, seconds
+from projectops.conformance._http import DEFAULT_DEADLINE, MAX_REQUESTS
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 
 if TYPE_CHECKING:
     import httpx
 
-    from projectops.mock_fixtures import FixtureProject
+    from projectops.fixtures import FixtureProject
 
 __all__ = ["command"]
 
@@ -82,7 +82,7 @@ def _fixture_project(path: str, key: str) -> FixtureProject:
     Raises:
         UsageError: the file cannot be read or decoded, or no project has `key`.
     """
-    from projectops.mock_fixtures import FixtureError, decode_fixtures, read_fixtures_file
+    from projectops.fixtures import FixtureError, decode_fixtures, read_fixtures_file
 
     shown = outside_text(path, 200)
     try:
@@ -104,8 +104,8 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
     base_url = args.base_url or os.environ.get(BASE_URL_ENV)
     if not base_url:
         raise UsageError(f"no server to check: give --base-url URL or set {BASE_URL_ENV}")
-    from projectops.client._conformance_report import write_report
-    from projectops.client.conformance import run_checks
+    from projectops.conformance._report import write_report
+    from projectops.conformance._runner import run_checks
 
     report = run_checks(
         base_url,

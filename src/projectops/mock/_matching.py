@@ -1,11 +1,11 @@
 """The mock server's fixtures: loading a file within bounds, and matching requests.
 
-The format, and the one decoder of it, is :mod:`projectops.mock_fixtures` (the proto message
-``projectops.v1.MockFixtures`` in the protobuf JSON mapping; ``pydoc projectops.mock_fixtures``
+The format, and the one decoder of it, is :mod:`projectops.fixtures` (the proto message
+``projectops.v1.MockFixtures`` in the protobuf JSON mapping; ``pydoc projectops.fixtures``
 shows an example file).
 
 Reading is bounded: the file must be a regular file (not a directory, FIFO or device) of at most
-:data:`MAX_FIXTURES_BYTES` (64 MiB); then :func:`projectops.mock_fixtures.decode_fixtures`
+:data:`MAX_FIXTURES_BYTES` (64 MiB); then :func:`projectops.fixtures.decode_fixtures`
 checks it strictly (no repeated key, at most :data:`MAX_DEPTH` levels, every request and
 response decoded as its operation's message, names and keys unique). Every error is one line
 that names the file and the field path, never a key's value.
@@ -13,13 +13,13 @@ that names the file and the field path, never a key's value.
 Matching: a request is decoded and validated like any request of the adapter, then the
 surrounding white space of each of its strings is removed (a version is compared trimmed) and
 it is compared with each answer's request, normalised the same way
-(:func:`~projectops.mock_fixtures.request_key`): an exact answer whose request is equal wins,
+(:func:`~projectops.fixtures.request_key`): an exact answer whose request is equal wins,
 then the first partial answer (``"partial": true``) whose request's fields the request holds
-(:func:`~projectops.mock_fixtures.is_subset`). The matching answer's response, or its error,
+(:func:`~projectops.fixtures.is_subset`). The matching answer's response, or its error,
 is the answer (see :meth:`MockProject.answer`), after its delay (:meth:`MockProject.reply`);
 :meth:`MockProject.encoded_answer` gives its JSON, encoded once, on first use. An operation the
 project lists no answers for is answered with a generated response
-(:func:`~projectops.mock_fixtures.generated_answer`) unless ``generate=False``.
+(:func:`~projectops.mock._generate.generated_answer`) unless ``generate=False``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from google.protobuf.message import Message
 
 from projectops.codec import to_json
 from projectops.errors import ERROR_CLASSES, ApiError, Code, FailedPrecondition
-from projectops.mock_fixtures import (
+from projectops.fixtures import (
     DEFAULT_FIXTURES_NAME,
     MAX_DEPTH,
     MAX_FIXTURES_BYTES,
@@ -42,7 +42,6 @@ from projectops.mock_fixtures import (
     FixtureProject,
     decode_fixtures,
     default_fixtures,
-    generated_answer,
     is_subset,
     match_key,
     read_fixtures_file,
@@ -50,6 +49,7 @@ from projectops.mock_fixtures import (
     request_json,
     request_key,
 )
+from projectops.mock._generate import generated_answer
 from projectops.registry import Operation
 from projectops.v1.error_pb2 import ErrorResponse
 
@@ -79,7 +79,7 @@ class Reply:
         body: the response's UTF-8 JSON (empty when `error` is set).
         error: the error to raise instead (answered with its code's status), or ``None``.
         delay: seconds to wait first (0 to
-            :data:`~projectops.mock_fixtures.MAX_DELAY_SECONDS`).
+            :data:`~projectops.fixtures.MAX_DELAY_SECONDS`).
     """
 
     body: bytes
@@ -94,9 +94,9 @@ class MockProject:
     Attributes:
         name: the project's name (``"demo"``).
         scenario: operation name -> its answers
-            (:class:`~projectops.mock_fixtures.FixtureAnswer`), in the order of the file.
+            (:class:`~projectops.fixtures.FixtureAnswer`), in the order of the file.
         generate: answer an operation that `scenario` does not list with a generated response
-            (:func:`~projectops.mock_fixtures.generated_answer`); ``False``: with
+            (:func:`~projectops.mock._generate.generated_answer`); ``False``: with
             ``failed_precondition``, as a request that matches no answer.
     """
 
@@ -140,7 +140,7 @@ class MockProject:
     @property
     def answers(self) -> Mapping[str, Mapping[str, Message]]:
         """Operation name -> {normalised request
-        (:func:`~projectops.mock_fixtures.request_key`) -> response} of the exact answers that
+        (:func:`~projectops.fixtures.request_key`) -> response} of the exact answers that
         answer with a response."""
         return {
             op_name: {
@@ -279,7 +279,7 @@ def parse_fixtures(
     data: str | bytes | Mapping[str, Any], *, generate: bool = True
 ) -> dict[str, MockProject]:
     """Check fixtures given as JSON text or a parsed object (see :func:`load_fixtures`), with
-    :func:`projectops.mock_fixtures.decode_fixtures`.
+    :func:`projectops.fixtures.decode_fixtures`.
 
     Returns:
         API key -> :class:`MockProject`.

@@ -48,7 +48,6 @@ from starlette.applications import Starlette
 import projectops
 from projectops import json_schema
 from projectops._text import escape
-from projectops.client._stdio import stdio_server
 from projectops.client.failures import EXIT_INTERNAL, failure
 from projectops.client.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -61,6 +60,7 @@ from projectops.codec import dump, iter_json, to_dict
 from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT, InvalidBaseUrl
 from projectops.descriptions import description
+from projectops.mcp._stdio import stdio_server
 from projectops.registry import SERVICE, UnknownOperationError, operation, operations
 
 __all__ = [

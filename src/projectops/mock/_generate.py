@@ -1,7 +1,7 @@
 """Generated example messages: schema-valid, deterministic for a seed, derived from descriptors.
 
 The mock server answers an operation its fixtures do not mention with :func:`generate` of the
-operation's response message, seeded from the request (:func:`projectops.mock_fixtures.
+operation's response message, seeded from the request (:func:`projectops.fixtures.
 generated_answer`), so an rpc added to the proto is served before anyone writes a fixture.
 
 What a generated message holds:
@@ -31,6 +31,8 @@ from typing import Any, TypeVar, cast
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from projectops.fixtures import request_key
+from projectops.registry import Operation
 from projectops.validation import is_required
 
 __all__ = ["MAX_DEPTH", "MAX_REPEATED", "generate"]
@@ -203,3 +205,12 @@ _WELL_KNOWN = {
         )
     },
 }
+
+
+def generated_answer(op: Operation, request: Message) -> Message:
+    """The response the mock server generates for `request` of `op` when the project lists no
+    answers for `op` (:func:`generate`): schema-valid, seeded from the
+    operation's name and the request's :func:`request_key` (so equal requests, trimmed, get
+    the same response and different ones almost surely different responses)."""
+    seed = f"{op.name}\n{request_key(request)}".encode()
+    return generate(op.response_type, hashlib.sha256(seed).digest())

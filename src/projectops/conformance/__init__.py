@@ -1,0 +1,40 @@
+"""Conformance of any server of this API (extra ``client``): the check catalogue derived from the
+registry, the runner, its reports, and the ``projectops conformance`` command (docs/conformance.md).
+
+Names are imported on first use: importing the package does not import httpx.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from projectops._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from projectops.conformance._catalogue import CHECKS, CheckSpec
+    from projectops.conformance._command import command
+    from projectops.conformance._report import CheckResult, Report, write_report
+    from projectops.conformance._runner import run_checks
+
+_WHERE = {
+    "CHECKS": "projectops.conformance._catalogue",
+    "CheckResult": "projectops.conformance._report",
+    "CheckSpec": "projectops.conformance._catalogue",
+    "Report": "projectops.conformance._report",
+    "command": "projectops.conformance._command",
+    "run_checks": "projectops.conformance._runner",
+    "write_report": "projectops.conformance._report",
+}
+
+__all__ = [
+    "CHECKS",
+    "CheckResult",
+    "CheckSpec",
+    "Report",
+    "command",
+    "run_checks",
+    "write_report",
+]
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_attributes(__name__, _WHERE)
