@@ -27,15 +27,17 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from projectops.cli._main import main
-from tests.client.support import CLI_TIMEOUT, KEY, RunCli, cli_env
 from tests.hypothesis_profiles import examples as _registers_the_profiles  # noqa: F401
 from tests.loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
+from tests.support import CLI_TIMEOUT, KEY, Recorder, RunCli, cli_env, make_handler
 
 
 class UnmarkedProcessError(RuntimeError):
@@ -325,3 +327,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "npm_tools" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.npm)
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    """A recording server on 127.0.0.1 for the duration of the test."""
+    rec = Recorder()
+    server = ThreadingHTTPServer((LOOPBACK, 0), make_handler(rec))
+    server.daemon_threads = True
+    rec.base_url = f"http://{LOOPBACK}:{server.server_address[1]}"
+    # A short poll: shutdown() waits for the loop to look, 0.5 s by default, on every test.
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    try:
+        yield rec
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A base URL that accepts connections (kernel backlog) but never answers."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        sock.listen(8)
+        yield f"http://{LOOPBACK}:{sock.getsockname()[1]}"

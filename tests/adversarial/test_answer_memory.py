@@ -33,7 +33,7 @@ from projectops import codec
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
 from tests.adversarial.hostile import answer, hostile_server
 from tests.adversarial.test_client_mcp import INITIALIZE, INITIALIZED, _line
-from tests.client.support import KEY, cli_env
+from tests.support import KEY, cli_env
 
 pytestmark = pytest.mark.slow
 

@@ -32,7 +32,7 @@ from tests.adversarial.hostile import (
     trickle_body,
     trickle_head,
 )
-from tests.client.support import KEY, RunCli, cli_env
+from tests.support import KEY, RunCli, cli_env
 
 LIST = "list-rum-environments"
 #: Seconds any CLI run here may take before the test fails (and kills it).

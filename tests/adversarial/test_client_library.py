@@ -49,7 +49,7 @@ from tests.adversarial.hostile import (
     trickle_head,
 )
 from tests.backoff import shorten_backoff
-from tests.client.support import KEY
+from tests.support import KEY
 
 LIST = projectops.operation("list_rum_environments")
 GET = projectops.operation("get_release_details")

@@ -26,7 +26,7 @@ import pytest
 
 from projectops.client import AsyncClient
 from tests.adversarial.hostile import answer, hostile_server, trickle_head
-from tests.client.support import KEY, cli_env
+from tests.support import KEY, cli_env
 
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -16,7 +16,7 @@ from projectops import FieldViolation, Unauthenticated
 from projectops._text import cut, escape, outside_text
 from projectops.client.failures import failure
 from projectops.client.redaction import redact, scrub_exception
-from tests.client.support import KEY
+from tests.support import KEY
 
 UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 

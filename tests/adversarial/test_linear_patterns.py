@@ -33,7 +33,7 @@ from projectops.server._protocol import _QUOTED_BYTES
 from tests.adversarial.hostile import answer, hostile_server
 from tests.adversarial.test_client_cli import finish, one_error_line, start
 from tests.adversarial.test_client_mcp import INITIALIZE, INITIALIZED, McpProcess, _call, _line
-from tests.client.support import KEY, cli_env
+from tests.support import KEY, cli_env
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 
 MIB = 1 << 20

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import pytest
 
 from projectops.mock import _app as mock
-from tests.client.support import RunCli
+from tests.support import RunCli
 
 #: Address space the server may use while it rejects a file (unbounded reads would exceed it).
 MEMORY_LIMIT = 1536 * 1024 * 1024

@@ -15,7 +15,7 @@ from projectops.client import AsyncClient, Client, MissingBaseUrl
 from projectops.client._base import BaseClient, prepare_request, request_message
 from projectops.client.http import InvalidRequest
 from projectops.v1.operations_pb2 import GetReleaseDetailsRequest, ListRumEnvironmentsRequest
-from tests.client.support import KEY
+from tests.support import KEY
 
 GET = projectops.operation("get_release_details")
 

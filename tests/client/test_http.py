@@ -48,7 +48,7 @@ from projectops.v1.operations_pb2 import (
     ListRumEnvironmentsResponse,
 )
 from tests.backoff import shorten_backoff
-from tests.client.support import KEY, OTHER_KEY, Recorder
+from tests.support import KEY, OTHER_KEY, Recorder
 
 Handler = Callable[[httpx.Request], httpx.Response]
 Call = Callable[..., Any]

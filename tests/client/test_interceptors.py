@@ -25,7 +25,7 @@ from projectops.client._errors import error_from_answer
 from projectops.client.failures import failure
 from projectops.registry import operation
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
-from tests.client.support import KEY, RunCli
+from tests.support import KEY, RunCli
 
 LIST = operation("list_rum_environments")
 BASE = "http://127.0.0.1:9"  # never reached: MockTransport

@@ -13,7 +13,7 @@ import pytest
 import projectops
 from projectops.client import AsyncClient, Client, InvalidProxy
 from projectops.client._proxy import environment_proxy
-from tests.client.support import KEY, Recorder
+from tests.support import KEY, Recorder
 
 
 @pytest.mark.parametrize("client_class", [Client, AsyncClient])

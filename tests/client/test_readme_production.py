@@ -15,7 +15,7 @@ import pytest
 
 import projectops
 import projectops.client
-from tests.client.support import KEY, Recorder
+from tests.support import KEY, Recorder
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 

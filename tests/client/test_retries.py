@@ -29,7 +29,7 @@ from projectops.client._retry import MAX_RETRY_AFTER, may_retry, retry_delay
 from projectops.registry import Operation, operation
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
 from tests.backoff import shorten_backoff
-from tests.client.support import KEY, RunCli
+from tests.support import KEY, RunCli
 from tests.loopback import LOOPBACK, raw_listener
 
 LIST = operation("list_rum_environments")

@@ -23,7 +23,7 @@ from projectops.client._transport import (
     raw_chunks,
 )
 from tests.adversarial.hostile import hostile_server, trickle_body, trickle_head
-from tests.client.support import Recorder
+from tests.support import Recorder
 
 #: The whole call's time in the trickle tests, in seconds. Every read is quick (a byte each
 #: 0.05 s) and each may wait 10 s: only the call's deadline ends them this early.

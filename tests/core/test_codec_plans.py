@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import grimp
 from google.protobuf import json_format, message_factory
 
 from projectops import _fastcodec
@@ -15,7 +16,6 @@ from projectops._fastcodec._decode import decoding_plan
 from projectops._fastcodec._encode import encoding_plan
 from projectops._fastcodec._plans import MESSAGE, REPEATED, plan_of
 from tests.core.test_codec_differential import OPTIONS_OUT, build_test_schema, schema_class
-from tests.test_layers import _first_cycle, _graph
 
 PACKAGE = Path(_fastcodec.__file__).resolve().parent
 MODULES = ("_decode", "_encode", "_float32", "_plans", "_timefmt")
@@ -73,13 +73,11 @@ def test_each_module_has_one_job_and_none_is_over_600_lines() -> None:
         assert lines <= 600, f"{name}.py has {lines} lines"
 
 
-def test_the_layer_check_sees_the_modules_and_no_circle_among_them() -> None:
-    graph = _graph("core")
+def test_the_formats_and_plans_sit_below_decoding_and_encoding_which_never_meet() -> None:
+    graph = grimp.build_graph("projectops", cache_dir=None)
     names = {f"projectops._fastcodec.{m}" for m in MODULES}
-    assert names <= graph.keys()
-    assert _first_cycle(graph) is None
-    # The formats and the plans sit below decoding and encoding, which never meet.
+    assert names <= graph.modules
     for leaf in ("_float32", "_timefmt", "_plans"):
-        assert not graph[f"projectops._fastcodec.{leaf}"] & names, leaf
-    assert "projectops._fastcodec._encode" not in graph["projectops._fastcodec._decode"]
-    assert "projectops._fastcodec._decode" not in graph["projectops._fastcodec._encode"]
+        assert not graph.find_modules_directly_imported_by(f"projectops._fastcodec.{leaf}") & names
+    assert not graph.chain_exists("projectops._fastcodec._decode", "projectops._fastcodec._encode")
+    assert not graph.chain_exists("projectops._fastcodec._encode", "projectops._fastcodec._decode")

@@ -14,7 +14,7 @@ import pytest
 
 import projectops
 from projectops import BASE_URL_ENV, json_schema
-from tests.client.support import RunCli
+from tests.support import RunCli
 
 # Runs the program with the `mcp` package unimportable, as without the `mcp` extra.
 WITHOUT_MCP = (

@@ -25,7 +25,7 @@ from projectops.fixtures import default_fixtures, request_key
 from projectops.mock._app import create_mock_app
 from projectops.mock._matching import load_fixtures
 from projectops.server import create_app
-from tests.client.support import RunCli
+from tests.support import RunCli
 from tests.openapi.support import serving
 
 DEMO_KEY = "demo-key"

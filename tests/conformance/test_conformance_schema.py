@@ -25,7 +25,7 @@ from projectops.conformance._runner import run_checks
 from projectops.fixtures import FixtureAnswer, FixtureProject, request_key
 from projectops.registry import Operation, operation_of
 from projectops.server import create_app
-from tests.client.test_conformance import (
+from tests.conformance.test_conformance import (
     TESTED_ON_A_SYNTHETIC_SCHEMA,
     TIMEOUT,
     _Answer,

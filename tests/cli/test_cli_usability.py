@@ -17,7 +17,7 @@ import pytest
 
 import projectops
 from projectops import operations
-from tests.client.support import DEMO_KEY, KEY, Recorder, RunCli
+from tests.support import DEMO_KEY, KEY, Recorder, RunCli
 
 LIST, GET = operations()
 LOOPBACK = "127.0.0.1"

@@ -18,8 +18,8 @@ from typing import Any
 from projectops.conformance._catalogue import CHECKS
 from projectops.conformance._runner import EXIT_CONFORMANCE_FAILED, run_checks
 from projectops.registry import operations
-from tests.client.support import RunCli
-from tests.client.test_conformance import DEFAULT_FIXTURES, DEMO_KEY, TIMEOUT, _demo, _mock_app
+from tests.support import RunCli
+from tests.conformance.test_conformance import DEFAULT_FIXTURES, DEMO_KEY, TIMEOUT, _demo, _mock_app
 from tests.loopback import raw_listener
 from tests.openapi.support import serving
 

@@ -32,7 +32,7 @@ from projectops.client.http import (
 from projectops.commands import Command
 from projectops.mock import _command as server_commands
 from projectops.v1 import release_pb2
-from tests.client.support import KEY, Recorder
+from tests.support import KEY, Recorder
 
 ISSUES = Operation(
     name="file_issue",

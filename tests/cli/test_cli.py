@@ -20,7 +20,7 @@ import pytest
 import projectops
 from projectops.descriptions import description
 from projectops.v1.operations_pb2 import GetReleaseDetailsResponse, ListRumEnvironmentsResponse
-from tests.client.support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
+from tests.support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
 
 LIST = projectops.operation("list_rum_environments")
 GET = projectops.operation("get_release_details")
