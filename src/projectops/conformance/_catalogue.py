@@ -23,7 +23,9 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops._wire import elements, is_map, join
-from projectops.codec import to_dict
+from projectops.answers import ERROR_CASES
+from projectops.codec import read_error_body, to_dict
+from projectops.errors import HTTP_STATUS_BY_CODE, Code
 from projectops.registry import Operation
 from projectops.validation import is_required
 
@@ -33,6 +35,7 @@ __all__ = [
     "MAX_PROBLEMS",
     "CheckSpec",
     "Level",
+    "error_problem",
     "int64_as_numbers",
     "mapping_problems",
     "proto_names",
@@ -235,6 +238,29 @@ def mapping_problems(data: Any, descriptor: Descriptor) -> dict[str, list[str]]:
                 if inner is not None and not inner.full_name.startswith("google.protobuf."):
                     stack.append((element, inner, element_path))
     return found
+
+
+_CODES = frozenset(code.value for code in Code)
+#: (code, status) of every answer the contract allows: the table's, and the transport
+#: answers of projectops.answers with a status of their own (the 405 of a wrong method).
+_ALLOWED_ERRORS = frozenset(
+    {(code.value, status) for code, status in HTTP_STATUS_BY_CODE.items()}
+    | {(str(case.code), case.http_status) for case in ERROR_CASES}
+)
+
+
+def error_problem(status: int, body: bytes | str) -> str | None:
+    """Why a non-2xx answer of `status` with `body` breaks ``errors.error-response`` (§5.1,
+    §5.2, §5.4): not an ErrorResponse, an unknown code, or a code answered with another
+    status; ``None`` when it keeps the rule."""
+    error = read_error_body(body)
+    if error is None:
+        return "not an ErrorResponse"
+    if error.code not in _CODES:
+        return f"unknown code {_shown(error.code)}"
+    if (error.code, status) not in _ALLOWED_ERRORS:
+        return f"the code {error.code} is not answered with {status}"
+    return None
 
 
 def _value_problems(fd: FieldDescriptor, value: Any) -> Iterator[tuple[str, str]]:

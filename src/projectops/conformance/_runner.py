@@ -50,7 +50,6 @@ from projectops._text import outside_text
 from projectops.answers import (
     ALLOWED_METHOD,
     BODY_TOO_LARGE,
-    ERROR_CASES,
     MALFORMED_BODY,
     MISSING_REQUIRED,
     NO_OPERATION,
@@ -62,6 +61,7 @@ from projectops.codec import from_json, read_error_body, to_dict, to_json
 from projectops.conformance._catalogue import (
     CHECKS,
     JSON_CHECKS,
+    error_problem,
     int64_as_numbers,
     mapping_problems,
     proto_names,
@@ -84,7 +84,7 @@ from projectops.conventions import (
     normalize_base_url,
     operation_path,
 )
-from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
+from projectops.errors import InvalidArgument
 from projectops.fixtures import (
     FixtureAnswer,
     FixtureProject,
@@ -119,14 +119,6 @@ _PASS: tuple[Status, str] = ("passed", "")
 _401 = UNAUTHENTICATED.http_status
 _MALFORMED = MALFORMED_BODY.http_status
 _MISSING = MISSING_REQUIRED.http_status
-_CODES = frozenset(code.value for code in Code)
-
-#: (code, status) of every answer the contract allows: the table's, and the transport
-#: answers of projectops.answers with a status of their own (the 405 of a wrong method).
-_ALLOWED_ERRORS = frozenset(
-    {(code.value, status) for code, status in HTTP_STATUS_BY_CODE.items()}
-    | {(str(case.code), case.http_status) for case in ERROR_CASES}
-)
 
 
 class _OperationRun:
@@ -411,16 +403,9 @@ class _OperationRun:
         for exchange in self._exchanges:
             if exchange.status is None or 200 <= exchange.status < 300:
                 continue
-            error = read_error_body(exchange.body)
-            if error is None:
-                failures += ["not an ErrorResponse", exchange.shown(self._key)]
-            elif error.code not in _CODES:
-                failures += [f"unknown code {error.code!r}", exchange.shown(self._key)]
-            elif (error.code, exchange.status) not in _ALLOWED_ERRORS:
-                failures += [
-                    f"the code {error.code} is not answered with {exchange.status}",
-                    exchange.shown(self._key),
-                ]
+            problem = error_problem(exchange.status, exchange.body)
+            if problem is not None:
+                failures += [problem, exchange.shown(self._key)]
             if len(failures) >= 6:
                 break
         return _fail(*failures) if failures else _PASS
