@@ -7,8 +7,10 @@ info, so rpc comments become docstrings) and writes the two modules it returns:
   :class:`projectops.client.Client`) and ``Async<Service>Client`` with one method per rpc, named
   by the operation name, taking the request message or its top-level fields as keywords and
   returning the response message;
-- ``src/projectops/server/_services.py``: per service ``<Service>Handler``, the ``Protocol`` that
-  :func:`projectops.server.create_app` takes, with one method per rpc.
+- ``src/projectops/server/_services.py``: per service ``<Service>Handler``, the base class of
+  what :func:`projectops.server.create_app` serves, one method per rpc raising
+  :class:`~projectops.Unimplemented` until overridden (as gRPC's servicers do): a partial
+  implementation type-checks, and keeps type-checking when an rpc is added.
 
 The output depends only on the descriptors: same input, same bytes (drift-checked by
 ``scripts/generate --check``). Comments are data: each docstring is a literal whose value is the
@@ -290,15 +292,15 @@ def render_server(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
         cls = f"{service}Handler"
         names.append(cls)
         intro = (
-            f"What serves {service}: one method per rpc, given to "
-            ":func:`projectops.server.create_app`.\n\n"
+            f"Base class of what serves {service}, given to "
+            ":func:`projectops.server.create_app`: override the rpcs you serve.\n\n"
             "Each method takes the decoded, validated request message and the "
             ":class:`~projectops.server.RequestContext` (``context.project`` is what "
             "``authenticate`` returned) and returns the response message, or raises an "
             ":class:`~projectops.ApiError` subclass; ``async def`` methods are accepted too. "
-            "An rpc the object lacks answers 501 ``unimplemented``."
+            "An rpc not overridden answers 501 ``unimplemented``."
         )
-        body += ["", "", f"class {cls}(Protocol):"]
+        body += ["", "", f"class {cls}:"]
         body += _docstring(f"{doc}\n\n{intro}" if doc else intro, "    ")
         for rpc in rpcs:
             all_types += f" {rpc.request} {rpc.response}"
@@ -313,13 +315,14 @@ def render_server(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
                     f"        | Awaitable[{rpc.response}]\n    ):"
                 ),
                 *_docstring(rpc.doc, "        "),
-                "        ...",
+                f'        raise Unimplemented("{rpc.name} is not implemented by this server")',
             ]
     head = [
-        _HEADER.format(title=f"Handler protocols of the {package} services.", files=package),
+        _HEADER.format(title=f"Handler base classes of the {package} services.", files=package),
         "from collections.abc import Awaitable",
-        "from typing import Any, Protocol",
+        "from typing import Any",
         "",
+        "from projectops.errors import Unimplemented",
         "from projectops.server._context import RequestContext",
         *_imports([], all_types),
         "",

@@ -22,8 +22,18 @@ async def release_version_async(client: AsyncOperationsServiceClient) -> str:
     return details.summary.release.version
 
 
-class Service:
-    """A handler class: one sync and one async method, checked against the protocol."""
+class Releases(OperationsServiceHandler):
+    """A partial implementation: one rpc; the base answers the others 501 ``unimplemented``, so
+    this keeps type-checking when the proto gains an rpc."""
+
+    async def get_release_details(
+        self, request: ops.GetReleaseDetailsRequest, context: RequestContext[str]
+    ) -> ops.GetReleaseDetailsResponse:
+        return ops.GetReleaseDetailsResponse()
+
+
+class Service(OperationsServiceHandler):
+    """One sync and one async method, checked against the base's signatures."""
 
     def list_rum_environments(
         self, request: ops.ListRumEnvironmentsRequest, context: RequestContext[str]
@@ -42,3 +52,4 @@ def keys(api_key: str) -> str | None:
 
 handler: OperationsServiceHandler = Service()
 app: Any = create_app(Service(), authenticate=keys)
+partial: Any = create_app(Releases(), authenticate=keys)

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 MISTAKES = """
 from projectops.client import OperationsServiceClient
-from projectops.server import RequestContext, create_app
+from projectops.server import OperationsServiceHandler, RequestContext, create_app
 from projectops.v1 import operations_pb2 as ops
 
 client = OperationsServiceClient(base_url="http://127.0.0.1:1", api_key="k")
@@ -28,19 +28,26 @@ wrong: ops.ListRumEnvironmentsResponse = client.get_release_details(version="1")
 client.list_rum_environments(version="1")  # E: a field the request does not have
 
 
-class BadService:
+class BadService(OperationsServiceHandler):
     def list_rum_environments(
+        self, request: ops.GetReleaseDetailsRequest, context: RequestContext[str]  # E: request
+    ) -> ops.ListRumEnvironmentsResponse:
+        return ops.ListRumEnvironmentsResponse()
+
+    def get_release_details(  # E: response
         self, request: ops.GetReleaseDetailsRequest, context: RequestContext[str]
     ) -> ops.ListRumEnvironmentsResponse:
         return ops.ListRumEnvironmentsResponse()
 
+
+class Duck:
     def get_release_details(
         self, request: ops.GetReleaseDetailsRequest, context: RequestContext[str]
-    ) -> ops.ListRumEnvironmentsResponse:
-        return ops.ListRumEnvironmentsResponse()
+    ) -> ops.GetReleaseDetailsResponse:
+        return ops.GetReleaseDetailsResponse()
 
 
-create_app(BadService(), authenticate=lambda key: key)  # E: handler with wrong signatures
+create_app(Duck(), authenticate=lambda key: key)  # E: a handler must derive from the base
 """
 
 
