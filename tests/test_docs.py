@@ -1,0 +1,216 @@
+"""Every code block of README.md and docs/*.md runs as written, and every Python block passes
+plain mypy.
+
+What a block is, is in its info string (```` ```python test ````: language, then tags):
+
+- ``python``: a script, run from a work folder of the page with ``SERVICE_BACKEND_URL`` and
+  ``SERVICE_API_KEY`` naming the session's mock server; ``python file=NAME``: written into that
+  folder as NAME (imported by the page's later blocks); ``python test``: a pytest module, run
+  by pytest with the plugin, as a user's test.
+- ``sh``: run by ``bash -e -o pipefail`` in the work folder with the venv's programs on PATH.
+  Blocks that listen on the documented ports (8787, 8000, 8765) run one at a time.
+- ``json``, ``yaml``: parsed; ``nginx``: each directive ends with ``;``.
+
+The blocks of one page share its work folder and run in the page's order.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.M | re.S)
+_PORTS = re.compile(r"\b(8787|8000|8765)\b")
+_RUN_TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    index: int
+    lang: str
+    tags: tuple[str, ...]
+    code: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(REPO)}#{self.index}-{self.lang}"
+
+    def tag(self, name: str) -> str | None:
+        return next((t.split("=", 1)[1] for t in self.tags if t.startswith(name + "=")), None)
+
+
+def blocks(page: Path) -> list[Block]:
+    found = []
+    for i, match in enumerate(_FENCE.finditer(page.read_text(encoding="utf-8"))):
+        lang, *tags = match.group(1).split() or ["text"]
+        found.append(Block(page, i, lang, tuple(tags), match.group(2)))
+    return found
+
+
+ALL = [block for page in PAGES for block in blocks(page)]
+PYTHON = [b for b in ALL if b.lang == "python"]
+
+
+def test_every_block_is_of_a_kind_this_test_runs() -> None:
+    assert {b.lang for b in ALL} <= {"python", "sh", "json", "yaml", "nginx"}, [
+        b.id for b in ALL if b.lang not in {"python", "sh", "json", "yaml", "nginx"}
+    ]
+    assert len(PAGES) >= 8 and len(ALL) > 20  # the walk found the pages
+
+
+def test_the_readme_is_short_and_links_the_docs() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    linked = set(re.findall(r"\]\((docs/[a-z_-]+\.md)\)", readme))
+    assert len(linked) >= 5
+    assert all((REPO / link).is_file() for link in linked)
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in ALL if b.lang in ("json", "yaml", "nginx")], ids=lambda b: b.id
+)
+def test_data_block_parses(block: Block) -> None:
+    if block.lang == "json":
+        json.loads(block.code)
+    elif block.lang == "yaml":
+        assert yaml.safe_load(block.code)
+    else:
+        lines = [line.split("#")[0].strip() for line in block.code.splitlines()]
+        assert all(line.endswith(";") for line in lines if line), block.code
+
+
+def _workdir(tmp_path_factory: pytest.TempPathFactory, page: Path) -> Path:
+    return tmp_path_factory.getbasetemp() / f"docs-{page.stem}"
+
+
+def _prepare(block: Block, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page's work folder with every ``file=`` block of the page written into it."""
+    work = _workdir(tmp_path_factory, block.page)
+    work.mkdir(parents=True, exist_ok=True)
+    for other in blocks(block.page):
+        if name := other.tag("file"):
+            target = work / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(other.code, encoding="utf-8")
+    return work
+
+
+def _env(work: Path, base_url: str) -> dict[str, str]:
+    venv_bin = str(Path(sys.executable).parent)
+    return {
+        **os.environ,
+        "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(work),
+        "SERVICE_BACKEND_URL": base_url,
+        "SERVICE_API_KEY": "demo-key",
+    }
+
+
+def _run(args: list[str], work: Path, env: dict[str, str], *, serial: bool) -> None:
+    lock = open(REPO / ".pytest-docs.lock", "w")
+    try:
+        if serial:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(
+            args, cwd=work, env=env, capture_output=True, text=True, timeout=_RUN_TIMEOUT
+        )
+    finally:
+        lock.close()
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+
+
+RUNNABLE = [b for b in ALL if b.lang == "sh" or (b.lang == "python" and not b.tag("file"))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.id)
+def test_block_runs_as_written(
+    block: Block, mock_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    work = _prepare(block, tmp_path_factory)
+    env = _env(work, mock_server.base_url)
+    if block.lang == "sh":
+        _run(
+            ["bash", "-e", "-o", "pipefail", "-c", block.code],
+            work,
+            env,
+            serial=bool(_PORTS.search(block.code)),
+        )
+    elif "test" in block.tags:
+        test = work / f"test_{block.page.stem}_{block.index}.py"
+        test.write_text(block.code, encoding="utf-8")
+        _run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test.name],
+            work,
+            env,
+            serial=False,
+        )
+    else:
+        _run([sys.executable, "-c", block.code], work, env, serial=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if any(b.page == p for b in PYTHON)], ids=lambda p: p.name
+)
+def test_every_python_block_passes_plain_mypy(page: Path, tmp_path: Path) -> None:
+    names = []
+    for block in (b for b in PYTHON if b.page == page):
+        name = block.tag("file") or f"block_{block.index}.py"
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(block.code, encoding="utf-8")
+        names.append(name)
+    cache = REPO / ".mypy_cache" / "docs"
+    args = ["--config-file", os.devnull, "--python-version", "3.11", "--cache-dir", str(cache)]
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", *args, "--explicit-package-bases", *names],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _table(page: Path, header: str) -> list[list[str]]:
+    text = page.read_text(encoding="utf-8")
+    lines = text[text.index(header) :].splitlines()[2:]
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_the_contracts_error_tables_agree_with_the_code() -> None:
+    """§5.2 is HTTP_STATUS_BY_CODE row for row, and every answer of the adapter's own table
+    (``answers.ERROR_CASES``) is a row of §5.2 or, outside the table, of §5.4."""
+    import projectops
+    from projectops.answers import ERROR_CASES
+
+    contract = REPO / "docs" / "contract.md"
+    codes = {row[0].strip("`"): int(row[1]) for row in _table(contract, "| code | status |")}
+    assert codes == {code.value: status for code, status in projectops.HTTP_STATUS_BY_CODE.items()}
+    outside = {
+        (int(row[1][:3]), row[2].strip("`"))
+        for row in _table(contract, "| situation | status | body's code |")
+    }
+    for case in ERROR_CASES:
+        assert (
+            codes[case.code.value] == case.http_status
+            or (case.http_status, case.code.value) in outside
+        )
