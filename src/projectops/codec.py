@@ -43,6 +43,7 @@ __all__ = [
     "error_body",
     "from_json",
     "iter_json",
+    "parse_json",
     "read_error_body",
     "to_dict",
     "to_json",
@@ -131,22 +132,7 @@ def from_json(
             text, at least :data:`DECODE_BYTES_FLOOR`); the message says so.
     """
     if isinstance(data, (bytes, bytearray, str)):
-        _check_decode_cost(data, message_type)
-    if isinstance(data, (bytes, bytearray)):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _invalid(
-                "", "UTF-8 JSON text", f"bytes that are not UTF-8 ({exc.reason})"
-            ) from None
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidArgument(
-                f"the body is not valid JSON: {exc}",
-                [FieldViolation(description="is not valid JSON")],
-            ) from None
+        data = parse_json(data, message_type)
     if not isinstance(data, Mapping):
         raise _invalid("", "a JSON object", describe_value(data))
     try:
@@ -167,6 +153,30 @@ def from_json(
         # json_format accepts integer enum values even without ignore_unknown_fields.
         _raise_if_misplaced(data, descriptor, "", strict=True, leaves=False)
     return message
+
+
+def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> Any:
+    """`text` parsed as JSON (any value), after the decode-cost guard of :func:`from_json` for
+    `message_type`: what reads an answer as JSON without decoding it (conformance, the proxy).
+
+    Raises:
+        InvalidArgument: the text would cost too much to decode, is not UTF-8, or not JSON.
+    """
+    _check_decode_cost(text, message_type)
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _invalid(
+                "", "UTF-8 JSON text", f"bytes that are not UTF-8 ({exc.reason})"
+            ) from None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidArgument(
+            f"the body is not valid JSON: {exc}",
+            [FieldViolation(description="is not valid JSON")],
+        ) from None
 
 
 def _check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]) -> None:
