@@ -12,6 +12,7 @@ answer.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 
+import projectops
+from projectops.mock import generate
+from projectops.validation import is_required
 from tests.adversarial.hostile import (
     answer,
     echo_key,
@@ -86,7 +92,7 @@ def finish(process: subprocess.Popen[bytes], folder: Path, started: float) -> Ru
     except subprocess.TimeoutExpired:
         process.kill()  # the launcher; its CLI child dies with the closed pipes or its limit
         process.wait()
-        pytest.fail(f"projectops {process.args} ran over {RUN_LIMIT} s")
+        pytest.fail(f"projectops {process.args!r} ran over {RUN_LIMIT} s")
     ended = time.monotonic()
     out = (folder / "out").read_text("utf-8", "replace")
     err = (folder / "err").read_text("utf-8", "replace")
@@ -204,8 +210,6 @@ INJECTION = "\x1b[2J\x1b[H\x1b]0;pwned\x07\rOK\n\u202eevil\x9b31m"
 
 
 def test_an_error_cannot_drive_the_terminal_and_is_cut(run_cli: RunCli) -> None:
-    import json
-
     body = {
         "code": "failed_precondition",
         "message": INJECTION + "A" * 50_000,
@@ -235,3 +239,53 @@ def test_a_base_url_with_a_password_is_refused_without_printing_it(run_cli: RunC
     assert run.returncode == 2
     line = one_error_line(run)
     assert "user name or password" in line and "s3cr3t" not in run.stderr
+
+
+# --- issue 28.6: printed answers carry no terminal controls ---------------------------------
+
+#: What a terminal acts on: a bidi override, a line separator, the 8-bit CSI, ESC, BEL, DEL
+#: and a tag character (a format character above the BMP).
+CONTROLS = "\u202eevil\u2028\x9b31m\x1b[2J\x07\x7f\U000e0001"
+
+
+def poisoned(message: Message) -> None:
+    """Append :data:`CONTROLS` to every string of `message` and of the messages in it."""
+    for fd, value in message.ListFields():
+        if fd.type == FieldDescriptor.TYPE_STRING:
+            if fd.is_repeated:
+                value[:] = [item + CONTROLS for item in value]
+            else:
+                setattr(message, fd.name, value + CONTROLS)
+        elif fd.message_type is not None and not fd.message_type.GetOptions().map_entry:
+            for item in value if fd.is_repeated else [value]:
+                poisoned(item)
+
+
+def bare_calls() -> list[tuple[projectops.Operation, str]]:
+    """(operation, poisoned answer) of each operation callable without arguments (no
+    REQUIRED request field) whose generated answer holds a string."""
+    found = []
+    for op in projectops.operations():
+        if any(is_required(fd) for fd in op.request_type.DESCRIPTOR.fields):
+            continue
+        for seed in range(20):  # a generated answer may hold no string (an empty list)
+            response = generate(op.response_type, f"{op.name}-{seed}")
+            poisoned(response)
+            text = projectops.to_json(response)
+            if CONTROLS[0] in text:
+                found.append((op, text))
+                break
+    return found
+
+
+def test_a_printed_answer_holds_no_terminal_control_and_the_same_json(run_cli: RunCli) -> None:
+    calls = bare_calls()
+    assert calls  # the schema has an operation to call bare
+    for op, text in calls:
+        for compact in ([], ["--compact"]):
+            with hostile_server(answer(200, text)) as server:
+                run = run_cli(op.tool_name, *compact, base_url=server.base_url)
+            assert run.returncode == 0, run.stderr
+            assert not controls(run.stdout), [hex(ord(c)) for c in controls(run.stdout)]
+            assert "\\u202e" in run.stdout and "\\u009b" in run.stdout
+            assert json.loads(run.stdout) == json.loads(text)

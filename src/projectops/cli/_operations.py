@@ -25,16 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import stat
 import sys
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
-from projectops._text import REDACTED, escape, escape_lines
+from projectops._text import REDACTED, _unsafe, escape, escape_lines
 from projectops.client._retry import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
@@ -347,8 +348,25 @@ def _write_json(message: Message, *, indent: int | None) -> None:
 
     write = sys.stdout.write
     for piece in iter_json(message, indent=indent):
-        write(piece)
+        write(inert_json(piece))
     write("\n")
+
+
+@cache
+def _terminal_controls() -> re.Pattern[str]:
+    # What escape() shows escaped, but the newline: in JSON text a raw one only separates tokens.
+    return re.compile(r"(?!\n)" + _unsafe().pattern)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return json.dumps(match.group())[1:-1]  # ensure_ascii: \uXXXX (a surrogate pair above BMP)
+
+
+def inert_json(text: str) -> str:
+    """JSON text with every character a terminal acts on (what :func:`projectops._text.escape`
+    escapes: C0/C1 controls, DEL, bidi overrides, line separators, ...) written as a ``\\uXXXX``
+    escape: the same JSON value, safe to print (issue 28.6)."""
+    return _terminal_controls().sub(_json_escape, text)
 
 
 class _DryRun(Exception):
@@ -367,7 +385,7 @@ def _dry_run_text(request: httpx.Request) -> str:
         name = raw_name.decode("latin-1")
         shown = REDACTED if name.lower() == API_KEY_HEADER.lower() else raw_value.decode("latin-1")
         lines.append(f"{name}: {shown}")
-    body = request.content.decode("utf-8", "replace")
+    body = inert_json(request.content.decode("utf-8", "replace"))
     return "\n".join(lines) + "\n\n" + body + "\n"
 
 
@@ -409,7 +427,7 @@ def _run_operations(args: argparse.Namespace) -> int:
             }
             for op in ops
         ]
-        print(json.dumps(listing, indent=2, ensure_ascii=False))
+        print(inert_json(json.dumps(listing, indent=2, ensure_ascii=False)))
         return EXIT_OK
     # Schema text is outside text too: a proto comment or path reaches the terminal escaped.
     rows = [(escape(op.tool_name), escape(op.path), escape(op.summary)) for op in ops]
@@ -468,7 +486,8 @@ def _run_openapi(args: argparse.Namespace) -> int:
     from projectops import openapi
 
     try:
-        sys.stdout.write(openapi.render(args.server_url, args.format))
+        text = openapi.render(args.server_url, args.format)
+        sys.stdout.write(inert_json(text) if args.format == "json" else text)
     except openapi.RenderError as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
