@@ -128,6 +128,17 @@ def test_top_level_help_lists_operations_and_mock_server(run_cli: RunCli) -> Non
     assert "mock-server" in proc.stdout and "SERVICE_API_KEY" in proc.stdout
 
 
+def test_a_bare_projectops_prints_its_help(run_cli: RunCli) -> None:
+    """As git and gh do: the commands, the two variables and where to read more; exit 0."""
+    proc = run_cli(key=None)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout == run_cli("--help", key=None).stdout
+    for name in [op.tool_name for op in projectops.operations()] + ["operations", "mock-server"]:
+        assert re.search(rf"^    {re.escape(name)}\b", proc.stdout, re.MULTILINE), name
+    for needle in ("SERVICE_API_KEY", "SERVICE_BACKEND_URL", "README.md", "docs/cli.md"):
+        assert needle in proc.stdout
+
+
 # --- authentication ---------------------------------------------------------------------------
 
 
@@ -201,7 +212,7 @@ def test_bad_json_input_exits_2(
 def test_usage_errors_exit_2_in_one_line(run_cli: RunCli) -> None:
     assert_failed(run_cli(GET.tool_name, "--release", "1"), 2, "--release")
     assert_failed(run_cli("no-such-operation"), 2, "no-such-operation")
-    assert_failed(run_cli(), 2)
+    assert_failed(run_cli("--timeout", "3"), 2, "a command is required")
     assert_failed(run_cli("--timeout", "-1", LIST.tool_name), 2, "--timeout")
     assert_failed(run_cli("--base-url", "127.0.0.1:8787", LIST.tool_name), 2, "base URL")
 

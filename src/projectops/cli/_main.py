@@ -49,6 +49,19 @@ EXIT_CODES = {
 }
 
 
+#: Where to read more, as the help's epilog lists it: page -> what it covers.
+DOCS = {
+    "README.md": "first steps: a call, the typed client, a server, a test, MCP",
+    "docs/cli.md": "this program: commands, flags, output, exit codes",
+    "docs/python.md": "the Python clients and their errors",
+    "docs/server.md": "the server adapter, and running it in production",
+    "docs/mock.md": "the mock server and testing: fixtures, the pytest plugin",
+    "docs/conformance.md": "checking any server against the contract, in CI too",
+    "docs/mcp.md": "the MCP tool server",
+    "docs/schema.md": "the schema: adding an operation, stability",
+}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (reported by :func:`main` like every other error) that
     suggest the closest valid choice."""
@@ -199,6 +212,9 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
             "",
             "exit codes:",
             *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),
+            "",
+            "read more (in the projectops sources):",
+            *(f"  {page:<20} {what}" for page, what in DOCS.items()),
         ]
     )
     parser = _Parser(
@@ -213,7 +229,7 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
     )
     _add_connection_options(parser, top_level=True)
     cli.add_retries(parser, top_level=True)
-    subparsers = parser.add_subparsers(title="commands", metavar="<command>", required=True)
+    subparsers = parser.add_subparsers(title="commands", metavar="<command>")
     for command in _all_commands(transport):
         sub = subparsers.add_parser(
             command.name,
@@ -263,7 +279,12 @@ def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | 
         if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (argcomplete)
             _complete(parser)
         namespace, unknown = parser.parse_known_args(args)
-        command = namespace.command
+        command = getattr(namespace, "command", None)
+        if command is None:  # a bare `projectops` shows its help, as git and gh do
+            if args:
+                raise UsageError(f"a command is required (see '{parser.prog} --help')")
+            parser.print_help()
+            return failures.EXIT_OK
         if unknown:
             raise _unknown_arguments(parser, namespace, unknown)
         _check_connection_options(namespace, command)
