@@ -2,9 +2,10 @@
 
 Every line an MCP client writes gets an answer: a line that is not UTF-8, not JSON, holds a lone
 surrogate or nests deeper than the parser allows gets ``-32700`` with ``"id": null``; JSON that is
-no JSON-RPC message gets ``-32600``. Tool calls are bounded by ``--timeout`` as a whole and
-their results carry no control characters. In-process through
-:func:`projectops.mcp._stdio.stdio_server`, and as a real ``projectops mcp`` subprocess.
+no JSON-RPC message gets ``-32600``, a request whose ``id`` JSON-RPC does not allow included
+(issue 28.3). Tool calls are bounded by ``--timeout`` as a whole and their results carry no
+control characters. In-process through :func:`projectops.mcp.serve_stdio`, and as a real
+``projectops mcp`` subprocess.
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ INVALID_REQUESTS: dict[str, tuple[bytes, Any]] = {
     "no jsonrpc member": (b'{"id": 11, "method": "ping"}', 11),
     "number": (b"42", None),
 }
+#: Requests whose id is no string or integer: the SDK's parser takes them for notifications.
+ODD_IDS = ["null", "true", "false", "1.5", "1e3", "[1]", '{"obj": 1}']
+
+
+def _odd_id_line(odd: str) -> bytes:
+    return b'{"jsonrpc": "2.0", "id": %s, "method": "ping"}\n' % odd.encode()
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -110,22 +117,15 @@ class _HeldStdin(io.BytesIO):
 
 
 def serve_lines(data: bytes, answers: int, **options: Any) -> list[dict[str, Any]]:
-    """Serve the tool server over :func:`stdio_server` with `data` as stdin, ending stdin
-    once `answers` answers were written (or after 10 s); every JSON answer, in order."""
-    # Imported here, not at the top: the MCP SDK costs a second at collection in every worker.
-    from projectops.mcp import _server as mcp_server
-    from projectops.mcp._stdio import stdio_server
+    """Serve the tool server over :func:`projectops.mcp.serve_stdio` with `data` as stdin,
+    ending stdin once `answers` answers were written (or after 10 s); every JSON answer, in
+    order."""
+    from projectops import mcp
 
     out = _Answers(answers)
-    server = mcp_server.create_server(AsyncClient("http://127.0.0.1:9", KEY))
-
-    async def go() -> None:
-        stdout = anyio.wrap_file(out)
-        stdin = _HeldStdin(data, out.done)
-        async with stdio_server(stdin, stdout, **options) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(go)
+    server = mcp.create_server(AsyncClient("http://127.0.0.1:9", KEY))
+    stdin = _HeldStdin(data, out.done)
+    anyio.run(lambda: mcp.serve_stdio(server, stdin, anyio.wrap_file(out), **options))
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -136,7 +136,7 @@ def test_every_bad_line_gets_an_error_answer_and_a_log_line(
     lines += [line + b"\n" for line in PARSE_ERRORS.values()]
     lines += [line + b"\n" for line, _ in INVALID_REQUESTS.values()]
     lines += [b"   \n", _line({"jsonrpc": "2.0", "id": 99, "method": "ping"})]
-    with caplog.at_level(logging.WARNING, logger="projectops.client.stdio"):
+    with caplog.at_level(logging.WARNING, logger="projectops.mcp._stdio"):
         answers = serve_lines(
             b"".join(lines), answers=2 + len(PARSE_ERRORS) + len(INVALID_REQUESTS)
         )
@@ -155,6 +155,23 @@ def test_every_bad_line_gets_an_error_answer_and_a_log_line(
     assert len(rejected) == len(PARSE_ERRORS) + len(INVALID_REQUESTS)
     for record in rejected:
         assert not controls(record.getMessage())
+
+
+def test_a_request_with_an_odd_id_is_answered_invalid_request_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lines = [_line(INITIALIZE), _line(INITIALIZED)]
+    lines += [_odd_id_line(odd) for odd in ODD_IDS]
+    lines.append(_line({"jsonrpc": "2.0", "id": 99, "method": "ping"}))
+    with caplog.at_level(logging.WARNING, logger="projectops.mcp._stdio"):
+        answers = serve_lines(b"".join(lines), answers=2 + len(ODD_IDS))
+
+    odd = answers[1:-1]
+    assert [(a["id"], a["error"]["code"]) for a in odd] == [(None, -32600)] * len(ODD_IDS)
+    assert all("id must be a string or an integer" in a["error"]["message"] for a in odd)
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 99, "result": {}}
+    rejected = [r.getMessage() for r in caplog.records if "rejected: -32600" in r.getMessage()]
+    assert len(rejected) == len(ODD_IDS)
 
 
 def test_a_line_over_the_limit_is_answered_and_skipped_without_holding_it() -> None:
@@ -241,10 +258,10 @@ def test_an_answer_that_would_drive_the_terminal_is_escaped_and_cut(
 
     from mcp import Client
 
-    from projectops.mcp import _server as mcp_server
+    from projectops.mcp import create_server
 
     async def call(base_url: str) -> Any:
-        server = mcp_server.create_server(AsyncClient(base_url, KEY))
+        server = create_server(AsyncClient(base_url, KEY))
         async with Client(server) as client:  # type: ignore[arg-type]
             return await client.call_tool("list-rum-environments", {})
 
@@ -284,6 +301,23 @@ def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
     assert slow_answer["id"] == 2 and result["isError"] is True
     assert "no complete answer" in result["content"][0]["text"]
     assert 0.45 <= elapsed < 2.0, elapsed
+
+
+@pytest.mark.slow
+def test_the_tool_server_answers_requests_with_odd_ids() -> None:
+    mcp = McpProcess(base_url="http://127.0.0.1:9")
+    try:
+        mcp.send(_line(INITIALIZE))
+        mcp.collect(1)
+        mcp.send(_line(INITIALIZED) + b"".join(_odd_id_line(odd) for odd in ODD_IDS))
+        answered = mcp.collect(len(ODD_IDS))
+        mcp.send(_line({"jsonrpc": "2.0", "id": 7, "method": "ping"}))
+        (pong,) = mcp.collect(1)
+    finally:
+        stderr = mcp.close()
+    assert [(a["id"], a["error"]["code"]) for a in answered] == [(None, -32600)] * len(ODD_IDS)
+    assert pong == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert stderr.count("rejected: -32600") == len(ODD_IDS)
 
 
 @pytest.mark.slow

@@ -1,7 +1,5 @@
-"""The MCP tool server (extra ``mcp``): one tool per operation, over stdio or streamable HTTP
-(docs/mcp.md).
-
-Names are imported on first use: importing the package does not import the ``mcp`` SDK.
+"""The MCP tool server (extra ``mcp``): one tool per operation, over stdio or Streamable HTTP
+(docs/mcp.md). Names are imported on first use: importing the package does not import the SDK.
 """
 
 from __future__ import annotations
@@ -22,25 +20,8 @@ if TYPE_CHECKING:
         operation_tools,
         run,
         serve_http,
-        serve_stdio,
     )
-
-_WHERE = {
-    name: "projectops.mcp._server"
-    for name in (
-        "DEFAULT_MAX_RESULT_BYTES",
-        "HTTP_PATH",
-        "SERVER_NAME",
-        "call_operation_tool",
-        "configure_logging",
-        "create_server",
-        "http_app",
-        "operation_tools",
-        "run",
-        "serve_http",
-        "serve_stdio",
-    )
-}
+    from projectops.mcp._stdio import serve_stdio
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
@@ -57,4 +38,6 @@ __all__ = [
 ]
 
 if not TYPE_CHECKING:
+    _WHERE = dict.fromkeys(__all__, "projectops.mcp._server")
+    _WHERE["serve_stdio"] = "projectops.mcp._stdio"
     __getattr__ = lazy_attributes(__name__, _WHERE)

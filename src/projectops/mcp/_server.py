@@ -60,7 +60,7 @@ from projectops.codec import dump, iter_json, to_dict
 from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT, InvalidBaseUrl
 from projectops.descriptions import description
-from projectops.mcp._stdio import stdio_server
+from projectops.mcp._stdio import serve_stdio
 from projectops.registry import SERVICE, UnknownOperationError, operation, operations
 
 __all__ = [
@@ -74,7 +74,6 @@ __all__ = [
     "operation_tools",
     "run",
     "serve_http",
-    "serve_stdio",
 ]
 
 #: The server's name in the MCP ``initialize`` answer (its version is the package's).
@@ -277,15 +276,6 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logging.getLogger("projectops").setLevel(level)
-
-
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve `server` over stdio until the client closes stdin.
-
-    Nothing else may write to stdout meanwhile: it is the transport.
-    """
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def http_app(server: Server[Any], host: str, port: int) -> Starlette:

@@ -1,25 +1,12 @@
-"""The MCP stdio transport, answering every line: the SDK's ``stdio_server`` with a reader of
-our own in front of it.
+"""The MCP stdio transport, where every line on stdin gets an answer (docs/mcp.md).
 
-The SDK's transport drops a line it cannot parse (its server logs the error at debug level and
-answers nothing), reads stdin with ``errors="replace"`` (so a line that is not UTF-8 is
-quietly changed), and reads a line of any length. JSON-RPC 2.0 (section 5.1) asks for an answer:
-``-32700`` (parse error) with ``"id": null`` for a line that is not JSON, and ``-32600``
-(invalid request) for JSON that is no JSON-RPC message. So :func:`stdio_server` keeps the SDK's
-transport for what it does well, writing stdout (one writer, so answers never interleave) and
-claiming fd 1 so stray prints miss the wire, and reads stdin itself:
-
-- each line is read in binary, at most :data:`MAX_LINE_BYTES` long (a longer one is skipped to
-  its newline and answered ``-32700``), and parsed by the SDK's own message adapter (pydantic's
-  JSON parser), the parser the SDK's transport uses;
-- a line that is not UTF-8, not JSON, holds a lone surrogate (raw or as a ``\\ud800`` escape)
-  or nests deeper than the parser allows gets ``-32700`` with ``id: null``; JSON that is no
-  JSON-RPC message gets ``-32600``, with the request's ``id`` when it has a usable one;
-- every such answer is logged as one warning on the ``projectops.client.stdio`` logger
-  (stderr), the reason escaped and cut; blank lines are skipped.
-
-Needs the ``mcp`` extra. Nothing of the SDK is copied: its ``stdio_server`` runs as is, given
-an empty stdin of its own.
+The SDK's ``stdio_server`` keeps the writing (one writer, so answers never interleave; fd 1
+diverted, so stray prints miss the wire). Its reader is replaced: it drops a line it cannot parse,
+replaces bytes that are not UTF-8, reads lines of any length, and takes a request whose ``id``
+JSON-RPC does not allow (null, a boolean, a fraction, an array, an object) for a notification.
+Here, per JSON-RPC 2.0 §5.1, a line that is no JSON text gets ``-32700`` and JSON that is no
+JSON-RPC message ``-32600``, with ``id`` null unless the line's own id can be echoed; each is
+logged as one warning, its reason escaped and cut.
 """
 
 from __future__ import annotations
@@ -30,8 +17,6 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, BinaryIO
 
 import anyio
@@ -39,255 +24,166 @@ import anyio.from_thread
 import anyio.lowlevel
 import mcp_types as types
 import pydantic
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server.stdio import stdio_server as sdk_stdio_server
-from mcp.shared._stream_protocols import ReadStream, WriteStream
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from projectops._text import outside_text
 
-__all__ = ["DRAIN_SECONDS", "MAX_LINE_BYTES", "stdio_server"]
+__all__ = ["DRAIN_SECONDS", "MAX_LINE_BYTES", "serve_stdio"]
 
-#: The longest line (one JSON-RPC message) read, in bytes; tool arguments are small.
+#: The longest line (one JSON-RPC message) read, in bytes; a longer one is answered ``-32700``.
 MAX_LINE_BYTES = 8 * 1024 * 1024
-#: Seconds the requests still in flight at the end of stdin may take to be answered (a tool
-#: call's own time-out is 30 s by default).
+#: Seconds the requests in flight at the end of stdin may take to be answered.
 DRAIN_SECONDS = 60.0
 
-_log = logging.getLogger("projectops.client.stdio")
-
+_log = logging.getLogger(__name__)
 # pydantic error types that mean "not JSON text" rather than "JSON, but no JSON-RPC message".
 _PARSE_ERROR_TYPES = frozenset({"json_invalid", "json_type", "string_unicode"})
+_Item = SessionMessage | types.JSONRPCError
 
 
-class _Rejected(Exception):
-    """A line that gets an error answer instead of reaching the server."""
-
-    def __init__(self, code: int, message: str, reason: str, request_id: Any = None) -> None:
-        super().__init__(reason)
-        self.code, self.message, self.reason, self.request_id = code, message, reason, request_id
-
-
-def _too_long(limit: int) -> _Rejected:
-    return _Rejected(
-        types.PARSE_ERROR, "Parse error", f"line longer than {limit:,} bytes, not read"
+def _error(code: int, reason: str, request_id: Any = None) -> types.JSONRPCError:
+    title = "Parse error" if code == types.PARSE_ERROR else "Invalid Request"
+    message = f"{title}: {outside_text(reason, 300)}"
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
     )
 
 
-def _request_id(line: bytes) -> Any:
-    """The ``id`` of a JSON object line, if it is one JSON-RPC allows (a string or an
-    integer); else None."""
+def _id_member(line: bytes) -> tuple[bool, Any]:
+    """Whether `line` is a JSON object with an ``id``; that id if it is one JSON-RPC allows (a
+    string or an integer), else None."""
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
-        return None
-    request_id = value.get("id") if isinstance(value, dict) else None
-    if isinstance(request_id, str) or (
-        isinstance(request_id, int) and not isinstance(request_id, bool)
-    ):
-        return request_id
-    return None
+        return False, None
+    if not isinstance(value, dict) or "id" not in value:
+        return False, None
+    found = value["id"]
+    usable = isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))
+    return True, found if usable else None
 
 
-def _parse_line(line: bytes) -> SessionMessage:
-    """The JSON-RPC message of one stdin line (without its newline).
-
-    Raises:
-        _Rejected: the line is not UTF-8, not JSON, holds a lone surrogate or nests too deep
-            (``-32700``), or is JSON but no JSON-RPC message (``-32600``).
-    """
+def _parse(line: bytes) -> _Item:
+    """The message of one line, or the error that answers it."""
     try:
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except pydantic.ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=False)
-        first = str(exc)
-        if errors:
-            where = ".".join(str(part) for part in errors[0]["loc"])
-            first = f"{where}: {errors[0]['msg']}" if where else errors[0]["msg"]
+        where = ".".join(str(part) for part in errors[0]["loc"]) if errors else ""
+        first = f"{where}: {errors[0]['msg']}" if where else errors[0]["msg"] if errors else ""
         if any(error["type"] in _PARSE_ERROR_TYPES for error in errors):
-            raise _Rejected(types.PARSE_ERROR, "Parse error", first) from None
+            return _error(types.PARSE_ERROR, first)
         reason = f"not a JSON-RPC 2.0 message: {first}"
-        raise _Rejected(
-            types.INVALID_REQUEST, "Invalid Request", reason, _request_id(line)
-        ) from None
+        return _error(types.INVALID_REQUEST, reason, _id_member(line)[1])
+    if isinstance(message, types.JSONRPCNotification) and _id_member(line)[0]:
+        return _error(types.INVALID_REQUEST, "the id must be a string or an integer")
     return SessionMessage(message)
 
 
-class _Pending:
-    """Ids of the requests handed to the server and not answered yet (JSON-RPC 2.0 section 5:
-    every request gets exactly one response)."""
-
-    def __init__(self) -> None:
-        self.ids: set[Any] = set()
-        self._changed = anyio.Event()
-
-    def add(self, request_id: Any) -> None:
-        self.ids.add(request_id)
-
-    def answered(self, request_id: Any) -> None:
-        self.ids.discard(request_id)
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def drained(self) -> None:
-        """Return once every request is answered."""
-        while self.ids:
-            await self._changed.wait()
-
-
-async def _forward(
-    answers: MemoryObjectReceiveStream[SessionMessage],
-    write_stream: WriteStream[SessionMessage],
-    pending: _Pending,
-) -> None:
-    """The server's messages to the SDK's stdout writer, noting which requests are answered."""
-    async with answers, write_stream:
-        async for session_message in answers:
-            await write_stream.send(session_message)
-            message = session_message.message
-            if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                pending.answered(message.id)  # only once the writer has it
-
-
-def _read_line(source: BinaryIO, limit: int) -> bytes | _Rejected | None:
-    """One line of `source` without its newline; a :class:`_Rejected` for a line over
-    `limit` bytes (read to its end in pieces, never held); None at the end of input."""
-    line = source.readline(limit + 1)
-    if not line:
-        return None
-    if len(line) <= limit or line.endswith(b"\n"):
-        return line.rstrip(b"\r\n")
-    while line and not line.endswith(b"\n"):  # skip the rest of the long line
-        line = source.readline(limit + 1)
-    return _too_long(limit)
-
-
-async def _answer(
-    write_stream: WriteStream[SessionMessage], number: int, rejected: _Rejected
-) -> None:
-    reason = outside_text(rejected.reason, 300)
-    _log.warning(
-        "stdio line %d rejected: %d %s: %s", number, rejected.code, rejected.message, reason
-    )
-    error = types.JSONRPCError(
-        jsonrpc="2.0",
-        id=rejected.request_id,
-        error=types.ErrorData(code=rejected.code, message=f"{rejected.message}: {reason}"),
-    )
-    await write_stream.send(SessionMessage(error))
-
-
-def _reader(
+def _read(
     source: BinaryIO,
     limit: int,
     token: anyio.lowlevel.EventLoopToken,
-    lines: MemoryObjectSendStream[bytes | _Rejected | None],
+    items: MemoryObjectSendStream[_Item],
 ) -> None:
-    """Read `source` in a daemon thread, handing each line to the event loop; None at the end.
+    """Read and parse `source` line by line, handing each item to the event loop.
 
-    A daemon thread, not one of anyio's workers: a blocked read of a stdin that stays open
-    must not keep the process from exiting (Ctrl-C of ``projectops mcp`` in a terminal).
+    A daemon thread, not one of anyio's workers: a read blocked on a stdin that stays open must
+    not keep the process from exiting (Ctrl-C of ``projectops mcp`` in a terminal).
     """
+    number = 0
     try:
-        while True:
-            item = _read_line(source, limit)
-            anyio.from_thread.run(lines.send, item, token=token)
-            if item is None:
-                return
+        while line := source.readline(limit + 1):
+            number += 1
+            if len(line) > limit and not line.endswith(b"\n"):
+                while line and not line.endswith(b"\n"):  # skipped, never held whole
+                    line = source.readline(limit + 1)
+                item: _Item = _error(
+                    types.PARSE_ERROR, f"line longer than {limit:,} bytes, not read"
+                )
+            elif not line.strip():
+                continue  # a blank line is no request
+            else:
+                item = _parse(line.rstrip(b"\r\n"))
+            if isinstance(item, types.JSONRPCError):
+                error = item.error
+                _log.warning("stdio line %d rejected: %d %s", number, error.code, error.message)
+            anyio.from_thread.run(items.send, item, token=token)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError, OSError):
         return  # the server stopped listening, its loop is gone, or stdin failed
+    try:
+        anyio.from_thread.run_sync(items.close, token=token)
+    except RuntimeError:
+        pass  # the loop is gone
 
 
-async def _pump(
-    source: BinaryIO,
-    limit: int,
-    read_writer: WriteStream[SessionMessage | Exception],
-    write_stream: WriteStream[SessionMessage],
-    pending: _Pending,
-    drain_seconds: float,
-) -> None:
-    """Read `source` line by line until its end: messages to the server, errors answered.
-
-    At the end of input the server's read stream stays open until every request read has
-    been answered (at most `drain_seconds`): a client that writes its requests and then
-    closes stdin still gets every answer."""
-    send, lines = anyio.create_memory_object_stream[bytes | _Rejected | None](0)
-    token = anyio.lowlevel.current_token()
-    thread = threading.Thread(
-        target=_reader, args=(source, limit, token, send), name="stdio reader", daemon=True
-    )
-    thread.start()
-    number = 0
-    async with read_writer, lines:
-        async for item in lines:
-            if item is None:
-                with anyio.move_on_after(drain_seconds):
-                    await pending.drained()
-                return
-            number += 1
-            if isinstance(item, bytes) and not item.strip():
-                continue  # a blank line is no request
-            try:
-                if isinstance(item, _Rejected):
-                    raise item
-                message = _parse_line(item)
-            except _Rejected as rejected:
-                await _answer(write_stream, number, rejected)
-            else:
-                if isinstance(message.message, types.JSONRPCRequest):
-                    pending.add(message.message.id)
-                await read_writer.send(message)
-
-
-@asynccontextmanager
-async def stdio_server(
+async def serve_stdio(
+    server: Server[Any],
     stdin: BinaryIO | None = None,
     stdout: anyio.AsyncFile[str] | None = None,
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
     drain_seconds: float = DRAIN_SECONDS,
-) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
-    """Serve MCP over stdin and stdout: ``async with stdio_server() as (read, write)``, then
-    ``await server.run(read, write, ...)``, as with the SDK's ``mcp.server.stdio.stdio_server``.
+) -> None:
+    """Serve `server` over stdio until stdin ends and every request read from it has been
+    answered (or `drain_seconds` have passed), answering every line (module docstring).
 
     Args:
-        stdin: the binary stream to read (default: the process's stdin, read through a
-            duplicate of its file descriptor).
-        stdout: the text stream to write (default: the SDK's, the process's stdout).
-        max_line_bytes: the longest line read, in bytes (default :data:`MAX_LINE_BYTES`).
-        drain_seconds: at the end of stdin, how long requests still in flight may take to be
-            answered before the read stream ends (default :data:`DRAIN_SECONDS`).
-
-    Every line gets an answer: a message goes to the server, anything else is answered with a
-    JSON-RPC error and logged (module docstring). The read stream ends when stdin has ended
-    and every request read from it has been answered (or `drain_seconds` have passed).
+        stdin: the binary stream to read (default: a duplicate of the process's fd 0).
+        stdout: the text stream to write (default: the process's stdout, which nothing else
+            may write to meanwhile).
+        max_line_bytes: the longest line read, in bytes.
+        drain_seconds: at the end of stdin, how long the requests in flight may take.
     """
-    # A reader of our own on a duplicate of fd 0: the reading thread may still hold its lock
-    # when the interpreter exits, and sys.stdin's would then be fatal to close. Never closed
-    # here for the same reason (a close waits for that lock); the process ends with it.
+    # Our own reader of fd 0, never closed: the reading thread may hold its lock when the
+    # interpreter exits, and closing sys.stdin (or this) would then wait for it.
     source = stdin if stdin is not None else open(os.dup(sys.stdin.fileno()), "rb")
-    # The SDK's transport reads an empty stdin of its own and is left the writing.
+    to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    items_in, items = anyio.create_memory_object_stream[_Item](0)
+    pending: set[types.RequestId] = set()  # requests handed to the server, not yet answered
+    ended, drained = anyio.Event(), anyio.Event()  # stdin ended; then every request answered
+
+    async def forward(out: Any) -> None:  # the server's messages and our errors, to stdout
+        async with from_server, out:
+            async for item in from_server:
+                await out.send(item)
+                if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+                    pending.discard(item.message.id)  # only once the writer has it
+                    if ended.is_set() and not pending:
+                        drained.set()
+
+    async def pump(answers: MemoryObjectSendStream[SessionMessage]) -> None:
+        async with to_server, answers, items:
+            async for item in items:
+                if isinstance(item, types.JSONRPCError):
+                    await answers.send(SessionMessage(item))
+                    continue
+                if isinstance(item.message, types.JSONRPCRequest):
+                    pending.add(item.message.id)
+                await to_server.send(item)
+            # A client may write its requests and close stdin at once: each is still answered.
+            ended.set()
+            if pending:
+                with anyio.move_on_after(drain_seconds):
+                    await drained.wait()
+
+    # The SDK's transport only writes: it is given an empty stdin of its own.
     empty = anyio.wrap_file(io.StringIO())
-    async with sdk_stdio_server(stdin=empty, stdout=stdout) as (_, write_stream):
-        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        answer_writer, answers = anyio.create_memory_object_stream[SessionMessage](0)
-        pending = _Pending()
-        async with anyio.create_task_group() as group:
-            group.start_soon(_forward, answers, write_stream, pending)
-            try:
-                async with anyio.create_task_group() as readers:
-                    readers.start_soon(
-                        _pump,
-                        source,
-                        max_line_bytes,
-                        read_writer,
-                        write_stream,
-                        pending,
-                        drain_seconds,
+    async with stdio_server(stdin=empty, stdout=stdout) as (_, out):
+        async with anyio.create_task_group() as writers:
+            writers.start_soon(forward, out)
+            thread_args = (source, max_line_bytes, anyio.lowlevel.current_token(), items_in)
+            threading.Thread(target=_read, args=thread_args, name="stdio", daemon=True).start()
+            async with anyio.create_task_group() as readers:
+                readers.start_soon(pump, write_stream.clone())
+                try:
+                    await server.run(
+                        read_stream, write_stream, server.create_initialization_options()
                     )
-                    try:
-                        yield read_stream, answer_writer
-                    finally:
-                        readers.cancel_scope.cancel()
-            finally:
-                answer_writer.close()  # _forward passes on what is left, then ends
+                finally:
+                    readers.cancel_scope.cancel()
+                    write_stream.close()  # forward passes on what is left, then ends
