@@ -7,7 +7,7 @@ own server (other fixtures, extra flags, or to inspect its output and exit code)
 wait until the port accepts connections (at most :data:`STARTUP_TIMEOUT` seconds; the test fails
 with the server's stderr if it exits first), and stop it with SIGTERM afterwards.
 
-``run_cli`` runs the CLI in-process (``projectops.cli._main.main``) with an environment the test
+``run_cli`` runs the CLI in-process (``projectops.cli.main``) with an environment the test
 controls; ``run_cli_process`` runs the real entry point, ``python -m projectops ...``, for the
 few tests where the process matters.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from projectops.cli._main import main
+from projectops.cli import main
 from tests.hypothesis_profiles import examples as _registers_the_profiles  # noqa: F401
 from tests.loopback import LOOPBACK, STARTUP_TIMEOUT, free_port, stop, wait_until_listening
 from tests.support import CLI_TIMEOUT, KEY, Recorder, RunCli, cli_env, make_handler

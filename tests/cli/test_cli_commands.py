@@ -17,7 +17,7 @@ import pytest
 from google.protobuf.message import Message
 
 import projectops
-from projectops import Operation, operation_path
+from projectops import Operation, conformance, mock, operation_path
 from projectops.cli import _operations as cli
 from projectops.cli._main import main
 from projectops.client.failures import failure
@@ -30,7 +30,6 @@ from projectops.client.http import (
     error_from_answer,
 )
 from projectops.commands import Command
-from projectops.mock import _command as server_commands
 from projectops.v1 import release_pb2
 from tests.support import KEY, Recorder
 
@@ -145,8 +144,9 @@ def test_help_lists_enum_choices_and_keeps_paragraphs(capsys: pytest.CaptureFixt
     assert "File an issue.\n\nSecond paragraph." in out
 
 
-def test_program_is_composed_of_both_layers_commands(capsys: pytest.CaptureFixture[str]) -> None:
-    names = [c.name for c in cli.commands()] + [c.name for c in server_commands.commands()]
+def test_program_is_composed_of_the_features_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    features = [*cli.commands(), conformance.command(), *mock.commands()]
+    names = [c.name for c in features]
     assert len(names) == len(set(names))
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
@@ -193,7 +193,7 @@ def test_errors_map_to_exit_codes_through_one_table(
         raise error
 
     failing = Command("fail", "fails", lambda parser: None, run)
-    monkeypatch.setattr(server_commands, "commands", lambda: [failing])
+    monkeypatch.setattr(mock, "commands", lambda: [failing])
     assert main(["fail"]) == code
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")

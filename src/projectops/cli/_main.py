@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import projectops
-from projectops import mock
+from projectops import conformance, mock
 from projectops.cli import _operations as cli
 from projectops.client import failures
 from projectops.client.failures import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
@@ -194,7 +194,7 @@ def _unknown_arguments(
 
 
 def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
-    return [*cli.commands(transport), *mock.commands()]
+    return [*cli.commands(transport), conformance.command(), *mock.commands()]
 
 
 def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.ArgumentParser:

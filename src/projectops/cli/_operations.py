@@ -36,7 +36,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
 from projectops._text import REDACTED, _unsafe, escape, escape_lines
-from projectops.client._retry import DEFAULT_RETRIES
+from projectops.client import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
 from projectops.commands import (
@@ -46,7 +46,6 @@ from projectops.commands import (
     warn_if_every_interface,
     whole,
 )
-from projectops.conformance._command import command as conformance_command
 from projectops.conventions import (
     API_KEY_ENV,
     API_KEY_HEADER,
@@ -155,7 +154,6 @@ def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
             connection=True,
             extra="mcp",
         ),
-        conformance_command(),
     ]
     return out
 
@@ -580,9 +578,9 @@ def _run_mcp(args: argparse.Namespace) -> int:
     if args.http:
         warn_if_every_interface(host)
 
-    from projectops.mcp import _server as mcp_server
+    from projectops import mcp
 
-    return mcp_server.run(
+    return mcp.run(
         http=args.http,
         host=host,
         port=port,
@@ -591,9 +589,7 @@ def _run_mcp(args: argparse.Namespace) -> int:
         max_response_bytes=args.max_response_bytes,
         retries=_retries(args),
         max_result_bytes=(
-            mcp_server.DEFAULT_MAX_RESULT_BYTES
-            if args.max_result_bytes is None
-            else args.max_result_bytes
+            mcp.DEFAULT_MAX_RESULT_BYTES if args.max_result_bytes is None else args.max_result_bytes
         ),
         drain_timeout=DEFAULT_DRAIN_TIMEOUT if args.drain_timeout is None else args.drain_timeout,
     )

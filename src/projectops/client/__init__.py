@@ -56,7 +56,7 @@ _WHERE = {
     "CallContext": "projectops.client.http",
     "CallNext": "projectops.client.http",
     "Client": "projectops.client.http",
-    "DEFAULT_RETRIES": "projectops.client.http",
+    "DEFAULT_RETRIES": "projectops.client._retry",  # no httpx: the CLI's help reads it
     "Interceptor": "projectops.client.http",
     "InvalidProxy": "projectops.client.http",
     "InvalidRequest": "projectops.client.http",
