@@ -1,9 +1,10 @@
 """OpenTelemetry spans and duration histograms of a call from the clients through a create_app
 server, in process (httpx.ASGITransport), recorded by the SDK's in-memory exporter and reader.
 
-The providers are given to both sides through ``projectops.telemetry.Telemetry`` instead of
-being set globally, so no other test of the process records anything; the trace context still
-travels through the global (default W3C) propagator, in the request's headers.
+The interceptors of both sides (``ClientTelemetry``, ``AsyncClientTelemetry``,
+``ServerTelemetry``) are given the providers instead of the global ones, so no other test of the
+process records anything; the trace context still travels through the global (default W3C)
+propagator, in the request's headers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import projectops
 from projectops import telemetry
 from projectops.client import AnswerTooLarge, AsyncClient, Client
 from projectops.server import OperationsServiceHandler, RequestContext, create_app
-from projectops.telemetry import Telemetry
+from projectops.telemetry import AsyncClientTelemetry, ClientTelemetry, ServerTelemetry
 from projectops.v1 import operations_pb2 as ops
 from tests.backoff import shorten_backoff
 
@@ -43,7 +44,6 @@ class Recorded:
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
         self.metrics = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.metrics])
-        self.telemetry = Telemetry(self.tracer_provider, self.meter_provider)
         self.current_in_handler: list[trace.SpanContext] = []
 
     def finished(self) -> list[ReadableSpan]:
@@ -93,9 +93,10 @@ def service(rec: Recorded) -> OperationsServiceHandler:
     return Service()
 
 
-def app_of(rec: Recorded, **kwargs: Any) -> Any:
-    kwargs.setdefault("telemetry", rec.telemetry)
-    return create_app(service(rec), authenticate={KEY: "demo"}.get, **kwargs)
+def app_of(rec: Recorded, *inner: Any, traced: bool = True) -> Any:
+    """The app, traced by ServerTelemetry (first) around the `inner` interceptors."""
+    first = [ServerTelemetry(rec.tracer_provider, rec.meter_provider)] if traced else []
+    return create_app(service(rec), authenticate={KEY: "demo"}.get, interceptors=[*first, *inner])
 
 
 def async_call(app: Any, rec: Recorded, op: str, request: dict[str, Any], key: str = KEY) -> Any:
@@ -104,7 +105,7 @@ def async_call(app: Any, rec: Recorded, op: str, request: dict[str, Any], key: s
             "http://test",
             key,
             retries=0,
-            interceptors=[telemetry.async_client_interceptor(rec.telemetry)],
+            interceptors=[AsyncClientTelemetry(rec.tracer_provider, rec.meter_provider)],
             transport=httpx.ASGITransport(app=app),
         ) as client:
             return await client.call(op, request)
@@ -166,7 +167,7 @@ def test_the_sync_client_joins_the_trace_too(rec: Recorded) -> None:
         "http://test",
         KEY,
         retries=0,
-        interceptors=[telemetry.client_interceptor(rec.telemetry)],
+        interceptors=[ClientTelemetry(rec.tracer_provider, rec.meter_provider)],
         transport=_SyncASGI(app_of(rec)),
     ) as client:
         client.call("list_rum_environments", {})
@@ -201,7 +202,7 @@ def test_a_call_failed_by_its_last_answer_records_that_answers_status(
         "http://test",
         KEY,
         max_response_bytes=10,
-        interceptors=[telemetry.client_interceptor(rec.telemetry), last_status],
+        interceptors=[ClientTelemetry(rec.tracer_provider, rec.meter_provider), last_status],
         transport=httpx.MockTransport(lambda request: next(answers)),
     ) as client:
         with pytest.raises(AnswerTooLarge):
@@ -228,13 +229,15 @@ def test_an_error_call_records_status_and_code(rec: Recorded) -> None:
     assert client.status.description == "failed_precondition"
     assert server.status.status_code is StatusCode.UNSET
 
+    # A refused key is answered before the interceptors (docs/contract.md §2.4): the server
+    # makes no span of it; the client's span records the answer.
     rec.spans.clear()
     with pytest.raises(projectops.Unauthenticated):
         async_call(app, rec, "list_rum_environments", {}, key="wrong-key")
-    client, server = by_kind(rec.finished())
-    assert server.attributes is not None
-    assert server.attributes["http.response.status_code"] == 401
-    assert server.attributes["projectops.error_code"] == "unauthenticated"
+    (client,) = rec.finished()
+    assert client.kind is SpanKind.CLIENT and client.attributes is not None
+    assert client.attributes["http.response.status_code"] == 401
+    assert client.attributes["projectops.error_code"] == "unauthenticated"
 
 
 def test_a_server_failure_marks_the_server_span_as_error(rec: Recorded) -> None:
@@ -242,9 +245,7 @@ def test_a_server_failure_marks_the_server_span_as_error(rec: Recorded) -> None:
         raise RuntimeError(f"boom {KEY} {VERSION}")
 
     with pytest.raises(projectops.Internal):
-        async_call(
-            app_of(rec, interceptors=[broken]), rec, "get_release_details", {"version": VERSION}
-        )
+        async_call(app_of(rec, broken), rec, "get_release_details", {"version": VERSION})
     _client, server = by_kind(rec.finished())
     assert server.attributes is not None
     assert server.attributes["http.response.status_code"] == 500
@@ -280,7 +281,7 @@ def test_neither_the_key_nor_the_body_reaches_any_span(rec: Recorded) -> None:
         async_call(app, rec, "get_release_details", {"version": VERSION + "-other"})
     with pytest.raises(projectops.Unauthenticated):
         async_call(app, rec, "get_release_details", {"version": VERSION}, key=KEY + "x")
-    assert len(rec.finished()) == 6
+    assert len(rec.finished()) == 5  # the refused key: a client span only
     assert_no_secret(rec)
 
 
@@ -291,9 +292,10 @@ def test_the_duration_histograms_have_a_point_per_operation(rec: Recorded) -> No
     async_call(app, rec, "list_rum_environments", {})
     for metric in ("rpc.server.duration", "rpc.client.duration"):
         points = rec.points(metric)
-        counts = {str(p.attributes["rpc.method"]): p.count for p in points}
+        counts = {str((p.attributes or {})["rpc.method"]): p.count for p in points}
         assert counts == {"GetReleaseDetails": 2, "ListRumEnvironments": 1}, metric
         for point in points:
+            assert point.attributes is not None
             assert point.attributes["rpc.service"] == SERVICE
             assert point.attributes["rpc.system"] == "projectops"
             assert 0 <= point.min <= point.max < 60_000  # milliseconds
@@ -311,18 +313,33 @@ def test_a_hostile_traceparent_starts_a_new_trace(rec: Recorded) -> None:
     assert span.parent is None
 
 
-def test_no_span_without_a_provider_or_when_turned_off(rec: Recorded) -> None:
-    op = projectops.operation("list_rum_environments")
+def test_no_span_without_a_provider_or_without_the_interceptor(rec: Recorded) -> None:
     # The global providers are the API's defaults in the tests: nothing to record into.
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-    assert telemetry.RpcTelemetry(op, "server").start() is None
-    assert telemetry.RpcTelemetry(op, "client").start() is None
+    app = create_app(service(rec), authenticate={KEY: "demo"}.get, interceptors=[ServerTelemetry()])
+    assert asyncio.run(_post(app)).status_code == 200
+    (current,) = rec.current_in_handler
+    assert not current.is_valid  # the handler ran in no span
+    assert asyncio.run(_post(app_of(rec, traced=False))).status_code == 200
+    assert rec.finished() == [] and rec.metrics.get_metrics_data() is None
 
-    answer = asyncio.run(_post(app_of(rec, telemetry=False)))
-    assert answer.status_code == 200
-    assert rec.finished() == []
-    with pytest.raises(TypeError, match="telemetry"):
-        create_app(service(rec), authenticate={KEY: "demo"}.get, telemetry="yes")  # type: ignore[arg-type]
+
+def test_the_tracer_and_histogram_are_looked_up_once(rec: Recorded) -> None:
+    looked_up: list[str] = []
+
+    class Counting(TracerProvider):
+        def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+            looked_up.append(args[0])
+            return rec.tracer_provider.get_tracer(*args, **kwargs)
+
+    app = create_app(
+        service(rec),
+        authenticate={KEY: "demo"}.get,
+        interceptors=[ServerTelemetry(Counting(), rec.meter_provider)],
+    )
+    for _ in range(3):
+        assert asyncio.run(_post(app)).status_code == 200
+    assert looked_up == ["projectops"] and len(rec.finished()) == 3
 
 
 def test_without_the_api_installed_nothing_is_imported_or_recorded(
@@ -333,7 +350,7 @@ def test_without_the_api_installed_nothing_is_imported_or_recorded(
     app = app_of(rec)
     assert asyncio.run(_post(app)).status_code == 200
     assert rec.finished() == []
-    sync = telemetry.client_interceptor(rec.telemetry)
+    sync = ClientTelemetry(rec.tracer_provider, rec.meter_provider)
     assert sync(None, None, lambda request, context: "passed") == "passed"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -45,9 +45,6 @@ from projectops.server._services import OperationsServiceHandler
 from projectops.server._threads import Callee, Pools, must_go_up
 from projectops.validation import validate
 
-if TYPE_CHECKING:
-    from projectops.telemetry import RpcTelemetry
-
 __all__ = ["Endpoint"]
 
 _POST = ALLOWED_METHOD
@@ -80,7 +77,6 @@ class Endpoint:
         timeout: float | None,
         pools: Pools,
         interceptors: tuple[ServerInterceptor, ...] = (),
-        telemetry: RpcTelemetry | None = None,
     ) -> None:
         self._op = op
         handler = _implementation(service, op)
@@ -90,7 +86,6 @@ class Endpoint:
         self._timeout = timeout
         self._pools = pools
         self._interceptors = interceptors
-        self._telemetry = telemetry
         # Who failed, as logged, and what the failure is answered with (a new exception each
         # time); worked out once, not per request.
         self._handler_what = f"the handler of {op.name}"
@@ -100,24 +95,8 @@ class Endpoint:
         self._interceptor_failed = partial(Refusal, INTERNAL_FAILURE, serving)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        call = None if self._telemetry is None else self._telemetry.start(_Carrier(scope))
-        if call is None:
-            response = await self._respond(scope, receive)
-            await response(scope, receive, send)
-            return
-        status: int | None = None
-        code: str | None = None
-        try:
-            response = await self._respond(scope, receive)
-            status = response.status_code
-            code = getattr(response, "error_code", None)
-            await response(scope, receive, send)
-        except BaseException as exc:
-            # Cancelled or stopped before the answer went out: the span still ends.
-            code = code or type(exc).__name__
-            raise
-        finally:
-            call.finish(status, code, failed=status is None or status >= 500)
+        response = await self._respond(scope, receive)
+        await response(scope, receive, send)
 
     async def _respond(self, scope: Scope, receive: Receive) -> Response | Json:
         # Route on the path as sent: "/api/mcp%2fx" decodes to an operation's path, but is not it.
@@ -291,29 +270,6 @@ class _Contained:
             return
         log_failure(self._what, exc, self._api_key)
         raise self._failed() from None
-
-
-class _Carrier(Mapping[str, str]):
-    """The request headers of an ASGI scope as the trace context propagator reads them (by
-    lower-case name); decoded only for the names it asks for."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, scope: Scope) -> None:
-        self._raw: list[tuple[bytes, bytes]] = scope["headers"]
-
-    def __getitem__(self, name: str) -> str:
-        wanted = name.lower().encode("latin-1")
-        for key, value in self._raw:
-            if key == wanted:
-                return value.decode("latin-1")
-        raise KeyError(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([key.decode("latin-1") for key, _ in self._raw])
-
-    def __len__(self) -> int:
-        return len(self._raw)
 
 
 class _RedactedHeaders(Mapping[str, str]):

@@ -11,7 +11,7 @@ checks and the content-type policy. Its parts, a module each below this one:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -29,9 +29,6 @@ from projectops.server._interceptors import (
 from projectops.server._replies import http_exception, logger
 from projectops.server._services import OperationsServiceHandler
 from projectops.server._threads import Pools
-
-if TYPE_CHECKING:
-    from projectops.telemetry import RpcTelemetry, Telemetry
 
 __all__ = [
     "Authenticate",
@@ -56,7 +53,6 @@ def create_app(
     strict: bool = False,
     handler_timeout: float | None = None,
     interceptors: Sequence[ServerInterceptor] = (),
-    telemetry: bool | Telemetry = True,
     operations: Sequence[Operation] | None = None,
 ) -> Starlette:
     """Build the ASGI app that serves `service` at the registry's paths (docs/contract.md §1,
@@ -84,12 +80,8 @@ def create_app(
             the handler returns (its result is dropped), so stuck handlers never grow the pool.
         interceptors: ``async def`` callables ``(request, context, call_next) -> response``
             wrapped around every rpc's handler, the first outermost (:class:`ServerInterceptor`).
-            `handler_timeout` bounds the handler only, not the interceptors.
-        telemetry: ``True`` (the default): one OpenTelemetry SERVER span per request that
-            reaches an operation's path, and a ``rpc.server.duration`` histogram (ms), when
-            ``opentelemetry-api`` is installed and a tracer (meter) provider is configured;
-            nothing otherwise (see :mod:`projectops.telemetry`). ``False``: never. A
-            :class:`~projectops.telemetry.Telemetry`: record to its providers.
+            `handler_timeout` bounds the handler only, not the interceptors. Tracing:
+            :class:`projectops.telemetry.ServerTelemetry` first.
         operations: the operations to serve (default: every operation of the registry,
             :func:`projectops.operations`); e.g. those of a schema built in a test, from
             :func:`projectops.registry.operation_of` of its rpcs.
@@ -108,12 +100,11 @@ def create_app(
 
     Raises:
         ValueError: `handler_timeout` is not a positive number of seconds.
-        TypeError: `handler_timeout` is not a number, `interceptors` is not a sequence of
-            callables, or `telemetry` is neither a bool nor a ``Telemetry``.
+        TypeError: `handler_timeout` is not a number, or `interceptors` is not a sequence of
+            callables.
     """
     _check_timeout(handler_timeout)
     chain = check_interceptors(interceptors)
-    recorders = _recorders(telemetry)
     # Limiters belong to one event loop: one per loop the app is served on.
     pools = Pools()
     routes = [
@@ -127,7 +118,6 @@ def create_app(
                 timeout=handler_timeout,
                 pools=pools,
                 interceptors=chain,
-                telemetry=None if recorders is None else recorders(op),
             ),
         )
         for op in (registry_operations() if operations is None else operations)
@@ -146,17 +136,3 @@ def _check_timeout(timeout: object) -> None:
     if not timeout > 0:  # NaN too
         raise ValueError(f"handler_timeout must be a positive number of seconds, not {timeout}")
 
-
-def _recorders(telemetry: object) -> Callable[[Operation], RpcTelemetry] | None:
-    """How to build each operation's span and histogram, or None when nothing can be recorded
-    (turned off, or ``opentelemetry-api`` missing: then no request ever looks at telemetry)."""
-    from projectops import telemetry as otel
-
-    if telemetry is False:
-        return None
-    if telemetry is not True and not isinstance(telemetry, otel.Telemetry):
-        raise TypeError(f"telemetry must be True, False or a Telemetry, not {telemetry!r}")
-    if not otel.available():
-        return None
-    given = None if telemetry is True else telemetry
-    return lambda op: otel.RpcTelemetry(op, "server", given)
