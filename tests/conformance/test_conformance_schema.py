@@ -26,6 +26,7 @@ from projectops.fixtures import FixtureAnswer, FixtureProject, request_key
 from projectops.registry import Operation, operation_of
 from projectops.server import create_app
 from tests.conformance.test_conformance import (
+    CANNOT_APPLY,
     TESTED_ON_A_SYNTHETIC_SCHEMA,
     TIMEOUT,
     _Answer,
@@ -149,6 +150,12 @@ def test_a_server_of_another_schema_fails_exactly_the_checks_of_its_breakage(
     # Both request forms are really tried, not skipped for want of such a field.
     for check_id in TESTED_ON_A_SYNTHETIC_SCHEMA:
         assert status[check_id] == ("failed" if check_id in expected else "passed")
-    # The schema has no REQUIRED field: only the checks of one are skipped.
-    skipped = {c.id for c in report.checks if c.status == "skipped"}
-    assert skipped == {"request.required", "errors.violation-paths"}
+    # The schema has no REQUIRED field, enum or timestamp: only the checks of those are skipped.
+    skipped = {c.id: c.detail for c in report.checks if c.status == "skipped"}
+    assert set(skipped) == {
+        "request.required",
+        "errors.violation-paths",
+        "json.enum-names",
+        "json.timestamps",
+    }
+    assert all(any(why in detail for why in CANNOT_APPLY) for detail in skipped.values())

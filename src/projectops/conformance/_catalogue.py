@@ -1,42 +1,44 @@
-"""The checks of ``projectops conformance``, as far as they need no HTTP: the catalogue of check
-ids, the walk of an answer's raw JSON alongside its descriptor, and the request variants.
+"""The checks of ``projectops conformance`` that need no HTTP: the catalogue, the judging of one
+answer (:func:`judge_answer`, which the runner and the proxy share), and the request variants.
+Everything is derived from the descriptors; no operation, path or field is named here.
 
-Everything is derived from the descriptors (no operation, path or field name is written here).
-The client layer's runner (:mod:`projectops.conformance._runner`) sends the requests and
-judges the answers with these functions.
-
-The JSON-mapping checks (``docs/contract.md`` §3.1) read the answer as parsed JSON, before any
-decoding into a message, since a lenient decoder accepts the very forms they refuse (a proto
-field name, a 64-bit integer as a number, an enum as a number, any RFC 3339 offset). No regular
-expression runs over the answer: the walk goes field by field, and timestamps are checked
-character by character.
+The JSON-mapping checks (``docs/contract.md`` §3.1) read the answer as parsed JSON, not as a
+decoded message, since a lenient decoder accepts the very forms they refuse. The answer is
+parsed only after the codec's decode-cost guard, and no regular expression runs over it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any, Literal, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from projectops._wire import elements, is_map, join
+from projectops._wire import elements, is_map, join, value_form
 from projectops.answers import ERROR_CASES
-from projectops.codec import read_error_body, to_dict
-from projectops.errors import HTTP_STATUS_BY_CODE, Code
+from projectops.codec import from_json, parse_json, read_error_body, to_dict
+from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
 from projectops.registry import Operation
-from projectops.validation import is_required
+from projectops.v1.error_pb2 import ErrorResponse
+from projectops.validation import BLANK, is_required
 
 __all__ = [
+    "BLANK_TRIES",
     "CHECKS",
     "JSON_CHECKS",
     "MAX_PROBLEMS",
     "CheckSpec",
     "Level",
+    "Verdict",
     "error_problem",
     "int64_as_numbers",
+    "judge_answer",
     "mapping_problems",
     "proto_names",
     "required_fields",
@@ -50,18 +52,16 @@ Level = Literal["must", "should"]
 #: Problems of one kind kept per answer (the first ones, in the order of the walk).
 MAX_PROBLEMS = 5
 
+#: The blank values a REQUIRED string is sent with: a space, then every character of
+#: ``docs/contract.md`` §4.2 (:data:`projectops.validation.BLANK`) in two strings.
+BLANK_TRIES = (" ", BLANK[: len(BLANK) // 2], BLANK[len(BLANK) // 2 :])
+
 
 @dataclass(frozen=True)
 class CheckSpec:
-    """One check of the catalogue.
-
-    Attributes:
-        id: the check's id in the report, e.g. ``auth.no-key``.
-        level: ``must`` or ``should``.
-        rule: what it holds the server to, one sentence, with the contract's section.
-        needs_success: whether it judges 200 answers, so it is skipped for an operation
-            without a request known to succeed (``--fixtures``).
-    """
+    """One check: its `id` (``auth.no-key``), `level`, the `rule` it holds the server to (one
+    sentence with the contract's section), and whether it judges 200 answers
+    (`needs_success`: skipped for an operation without a request known to succeed)."""
 
     id: str
     level: Level
@@ -69,108 +69,60 @@ class CheckSpec:
     needs_success: bool = False
 
 
-_CATALOGUE = (
-    CheckSpec("auth.no-key", "must", "a request without the key header gets 401 (§2.3)"),
-    CheckSpec("auth.wrong-key", "must", "a request with an unknown key gets 401 (§2.3)"),
-    CheckSpec("auth.before-body", "must", "no key and a malformed body get 401, not 400 (§2.4)"),
-    CheckSpec(
-        "request.required",
-        "must",
-        "a REQUIRED field missing or blank gets 400 with a message (§4.1, §4.2, §4.3)",
-    ),
-    CheckSpec(
-        "request.not-object", "must", "a body that is not a JSON object gets 400 (§1.2, §3.5)"
-    ),
-    CheckSpec(
-        "fixtures.response",
-        "must",
-        "each fixture request is answered 200 with the fixture's response message",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "response.decodes",
-        "must",
-        "every 200 answer decodes strictly as the response message (§1.2, §3.4)",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "auth.scope-headers",
-        "must",
-        "Project-Id/Organization-Id headers that disagree with the key change nothing (§2.2)",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "json.camel-case",
-        "must",
-        "answers name fields in lowerCamelCase (§3.1)",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "json.int64-strings",
-        "must",
-        "answers write 64-bit integers as decimal strings (§3.1)",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "json.enum-names",
-        "must",
-        "answers write enum values as their names (§3.1)",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "json.timestamps",
-        "must",
-        "answers write timestamps as RFC 3339 in UTC with Z and 0, 3, 6 or 9 fraction digits "
-        "(§3.1)",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "errors.error-response",
-        "should",
-        "every non-2xx answer is an ErrorResponse whose code is known and whose status is that "
-        "code's (§5.1, §5.2, §5.4)",
-    ),
-    CheckSpec(
-        "errors.violation-paths",
-        "should",
-        "a missing REQUIRED field's 400 names the field's path in a violation (§4.3, §4.4)",
-    ),
-    CheckSpec(
-        "request.proto-names",
-        "should",
-        "a request with proto field names gets the answer of its camelCase form (§3.2)",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "request.int64-numbers",
-        "should",
-        "a request with 64-bit integers as numbers gets the answer of its canonical form (§3.2)",
-        needs_success=True,
-    ),
-    CheckSpec(
-        "request.unknown-fields",
-        "should",
-        "a request with an unknown field gets the answer of the request without it (§3.3)",
-        needs_success=True,
-    ),
-    CheckSpec("http.method", "should", "any method but POST gets 405 with Allow: POST (§5.4)"),
-    CheckSpec(
-        "http.unknown-path", "should", "a path under /api/mcp/ that is no operation's gets 404"
-    ),
-    CheckSpec("http.body-limit", "should", "a body over 1 MiB gets 413 (§6)"),
-)
+# id, level, "200" when it judges 200 answers (needs_success) else "-", the rule.
+_CATALOGUE = """
+auth.no-key must - a request without the key header gets 401 (§2.3)
+auth.wrong-key must - a request with an unknown key gets 401 (§2.3)
+auth.before-body must - no key and a malformed body get 401, not 400 (§2.4)
+request.required must - a REQUIRED field missing, or blank in any white space of §4.2, gets 400 \
+invalid_argument with a message (§4.1, §4.2, §4.3)
+request.not-object must - a body that is not a JSON object gets 400 (§1.2, §3.5)
+fixtures.response must 200 each fixture request is answered 200 with the fixture's response
+response.decodes must 200 every 200 answer decodes strictly as the response message (§1.2, §3.4)
+auth.scope-headers must 200 Project-Id/Organization-Id headers that disagree with the key change \
+nothing (§2.2)
+json.camel-case must 200 answers name fields in lowerCamelCase (§3.1)
+json.int64-strings must 200 answers write 64-bit integers as decimal strings (§3.1)
+json.enum-names must 200 answers write enum values as their names (§3.1)
+json.timestamps must 200 answers write timestamps as RFC 3339 in UTC with Z and 0, 3, 6 or 9 \
+fraction digits (§3.1)
+json.zero-values must 200 answers write every field without presence, zero values too (§3.1)
+errors.error-response should - every non-2xx answer is an ErrorResponse whose code is known and \
+whose status is that code's (§5.1, §5.2, §5.4)
+errors.violation-paths should - a missing or blank REQUIRED field's 400 names its path in a \
+violation (§4.3, §4.4)
+request.proto-names should 200 a request with proto field names gets the answer of its camelCase \
+form (§3.2)
+request.int64-numbers should 200 a request with 64-bit integers as numbers gets the answer of its \
+canonical form (§3.2)
+request.unknown-fields should 200 a request with an unknown field gets the answer of the request \
+without it (§3.3)
+http.method should - any method but POST gets 405 with Allow: POST (§5.4)
+http.unknown-path should - a path under /api/mcp/ that is no operation's gets 404 (§5.4)
+http.body-limit should - a body over the size limit gets 413 (§6)
+"""
 
 #: Check id -> its spec, in the order a report lists them per operation.
-CHECKS: Mapping[str, CheckSpec] = {spec.id: spec for spec in _CATALOGUE}
+CHECKS: Mapping[str, CheckSpec] = {
+    spec.id: spec
+    for spec in (
+        CheckSpec(i, cast(Level, level), rule, needs == "200")
+        for i, level, needs, rule in (
+            line.split(" ", 3) for line in _CATALOGUE.strip().splitlines()
+        )
+    )
+}
 
-_CAMEL, _INT64, _ENUM, _TIME = (
+_DECODES, _ERRORS = "response.decodes", "errors.error-response"
+_CAMEL, _INT64, _ENUM, _TIME, _ZERO = (
     "json.camel-case",
     "json.int64-strings",
     "json.enum-names",
     "json.timestamps",
+    "json.zero-values",
 )
 #: The ids of the JSON-mapping checks :func:`mapping_problems` reports on.
-JSON_CHECKS = (_CAMEL, _INT64, _ENUM, _TIME)
+JSON_CHECKS = (_CAMEL, _INT64, _ENUM, _TIME, _ZERO)
 
 _INT64_TYPES = frozenset(
     {
@@ -182,23 +134,44 @@ _INT64_TYPES = frozenset(
     }
 )
 _INT64_WRAPPERS = frozenset({"google.protobuf.Int64Value", "google.protobuf.UInt64Value"})
-_TIMESTAMP = "google.protobuf.Timestamp"
+_WHAT = {
+    _TIME: "{} is not RFC 3339 in UTC with Z",
+    _INT64: "the 64-bit integer {} is a JSON number, not a string",
+    _ENUM: "the enum value {} is a number, not a name",
+}
 
 
-def mapping_problems(data: Any, descriptor: Descriptor) -> dict[str, list[str]]:
-    """What in the parsed JSON `data` of a message of `descriptor` breaks the JSON mapping.
+@cache
+def _fields(message: Descriptor) -> tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]:
+    return {fd.json_name: fd for fd in message.fields}, {fd.name: fd for fd in message.fields}
 
-    Args:
-        data: the answer as ``json.loads`` returned it (an object is a ``dict``).
-        descriptor: the message it should be (the operation's response).
 
-    Returns:
-        Check id of :data:`JSON_CHECKS` -> up to :data:`MAX_PROBLEMS` problems, each
-        ``"<field path>: <what>"`` (the path in the answer's own names); every id is present.
-        A key that is no field of the message (by either name) is skipped: a newer server may
-        add fields (§3.3). Values of the wrong JSON type are the decoder's to report.
+@cache
+def _kind(fd: FieldDescriptor) -> str | None:
+    """The check that one value of `fd` (a map's value field, for a map) falls under."""
+    name = fd.message_type.full_name if fd.message_type is not None else ""
+    if name == "google.protobuf.Timestamp":
+        return _TIME
+    if name in _INT64_WRAPPERS or (fd.message_type is None and fd.type in _INT64_TYPES):
+        return _INT64
+    if fd.enum_type is not None and fd.enum_type.full_name != "google.protobuf.NullValue":
+        return _ENUM
+    return None
+
+
+def mapping_problems(
+    data: Any, descriptor: Descriptor, examined: set[str] | None = None
+) -> dict[str, list[str]]:
+    """What in the parsed JSON `data` of a `descriptor` message breaks the JSON mapping.
+
+    Returns check id of :data:`JSON_CHECKS` (every id present) -> up to :data:`MAX_PROBLEMS`
+    problems, each ``"<field path>: <what>"`` in the answer's own names. A key that is no
+    field (by either name) is skipped: a newer server may add fields (§3.3); values of the
+    wrong JSON type are the decoder's to report. `examined` gets the ids `data` held something
+    for (an int64 value, a field whose two names differ, ...).
     """
     found: dict[str, list[str]] = {check: [] for check in JSON_CHECKS}
+    seen = set() if examined is None else examined
 
     def note(check: str, path: str, what: str) -> None:
         if len(found[check]) < MAX_PROBLEMS:
@@ -210,31 +183,38 @@ def mapping_problems(data: Any, descriptor: Descriptor) -> dict[str, list[str]]:
         value, message, path = stack.pop()
         if not isinstance(value, dict):
             continue
-        by_json = {fd.json_name: fd for fd in message.fields}
-        by_name = {fd.name: fd for fd in message.fields}
+        by_json, by_name = _fields(message)
+        for fd in message.fields:
+            written = fd.json_name in value or fd.name in value
+            if not fd.has_presence:
+                seen.add(_ZERO)
+                if not written:
+                    note(_ZERO, join(path, fd.json_name), "not written (it has no presence)")
+            if written and fd.json_name != fd.name:
+                seen.add(_CAMEL)
         for key, item in value.items():
-            fd = by_json.get(key)
-            if fd is None:
-                fd = by_name.get(key)
-                if fd is None:
-                    continue
-                note(_CAMEL, join(path, key), f"written {key!r}, not {fd.json_name!r}")
-            if item is None:
+            found_fd = by_json.get(key) or by_name.get(key)
+            if found_fd is None:
                 continue
-            field_path = join(path, key)
-            if is_map(fd):
-                if not isinstance(item, dict):
-                    continue
-                target = cast(Descriptor, fd.message_type).fields_by_name["value"]
-            else:
-                if fd.is_repeated and not isinstance(item, list):
-                    continue
-                target = fd
-            for element_path, _, element in elements(fd, item, field_path):
-                for check, what in _value_problems(target, element):
-                    note(check, element_path, what)
+            fd = found_fd
+            if key != fd.json_name:
+                note(_CAMEL, join(path, key), f"written {key!r}, not {fd.json_name!r}")
+            if item is None or (
+                fd.is_repeated and not isinstance(item, dict if is_map(fd) else list)
+            ):
+                continue
+            target = cast(Descriptor, fd.message_type).fields_by_name["value"] if is_map(fd) else fd
+            kind, inner = _kind(target), value_form(fd).message
+            for element_path, _, element in elements(fd, item, join(path, key)):
+                if kind is not None and element is not None:
+                    seen.add(kind)
+                    if kind == _TIME:
+                        bad = isinstance(element, str) and not rfc3339_utc(element)
+                    else:
+                        bad = isinstance(element, int | float) and not isinstance(element, bool)
+                    if bad:
+                        note(kind, element_path, _WHAT[kind].format(_shown(element)))
                 # Well-known types have forms of their own, checked above or not at all.
-                inner = target.message_type
                 if inner is not None and not inner.full_name.startswith("google.protobuf."):
                     stack.append((element, inner, element_path))
     return found
@@ -253,7 +233,10 @@ def error_problem(status: int, body: bytes | str) -> str | None:
     """Why a non-2xx answer of `status` with `body` breaks ``errors.error-response`` (§5.1,
     §5.2, §5.4): not an ErrorResponse, an unknown code, or a code answered with another
     status; ``None`` when it keeps the rule."""
-    error = read_error_body(body)
+    return _error_problem(status, read_error_body(body))
+
+
+def _error_problem(status: int, error: ErrorResponse | None) -> str | None:
     if error is None:
         return "not an ErrorResponse"
     if error.code not in _CODES:
@@ -263,20 +246,62 @@ def error_problem(status: int, body: bytes | str) -> str | None:
     return None
 
 
-def _value_problems(fd: FieldDescriptor, value: Any) -> Iterator[tuple[str, str]]:
-    """``(check id, what)`` for one value of `fd` (an element, for a list or map)."""
-    if value is None:
-        return
-    kind = fd.message_type.full_name if fd.message_type is not None else ""
-    if kind == _TIMESTAMP:
-        if isinstance(value, str) and not rfc3339_utc(value):
-            yield _TIME, f"{_shown(value)} is not RFC 3339 in UTC with Z"
-    elif kind in _INT64_WRAPPERS or (fd.message_type is None and fd.type in _INT64_TYPES):
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            yield _INT64, f"the 64-bit integer {_shown(value)} is a JSON number, not a string"
-    elif fd.enum_type is not None and fd.enum_type.full_name != "google.protobuf.NullValue":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            yield _ENUM, f"the enum value {_shown(value)} is a number, not a name"
+@dataclass
+class Verdict:
+    """What one answer showed (:func:`judge_answer`).
+
+    Attributes:
+        problems: check id -> what breaks it (only ids with a problem).
+        examined: the ids the answer held something for; a check passes only on an answer
+            that examined it.
+        message: a 200 answer decoded leniently; ``None`` when it does not decode.
+        error: a non-2xx answer's ``ErrorResponse``, or ``None``.
+        digest: a digest of the answer's JSON in a canonical form (of its bytes when it is
+            not JSON), to tell whether two answers are the same.
+    """
+
+    problems: dict[str, list[str]] = field(default_factory=dict)
+    examined: set[str] = field(default_factory=set)
+    message: Message | None = None
+    error: ErrorResponse | None = None
+    digest: str = ""
+
+
+def judge_answer(response_type: type[Message], status: int, body: bytes) -> Verdict:
+    """Judge one whole answer (`status`, `body`) to an operation whose response message is
+    `response_type`: ``response.decodes`` and :data:`JSON_CHECKS` for a 200, ``errors.error-
+    response`` for any other status but 2xx. Parses the body at most once, after the codec's
+    decode-cost guard (a refused body is a ``response.decodes`` problem). Never raises."""
+    verdict = Verdict(digest=hashlib.sha256(body).hexdigest())
+    if status != 200:
+        if not 200 <= status < 300:
+            verdict.examined.add(_ERRORS)
+            verdict.error = read_error_body(body)
+            problem = _error_problem(status, verdict.error)
+            if problem is not None:
+                verdict.problems[_ERRORS] = [problem]
+        return verdict
+    verdict.examined.add(_DECODES)
+    name = response_type.__name__
+    try:
+        data = parse_json(body, response_type)
+    except InvalidArgument as exc:
+        verdict.problems[_DECODES] = [f"not a {name}: {exc.message}"]
+        return verdict
+    verdict.digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    try:
+        verdict.message = from_json(data, response_type, strict=True)
+    except InvalidArgument as exc:
+        verdict.problems[_DECODES] = [f"not a {name}: {exc.message}"]
+        try:
+            verdict.message = from_json(data, response_type)
+        except InvalidArgument:
+            pass
+    descriptor = cast(Descriptor, response_type.DESCRIPTOR)
+    for check, found in mapping_problems(data, descriptor, verdict.examined).items():
+        if found:
+            verdict.problems[check] = found
+    return verdict
 
 
 def _shown(value: Any) -> str:
@@ -287,22 +312,17 @@ def _shown(value: Any) -> str:
 def rfc3339_utc(text: str) -> bool:
     """Whether `text` is a timestamp as §3.1 writes it: ``YYYY-MM-DDTHH:MM:SS``, then no
     fraction or one of 3, 6 or 9 digits, then ``Z``, naming a real date and time."""
-    if len(text) > 30 or not text.endswith("Z"):
-        return False
     whole, fraction = text[:19], text[19:-1]
-    if fraction:
-        digits = fraction[1:]
-        if fraction[0] != "." or len(digits) not in (3, 6, 9) or not _digits(digits):
-            return False
-    if len(whole) != 19:
+    if len(text) > 30 or not text.endswith("Z") or len(whole) != 19:
         return False
-    separators = {4: "-", 7: "-", 10: "T", 13: ":", 16: ":"}
-    for i, char in enumerate(whole):
-        if i in separators:
-            if char != separators[i]:
-                return False
-        elif not "0" <= char <= "9":
-            return False
+    if fraction and (fraction[0] != "." or len(fraction) not in (4, 7, 10)):
+        return False
+    form = "dddd-dd-ddTdd:dd:dd" + "d" * (len(fraction) - 1)
+    if not all(
+        c == f or (f == "d" and "0" <= c <= "9")
+        for c, f in zip(whole + fraction[1:], form, strict=True)
+    ):
+        return False
     try:
         datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S")
     except ValueError:
@@ -310,35 +330,28 @@ def rfc3339_utc(text: str) -> bool:
     return True
 
 
-def _digits(text: str) -> bool:
-    return all("0" <= char <= "9" for char in text)
-
-
 def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:
-    """The top-level request fields of `op` marked ``(google.api.field_behavior) = REQUIRED``
-    (a nested one is required only once its parent is set, which no generic request does)."""
+    """The top-level request fields of `op` marked REQUIRED (a nested one is required only
+    once its parent is set, which no generic request does)."""
     descriptor = cast(Descriptor, op.request_type.DESCRIPTOR)
     return tuple(fd for fd in descriptor.fields if is_required(fd))
 
 
 def unknown_field_name(descriptor: Descriptor) -> str:
     """A field name that `descriptor` does not know by either of its names."""
-    known = {fd.json_name for fd in descriptor.fields} | {fd.name for fd in descriptor.fields}
+    by_json, by_name = _fields(descriptor)
     name = "conformanceUnknownField"
-    while name in known:
+    while name in by_json or name in by_name:
         name += "X"
     return name
 
 
-def _rewrite(
-    data: Mapping[str, Any], descriptor: Descriptor, *, proto: bool, numbers: bool
-) -> tuple[dict[str, Any], int]:
-    """A copy of the canonical JSON `data` of a `descriptor` message with fields named by their
-    proto names (`proto`) and 64-bit integers as JSON numbers (`numbers`); and how many values
-    or names changed."""
-    changed = 0
-    out: dict[str, Any] = {}
-    by_json = {fd.json_name: fd for fd in descriptor.fields}
+def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> tuple[Any, int]:
+    """The canonical JSON object `data` of a `descriptor` message with fields named by their
+    proto names (`proto`) and 64-bit integers as JSON numbers (`numbers`); and how many names
+    or values changed."""
+    changed, out = 0, {}
+    by_json, _ = _fields(descriptor)
     for key, value in data.items():
         fd = by_json.get(key)
         if fd is None:
@@ -346,43 +359,37 @@ def _rewrite(
             continue
         name = fd.name if proto else key
         changed += name != key
-        target = fd.message_type.fields_by_name["value"] if is_map(fd) else fd  # type: ignore[union-attr]
-
-        def convert(item: Any, target: FieldDescriptor = target) -> Any:
-            nonlocal changed
-            if target.message_type is not None:
-                full = target.message_type.full_name
-                if isinstance(item, dict) and not full.startswith("google.protobuf."):
-                    inner, count = _rewrite(item, target.message_type, proto=proto, numbers=numbers)
-                    changed += count
-                    return inner
-                if numbers and full in _INT64_WRAPPERS and isinstance(item, str):
-                    changed += 1
-                    return int(item)
-                return item
-            if numbers and target.type in _INT64_TYPES and isinstance(item, str):
-                changed += 1
-                return int(item)
-            return item
-
-        if is_map(fd) and isinstance(value, dict):
-            out[name] = {k: convert(v) for k, v in value.items()}
-        elif fd.is_repeated and isinstance(value, list):
-            out[name] = [convert(v) for v in value]
-        else:
-            out[name] = convert(value)
+        target = cast(Descriptor, fd.message_type).fields_by_name["value"] if is_map(fd) else fd
+        inner = value_form(fd).message
+        converted = {}
+        for _, at, item in elements(fd, value, ""):
+            if (
+                inner is not None
+                and isinstance(item, dict)
+                and not inner.full_name.startswith("google.protobuf.")
+            ):
+                item, count = _rewrite(item, inner, proto, numbers)
+                changed += count
+            elif numbers and _kind(target) == _INT64 and isinstance(item, str):
+                item, changed = int(item), changed + 1
+            converted[at] = item
+        out[name] = (
+            converted
+            if is_map(fd)
+            else list(converted.values())
+            if fd.is_repeated
+            else converted[None]
+        )
     return out, changed
 
 
 def proto_names(request: Message) -> tuple[dict[str, Any], int]:
     """`request`'s JSON object with every field named by its proto name (``detailed_results``,
     not ``detailedResults``); and how many names differ from the canonical form."""
-    descriptor = cast(Descriptor, request.DESCRIPTOR)
-    return _rewrite(to_dict(request), descriptor, proto=True, numbers=False)
+    return _rewrite(to_dict(request), cast(Descriptor, request.DESCRIPTOR), True, False)
 
 
 def int64_as_numbers(request: Message) -> tuple[dict[str, Any], int]:
-    """`request`'s JSON object with every 64-bit integer as a JSON number, not a string; and
-    how many values changed (0: the request sets no 64-bit integer)."""
-    descriptor = cast(Descriptor, request.DESCRIPTOR)
-    return _rewrite(to_dict(request), descriptor, proto=False, numbers=True)
+    """`request`'s JSON object with every 64-bit integer as a JSON number; and how many
+    values changed (0: the request sets no 64-bit integer)."""
+    return _rewrite(to_dict(request), cast(Descriptor, request.DESCRIPTOR), False, True)

@@ -60,6 +60,18 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "known to succeed (without one, the checks of 200 answers are skipped)",
     )
     parser.add_argument(
+        "--operation",
+        metavar="NAME",
+        action="append",
+        help="check only this operation (its name, tool name or path; repeatable)",
+    )
+    parser.add_argument(
+        "--junit-xml",
+        metavar="FILE",
+        help="also write the report to FILE as JUnit XML (one testcase per operation and "
+        "check), which CI systems show",
+    )
+    parser.add_argument(
         "--deadline",
         metavar="SECONDS",
         type=seconds,
@@ -71,7 +83,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _api_key() -> str:
-    from projectops.client._errors import usable_api_key
+    from projectops.client import usable_api_key
 
     return usable_api_key((os.environ.get(API_KEY_ENV) or "").strip())
 
@@ -104,9 +116,14 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
     base_url = args.base_url or os.environ.get(BASE_URL_ENV)
     if not base_url:
         raise UsageError(f"no server to check: give --base-url URL or set {BASE_URL_ENV}")
-    from projectops.conformance._report import write_report
+    from projectops.conformance._report import junit_xml, write_report
     from projectops.conformance._runner import run_checks
+    from projectops.registry import UnknownOperationError, operation
 
+    try:
+        ops = None if args.operation is None else [operation(name) for name in args.operation]
+    except UnknownOperationError as exc:
+        raise UsageError(f"--operation: {outside_text(str(exc), 500)}") from None
     report = run_checks(
         base_url,
         key,
@@ -115,6 +132,16 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         max_response_bytes=args.max_response_bytes,
         transport=transport,
         deadline=args.deadline,
+        of=ops,
     )
     write_report(report, args.json, base_url)
+    if args.junit_xml is not None:
+        try:
+            with open(args.junit_xml, "wb") as file:
+                file.write(junit_xml(report, base_url))
+        except OSError as exc:
+            shown = outside_text(args.junit_xml, 200)
+            raise UsageError(
+                f"--junit-xml {shown}: {outside_text(exc.strerror or str(exc), 200)}"
+            ) from None
     return EXIT_CONFORMANCE_FAILED if report.must_failed or report.stopped else EXIT_OK

@@ -1,34 +1,29 @@
-"""The report of ``projectops conformance``: each check's result, the run's counts, and the
-lines or JSON the command prints."""
+"""The report of ``projectops conformance``: each check's result, the run's counts, and what the
+command writes: lines, JSON, and JUnit XML as pytest writes it."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
+from xml.etree import ElementTree
 
-from projectops._text import outside_text
+from projectops._text import escape, outside_text
 from projectops.conventions import normalize_base_url
 
-__all__ = ["CheckResult", "Report", "Status", "write_report"]
+__all__ = ["CheckResult", "Report", "Status", "junit_xml", "write_report"]
 
 Status = Literal["passed", "failed", "skipped"]
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The outcome of one check for one operation.
-
-    Attributes:
-        id: the check id (:data:`projectops.conformance.CHECKS`), e.g. ``auth.no-key``.
-        operation: the operation name, e.g. ``get_release_details``.
-        level: ``must`` or ``should``.
-        status: ``passed``, ``failed`` or ``skipped``.
-        detail: why it failed (what was sent, what came back) or was skipped; ``""`` when
-            it passed. Escaped, cut and with the key redacted.
-    """
+    """The outcome of one check for one operation: the check `id`
+    (:data:`projectops.conformance.CHECKS`), the `operation` name, the check's `level`, its
+    `status`, and the `detail` of a failure (what was sent, what came back) or of a skip;
+    ``""`` when it passed. Escaped, cut and with the key redacted."""
 
     id: str
     operation: str
@@ -38,29 +33,27 @@ class CheckResult:
 
     def as_json(self) -> dict[str, str]:
         """The report's entry: ``{"id", "operation", "level", "status", "detail"}``."""
-        return {
-            "id": self.id,
-            "operation": self.operation,
-            "level": self.level,
-            "status": self.status,
-            "detail": self.detail,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class Report:
-    """Every check of a run, and how many requests it sent.
+    """Every check of a run.
 
     Attributes:
         checks: one result per check and operation.
         requests: how many requests the run sent.
         stopped: the run's deadline in seconds when it passed before every check ran (those
             not run are ``skipped``, saying so); ``None`` when the run was complete.
+        unimplemented: the operations answered 501 ``unimplemented``.
+        seconds: how long the run took.
     """
 
     checks: tuple[CheckResult, ...]
     requests: int
     stopped: float | None = None
+    unimplemented: tuple[str, ...] = ()
+    seconds: float = 0.0
 
     def count(self, status: Status) -> int:
         """How many checks have `status`."""
@@ -72,13 +65,14 @@ class Report:
         return any(c.status == "failed" and c.level == "must" for c in self.checks)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"passed": n, "failed": n, "skipped": n, "stopped": bool, "checks": [...]}``
-        (``stopped``: the deadline passed before every check ran)."""
+        """``{"passed": n, "failed": n, "skipped": n, "stopped": bool, "unimplemented":
+        [operation, ...], "checks": [...]}`` (``stopped``: by the deadline)."""
         return {
             "passed": self.count("passed"),
             "failed": self.count("failed"),
             "skipped": self.count("skipped"),
             "stopped": self.stopped is not None,
+            "unimplemented": list(self.unimplemented),
             "checks": [check.as_json() for check in self.checks],
         }
 
@@ -90,24 +84,58 @@ def write_report(report: Report, as_json: bool, base_url: str) -> None:
     if as_json:
         write(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")
         return
-    _write_lines(report.checks)
+    op_width = max((len(c.operation) for c in report.checks), default=0)
+    id_width = max((len(c.id) for c in report.checks), default=0)
+    for check in report.checks:
+        line = f"{check.operation:<{op_width}}  {check.id:<{id_width}}  {check.status}"
+        line += f" ({check.level})" if check.status == "failed" else ""
+        write(line + (f": {check.detail}" if check.detail else "") + "\n")
     must = sum(1 for c in report.checks if c.status == "failed" and c.level == "must")
     write(
         f"{report.count('passed')} passed, {report.count('failed')} failed ({must} must), "
         f"{report.count('skipped')} skipped; {report.requests} requests sent to "
         f"{outside_text(normalize_base_url(base_url), 200)}"
+        + (f"; unimplemented: {', '.join(report.unimplemented)}" if report.unimplemented else "")
         + ("" if report.stopped is None else f"; stopped by --deadline {report.stopped:g} s")
         + "\n"
     )
 
 
-def _write_lines(checks: Sequence[CheckResult]) -> None:
-    op_width = max((len(c.operation) for c in checks), default=0)
-    id_width = max((len(c.id) for c in checks), default=0)
-    for check in checks:
-        line = f"{check.operation:<{op_width}}  {check.id:<{id_width}}  {check.status}"
+def _xml(text: str) -> str:
+    """`text` escaped so that XML 1.0 can hold it (controls and lone surrogates by
+    :func:`~projectops._text.escape`; the two non-characters besides)."""
+    return escape(text).replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
+
+
+def junit_xml(report: Report, base_url: str) -> bytes:
+    """`report` as JUnit XML in pytest's form (``<testsuites><testsuite>``, one ``<testcase
+    classname="<operation>" name="<check id>">`` per check, ``<failure message>`` and
+    ``<skipped message>`` with the detail), UTF-8 with an XML declaration."""
+    name = "projectops conformance"
+    suites = ElementTree.Element("testsuites", name=name)
+    suite = ElementTree.SubElement(
+        suites,
+        "testsuite",
+        name=name,
+        errors="0",
+        failures=str(report.count("failed")),
+        skipped=str(report.count("skipped")),
+        tests=str(len(report.checks)),
+        time=f"{report.seconds:.3f}",
+        timestamp=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    properties = ElementTree.SubElement(suite, "properties")
+    url = _xml(outside_text(normalize_base_url(base_url), 200))
+    ElementTree.SubElement(properties, "property", name="base_url", value=url)
+    for check in report.checks:
+        case = ElementTree.SubElement(
+            suite, "testcase", classname=check.operation, name=check.id, time="0.000"
+        )
+        detail = _xml(check.detail)
         if check.status == "failed":
-            line += f" ({check.level})"
-        if check.detail:
-            line += f": {check.detail}"
-        sys.stdout.write(line + "\n")
+            failure = ElementTree.SubElement(case, "failure", message=f"{check.level}: {detail}")
+            failure.text = detail
+        elif check.status == "skipped":
+            ElementTree.SubElement(case, "skipped", type="skip", message=detail).text = detail
+    text: bytes = ElementTree.tostring(suites, encoding="utf-8", xml_declaration=True)
+    return text
