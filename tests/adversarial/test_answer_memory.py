@@ -299,7 +299,7 @@ def test_the_tool_server_answers_any_answer_in_bounded_memory(shape: str) -> Non
     else:
         # The result would be larger than the 1 MiB cap: refused whole, naming cap and size.
         # Imported here: the MCP SDK behind it costs a second at collection in every worker.
-        from projectops.mcp._server import DEFAULT_MAX_RESULT_BYTES
+        from projectops.mcp import DEFAULT_MAX_RESULT_BYTES
 
         assert f"{DEFAULT_MAX_RESULT_BYTES:,} bytes" in text and "--max-result-bytes" in text
         assert len(text) < 1000

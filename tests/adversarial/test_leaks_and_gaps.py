@@ -77,7 +77,7 @@ def test_two_tool_server_sessions_share_no_cookie() -> None:
     # Imported here, not at the top: the MCP SDK costs a second at collection in every worker.
     from mcp import Client as McpClient
 
-    from projectops.mcp import _server as mcp_server
+    from projectops import mcp as mcp_server
 
     async def run() -> None:
         async with AsyncClient(server.base_url, KEY, timeout=CALL_TIMEOUT) as http:
@@ -103,7 +103,7 @@ def _echo_key_in_a_field(sock: socket.socket, request: Request) -> None:
 def _tool_result(base_url: str) -> Any:
     from mcp import Client as McpClient
 
-    from projectops.mcp import _server as mcp_server
+    from projectops import mcp as mcp_server
 
     async def run() -> Any:
         with anyio.fail_after(CALL_TIMEOUT):

@@ -106,7 +106,13 @@ def test_an_interceptor_that_raises_ends_the_call_before_anything_is_sent() -> N
     assert answers.requests == []
 
 
-@pytest.mark.parametrize("name", ["Service-Api-Key", "service-api-key", "Content-Type", "Host"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("Service-Api-Key", "service-api-key", "Service_Api_Key", "Content-Type", "Host"),
+        *("Content-Length", "Transfer-Encoding", "Connection", "Accept-Encoding"),
+    ],
+)
 def test_an_interceptor_cannot_set_the_key_or_the_clients_own_headers(name: str) -> None:
     answers = Answers()
 
@@ -115,7 +121,7 @@ def test_an_interceptor_cannot_set_the_key_or_the_clients_own_headers(name: str)
         return call_next(request, context)
 
     with Client(BASE, KEY, interceptors=[swap], transport=httpx.MockTransport(answers)) as c:
-        with pytest.raises(ValueError, match="cannot set it") as caught:
+        with pytest.raises(ValueError, match=name) as caught:
             c.call(LIST)
     assert answers.requests == [] and KEY not in str(caught.value)
 

@@ -1,6 +1,7 @@
-"""The proxy the environment names (:mod:`projectops.client._proxy`): which variable counts for
-which base URL, ``NO_PROXY``, and a clear refusal, never quoting the address, of a proxy that
-cannot be used. Both clients take it; the first test sees a call go through it.
+"""The proxy the environment names (:func:`projectops.client._transport.environment_proxy`):
+which variable counts for which base URL, ``NO_PROXY``, and a clear refusal, never quoting the
+address, of a proxy that cannot be used. Both clients take it; the first test sees a call go
+through it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 
 import projectops
 from projectops.client import AsyncClient, Client, InvalidProxy
-from projectops.client._proxy import environment_proxy
+from projectops.client._transport import environment_proxy
 from tests.support import KEY, Recorder
 
 

@@ -29,8 +29,8 @@ from projectops.client._retry import MAX_RETRY_AFTER, may_retry, retry_delay
 from projectops.registry import Operation, operation
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
 from tests.backoff import shorten_backoff
-from tests.support import KEY, RunCli
 from tests.loopback import LOOPBACK, raw_listener
+from tests.support import KEY, RunCli
 
 LIST = operation("list_rum_environments")
 OK_BODY = b'{"environments": [{"environment": "prod"}]}'
@@ -343,10 +343,10 @@ def test_cli_retries_flag_refuses_what_is_no_count(run_cli: RunCli, value: str) 
 
 def test_mcp_takes_retries(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("mcp")
-    from projectops.mcp import _server as mcp_server
+    import projectops.mcp
 
     seen: list[dict[str, Any]] = []
-    monkeypatch.setattr(mcp_server, "run", lambda **kwargs: seen.append(kwargs) or 0)
+    monkeypatch.setattr(projectops.mcp, "run", lambda **kwargs: seen.append(kwargs) or 0)
     assert run_cli("mcp", "--retries", "5", base_url="http://127.0.0.1:1").returncode == 0
     assert run_cli("mcp", base_url="http://127.0.0.1:1").returncode == 0
     assert run_cli("--retries", "0", "mcp", base_url="http://127.0.0.1:1").returncode == 0

@@ -1,16 +1,15 @@
-"""The client side of the API: typed clients, the HTTP client, the CLI and the MCP tool server.
-
-Needs the ``client`` extra (httpx); the MCP tool server also needs the ``mcp`` extra.
+"""The HTTP clients of the API (extra ``client``): typed, dynamic, and the raw exchange.
 
     >>> from projectops.client import OperationsServiceClient
     >>> with OperationsServiceClient() as client:  # SERVICE_BACKEND_URL / SERVICE_API_KEY
     ...     details = client.get_release_details(version="1.0.0")  # doctest: +SKIP
 
-:class:`OperationsServiceClient` and :class:`AsyncOperationsServiceClient` are generated from the
-proto service (:mod:`projectops.client._services`), one method per rpc, on :class:`Client` and
-:class:`AsyncClient` (:mod:`projectops.client.http`), whose ``call(name, dict)`` is the dynamic
-path the CLI and the tool server use. The names are imported on first use, so the CLI's
-core-only commands (``projectops operations``, ``schema``) run without httpx installed.
+:class:`OperationsServiceClient` and :class:`AsyncOperationsServiceClient` (generated, one method
+per rpc) stand on :class:`Client` and :class:`AsyncClient` (:mod:`projectops.client.http`),
+whose ``call(name, dict)`` the CLI and the tool server use; all of them send through
+:class:`RawClient` / :class:`AsyncRawClient`, the bounded raw exchange that the conformance
+runner and the proxy use too. Names are imported on first use: the CLI's core-only commands
+run without the HTTP library.
 """
 
 from __future__ import annotations
@@ -20,82 +19,49 @@ from typing import TYPE_CHECKING
 from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from projectops.client._services import AsyncOperationsServiceClient, OperationsServiceClient
-    from projectops.client.http import (
-        DEFAULT_RETRIES,
-        AnswerTimedOut,
-        AnswerTooLarge,
-        AsyncCallNext,
-        AsyncClient,
-        AsyncInterceptor,
-        CallContext,
-        CallNext,
-        Client,
-        Interceptor,
-        InvalidProxy,
-        InvalidRequest,
-        InvalidResponse,
-        MissingApiKey,
-        MissingBaseUrl,
-        OperationKey,
-        RequestHeaders,
-        RequestLike,
-        ServiceUnreachable,
-        UnexpectedRedirect,
-        prepare_request,
+    from projectops.client._base import AsyncCallNext as AsyncCallNext
+    from projectops.client._base import AsyncInterceptor as AsyncInterceptor
+    from projectops.client._base import CallContext as CallContext
+    from projectops.client._base import CallNext as CallNext
+    from projectops.client._base import Interceptor as Interceptor
+    from projectops.client._base import OperationKey as OperationKey
+    from projectops.client._base import RequestHeaders as RequestHeaders
+    from projectops.client._base import RequestLike as RequestLike
+    from projectops.client._base import prepare_request as prepare_request
+    from projectops.client._errors import AnswerTimedOut as AnswerTimedOut
+    from projectops.client._errors import AnswerTooLarge as AnswerTooLarge
+    from projectops.client._errors import InvalidRequest as InvalidRequest
+    from projectops.client._errors import InvalidResponse as InvalidResponse
+    from projectops.client._errors import MissingApiKey as MissingApiKey
+    from projectops.client._errors import MissingBaseUrl as MissingBaseUrl
+    from projectops.client._errors import ServiceUnreachable as ServiceUnreachable
+    from projectops.client._errors import UnexpectedRedirect as UnexpectedRedirect
+    from projectops.client._errors import usable_api_key as usable_api_key
+    from projectops.client._retry import DEFAULT_RETRIES as DEFAULT_RETRIES
+    from projectops.client._services import (
+        AsyncOperationsServiceClient as AsyncOperationsServiceClient,
     )
+    from projectops.client._services import OperationsServiceClient as OperationsServiceClient
+    from projectops.client._transport import AsyncRawClient as AsyncRawClient
+    from projectops.client._transport import InvalidProxy as InvalidProxy
+    from projectops.client._transport import RawAnswer as RawAnswer
+    from projectops.client._transport import RawClient as RawClient
+    from projectops.client.http import AsyncClient as AsyncClient
+    from projectops.client.http import Client as Client
 
-_WHERE = {
-    "AsyncOperationsServiceClient": "projectops.client._services",
-    "OperationsServiceClient": "projectops.client._services",
-    "AnswerTimedOut": "projectops.client.http",
-    "AnswerTooLarge": "projectops.client.http",
-    "AsyncCallNext": "projectops.client.http",
-    "AsyncClient": "projectops.client.http",
-    "AsyncInterceptor": "projectops.client.http",
-    "CallContext": "projectops.client.http",
-    "CallNext": "projectops.client.http",
-    "Client": "projectops.client.http",
-    "DEFAULT_RETRIES": "projectops.client._retry",  # no httpx: the CLI's help reads it
-    "Interceptor": "projectops.client.http",
-    "InvalidProxy": "projectops.client.http",
-    "InvalidRequest": "projectops.client.http",
-    "InvalidResponse": "projectops.client.http",
-    "MissingApiKey": "projectops.client.http",
-    "MissingBaseUrl": "projectops.client.http",
-    "OperationKey": "projectops.client.http",
-    "RequestHeaders": "projectops.client.http",
-    "RequestLike": "projectops.client.http",
-    "ServiceUnreachable": "projectops.client.http",
-    "UnexpectedRedirect": "projectops.client.http",
-    "prepare_request": "projectops.client.http",
+_NAMES = {
+    "projectops.client._base": "AsyncCallNext AsyncInterceptor CallContext CallNext Interceptor "
+    "OperationKey RequestHeaders RequestLike prepare_request",
+    # No HTTP library behind these: the CLI's help and conformance's key check read them.
+    "projectops.client._errors": "AnswerTimedOut AnswerTooLarge InvalidRequest InvalidResponse "
+    "MissingApiKey MissingBaseUrl ServiceUnreachable UnexpectedRedirect usable_api_key",
+    "projectops.client._retry": "DEFAULT_RETRIES",
+    "projectops.client._services": "AsyncOperationsServiceClient OperationsServiceClient",
+    "projectops.client._transport": "AsyncRawClient InvalidProxy RawAnswer RawClient",
+    "projectops.client.http": "AsyncClient Client",
 }
-
-__all__ = [
-    "DEFAULT_RETRIES",
-    "AnswerTimedOut",
-    "AnswerTooLarge",
-    "AsyncCallNext",
-    "AsyncClient",
-    "AsyncInterceptor",
-    "AsyncOperationsServiceClient",
-    "CallContext",
-    "CallNext",
-    "Client",
-    "Interceptor",
-    "InvalidProxy",
-    "InvalidRequest",
-    "InvalidResponse",
-    "MissingApiKey",
-    "MissingBaseUrl",
-    "OperationKey",
-    "OperationsServiceClient",
-    "RequestHeaders",
-    "RequestLike",
-    "ServiceUnreachable",
-    "UnexpectedRedirect",
-    "prepare_request",
-]
+_WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}
+__all__ = sorted(_WHERE)
 
 if not TYPE_CHECKING:
     __getattr__ = lazy_attributes(__name__, _WHERE)

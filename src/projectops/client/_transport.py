@@ -1,59 +1,115 @@
-"""The sync client's transport: a whole-call deadline on every socket wait, and the reading of
-an answer's raw bytes for both clients.
+"""The bounded raw HTTP exchange under both clients, the conformance runner and the proxy: one
+request out, :class:`RawAnswer` back.
 
-A per-read time-out alone lets a server that sends a byte a second hold a call for ever. So the
-sync :class:`~projectops.client.http.Client` sets :data:`DEADLINE` (a monotonic time) for the
-call, and :class:`DeadlineTransport`, httpx's default connection pool (httpcore) on a network
-backend whose streams wait at most what is left of it, turns a passed deadline into an httpx
-time-out. The async client needs none of this: an anyio cancel scope bounds its whole call.
-The proxy comes from :mod:`projectops.client._proxy`.
+Every exchange: `timeout` bounds it as a whole (connect, send, the head and the body), not each
+socket read, so a peer that trickles a byte a second is cut off; the body is read raw up to a
+cap; ``Accept-Encoding: identity`` is sent and nothing is ever decoded; no cookie is kept or
+sent; redirects are answers, never followed; the proxy is the environment's
+(:func:`environment_proxy`); headers are read in time linear in their number.
+
+How the deadline holds: the sync exchange's own transport is httpcore's connection pool on a
+network backend whose every wait gets at most what is left of the call (:data:`_DEADLINE`); a
+caller's transport runs in a daemon thread that the exchange stops waiting for at the deadline.
+The async exchange runs in an anyio cancel scope.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import math
+import re
+import threading
 import time
-from collections.abc import AsyncGenerator, Iterator
-from contextlib import contextmanager
+import urllib.request
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
+from contextlib import aclosing
 from contextvars import ContextVar
-from typing import Any
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from types import TracebackType
+from typing import Any, NamedTuple, Self
+from urllib.parse import urlsplit
 
+import anyio
 import httpcore
 import httpx
 
-from projectops.client._proxy import environment_proxy
+from projectops._text import outside_text
+from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
+from projectops.conventions import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    normalize_base_url,
+)
 
-__all__ = ["DEADLINE", "DeadlineTransport", "Expired", "araw_chunks", "raw_chunks"]
+__all__ = [
+    "AsyncRawClient",
+    "InvalidProxy",
+    "RawAnswer",
+    "RawClient",
+    "check_header",
+    "environment_proxy",
+]
+
+# --- the environment's proxy ----------------------------------------------------------------
+
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 
 
-class Expired(Exception):
-    """The call's deadline passed (raised by the sync client between reads of the body)."""
+class InvalidProxy(ValueError):
+    """The environment's proxy for the base URL cannot be used; its address (which may hold a
+    password) is never quoted."""
 
 
-#: The longest single socket wait handed to the OS, in seconds (a day); a longer time-out is
-#: still honoured as a whole, in waits of at most this.
-_LONGEST_WAIT = 86_400.0
+def environment_proxy(url: str) -> httpx.Proxy | None:
+    """The proxy ``HTTP_PROXY``, ``HTTPS_PROXY`` or ``ALL_PROXY`` (any case; ``NO_PROXY``
+    exempts hosts) names for `url`, read as the standard library reads them; ``None``: direct.
 
-#: Monotonic time (``time.monotonic()``, seconds) by which the sync call running in this
-#: context must have its whole answer; ``None``: no deadline.
-DEADLINE: ContextVar[float | None] = ContextVar("projectops_call_deadline", default=None)
+    Raises:
+        InvalidProxy: not a URL, a scheme other than http, https, socks5(h), or SOCKS without
+            the ``socksio`` package.
+    """
+    proxies = urllib.request.getproxies_environment()
+    parts = urlsplit(url)
+    address = proxies.get(parts.scheme) or proxies.get("all")
+    if not address or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    address = address if "://" in address else f"http://{address}"
+    what = f"the environment's proxy for {parts.scheme} requests"
+    try:
+        scheme = urlsplit(address).scheme.lower()
+        proxy = httpx.Proxy(address) if scheme in _PROXY_SCHEMES else None
+    except (ValueError, httpx.InvalidURL):
+        raise InvalidProxy(f"{what} is not a valid URL") from None
+    if proxy is None:
+        raise InvalidProxy(
+            f"{what} has the scheme {scheme!r}; use one of {', '.join(_PROXY_SCHEMES)}"
+        )
+    if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
+        raise InvalidProxy(
+            f"{what} is a SOCKS proxy, which needs the socksio package: pip install 'httpx[socks]'"
+        )
+    return proxy
+
+
+# --- the sync deadline ----------------------------------------------------------------------
+
+#: ``time.monotonic()`` by which the sync exchange running in this context must be done.
+_DEADLINE: ContextVar[float | None] = ContextVar("projectops_deadline", default=None)
+_LONGEST_WAIT = 86_400.0  # seconds: the OS's waits overflow far beyond; longer ones in pieces
 
 
 def _left(timeout: float | None, error: type[httpcore.TimeoutException]) -> float | None:
-    """`timeout` of one socket operation cut to what is left of the call's time."""
-    deadline = DEADLINE.get()
+    """`timeout` of one socket wait cut to what is left of the exchange's time."""
+    deadline = _DEADLINE.get()
     if deadline is None:
         return timeout
-    left = deadline - time.monotonic()
+    left = min(deadline - time.monotonic(), _LONGEST_WAIT)
     if left <= 0:
         raise error("the call's time-out passed")
-    left = min(left, _LONGEST_WAIT)  # the OS's waits overflow far beyond it
     return left if timeout is None else min(timeout, left)
 
 
 class _DeadlineStream(httpcore.NetworkStream):
-    """A socket stream whose every read, write and TLS handshake waits at most what is left
-    of the call's time (:data:`DEADLINE`), so a trickle of bytes cannot stretch a call."""
-
     def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
 
@@ -67,10 +123,7 @@ class _DeadlineStream(httpcore.NetworkStream):
         self._stream.close()
 
     def start_tls(
-        self,
-        ssl_context: Any,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
         left = _left(timeout, httpcore.ConnectTimeout)
         return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left))
@@ -79,12 +132,7 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self._stream.get_extra_info(info)
 
 
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's own sync network backend, with :class:`_DeadlineStream` streams."""
-
-    def __init__(self) -> None:
-        self._backend = httpcore.SyncBackend()
-
+class _DeadlineBackend(httpcore.SyncBackend):
     def connect_tcp(
         self,
         host: str,
@@ -94,137 +142,65 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         socket_options: Any = None,
     ) -> httpcore.NetworkStream:
         left = _left(timeout, httpcore.ConnectTimeout)
-        stream = self._backend.connect_tcp(host, port, left, local_address, socket_options)
-        return _DeadlineStream(stream)
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Any = None
-    ) -> httpcore.NetworkStream:
-        left = _left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._backend.connect_unix_socket(path, left, socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
+        return _DeadlineStream(super().connect_tcp(host, port, left, local_address, socket_options))
 
 
-# httpcore's exceptions -> httpx's, most specific first (what httpx's own transport maps).
-_HTTPX_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
-    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-    (httpcore.ReadTimeout, httpx.ReadTimeout),
-    (httpcore.WriteTimeout, httpx.WriteTimeout),
-    (httpcore.PoolTimeout, httpx.PoolTimeout),
-    (httpcore.TimeoutException, httpx.TimeoutException),
-    (httpcore.ConnectError, httpx.ConnectError),
-    (httpcore.ReadError, httpx.ReadError),
-    (httpcore.WriteError, httpx.WriteError),
-    (httpcore.NetworkError, httpx.NetworkError),
-    (httpcore.ProxyError, httpx.ProxyError),
-    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-    (httpcore.ProtocolError, httpx.ProtocolError),
-)
-
-
-@contextmanager
-def _as_httpx_errors() -> Iterator[None]:
-    try:
-        yield
-    except Exception as exc:
-        for core, mapped in _HTTPX_ERRORS:
-            if isinstance(exc, core):
-                raise mapped(str(exc)) from None
-        raise
-
-
-class _DeadlineStreamBody(httpx.SyncByteStream):
+class _PoolBody(httpx.SyncByteStream):
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
     def __iter__(self) -> Iterator[bytes]:
-        with _as_httpx_errors():
-            yield from self._stream
+        yield from self._stream
 
     def close(self) -> None:
-        with _as_httpx_errors():
-            self._stream.close()
+        self._stream.close()
 
 
-class DeadlineTransport(httpx.BaseTransport):
-    """The sync client's transport: httpx's default connection pool (httpcore), on
-    :class:`_DeadlineBackend`, so the whole call is bounded by its time-out (a per-read
-    time-out alone lets a server that sends a byte a second hold a call for ever).
-
-    With a proxy from the environment (:func:`~projectops.client._proxy.environment_proxy`)
-    the pool is httpcore's proxy pool on the same backend, as httpx's own transport would
-    mount it: the time-out then bounds the proxy's answer, and a ``CONNECT`` tunnel's, as a
-    whole too.
-
-    Args:
-        base_url: the absolute http(s) base URL the calls go to (picks the proxy, and
-            whether a TLS context is made).
-
-    Raises:
-        InvalidProxy: (at construction) the environment's proxy cannot be used.
-
-    A call past :data:`DEADLINE` raises ``httpx.ConnectTimeout``, ``ReadTimeout`` or
-    ``WriteTimeout``, whichever wait it was in; httpcore's other errors become httpx's.
-    """
+class _DeadlineTransport(httpx.BaseTransport):
+    """httpcore's connection pool (through the environment's proxy, as httpx would mount it)
+    on :class:`_DeadlineBackend`. Raises httpcore's exceptions, which the exchange reads."""
 
     def __init__(self, base_url: str) -> None:
-        # The TLS context (loading the CA bundle) costs tens of milliseconds of start-up: made
-        # only for an https base URL. Redirects are never followed, so http stays http.
-        ssl_context = httpx.create_ssl_context() if base_url.startswith("https:") else None
-        limits: dict[str, Any] = {
-            "max_connections": 100,
-            "max_keepalive_connections": 20,
-            "keepalive_expiry": 5.0,
-            "network_backend": _DeadlineBackend(),
-        }
         proxy = environment_proxy(base_url)
-        self._pool: httpcore.ConnectionPool
-        if proxy is None:
-            self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, **limits)
-            return
-        proxy_url = httpcore.URL(
-            scheme=proxy.url.raw_scheme,
-            host=proxy.url.raw_host,
-            port=proxy.url.port,
-            target=proxy.url.raw_path,
+        # Loading the CA bundle costs tens of ms of start-up: only for https.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context() if base_url.startswith("https:") else None,
+            proxy=None
+            if proxy is None
+            else httpcore.Proxy(
+                url=httpcore.URL(
+                    scheme=proxy.url.raw_scheme,
+                    host=proxy.url.raw_host,
+                    port=proxy.url.port,
+                    target=proxy.url.raw_path,
+                ),
+                auth=proxy.raw_auth,
+                headers=proxy.headers.raw,
+                ssl_context=proxy.ssl_context,
+            ),
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            network_backend=_DeadlineBackend(),
         )
-        if proxy.url.scheme in ("http", "https"):
-            self._pool = httpcore.HTTPProxy(
-                proxy_url=proxy_url,
-                proxy_auth=proxy.raw_auth,
-                proxy_headers=proxy.headers.raw,
-                ssl_context=ssl_context,
-                proxy_ssl_context=proxy.ssl_context,
-                **limits,
-            )
-        else:  # socks5, socks5h (checked by environment_proxy); needs httpx[socks]
-            self._pool = httpcore.SOCKSProxy(
-                proxy_url=proxy_url, proxy_auth=proxy.raw_auth, ssl_context=ssl_context, **limits
-            )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,  # a SyncByteStream: an iterable of bytes
-            extensions=request.extensions,
+        url = request.url
+        answer = self._pool.handle_request(
+            httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(
+                    scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+                ),
+                headers=request.headers.raw,
+                content=request.stream,
+                extensions=request.extensions,
+            )
         )
-        with _as_httpx_errors():
-            answer = self._pool.handle_request(core_request)
         return httpx.Response(
-            status_code=answer.status,
+            answer.status,
             headers=answer.headers,
-            stream=_DeadlineStreamBody(answer.stream),
+            stream=_PoolBody(answer.stream),
             extensions=answer.extensions,
         )
 
@@ -232,18 +208,380 @@ class DeadlineTransport(httpx.BaseTransport):
         self._pool.close()
 
 
-def raw_chunks(response: httpx.Response) -> Iterator[bytes]:
-    """The body of a streamed `response` as it arrives, in byte chunks of the transport's
-    size, never decoded (any ``Content-Encoding`` was refused before); one chunk of the whole
-    body if a transport already read it. Raises what the transport's reads raise."""
+# --- the exchange ---------------------------------------------------------------------------
+
+
+class RawAnswer(NamedTuple):
+    """An answer as it came.
+
+    Attributes:
+        status: the HTTP status.
+        headers: ``(name, value)`` pairs in the order received, names as sent, both decoded
+            as Latin-1.
+        body: the body's bytes, never decoded; at most the exchange's cap.
+        truncated: the body was longer than the cap: it was read no further (and not at all
+            for a 2xx answer whose ``Content-Length`` announced more).
+    """
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    truncated: bool = False
+
+    def header(self, name: str) -> str | None:
+        """The first value of header `name` (any case), or ``None``."""
+        name = name.lower()
+        return next((value for key, value in self.headers if key.lower() == name), None)
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_VALUE = re.compile(r"[\x20-\x7e\t]*")
+# The request's framing and encoding, compared without case or punctuation (Transfer_Encoding
+# too): the exchange writes them.
+_FRAMING = frozenset({"contentlength", "transferencoding", "host", "connection", "acceptencoding"})
+
+
+def header_key(name: str) -> str:
+    """`name` lower-cased without its punctuation: what servers that read ``_`` as ``-`` (CGI)
+    or ignore case see as one header."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def check_header(name: object, value: object) -> None:
+    """Raise ``ValueError`` naming the header unless `name` is an HTTP token that is no framing
+    header (``Content-Length``, ``Transfer-Encoding``, ``Host``, ``Connection``,
+    ``Accept-Encoding``, in any spelling) and `value` is visible ASCII, spaces and tabs."""
+    if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        raise ValueError(f"not an HTTP header name: {outside_text(str(name), 100)}")
+    if header_key(name) in _FRAMING:
+        raise ValueError(f"{name} frames the request: only the client sets it")
+    if not isinstance(value, str) or not _VALUE.fullmatch(value):
+        raise ValueError(f"the value of header {name} must be text without control characters")
+
+
+HeaderPairs = Mapping[str, str] | Iterable[tuple[str, str]]
+
+
+def check_limits(
+    timeout: float | None, max_response_bytes: int, max_error_bytes: int | None
+) -> int:
+    """The error bodies' cap (`max_error_bytes`, default `max_response_bytes`).
+
+    Raises:
+        ValueError: `timeout` not positive, a cap below 1.
+        TypeError: a cap that is no int.
+    """
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
+    error_cap = max_response_bytes if max_error_bytes is None else max_error_bytes
+    for name, cap in (("max_response_bytes", max_response_bytes), ("max_error_bytes", error_cap)):
+        if isinstance(cap, bool) or not isinstance(cap, int):
+            raise TypeError(f"{name} must be an int (bytes)")
+        if cap < 1:
+            raise ValueError(f"{name} must be at least 1, not {cap}")
+    return error_cap
+
+
+class _Exchange:
+    """What the sync and async exchanges share: configuration, the request, the cap."""
+
+    _http: httpx.Client | httpx.AsyncClient
+
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float | None,
+        max_response_bytes: int,
+        max_error_bytes: int | None,
+    ) -> None:
+        error_cap = check_limits(timeout, max_response_bytes, max_error_bytes)
+        self.base_url = normalize_base_url(base_url)
+        self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        self._max_error = min(max_response_bytes, error_cap)
+
+    def _client(self, cls: type[Any], transport: Any) -> Any:
+        http = cls(
+            timeout=self.timeout,
+            transport=transport,
+            follow_redirects=False,
+            # No domain allowed: every Set-Cookie is refused, so none rides along later.
+            cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+            trust_env=False,  # the proxy is the transport's; no .netrc
+        )
+        for name in list(http.headers):  # httpx's defaults: only the caller's headers go out
+            del http.headers[name]
+        return http
+
+    def _request(
+        self, method: str, path: str, body: bytes | None, headers: HeaderPairs
+    ) -> httpx.Request:
+        pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
+        for name, value in pairs:
+            check_header(name, value)
+        pairs.append(("Accept-Encoding", "identity"))  # nothing inflates (a gzip bomb: 1000x)
+        return self._http.build_request(method, self.base_url + path, headers=pairs, content=body)
+
+    def _end(self, deadline: float | None) -> float | None:
+        end = None if self.timeout is None else time.monotonic() + self.timeout
+        return deadline if end is None else end if deadline is None else min(end, deadline)
+
+    def _cap(self, response: httpx.Response) -> int:
+        """The cap of this answer's body; 0: a 2xx announcing more (not read)."""
+        if not 200 <= response.status_code < 300:
+            return self._max_error
+        length = response.headers.get("Content-Length", "")
+        over = length.isdigit() and int(length) > self.max_response_bytes
+        return 0 if over else self.max_response_bytes
+
+    @staticmethod
+    def _take(body: bytearray, chunk: bytes, cap: int) -> bool:
+        """Append `chunk` up to `cap`; False once the body passed it (stop reading)."""
+        room = cap - len(body)
+        body += chunk[:room]
+        return len(chunk) <= room
+
+    @staticmethod
+    def _answer(response: httpx.Response, body: bytes, truncated: bool) -> RawAnswer:
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
+        return RawAnswer(response.status_code, headers, body, truncated)
+
+    def _timed_out(self) -> AnswerTimedOut:
+        limit = "" if self.timeout is None else f" of {self.timeout:g} s"
+        return AnswerTimedOut(f"no complete answer from {self.base_url} within the time-out{limit}")
+
+    def _unreachable(self, exc: Exception) -> ServiceUnreachable:
+        reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
+        reason = outside_text(reason, 300)
+        return ServiceUnreachable(f"cannot reach {self.base_url}: {reason[:1].lower()}{reason[1:]}")
+
+
+# What a failed exchange raises, httpx's and (from the deadline transport) httpcore's.
+_TIMEOUTS = (httpx.TimeoutException, httpcore.TimeoutException)
+_FAILURES = (
+    httpx.RequestError,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
+
+
+class _Late(Exception):
+    """The deadline passed between two chunks of a caller's transport."""
+
+
+class RawClient(_Exchange):
+    """Bounded raw HTTP exchanges with one service, as the clients make them (module docstring).
+
+    Args:
+        base_url: absolute http(s) URL every path is appended to (normalised).
+        timeout: seconds one exchange may take as a whole; ``None``: no limit.
+        max_response_bytes: the most bytes of a 2xx answer's body read.
+        max_error_bytes: the most bytes of another answer's body read (default: as a 2xx's).
+        transport: an ``httpx.BaseTransport`` instead of the network (no environment proxy
+            then); the deadline still holds, the exchange waiting for it in a daemon thread.
+
+    Raises:
+        projectops.InvalidBaseUrl: (a ``ValueError``) see :func:`~projectops.normalize_base_url`.
+        InvalidProxy: (a ``ValueError``) the environment's proxy cannot be used.
+        ValueError, TypeError: a time-out or cap that cannot work.
+    """
+
+    _http: httpx.Client
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float | None = DEFAULT_CALL_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_error_bytes: int | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, timeout, max_response_bytes, max_error_bytes)
+        self._own = transport is None
+        self._http = self._client(httpx.Client, transport or _DeadlineTransport(self.base_url))
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: HeaderPairs = (),
+        *,
+        deadline: float | None = None,
+    ) -> RawAnswer:
+        """One exchange: `method` to ``base_url + path`` with `body` and exactly `headers`
+        (plus ``Host``, ``Content-Length``, ``Accept-Encoding: identity``).
+
+        Args:
+            deadline: a ``time.monotonic()`` instant that bounds it too (e.g. a whole call's).
+
+        Raises:
+            ValueError: a header is no HTTP token or value, or frames the request
+                (:func:`check_header`); nothing was sent.
+            AnswerTimedOut: no complete answer by the deadline.
+            ServiceUnreachable: no complete answer (refused, reset, the name not found).
+        Neither is chained to the HTTP library's exception, which holds the request.
+        """
+        request = self._request(method, path, body, headers)
+        end = self._end(deadline)
+        if self._own or end is None:
+            token = _DEADLINE.set(end)
+            try:
+                result = self._read(request, end, None)
+            finally:
+                _DEADLINE.reset(token)
+        else:
+            result = self._bounded(request, end)
+        if isinstance(result, Exception):
+            raise result  # outside any handler: no __context__ holding the request
+        return result
+
+    def _bounded(self, request: httpx.Request, end: float) -> RawAnswer | Exception:
+        done: list[RawAnswer | BaseException] = []
+        stop = threading.Event()
+
+        def work() -> None:
+            try:
+                done.append(self._read(request, end, stop))
+            except BaseException as exc:  # handed to the calling thread
+                done.append(exc)
+
+        worker = threading.Thread(target=work, name="projectops-exchange", daemon=True)
+        worker.start()
+        worker.join(max(0.0, end - time.monotonic()))
+        if not done:
+            stop.set()  # the worker drops the answer when it comes
+            return self._timed_out()
+        if isinstance(done[0], BaseException):
+            raise done[0]
+        return done[0]
+
+    def _read(
+        self, request: httpx.Request, end: float | None, stop: threading.Event | None
+    ) -> RawAnswer | Exception:
+        try:
+            response = self._http.send(request, stream=True)
+            try:
+                cap, body = self._cap(response), bytearray()
+                truncated = not cap
+                for chunk in _raw_chunks(response) if cap else ():
+                    if not self._take(body, chunk, cap):
+                        truncated = True
+                        break
+                    if (end is not None and time.monotonic() > end) or (stop and stop.is_set()):
+                        raise _Late  # a caller's transport: checked between chunks
+                return self._answer(response, bytes(body), truncated)
+            finally:
+                response.close()
+        except (*_TIMEOUTS, _Late):
+            return self._timed_out()
+        except _FAILURES as exc:
+            return self._unreachable(exc)
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncRawClient(_Exchange):
+    """:class:`RawClient` for ``await``: the same arguments (`transport` an
+    ``httpx.AsyncBaseTransport``), answers and errors; an anyio cancel scope bounds each
+    exchange, whatever the transport."""
+
+    _http: httpx.AsyncClient
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float | None = DEFAULT_CALL_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_error_bytes: int | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, timeout, max_response_bytes, max_error_bytes)
+        if transport is None:
+            transport = httpx.AsyncHTTPTransport(proxy=environment_proxy(self.base_url))
+        self._http = self._client(httpx.AsyncClient, transport)
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: HeaderPairs = (),
+        *,
+        deadline: float | None = None,
+    ) -> RawAnswer:
+        """:meth:`RawClient.send`; `deadline` is a ``time.monotonic()`` instant too."""
+        request = self._request(method, path, body, headers)
+        end = self._end(deadline)
+        result: RawAnswer | Exception | None = None
+        # anyio's clock is the event loop's: the deadline moves onto it.
+        scope_end = math.inf if end is None else anyio.current_time() + end - time.monotonic()
+        with anyio.CancelScope(deadline=scope_end):
+            result = await self._read(request)
+        if result is None:  # cancelled at the deadline
+            result = self._timed_out()
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def _read(self, request: httpx.Request) -> RawAnswer | Exception:
+        try:
+            response = await self._http.send(request, stream=True)
+            try:
+                cap, body = self._cap(response), bytearray()
+                truncated = not cap
+                if cap:
+                    async with aclosing(_araw_chunks(response)) as chunks:
+                        async for chunk in chunks:
+                            if not self._take(body, chunk, cap):
+                                truncated = True
+                                break
+                return self._answer(response, bytes(body), truncated)
+            finally:
+                await response.aclose()
+        except _TIMEOUTS:
+            return self._timed_out()
+        except _FAILURES as exc:
+            return self._unreachable(exc)
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _raw_chunks(response: httpx.Response) -> Iterator[bytes]:
+    """The body as it arrives, never decoded; one chunk if a transport already read it
+    (``httpx.MockTransport``)."""
     try:
-        yield response.content  # an in-memory transport (httpx.MockTransport) read it
+        yield response.content
     except httpx.ResponseNotRead:
         yield from response.iter_raw()
 
 
-async def araw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """:func:`raw_chunks` of an async `response`."""
+async def _araw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     try:
         yield response.content
     except httpx.ResponseNotRead:
