@@ -8,11 +8,14 @@ entry point against ``projectops mock-server``.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from google.protobuf import json_format
@@ -714,3 +717,71 @@ def test_the_entry_point_against_the_mock_server(mock_server: Any, run_cli_proce
     for op in OPS:
         assert [op.name, "auth.no-key", "passed"] in rows
         assert [op.name, "fixtures.response", "passed"] in rows
+
+
+def _junit_shape(root: ElementTree.Element) -> dict[str, set[str]]:
+    """Tag -> the attributes of its elements, over the tree."""
+    shape: dict[str, set[str]] = {}
+    for element in root.iter():
+        shape.setdefault(element.tag, set()).update(element.attrib)
+    return shape
+
+
+def test_junit_xml_has_a_testcase_per_check(
+    run_cli: RunCli, serve: Callable[[Any], str], tmp_path: Path
+) -> None:
+    # The details hold an echoed ESC, which XML 1.0 cannot hold: it is escaped.
+    def echo(seen: _Seen) -> _Answer | None:
+        if seen.headers.get("service-api-key", "").endswith("-not-a-key"):
+            return _Answer(400, [(b"content-type", b"text/plain")], b"\x1b[31m\x00\xef\xbf\xbf")
+        return None
+
+    path = tmp_path / "junit.xml"
+    url = serve(_broken(_mock_app(), before=echo))
+    result = run_cli("conformance", "--junit-xml", str(path), "--base-url", url, key=DEMO_KEY)
+    assert result.returncode == EXIT_CONFORMANCE_FAILED, result.stderr
+    suite = ElementTree.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert [(c.get("classname"), c.get("name")) for c in cases] == [
+        (op.name, check_id) for op in OPS for check_id in CHECKS
+    ]
+    failed = [c for c in cases if c.find("failure") is not None]
+    skipped = [c for c in cases if c.find("skipped") is not None]
+    assert suite.get("tests") == str(len(cases))
+    assert suite.get("failures") == str(len(failed)) and suite.get("skipped") == str(len(skipped))
+    assert {c.get("name") for c in failed} == {"auth.wrong-key", "errors.error-response"}
+    for case in failed:
+        failure = case.find("failure")
+        assert failure is not None and "sent " in (failure.text or "")
+        assert "\x1b" not in (failure.text or "") and "\\x1b" in (failure.text or "")
+    assert all((c.find("skipped").get("message") or "") for c in skipped)  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_junit_xml_is_shaped_as_pytest_writes_it(
+    run_cli: RunCli, mock_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "test_three.py").write_text(
+        "import pytest\n"
+        "def test_passes(): pass\n"
+        "def test_fails(): assert False\n"
+        "def test_skipped(): pytest.skip('why')\n"
+    )
+    theirs = tmp_path / "pytest.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={theirs}"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+    )
+    ours = tmp_path / "ours.xml"
+    run_cli("conformance", "--junit-xml", str(ours), "--base-url", mock_url, key=DEMO_KEY)
+    pytest_shape = _junit_shape(ElementTree.parse(theirs).getroot())
+    our_shape = _junit_shape(ElementTree.parse(ours).getroot())
+    # Every element and attribute pytest writes for a run of passes, failures and skips.
+    pytest_shape.pop("properties", None)
+    for tag, attributes in pytest_shape.items():
+        if tag == "failure":
+            continue  # our mock run has none; the in-process test covers <failure message>
+        assert attributes - {"hostname"} <= our_shape.get(tag, set()), tag
