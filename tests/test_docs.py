@@ -7,7 +7,8 @@ What a block is, is in its info string (```` ```python test ````: language, then
   ``SERVICE_API_KEY`` naming the session's mock server; ``python file=NAME``: written into that
   folder as NAME (imported by the page's later blocks); ``python test``: a pytest module, run
   by pytest with the plugin, as a user's test.
-- ``sh``: run by ``bash -e -o pipefail`` in the work folder with the venv's programs on PATH.
+- ``sh``: run by ``bash -e -o pipefail`` in the work folder with the venv's programs on PATH
+  (``sh repo``: from the repository's root); what it leaves running is killed after it.
   Blocks that listen on the documented ports (8787, 8000, 8765) run one at a time.
 - ``json``, ``yaml``: parsed; ``nginx``: each directive ends with ``;``.
 
@@ -16,12 +17,15 @@ The blocks of one page share its work folder and run in the page's order.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,16 +124,23 @@ def _env(work: Path, base_url: str) -> dict[str, str]:
 
 
 def _run(args: list[str], work: Path, env: dict[str, str], *, serial: bool) -> None:
-    lock = open(REPO / ".pytest-docs.lock", "w")
-    try:
+    """Run `args` in its own session; whatever it left running (``cmd &``) is killed after it."""
+    with open(REPO / ".pytest-docs.lock", "w") as lock, tempfile.TemporaryFile("w+") as out:
         if serial:
             fcntl.flock(lock, fcntl.LOCK_EX)
-        result = subprocess.run(
-            args, cwd=work, env=env, capture_output=True, text=True, timeout=_RUN_TIMEOUT
+        proc = subprocess.Popen(
+            args, cwd=work, env=env, stdout=out, stderr=out, start_new_session=True
         )
-    finally:
-        lock.close()
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+        try:
+            returncode = proc.wait(timeout=_RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        out.seek(0)
+        assert returncode == 0, out.read()
 
 
 RUNNABLE = [b for b in ALL if b.lang == "sh" or (b.lang == "python" and not b.tag("file"))]
@@ -142,6 +153,8 @@ def test_block_runs_as_written(
 ) -> None:
     work = _prepare(block, tmp_path_factory)
     env = _env(work, mock_server.base_url)
+    if "repo" in block.tags:  # a block about the repository itself (./scripts/...)
+        work = REPO
     if block.lang == "sh":
         _run(
             ["bash", "-e", "-o", "pipefail", "-c", block.code],
