@@ -25,8 +25,10 @@ from typing import Any
 import anyio
 import pytest
 
+import projectops
 from projectops.client import AsyncClient
 from tests.adversarial.hostile import answer, hostile_server, trickle_head
+from tests.mcp.support import NO_ARGUMENTS
 from tests.support import KEY, cli_env
 
 INITIALIZE = {
@@ -263,7 +265,7 @@ def test_an_answer_that_would_drive_the_terminal_is_escaped_and_cut(
     async def call(base_url: str) -> Any:
         server = create_server(AsyncClient(base_url, KEY))
         async with Client(server) as client:  # type: ignore[arg-type]
-            return await client.call_tool("list-rum-environments", {})
+            return await client.call_tool(NO_ARGUMENTS.tool_name, {})
 
     with hostile_server(answer(500, body)) as rude, caplog.at_level(logging.INFO):
         result = anyio.run(call, rude.base_url)
@@ -286,7 +288,7 @@ def test_the_tool_server_answers_bad_lines_and_bounds_each_call() -> None:
             mcp.send(b"".join(line + b"\n" for line in bad))
             answered = mcp.collect(len(bad))
             started = time.monotonic()
-            mcp.send(_call(2, "list-rum-environments"))
+            mcp.send(_call(2, NO_ARGUMENTS.tool_name))
             (slow_answer,) = mcp.collect(1)
             elapsed = time.monotonic() - started
         finally:
@@ -344,7 +346,7 @@ def test_requests_written_before_stdin_closes_are_all_answered() -> None:
         "jsonrpc": "2.0",
         "id": 2,
         "method": "tools/call",
-        "params": {"name": "list-rum-environments", "arguments": {}},
+        "params": {"name": NO_ARGUMENTS.tool_name, "arguments": {}},
     }
     listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
     stdin = b"".join(_line(m) for m in (INITIALIZE, INITIALIZED, call, listing))
@@ -359,7 +361,6 @@ def test_requests_written_before_stdin_closes_are_all_answered() -> None:
     assert done.returncode == 0, done.stderr
     assert set(answers) == {1, 2, 3}
     assert answers[2]["result"]["isError"] is True  # the tool's answer, not "Connection closed"
-    assert {tool["name"] for tool in answers[3]["result"]["tools"]} == {
-        "list-rum-environments",
-        "get-release-details",
-    }
+    assert [tool["name"] for tool in answers[3]["result"]["tools"]] == [
+        op.tool_name for op in projectops.operations()
+    ]

@@ -18,7 +18,7 @@ from typing import Any
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
-from projectops.client.http import AsyncClient
+from projectops.client import AsyncClient
 from projectops.commands import listen
 from projectops.mcp import _server as mcp_server
 from tests.mcp.conformance_fixtures import fixture_tools

@@ -26,6 +26,9 @@ from typing import IO, TYPE_CHECKING, Any
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+import projectops
+from projectops.fixtures import FixtureAnswer, default_fixtures, trimmed
+from projectops.validation import is_required
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 
 if TYPE_CHECKING:
@@ -41,6 +44,38 @@ NPM_TIMEOUT = 300.0
 MCP_COMMAND = (sys.executable, "-m", "projectops", "mcp")
 #: API key of project ``demo`` in the mock server's default fixtures (has release 1.0.0).
 DEMO_KEY = "demo-key"
+
+
+# --- operations, picked by property -------------------------------------------------------
+
+
+def required_fields(op: projectops.Operation) -> list[str]:
+    """The JSON names of the REQUIRED fields of `op`'s request message."""
+    return [fd.json_name for fd in op.request_type.DESCRIPTOR.fields if is_required(fd)]
+
+
+#: An operation called with no arguments, and one with a REQUIRED field (tests that need such).
+NO_ARGUMENTS = next(op for op in projectops.operations() if not required_fields(op))
+WITH_REQUIRED = next(op for op in projectops.operations() if required_fields(op))
+
+
+def demo_arguments(op: projectops.Operation) -> dict[str, Any]:
+    """Arguments of `op` the mock server answers for project demo: the request of its first
+    default fixture that answers with data, else none (the mock then generates the answer)."""
+    answer = _demo_answer(op)
+    return {k: v for k, v in trimmed(answer.request).items() if v} if answer else {}
+
+
+def demo_response(op: projectops.Operation) -> dict[str, Any]:
+    """The JSON of the answer to :func:`demo_arguments` in the default fixtures, else ``{}``."""
+    answer = _demo_answer(op)
+    return projectops.to_dict(answer.response) if answer else {}
+
+
+def _demo_answer(op: projectops.Operation) -> FixtureAnswer | None:
+    (demo,) = [project for project in default_fixtures() if project.api_key == DEMO_KEY]
+    answers = [a for a in demo.answers.get(op.name, ()) if a.error is None and not a.partial]
+    return answers[0] if answers else None
 
 
 # --- npm tools ----------------------------------------------------------------------------

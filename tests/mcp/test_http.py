@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
+import httpx2 as httpx
 import jsonschema
 import pytest
 
@@ -29,8 +29,11 @@ from tests.mcp.support import (
     HERE,
     LOOPBACK,
     MCP_COMMAND,
+    WITH_REQUIRED,
     HttpServer,
     NpmTools,
+    demo_arguments,
+    demo_response,
     http_server,
 )
 
@@ -121,16 +124,16 @@ def test_tool_call_over_http_with_the_mcp_client(plain: HttpServer) -> None:
     async def call() -> Any:
         async with _http_session(plain.url) as session:
             names = [tool.name for tool in (await session.list_tools()).tools]
-            result = await session.call_tool("get-release-details", {"version": "1.0.0"})
+            result = await session.call_tool(WITH_REQUIRED.tool_name, demo_arguments(WITH_REQUIRED))
             return names, result
 
     names, result = anyio.run(call)
     assert names == [op.tool_name for op in operations()]
     assert result.is_error is False
-    jsonschema.Draft202012Validator(json_schema.output_schema("get-release-details")).validate(
+    jsonschema.Draft202012Validator(json_schema.output_schema(WITH_REQUIRED)).validate(
         result.structured_content
     )
-    assert result.structured_content["summary"]["release"]["version"] == "1.0.0"
+    assert result.structured_content == demo_response(WITH_REQUIRED)
 
 
 INITIALIZE = {

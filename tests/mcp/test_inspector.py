@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema, operations
-from tests.mcp.support import DEMO_KEY, NpmTools
+from tests.mcp.support import (
+    DEMO_KEY,
+    WITH_REQUIRED,
+    NpmTools,
+    demo_arguments,
+    demo_response,
+    required_fields,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -95,14 +102,14 @@ def test_tools_call(npm_tools: NpmTools, mock_server: Any, tmp_path: Path) -> No
         "--method",
         "tools/call",
         "--tool-name",
-        "get-release-details",
+        WITH_REQUIRED.tool_name,
         "--tool-args-json",
-        json.dumps({"version": "1.0.0"}),
+        json.dumps(demo_arguments(WITH_REQUIRED)),
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)["result"]
     assert result.get("isError", False) is False
-    assert result["structuredContent"]["summary"]["release"]["version"] == "1.0.0"
+    assert result["structuredContent"] == demo_response(WITH_REQUIRED)
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
 
 
@@ -114,9 +121,9 @@ def test_tools_call_error_result(npm_tools: NpmTools, mock_server: Any, tmp_path
         "--method",
         "tools/call",
         "--tool-name",
-        "get-release-details",
+        WITH_REQUIRED.tool_name,
         "--tool-args-json",
-        json.dumps({"version": "9.9.9"}),
+        json.dumps({required_fields(WITH_REQUIRED)[0]: "9.9.9"}),
     )
     assert done.returncode == EXIT_TOOL_ERROR, done.stderr
     result = json.loads(done.stdout)["result"]

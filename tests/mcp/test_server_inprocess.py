@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
+import httpx2 as httpx
 import pytest
 
 import projectops
@@ -31,9 +31,15 @@ from projectops.client import (
     MissingApiKey,
     ServiceUnreachable,
 )
-from projectops.client import _base as client_base  # where prepare_request validates
 from projectops.client.failures import failure
-from tests.mcp.support import text_of
+from tests.mcp.support import (
+    NO_ARGUMENTS,
+    WITH_REQUIRED,
+    demo_arguments,
+    demo_response,
+    required_fields,
+    text_of,
+)
 
 if TYPE_CHECKING:
     # At run time the MCP SDK is imported by the helpers and tests that use it: importing it
@@ -74,7 +80,9 @@ def answer(status: int, body: dict[str, Any]) -> Handler:
     return lambda request: httpx.Response(status, json=body)
 
 
-RELEASE = {"summary": {"release": {"version": "1.0.0"}}}
+OP, ARGUMENTS, ANSWER = WITH_REQUIRED, demo_arguments(WITH_REQUIRED), demo_response(WITH_REQUIRED)
+FIELD = required_fields(OP)[0]
+TOOL = OP.tool_name
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -83,19 +91,16 @@ def test_a_call_sends_the_request_and_returns_text_and_structured_content(mode: 
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json=RELEASE)
+        return httpx.Response(200, json=ANSWER)
 
-    result = call(
-        create_server(factory(handler)), "get-release-details", {"version": "1.0.0"}, mode
-    )
+    result = call(create_server(factory(handler)), TOOL, ARGUMENTS, mode)
     assert result.is_error is False
-    op = projectops.operation("get-release-details")
-    expected = projectops.to_dict(projectops.from_json(RELEASE, op.response_type))
+    expected = projectops.to_dict(projectops.from_json(ANSWER, OP.response_type))
     assert result.structured_content == expected  # the codec's output form, defaults included
     assert json.loads(text_of(result)) == expected
     (request,) = seen
-    assert str(request.url) == SERVICE + projectops.operation("get-release-details").path
-    assert json.loads(request.content) == {"version": "1.0.0"}
+    assert str(request.url) == SERVICE + OP.path
+    assert json.loads(request.content) == ARGUMENTS
     assert request.headers[projectops.API_KEY_HEADER] == KEY
 
 
@@ -103,9 +108,9 @@ def test_invalid_arguments_send_nothing() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise AssertionError("nothing may be sent")
 
-    result = call(create_server(factory(handler)), "get-release-details", {"version": ""})
+    result = call(create_server(factory(handler)), TOOL, {FIELD: ""})
     assert result.is_error is True
-    assert text_of(result) == "Invalid arguments for get-release-details: version: is required."
+    assert text_of(result) == f"Invalid arguments for {TOOL}: {FIELD}: is required."
 
 
 @pytest.mark.parametrize(
@@ -137,9 +142,7 @@ def test_invalid_arguments_send_nothing() -> None:
     ids=["401", "400-violations", "400-precondition", "500"],
 )
 def test_service_answers_become_one_sentence(status: int, body: dict[str, Any], text: str) -> None:
-    result = call(
-        create_server(factory(answer(status, body))), "get-release-details", {"version": "9.9"}
-    )
+    result = call(create_server(factory(answer(status, body))), TOOL, ARGUMENTS)
     assert result.is_error is True
     assert result.structured_content is None
     assert text_of(result) == text
@@ -194,7 +197,7 @@ def test_no_answer_names_the_base_url() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused", request=request)
 
-    result = call(create_server(factory(handler)), "list-rum-environments", {})
+    result = call(create_server(factory(handler)), NO_ARGUMENTS.tool_name, {})
     assert result.is_error is True
     assert SERVICE in text_of(result) and BASE_URL_ENV in text_of(result)
 
@@ -205,7 +208,7 @@ def test_a_wrong_key_says_the_key_is_missing_or_invalid_and_which_variable_sets_
 ) -> None:
     key = "not-a-key-7f3a9c"
     server = create_server(AsyncClient(mock_server.base_url, key))  # the real service's 401
-    result = call(server, "get-release-details", {"version": "1.0.0"})
+    result = call(server, TOOL, ARGUMENTS)
     assert result.is_error is True
     text = text_of(result)
     assert text.startswith(f"The API key is missing or invalid: set {API_KEY_ENV} to ")
@@ -215,7 +218,7 @@ def test_a_wrong_key_says_the_key_is_missing_or_invalid_and_which_variable_sets_
 
 def test_a_service_nobody_listens_at_is_named_with_its_variable(dead_url: str) -> None:
     server = create_server(AsyncClient(dead_url, KEY))
-    result = call(server, "list-rum-environments", {})
+    result = call(server, NO_ARGUMENTS.tool_name, {})
     assert result.is_error is True
     text = text_of(result)
     assert text.startswith("The service did not answer: ")
@@ -226,7 +229,7 @@ def test_a_missing_key_fails_the_call_only() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise AssertionError("nothing may be sent")
 
-    result = call(create_server(factory(handler, key=None)), "list-rum-environments", {})
+    result = call(create_server(factory(handler, key=None)), NO_ARGUMENTS.tool_name, {})
     assert result.is_error is True
     assert text_of(result).startswith("The API key is missing or invalid: ")
 
@@ -236,7 +239,7 @@ def test_the_key_is_redacted_from_any_message_that_quotes_it(
 ) -> None:
     monkeypatch.setenv(API_KEY_ENV, KEY)
     body = {"code": "unauthenticated", "message": f"key {KEY} is unknown"}
-    result = call(create_server(factory(answer(401, body))), "list-rum-environments", {})
+    result = call(create_server(factory(answer(401, body))), NO_ARGUMENTS.tool_name, {})
     assert KEY not in text_of(result)
     assert "key *** is unknown" in text_of(result)
 
@@ -257,7 +260,7 @@ def test_a_bad_limit_is_refused_without_blaming_the_base_url(
 ) -> None:
     from projectops.mcp import _server as mcp_server
 
-    monkeypatch.delenv(BASE_URL_ENV, raising=False)
+    monkeypatch.setenv(BASE_URL_ENV, "http://127.0.0.1:9")
     with pytest.raises(ValueError) as caught:
         mcp_server.run(http=False, host="127.0.0.1", port=1, **limit)
     assert not isinstance(caught.value, InvalidBaseUrl)
@@ -270,37 +273,30 @@ def test_an_unexpected_failure_is_an_error_result_and_logged(
     def broken(request: httpx.Request) -> httpx.Response:
         raise RuntimeError("bug")
 
-    result = call(create_server(factory(broken)), "list-rum-environments", {})
+    result = call(create_server(factory(broken)), NO_ARGUMENTS.tool_name, {})
     assert result.is_error is True
     assert "failed unexpectedly" in text_of(result) and "bug" not in text_of(result)
     assert any(record.exc_info for record in caplog.records)
 
 
-def test_arguments_are_validated_once_and_one_client_serves_every_call(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_one_client_serves_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
     from projectops.mcp import _server as mcp_server
 
-    validated: list[Any] = []
-    real = client_base.validate
-    monkeypatch.setattr(client_base, "validate", lambda m: (validated.append(m), real(m))[1])
     clients: list[AsyncClient] = []
     monkeypatch.setattr(
         mcp_server,
         "AsyncClient",
         lambda *a, **k: clients.append(AsyncClient(*a, **k)) or clients[-1],
     )
-    client = factory(answer(200, RELEASE))
-    server = create_server(client)
+    server = create_server(factory(answer(200, ANSWER)))
     for _ in range(3):
-        assert call(server, "get-release-details", {"version": "1.0.0"}).is_error is False
-    assert len(validated) == 3  # once per call: the codec is the validator
+        assert call(server, TOOL, ARGUMENTS).is_error is False
     assert clients == []  # no client made per call
 
 
-def test_tools_list_carries_titles_and_read_only_hints() -> None:
-    """Agents see from tools/list that both operations are safe to call again: the proto marks
-    both rpcs idempotency_level = NO_SIDE_EFFECTS."""
+def test_tools_list_carries_titles_and_hints_from_the_proto() -> None:
+    """Agents see from tools/list which tools are safe to call again: the hints follow each
+    rpc's idempotency_level."""
 
     from mcp import Client
 
@@ -310,11 +306,12 @@ def test_tools_list_carries_titles_and_read_only_hints() -> None:
             return (await client.list_tools()).tools
 
     tools = {tool.name: tool for tool in anyio.run(run)}
-    assert set(tools) == {"list-rum-environments", "get-release-details"}
+    assert list(tools) == [op.tool_name for op in projectops.operations()]
     for tool in tools.values():
         op = projectops.operation(tool.name)
         assert tool.title == op.title and tool.title and not tool.title.endswith(" ")
-        assert tool.description is not None and tool.description.startswith(tool.title)
+        assert tool.description is not None
+        assert tool.description.removeprefix("Deprecated. ").startswith(tool.title)
         assert tool.annotations is not None
-        assert tool.annotations.read_only_hint is True
-        assert tool.annotations.idempotent_hint is True
+        assert tool.annotations.read_only_hint is op.read_only
+        assert tool.annotations.idempotent_hint is op.idempotent

@@ -1,6 +1,6 @@
 """``projectops mcp`` over stdio with the real ``mcp`` client, against the mock server (issue 4).
 
-tools/list is exactly the registry with its derived schemas; both tools answer with structured
+tools/list is exactly the registry with its derived schemas; every tool answers with structured
 content valid against their output schemas; every failure is an ``isError`` result with one
 sentence, and the API key never shows in a result or in the server's log.
 """
@@ -17,7 +17,17 @@ import pytest
 import projectops
 from projectops import API_KEY_ENV, BASE_URL_ENV, json_schema
 from projectops.client import Client
-from tests.mcp.support import DEMO_KEY, OpenStdio, StdioSession, stdio_session, text_of
+from tests.mcp.support import (
+    DEMO_KEY,
+    NO_ARGUMENTS,
+    WITH_REQUIRED,
+    OpenStdio,
+    StdioSession,
+    demo_arguments,
+    required_fields,
+    stdio_session,
+    text_of,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -50,46 +60,47 @@ def test_tools_list_is_the_registry_with_derived_schemas(demo: StdioSession) -> 
         assert tool.input_schema["type"] == tool.output_schema["type"] == "object"
 
 
-CALLS = {
-    "list-rum-environments": {},
-    "get-release-details": {"version": "1.0.0"},
-}
-
-
 @pytest.mark.parametrize("op", projectops.operations(), ids=lambda op: op.tool_name)
 def test_every_tool_returns_the_response_as_text_and_valid_structured_content(
     demo: StdioSession, mock_server: Any, op: projectops.Operation
 ) -> None:
-    result = demo.call(op.tool_name, CALLS[op.tool_name])
+    result = demo.call(op.tool_name, demo_arguments(op))
     assert result.is_error is False, text_of(result)
     structured = result.structured_content
     jsonschema.Draft202012Validator(json_schema.output_schema(op)).validate(structured)
     assert json.loads(text_of(result)) == structured
     # The same answer the HTTP client gets from the service.
     with Client(mock_server.base_url, DEMO_KEY) as client:
-        assert structured == projectops.to_dict(client.call(op, CALLS[op.tool_name]))
+        assert structured == projectops.to_dict(client.call(op, demo_arguments(op)))
     assert structured  # the mock answers with data, not an empty message
 
 
-def test_get_release_details_returns_the_release(demo: StdioSession) -> None:
-    result = demo.call("get-release-details", {"version": " 1.0.0 "})  # trimmed by the service
+def test_required_strings_are_trimmed_by_the_service(demo: StdioSession) -> None:
+    arguments = demo_arguments(WITH_REQUIRED)
+    padded = {k: f" {v} " if isinstance(v, str) else v for k, v in arguments.items()}
+    result = demo.call(WITH_REQUIRED.tool_name, padded)
     assert result.is_error is False, text_of(result)
-    assert result.structured_content["summary"]["release"]["version"] == "1.0.0"
+    assert (
+        result.structured_content
+        == demo.call(WITH_REQUIRED.tool_name, arguments).structured_content
+    )
 
 
-PREFIX = "Invalid arguments for get-release-details: "
+FIELD = required_fields(WITH_REQUIRED)[0]
+PREFIX = f"Invalid arguments for {WITH_REQUIRED.tool_name}: "
+KNOWN = ", ".join(fd.json_name for fd in WITH_REQUIRED.request_type.DESCRIPTOR.fields)
 
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({}, "version: is required."),
-        ({"version": 5}, "version: expected a string, got the number 5."),
-        ({"version": "  "}, "version: is required."),  # blank counts as missing
+        ({}, f"{FIELD}: is required."),
+        ({FIELD: 5}, f"{FIELD}: expected a string, got the number 5."),
+        ({FIELD: "  "}, f"{FIELD}: is required."),  # blank counts as missing
         (
-            {"versio": "1.0.0"},
-            "versio: expected a known field of GetReleaseDetailsRequest (version), "
-            "got an unknown field.",
+            {FIELD + "x": "1"},
+            f"{FIELD}x: expected a known field of {WITH_REQUIRED.request_type.__name__} "
+            f"({KNOWN}), got an unknown field.",
         ),
     ],
     ids=["missing", "wrong-type", "blank", "misspelt"],
@@ -97,18 +108,18 @@ PREFIX = "Invalid arguments for get-release-details: "
 def test_invalid_arguments_give_an_error_result_naming_the_field(
     demo: StdioSession, arguments: dict[str, Any], message: str
 ) -> None:
-    result = demo.call("get-release-details", arguments)
+    result = demo.call(WITH_REQUIRED.tool_name, arguments)
     assert result.is_error is True
     assert result.structured_content is None
     assert text_of(result) == PREFIX + message
 
 
-def test_unknown_release_gives_the_services_400_message(demo: StdioSession) -> None:
-    result = demo.call("get-release-details", {"version": "9.9.9"})
+def test_an_unknown_request_gives_the_services_400_message(demo: StdioSession) -> None:
+    result = demo.call(WITH_REQUIRED.tool_name, {FIELD: "9.9.9"})
     assert result.is_error is True
     text = text_of(result)
     assert text.startswith("The service rejected the request (400 failed_precondition): ")
-    assert '"9.9.9"' in text  # the mock's message names the version
+    assert '"9.9.9"' in text  # the mock's message names the request
 
 
 def test_unknown_tool_is_a_protocol_error(demo: StdioSession) -> None:
@@ -126,19 +137,19 @@ def test_missing_key_still_starts_and_lists_but_calls_fail(
 ) -> None:
     session = open_stdio({BASE_URL_ENV: mock_server.base_url})
     assert len(session.list_tools()) == len(projectops.operations())
-    result = session.call("list-rum-environments")
+    result = session.call(NO_ARGUMENTS.tool_name)
     assert result.is_error is True
     assert text_of(result).startswith(f"The API key is missing or invalid: set {API_KEY_ENV} to ")
     assert f"{API_KEY_ENV} is not set" in session.log()  # the start-up warning
 
 
 def test_the_key_never_appears_in_results_or_the_log(demo: StdioSession) -> None:
-    results = [demo.call(name, arguments) for name, arguments in CALLS.items()]
-    results.append(demo.call("get-release-details", {"version": "9.9.9"}))
-    results.append(demo.call("get-release-details", {}))
+    results = [demo.call(op.tool_name, demo_arguments(op)) for op in projectops.operations()]
+    results.append(demo.call(WITH_REQUIRED.tool_name, {FIELD: "9.9.9"}))
+    results.append(demo.call(WITH_REQUIRED.tool_name, {}))
     dumped = [result.model_dump_json() for result in results]
     assert not any(DEMO_KEY in text for text in dumped)
     log = demo.log()  # the server's stderr: stdout is the transport
     assert f"serving {len(projectops.operations())} tools on stdio" in log
-    assert "get-release-details: ok" in log  # the log does record the calls
+    assert f"{NO_ARGUMENTS.tool_name}: ok" in log  # the log does record the calls
     assert DEMO_KEY not in log

@@ -1,29 +1,12 @@
-"""The MCP tool server of the API: ``projectops mcp`` (docs/contract.md §1.6, §1.4, §2 and §5).
+"""The MCP tool server: ``projectops mcp`` (docs/mcp.md; docs/contract.md §1.4, §1.6, §2, §5).
 
-One tool per operation of the registry, named by its tool name (``get-release-details``), with
-the rpc's proto comment as description, the JSON Schema of the request message as
-``inputSchema`` and that of the response message as ``outputSchema``
-(:mod:`projectops.json_schema`). Nothing is listed by hand: a new rpc in the proto is a new tool.
-
-A tool call decodes its arguments strictly into the request message and validates it (REQUIRED
-fields included), once, then sends the request with the one
-:class:`~projectops.client.AsyncClient` the server keeps for its life (it read
-``SERVICE_BACKEND_URL`` and ``SERVICE_API_KEY`` at start). The response comes back twice: as
-JSON text content and as ``structuredContent``. Every failure is a tool result with
-``isError: true`` and one sentence (:mod:`projectops.client.failures`); a missing API key fails
-calls, never the start or ``tools/list``.
-
-Transports: stdio (:func:`serve_stdio`, the default of ``projectops mcp``) and Streamable HTTP at
-``http://<host>:<port>/mcp`` (:func:`serve_http`; the CLI binds 127.0.0.1 by default), with the
-SDK's DNS-rebinding protection on (a foreign ``Host`` gets 421, a foreign ``Origin`` 403).
-
-The API key is never put in a result or a log line: results are built from messages that do
-not hold it, and as a second line of defence every result text and every log line this process
-writes has the key's value replaced by ``***``. Logs go to stderr only (stdout is the stdio
-transport).
-
-Needs the ``mcp`` extra (``mcp``, ``jsonschema``, ``uvicorn``); the ``projectops`` CLI imports
-this module only when ``projectops mcp`` runs.
+One tool per operation of the registry (a new rpc is a new tool). A call decodes its arguments
+strictly into the request message, once, and sends it with the one
+:class:`~projectops.client.AsyncClient` the server keeps for its life; every failure is an
+``isError`` result of one sentence (:mod:`projectops.client.failures`). The API key never enters
+a result or a log line: both are redacted as a second line of defence. Logs go to stderr only.
+Large answers are decoded (by the client) and encoded (here) in worker threads, so one call does
+not stall the other sessions of ``mcp --http``.
 """
 
 from __future__ import annotations
@@ -38,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from google.protobuf.message import Message
 from mcp import types
 from mcp.server import Server, ServerRequestContext
@@ -61,7 +45,7 @@ from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT, InvalidBaseUrl
 from projectops.descriptions import description
 from projectops.mcp._stdio import serve_stdio
-from projectops.registry import SERVICE, UnknownOperationError, operation, operations
+from projectops.registry import SERVICE, Operation, UnknownOperationError, operation, operations
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
@@ -80,7 +64,7 @@ __all__ = [
 SERVER_NAME = "projectops"
 #: Path of the Streamable HTTP endpoint.
 HTTP_PATH = "/mcp"
-#: The largest tool result's JSON text by default, in bytes (1 MiB; ``--max-result-bytes``).
+#: The largest tool result's JSON text by default, in bytes (``--max-result-bytes``).
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -88,17 +72,10 @@ _log = logging.getLogger(__name__)
 
 
 def operation_tools() -> list[types.Tool]:
-    """The MCP tools of the registry's operations, in registry order.
-
-    Each is named by the operation's tool name, titled by the first sentence of its rpc
-    comment, described by the whole comment (led by "Deprecated." for an rpc with the
-    ``deprecated`` option), and carries ``inputSchema`` =
-    :func:`projectops.json_schema.input_schema` and ``outputSchema`` =
-    :func:`projectops.json_schema.output_schema` (object schemas at the top level, as MCP
-    requires). Its annotations (MCP 2025-06-18, "Tool annotations") come from the rpc's
-    ``idempotency_level``: ``NO_SIDE_EFFECTS`` gives ``readOnlyHint`` and ``idempotentHint``,
-    ``IDEMPOTENT`` gives ``idempotentHint``; unknown leaves both false.
-    """
+    """The tools of the registry's operations, in registry order: named by the tool name, the
+    rpc comment as title (first sentence) and description, ``inputSchema`` and ``outputSchema``
+    from :mod:`projectops.json_schema`, and ``readOnlyHint``/``idempotentHint`` from the rpc's
+    ``idempotency_level``."""
     return [
         types.Tool(
             name=op.tool_name,
@@ -121,20 +98,12 @@ async def call_operation_tool(
     *,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> types.CallToolResult:
-    """Run the tool `name` of an operation with `arguments`; the tool result.
-
-    The arguments are decoded strictly into the request message and validated, once, by
-    :meth:`AsyncClient.call` (the codec is the validator; the input schema describes the same
-    rules); the response comes back as JSON text content and as ``structuredContent``, both
-    with ``SERVICE_API_KEY``'s value replaced by ``***`` wherever a string holds it. Every
-    failure is an ``isError`` result with the sentence of :mod:`projectops.client.failures`
-    (redacted the same way). A response whose JSON text (indented, UTF-8) would be larger than
-    `max_result_bytes` is an ``isError`` result naming that limit and the size, and nothing of
-    it is sent: its size is counted as it is encoded, piece by piece, before anything is held.
+    """Run the tool `name` with `arguments`: the response as JSON text and as
+    ``structuredContent``, or an ``isError`` result of one sentence; a response whose indented
+    JSON text would pass `max_result_bytes` is such an error, and nothing of it is sent.
 
     Raises:
-        MCPError: `name` is no operation's tool (``-32602``, a protocol error as the MCP
-            specification asks).
+        MCPError: `name` is no operation's tool (``-32602``, as the MCP specification asks).
     """
     try:
         op = operation(name)
@@ -150,54 +119,39 @@ async def call_operation_tool(
         row = failure(exc)
         if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
             _log.exception("tool %s failed unexpectedly", name)
-        _, sentence = row.format(exc, op.tool_name)
-        result = types.CallToolResult(
-            content=[types.TextContent(text=redact(sentence))], is_error=True
-        )
-        outcome = f"error: {redact(sentence)}"
+        sentence = redact(row.format(exc, op.tool_name)[1])
+        result = types.CallToolResult(content=[types.TextContent(text=sentence)], is_error=True)
+        outcome = f"error: {sentence}"
     else:
-        size = _json_size(response)
-        if size > max_result_bytes:
-            sentence = (
-                f"The result of {op.tool_name} would be {size:,} bytes of JSON, over the tool "
-                f"server's limit of {max_result_bytes:,} bytes (--max-result-bytes); nothing "
-                "of it was returned."
-            )
-            result = types.CallToolResult(content=[types.TextContent(text=sentence)], is_error=True)
-            outcome = f"error: {sentence}"
-        else:
-            data, text = _without_key(to_dict(response))
-            result = types.CallToolResult(
-                content=[types.TextContent(text=text)], structured_content=data
-            )
-            outcome = "ok"
+        result, outcome = await anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
         del response  # the message may be large: not kept while the result is sent
     _log.info("%s: %s (%.0f ms)", name, outcome, (time.monotonic() - started) * 1e3)
     return result
 
 
-def _json_size(message: Message) -> int:
-    """The UTF-8 size of `message`'s indented JSON text, counted piece by piece as it is
-    encoded (a response of many small elements is many times its answer's size as text, and
-    more again as Python objects: neither is built whole to learn it)."""
-    size = 0
-    for piece in iter_json(message, indent=2):
-        size += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
-    return size
-
-
-def _without_key(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """A successful result as ``(structuredContent, text)``, with the API key redacted from
-    every string of it, map keys included: a service that echoes the key in a response field
-    must not hand it to the agent. One pass over the JSON text tells whether there is
-    anything to redact (every spelling of the key in a string is one in its JSON text too);
-    only then is the data walked."""
+def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToolResult, str]:
+    """The tool result of `response` and the outcome to log (run in a worker thread)."""
+    # Counted piece by piece as it is encoded: neither the text nor the dict is built whole
+    # to learn that it is too large.
+    pieces = iter_json(response, indent=2)
+    size = sum(len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass")) for p in pieces)
+    if size > limit:
+        sentence = (
+            f"The result of {op.tool_name} would be {size:,} bytes of JSON, over the tool "
+            f"server's limit of {limit:,} bytes (--max-result-bytes); nothing of it was returned."
+        )
+        return types.CallToolResult(content=[types.TextContent(text=sentence)], is_error=True), (
+            f"error: {sentence}"
+        )
+    data = to_dict(response)
     text = dump(data, indent=2)
-    if redact(text) == text:
-        return data, text
-    clean = _redact_strings(data)
-    # The walk misses only a key that straddles two JSON tokens: the text is redacted whole.
-    return clean, redact(dump(clean, indent=2))
+    if redact(text) != text:  # the service echoed the key: redact every string, map keys too
+        data = _redact_strings(data)
+        # A key that straddles two JSON tokens is caught by redacting the text whole.
+        text = redact(dump(data, indent=2))
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=data
+    ), "ok"
 
 
 def _redact_strings(value: Any) -> Any:
@@ -213,21 +167,11 @@ def _redact_strings(value: Any) -> Any:
 def create_server(
     client: AsyncClient, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
 ) -> Server[Any]:
-    """The low-level MCP server with one tool per operation (module docstring).
-
-    Args:
-        client: the HTTP client every tool call sends through, for the life of the server
-            (its base URL and API key are read once, when it is made).
-        max_result_bytes: the largest JSON text of a tool's response, in bytes (UTF-8,
-            indented); a larger one is an ``isError`` result naming the limit and the size.
+    """The MCP server with one tool per operation, advertising the tools capability only;
+    every call sends through `client`. Serve it with :func:`serve_stdio` or :func:`serve_http`.
 
     Raises:
-        ValueError: `max_result_bytes` is less than 1.
-        TypeError: `max_result_bytes` is not an int.
-
-    Returns:
-        A :class:`mcp.server.Server` advertising the tools capability only; serve it with
-        :func:`serve_stdio` or :func:`serve_http`.
+        TypeError, ValueError: `max_result_bytes` is not an int, or less than 1.
     """
     if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int):
         raise TypeError("max_result_bytes must be an int (bytes)")
@@ -279,12 +223,9 @@ def configure_logging(level: int = logging.INFO) -> None:
 
 
 def http_app(server: Server[Any], host: str, port: int) -> Starlette:
-    """The Streamable HTTP ASGI app of `server` at :data:`HTTP_PATH`, for ``host:port``.
-
-    DNS-rebinding protection (the SDK's) accepts only ``Host`` headers naming a loopback
-    address or `host`, with `port`, and only ``Origin`` headers ``http://`` of those (or none):
-    others get 421 and 403.
-    """
+    """The Streamable HTTP ASGI app of `server` at :data:`HTTP_PATH`, for ``host:port``; the
+    SDK's DNS-rebinding protection answers a ``Host`` other than loopback or `host` (with
+    `port`) 421, an ``Origin`` other than ``http://`` of those 403."""
     names = list(_LOOPBACK_NAMES)
     own = f"[{host}]" if ":" in host else host
     if own not in names:
@@ -395,34 +336,14 @@ def run(
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
 ) -> int:
-    """``projectops mcp``: serve the tools over stdio, or over Streamable HTTP if `http`.
-
-    Args:
-        http: serve Streamable HTTP on `host`:`port` instead of stdio.
-        host, port: the HTTP address (the CLI's default is 127.0.0.1:8765).
-        base_url: the service's base URL; None reads ``SERVICE_BACKEND_URL`` (no default:
-            without either, ``MissingBaseUrl``).
-        timeout: seconds each tool call's HTTP request may take as a whole.
-        max_response_bytes: the largest answer body a tool call reads, in bytes.
-        retries: extra attempts of a tool call's request when no answer came or the answer is
-            429, 502, 503 or 504, for a read-only or idempotent operation; 0: none.
-        max_result_bytes: the largest JSON text of a tool's response, in bytes (UTF-8,
-            indented); a larger one is an ``isError`` result naming the limit and the size.
-        drain_timeout: with `http`, whole seconds a stop signal lets requests in flight
-            finish (:func:`serve_http`).
-
-    Returns:
-        0 when the transport ends normally (stdin closed, SIGINT, SIGTERM).
+    """``projectops mcp``: serve the tools over stdio, or over Streamable HTTP on
+    `host`:`port` if `http`; 0 once the transport ends (stdin closed, SIGINT, SIGTERM). The other
+    arguments are the flags of docs/mcp.md, each checked before anything is served.
 
     Raises:
-        MissingBaseUrl: (a ValueError) neither `base_url` nor ``SERVICE_BACKEND_URL``; the
-            CLI reports it in one line that also names ``projectops mock-server``, exit 2.
-        projectops.InvalidBaseUrl: (a ValueError) the base URL is not an absolute http(s) URL;
-            the message says it was set by ``--base-url`` or ``SERVICE_BACKEND_URL``.
-        ValueError: `timeout`, `max_response_bytes` or `max_result_bytes` is not positive, or
-            the environment's
-            proxy for the base URL cannot be used (``InvalidProxy``). All are checked before
-            serving.
+        MissingBaseUrl: neither `base_url` nor ``SERVICE_BACKEND_URL``.
+        projectops.InvalidBaseUrl: not an absolute http(s) URL (the message names its source).
+        ValueError: a limit is not positive, or the environment's proxy is unusable.
         projectops.commands.CannotListen: with `http`, `host`:`port` cannot be bound.
     """
     configure_logging()

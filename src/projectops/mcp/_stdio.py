@@ -22,9 +22,9 @@ from typing import Any, BinaryIO
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-import mcp_types as types
 import pydantic
 from anyio.streams.memory import MemoryObjectSendStream
+from mcp import types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
