@@ -1,7 +1,5 @@
 """The error model of the API: codes, HTTP statuses and the exception classes (docs/contract.md §5).
 
-A leaf module: it imports only the generated ``ErrorResponse`` message, never the codec.
-
 :class:`Code` holds the Connect/gRPC code names; :data:`HTTP_STATUS_BY_CODE` is the one table
 that maps each code to the HTTP status a server answers with. There is one exception class per
 code, all under :class:`ApiError`::
@@ -21,11 +19,8 @@ code, all under :class:`ApiError`::
     ├── Unavailable               503 (clients: the service could not be reached)
     └── DeadlineExceeded          504 (clients: no complete answer within the time-out)
 
-``http_status`` is the status of the HTTP answer that caused the error, and ``None`` when no
-answer was involved (local validation, a missing key, no connection, a time-out), so a caller can
-tell "the server said 400" from "nothing was sent". The client layer maps an answer to its class
-(``projectops.client``); the ``ErrorResponse`` body conversions live beside the codec
-(:func:`projectops.codec.error_body`).
+``http_status`` (§5.3) is the status of the answer that caused the error, ``None`` when no
+answer was involved.
 """
 
 from __future__ import annotations
@@ -81,10 +76,8 @@ class Code(StrEnum):
     UNAUTHENTICATED = "unauthenticated"
 
 
-#: Code -> HTTP status of the answer (docs/contract.md §5; Connect's table, except that
-#: ``resource_exhausted`` is this API's 413 for a body over the limit). Single-valued: the
-#: 405 of a wrong method is a transport answer outside it (README, error table). The server
-#: adapter's own answers, that 405 included, are the rows of :data:`projectops.answers.ERROR_CASES`.
+#: Code -> HTTP status of the answer (docs/contract.md §5.2; Connect's table, except that
+#: ``resource_exhausted`` is this API's 413 for a body over the limit).
 HTTP_STATUS_BY_CODE: Mapping[Code, int] = {
     Code.CANCELED: 499,
     Code.UNKNOWN: 500,
@@ -151,10 +144,7 @@ class ApiError(Exception):
 
 
 class InvalidArgument(ApiError, ValueError):
-    """The request is malformed or fails validation (400 ``invalid_argument``).
-
-    Also a :class:`ValueError`, so local validation failures can be caught as such.
-    """
+    """The request is malformed or fails validation (400); a :class:`ValueError` too."""
 
     code = Code.INVALID_ARGUMENT
 
@@ -251,23 +241,5 @@ class DeadlineExceeded(ApiError):
 
 #: Code -> its exception class (every code has one).
 ERROR_CLASSES: Mapping[Code, type[ApiError]] = {
-    cls.code: cls
-    for cls in (
-        Canceled,
-        Unknown,
-        InvalidArgument,
-        DeadlineExceeded,
-        NotFound,
-        AlreadyExists,
-        PermissionDenied,
-        ResourceExhausted,
-        FailedPrecondition,
-        Aborted,
-        OutOfRange,
-        Unimplemented,
-        Internal,
-        Unavailable,
-        DataLoss,
-        Unauthenticated,
-    )
+    cls.code: cls for cls in ApiError.__subclasses__() if cls.__module__ == __name__
 }
