@@ -1,11 +1,14 @@
 """Operations of small synthetic schemas, built in a private descriptor pool, for tests of what
-the registry and the OpenAPI document derive from an rpc's options."""
+the registry and the OpenAPI document derive from an rpc's options; and operations of the
+registry picked by property, for tests that need one of a kind."""
 
 from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf.descriptor import FieldDescriptor
 
-from projectops.registry import Operation, operation_of
+from projectops.registry import Operation, operation_of, operations
+from projectops.validation import is_required
 
 
 def rpc_with(level: str, deprecated: bool) -> Operation:
@@ -26,3 +29,31 @@ def rpc_with(level: str, deprecated: bool) -> Operation:
     pool.Add(file)
     rpc = pool.FindServiceByName("synthetic.v1.S").methods_by_name["Ping"]
     return operation_of(rpc)
+
+
+# --- operations of the registry, picked by property (no test names which operations exist) ----
+
+
+def required_string(op: Operation) -> FieldDescriptor | None:
+    """A top-level REQUIRED, singular string field of `op`'s request (the first), or None."""
+    for fd in op.request_type.DESCRIPTOR.fields:
+        if is_required(fd) and fd.type == fd.TYPE_STRING and not fd.is_repeated:
+            return fd
+    return None
+
+
+def with_required_string() -> tuple[Operation, FieldDescriptor]:
+    """The first operation of the registry whose request has a REQUIRED string field, and it."""
+    for op in operations():
+        fd = required_string(op)
+        if fd is not None:
+            return op, fd
+    raise LookupError("no operation of the registry has a REQUIRED string request field")
+
+
+def without_request_fields() -> Operation:
+    """The first operation of the registry whose request has no fields (the body ``{}``)."""
+    for op in operations():
+        if not op.request_type.DESCRIPTOR.fields:
+            return op
+    raise LookupError("no operation of the registry has a request without fields")

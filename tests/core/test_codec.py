@@ -7,22 +7,14 @@ from typing import Any
 import pytest
 
 import projectops
-from projectops.v1.error_pb2 import ErrorResponse
 from projectops.v1.operations_pb2 import (
     GetReleaseDetailsRequest,
     GetReleaseDetailsResponse,
-    ListRumEnvironmentsRequest,
-    ListRumEnvironmentsResponse,
 )
+from tests import golden
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
-CASES = {
-    "get_release_details.request": GetReleaseDetailsRequest,
-    "get_release_details.response": GetReleaseDetailsResponse,
-    "list_rum_environments.request": ListRumEnvironmentsRequest,
-    "list_rum_environments.response": ListRumEnvironmentsResponse,
-    "error.invalid_argument": ErrorResponse,
-}
+CASES = {stem: golden.message_type(stem) for stem in golden.stems()}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

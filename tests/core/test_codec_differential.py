@@ -46,6 +46,7 @@ from hypothesis import strategies as st
 from projectops import _fastcodec
 from projectops._wire import is_map, value_form
 from projectops.v1 import error_pb2, operations_pb2, release_pb2, rum_environment_pb2
+from tests import golden
 from tests.hypothesis_profiles import examples
 
 SETTINGS = settings(
@@ -1020,14 +1021,8 @@ def test_depth_limit_is_json_format_s() -> None:
 
 @pytest.mark.parametrize("strict", [False, True])
 def test_golden_payloads_take_the_fast_path(strict: bool) -> None:
-    types = {
-        "get_release_details.request": operations_pb2.GetReleaseDetailsRequest,
-        "get_release_details.response": operations_pb2.GetReleaseDetailsResponse,
-        "list_rum_environments.request": operations_pb2.ListRumEnvironmentsRequest,
-        "list_rum_environments.response": operations_pb2.ListRumEnvironmentsResponse,
-        "error.invalid_argument": error_pb2.ErrorResponse,
-    }
-    for name, cls in types.items():
+    for name in golden.stems():
+        cls = golden.message_type(name)
         data = json.loads((GOLDEN / f"{name}.json").read_text())
         message = check_decode(data, cls, strict)
         assert isinstance(message, cls)

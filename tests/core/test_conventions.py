@@ -16,8 +16,8 @@ def test_constants_of_the_spec() -> None:
 @pytest.mark.parametrize(
     ("tool", "name"),
     [
-        ("get-release-details", "get_release_details"),
-        ("list-rum-environments", "list_rum_environments"),
+        ("count-open-things", "count_open_things"),
+        *((op.tool_name, op.name) for op in projectops.operations()),
     ],
 )
 def test_tool_name_maps_to_operation_name(tool: str, name: str) -> None:

@@ -2,7 +2,6 @@
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -11,9 +10,11 @@ from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
 
 import projectops
 from projectops import json_schema
+from projectops.descriptions import description
 from projectops.v1.operations_pb2 import GetReleaseDetailsResponse
+from projectops.validation import is_required
+from tests import golden
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 OPS = projectops.operations()
 
 
@@ -33,10 +34,19 @@ def test_every_operation_schema_is_valid_2020_12(op: projectops.Operation, side:
     json.dumps(schema)  # serialisable as it is
 
 
-@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_every_golden_payload_is_of_an_operation_and_comes_in_pairs() -> None:
+    with_payloads = golden.operations()
+    assert with_payloads
+    named = [stem for stem in golden.stems() if not stem.startswith("error.")]
+    assert named == sorted(
+        f"{op.name}.{kind}" for op in with_payloads for kind in ("request", "response")
+    )
+
+
+@pytest.mark.parametrize("op", golden.operations(), ids=lambda op: op.name)
 def test_golden_payloads_validate_against_their_schemas(op: projectops.Operation) -> None:
-    request = json.loads((GOLDEN / f"{op.name}.request.json").read_text())
-    response = json.loads((GOLDEN / f"{op.name}.response.json").read_text())
+    request = json.loads(golden.read(f"{op.name}.request"))
+    response = json.loads(golden.read(f"{op.name}.response"))
     validator(json_schema.input_schema(op)).validate(request)
     validator(json_schema.output_schema(op)).validate(response)
 
@@ -44,18 +54,24 @@ def test_golden_payloads_validate_against_their_schemas(op: projectops.Operation
 def test_error_golden_validates_against_the_error_response_schema() -> None:
     from projectops.v1.error_pb2 import ErrorResponse
 
-    body = json.loads((GOLDEN / "error.invalid_argument.json").read_text())
+    body = json.loads(golden.read("error.invalid_argument"))
     validator(json_schema.message_schema(ErrorResponse)).validate(body)
 
 
-def test_request_schema_shape() -> None:
-    schema = json_schema.input_schema("get-release-details")
-    assert schema["required"] == ["version"]
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_request_schema_shape(op: projectops.Operation) -> None:
+    schema = json_schema.input_schema(op)
+    fields = op.request_type.DESCRIPTOR.fields
+    assert schema.get("required", []) == [f.json_name for f in fields if is_required(f)]
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["version"]["type"] == "string"
-    assert schema["properties"]["version"]["description"].startswith("The release's version")
-    assert schema["description"] == "Request of GetReleaseDetails."
-    assert json_schema.input_schema("list_rum_environments")["properties"] == {}
+    assert list(schema["properties"]) == [f.json_name for f in fields]
+    for field in fields:
+        prop = schema["properties"][field.json_name]
+        assert prop["description"] == description(field)
+        if field.type == field.TYPE_STRING and not field.is_repeated:
+            assert prop["type"] == "string"
+    assert schema["description"] == description(op.request_type.DESCRIPTOR)
+    assert "[" not in schema["description"]  # cross-references read as their text
 
 
 def test_response_schema_maps_each_wire_form() -> None:
@@ -97,10 +113,11 @@ def test_response_schema_maps_each_wire_form() -> None:
     ],
 )
 def test_output_schema_rejects_what_the_codec_never_writes(payload: Any, valid: bool) -> None:
+    if valid:  # as the codec writes it: every field without presence too
+        message = projectops.from_json(payload, GetReleaseDetailsResponse, strict=True)
+        payload = projectops.to_dict(message)
     errors = list(validator(json_schema.output_schema("get_release_details")).iter_errors(payload))
     assert (errors == []) is valid
-    if valid:
-        projectops.from_json(payload, GetReleaseDetailsResponse, strict=True)
 
 
 def test_input_schema_accepts_64_bit_numbers_and_rejects_unknown_properties() -> None:

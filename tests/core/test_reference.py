@@ -23,6 +23,7 @@ from projectops import reference
 from projectops._wire import value_form
 from projectops.registry import Operation, operation_of
 from projectops.validation import is_required
+from tests.synthetic import without_request_fields
 
 OPS = projectops.operations()
 # A field's line: its JSON name at the start of an indented line, then ": " and its type.
@@ -64,12 +65,17 @@ def section(text: str, title: str) -> str:
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.tool_name)
-def test_both_operations_are_described_from_the_proto(op: Operation) -> None:
+def test_every_operation_is_described_from_the_proto(op: Operation) -> None:
     text = reference.describe(op)
     assert text.splitlines()[0] == f"{op.tool_name} - {op.title}"
     assert f"POST {op.path}" in text
     assert f"operation {op.name}" in text
-    assert "read-only, safe to retry (NO_SIDE_EFFECTS)" in text
+    if op.read_only:
+        assert f"read-only, safe to retry ({op.idempotency})" in text
+    elif op.idempotent:
+        assert f"idempotent, safe to retry ({op.idempotency})" in text
+    else:
+        assert "may change data; not marked idempotent" in text
     assert flat(op.description) in flat(text)
     assert f"Request body: {op.request_type.DESCRIPTOR.name}" in text
     assert f"Response body: {op.response_type.DESCRIPTOR.name}" in text
@@ -93,7 +99,7 @@ def test_every_field_of_request_and_response_is_present_with_its_comment(op: Ope
 
 
 def test_an_operation_without_request_fields_says_the_body_is_empty() -> None:
-    text = reference.describe("list-rum-environments")
+    text = reference.describe(without_request_fields())
     request = section(text, "Request body")
     assert field_lines(request) == []
     assert "No fields: the body is the empty JSON object {}." in request
@@ -118,9 +124,12 @@ def test_required_is_shown_for_exactly_the_required_fields(op: Operation) -> Non
     assert flat(text).count(", REQUIRED") == len(required)
 
 
-def test_version_is_the_required_string_of_get_release_details() -> None:
-    request = section(reference.describe("get-release-details"), "Request body")
-    assert field_lines(request) == [(2, "version", "string, REQUIRED")]
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.tool_name)
+def test_a_top_level_required_string_reads_string_required(op: Operation) -> None:
+    lines = field_lines(section(reference.describe(op), "Request body"))
+    for fd in op.request_type.DESCRIPTOR.fields:
+        if is_required(fd) and fd.type == fd.TYPE_STRING and not fd.is_repeated:
+            assert (2, fd.json_name, "string, REQUIRED") in lines
 
 
 def test_int64_timestamp_duration_and_enum_wording() -> None:
@@ -161,8 +170,9 @@ def test_width_below_the_minimum_is_refused() -> None:
 
 
 def test_unknown_operation_lists_the_known_ones() -> None:
-    with pytest.raises(projectops.UnknownOperationError, match="get_release_details"):
-        reference.describe("get-release")
+    with pytest.raises(projectops.UnknownOperationError) as info:
+        reference.describe(OPS[0].tool_name + "-")
+    assert all(op.name in str(info.value) for op in OPS)
 
 
 def test_index_lists_every_operation_with_its_summary_in_service_order() -> None:

@@ -15,20 +15,29 @@ from google.protobuf.message import Message
 
 import projectops
 import projectops.json_schema
-from projectops.v1.operations_pb2 import GetReleaseDetailsRequest
 from projectops.validation import BLANK, is_blank, violations
+from tests.synthetic import with_required_string
+
+# An operation with a REQUIRED string field, picked by property.
+OP, FIELD = with_required_string()
 
 
-@pytest.mark.parametrize("version", ["", " ", "\t\n "])
-def test_missing_or_blank_version_is_a_violation(version: str) -> None:
+def request(text: str) -> Message:
+    """`OP`'s request with `FIELD` set to `text`."""
+    return OP.request_type(**{FIELD.name: text})
+
+
+@pytest.mark.parametrize("text", ["", " ", "\t\n "])
+def test_a_missing_or_blank_required_string_is_a_violation(text: str) -> None:
     with pytest.raises(projectops.InvalidArgument) as info:
-        projectops.validate(GetReleaseDetailsRequest(version=version))
-    assert [(v.field, v.description) for v in info.value.violations] == [("version", "is required")]
-    assert info.value.message == "version: is required"
+        projectops.validate(request(text))
+    name = FIELD.json_name
+    assert [(v.field, v.description) for v in info.value.violations] == [(name, "is required")]
+    assert info.value.message == f"{name}: is required"
 
 
-def test_a_present_version_passes() -> None:
-    projectops.validate(GetReleaseDetailsRequest(version=" 1.0.0 "))
+def test_a_present_required_string_passes() -> None:
+    projectops.validate(request(" 1.0.0 "))
 
 
 def _nested_types() -> type[Message]:
@@ -108,8 +117,8 @@ def test_explicit_presence_counts_a_set_zero_as_present() -> None:
 # --- the server's notion of blank and the schema's REQUIRED-string pattern, character by character
 
 
-def _version_pattern() -> re.Pattern[str]:
-    pattern = projectops.json_schema.input_schema("get_release_details")["properties"]["version"]
+def _required_string_pattern() -> re.Pattern[str]:
+    pattern = projectops.json_schema.input_schema(OP)["properties"][FIELD.json_name]
     return re.compile(pattern["pattern"])
 
 
@@ -121,7 +130,7 @@ def test_blank_is_python_white_space_over_all_of_unicode() -> None:
 def test_required_string_pattern_and_validate_agree_on_every_code_point() -> None:
     """What the input schema's pattern calls present is exactly what validate lets through,
     for each code point alone (U+001C..U+001F and U+0085 are blank, U+FEFF is not)."""
-    pattern = _version_pattern()
+    pattern = _required_string_pattern()
     # The pattern is run once over all code points (each match is one present character)
     # rather than a search per code point, and is_blank is what validate decides a string by:
     # so pattern and is_blank are compared on every code point, and validate itself (a message
@@ -133,23 +142,23 @@ def test_required_string_pattern_and_validate_agree_on_every_code_point() -> Non
     disagree = [hex(ord(char)) for char in every if is_blank(char) == (char in present)]
     assert disagree == []
     assert not any(pattern.search(char) for char in BLANK)
-    message = GetReleaseDetailsRequest()
+    message = request("")
     for code in [*range(0xD800), *range(0xE000, 0x10000), *range(0x10000, len(every), 97)]:
-        message.version = every[code]
+        setattr(message, FIELD.name, every[code])
         if any(violations(message)) != is_blank(every[code]):
             disagree.append(hex(code))
     assert disagree == []
     for char in "\x1c\x1d\x1e\x1f\x85":
-        assert list(violations(GetReleaseDetailsRequest(version=f" {char}\t")))
-    projectops.validate(GetReleaseDetailsRequest(version="\ufeff"))
+        assert list(violations(request(f" {char}\t")))
+    projectops.validate(request("\ufeff"))
 
 
 def test_the_schema_validator_agrees_on_the_characters_dialects_disagree_on() -> None:
-    schema = projectops.json_schema.input_schema("get_release_details")
+    schema = projectops.json_schema.input_schema(OP)
     validator = jsonschema.Draft202012Validator(schema)
     for text in ["\x1c", "\x1d", "\x1e", "\x1f", "\x85", " \x85\u3000", "\ufeff", "\u200b", "a"]:
         blank = is_blank(text)
-        assert validator.is_valid({"version": text}) is not blank, repr(text)
+        assert validator.is_valid({FIELD.json_name: text}) is not blank, repr(text)
 
 
 @pytest.mark.slow
@@ -173,7 +182,7 @@ for (let code = 0; code <= 0x10ffff; code++) {
 console.log(JSON.stringify(present));
 """
     done = subprocess.run(
-        [node, "-e", script, _version_pattern().pattern],
+        [node, "-e", script, _required_string_pattern().pattern],
         capture_output=True,
         text=True,
         timeout=120,

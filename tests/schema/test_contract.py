@@ -65,13 +65,16 @@ def test_a_set_without_its_imports_is_refused() -> None:
 
 
 def test_operations_follow_the_registry() -> None:
+    """Every released operation is in the registry at its released path (newer ones may be)."""
     import projectops
 
     pool = contract.load(RELEASED)
     ops = contract.operations(pool, ["projectops/v1/operations.proto"])
-    assert {op.name: op.http.path for op in ops.values()} == {
-        op.name: op.path for op in projectops.operations()
-    }
+    released = {op.name: op.http.path for op in ops.values()}
+    assert (
+        released
+        and released.items() <= {op.name: op.path for op in projectops.operations()}.items()
+    )
     (get,) = [op for op in ops.values() if op.name == "get_release_details"]
     assert get.http == contract.HttpBinding("POST", "/api/mcp/get_release_details", "*")
     assert get.full_name == GET
@@ -234,10 +237,11 @@ NEW_RPC = (
     "// Response of CountThings.\nmessage CountThingsResponse {\n  // How many.\n"
     "  int64 count = 1;\n}\n"
 )
+# The end of the service's last rpc, whichever it is, and the service's closing brace.
 ADD_RPC: Edit = (
     OPS,
-    '      post: "/api/mcp/get_release_details"\n      body: "*"\n    };\n  }\n}\n',
-    '      post: "/api/mcp/get_release_details"\n      body: "*"\n    };\n  }\n' + NEW_RPC,
+    '      body: "*"\n    };\n  }\n}\n',
+    '      body: "*"\n    };\n  }\n' + NEW_RPC,
 )
 OPTIONAL_FIELD: Edit = (
     OPS,

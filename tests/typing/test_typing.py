@@ -6,6 +6,7 @@ here); the rejecting side is a module of mistakes, each of which must be an erro
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -67,6 +68,8 @@ def _mypy(*paths: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         cwd=REPO,
+        # This checkout's package, also where site-packages holds another (a copy of the repo).
+        env={**os.environ, "MYPYPATH": str(REPO / "src")},
         timeout=300,
         check=False,
     )

@@ -1,0 +1,126 @@
+"""A copy of the repository with one more rpc in the proto: what a new engineer's first edit makes.
+
+Used by tests/schema/test_adding_an_operation.py, and runnable by hand to see which tests would
+turn red (the in-process suite of the copy, its `projectops` imported from the copy)::
+
+    .venv/bin/python -m tests.schema.planting /tmp/plant [pytest arguments]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PROTO = Path("proto/projectops/v1/operations.proto")
+
+#: The planted rpc: read-only, its answer a list of a message another rpc already uses.
+RPC = "ListReleases"
+OPERATION = "list_releases"
+_RPC_TEXT = f"""
+  // List the releases of the project, most recently created first.
+  rpc {RPC}({RPC}Request) returns ({RPC}Response) {{
+    option idempotency_level = NO_SIDE_EFFECTS;
+    option (google.api.http) = {{
+      post: "/api/mcp/{OPERATION}"
+      body: "*"
+    }};
+  }}
+"""
+_MESSAGES_TEXT = f"""
+// Request of [{RPC}][projectops.v1.OperationsService.{RPC}]. It has no fields: the project comes
+// from the API key.
+message {RPC}Request {{}}
+
+// Response of [{RPC}][projectops.v1.OperationsService.{RPC}].
+message {RPC}Response {{
+  // The project's releases, most recently created first.
+  repeated Release releases = 1;
+}}
+"""
+
+
+def copy_repository(dest: Path) -> Path:
+    """Copy the files git tracks or would track (not ignored) from the work tree to `dest`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():  # a tracked file deleted in the work tree is skipped
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return dest
+
+
+def plant(root: Path) -> None:
+    """Add the rpc to the service of `root`'s operations.proto, and its messages at the end."""
+    path = root / PROTO
+    text = path.read_text(encoding="utf-8")
+    start = text.index("\nservice ")
+    end = text.index("\n}\n", start)  # the service's closing brace
+    path.write_text(text[:end] + "\n" + _RPC_TEXT.rstrip("\n") + text[end:] + _MESSAGES_TEXT)
+
+
+def environment(root: Path) -> dict[str, str]:
+    """The environment that makes Python import `root`'s package instead of this checkout's."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def generate(root: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """Run `root`'s scripts/generate (with this interpreter, which has the dev tools)."""
+    return subprocess.run(
+        [sys.executable, str(root / "scripts" / "generate")],
+        cwd=root,
+        env=environment(root),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def planted_copy(dest: Path) -> Path:
+    """A copy of the repository in `dest` with the rpc planted and the bindings regenerated.
+
+    Raises:
+        AssertionError: scripts/generate failed (its output in the message).
+    """
+    copy_repository(dest)
+    plant(dest)
+    done = generate(dest)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dest
+
+
+def pytest_in(root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run pytest on `root`'s tests from `root`, importing `root`'s package."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=root,
+        env=environment(root),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+if __name__ == "__main__":
+    destination = Path(sys.argv[1])
+    if destination.exists():
+        shutil.rmtree(destination)
+    planted_copy(destination)
+    done = pytest_in(destination, *(sys.argv[2:] or ["-q", "-m", "not slow", "-n", "2"]))
+    sys.stdout.write(done.stdout + done.stderr)
+    sys.exit(done.returncode)
