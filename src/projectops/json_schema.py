@@ -5,7 +5,9 @@ whose descriptions are the proto comments, enums as string enums of their names,
 as strings of digits (numbers too, on input), ``Timestamp`` as a ``date-time`` string,
 ``Duration`` as ``"<seconds>s"``, repeated fields as arrays, maps as objects, and nested or
 recursive messages through ``$defs``. ``required`` lists the fields marked
-``(google.api.field_behavior) = REQUIRED`` (AIP-203). Input schemas forbid unknown properties.
+``(google.api.field_behavior) = REQUIRED`` (AIP-203), and in output schemas also every field
+without presence, which the codec always writes (docs/contract.md §3.1), so generated types need
+no ``| undefined`` for them. Input schemas forbid unknown properties.
 
 The top level is always the object schema itself (``"type": "object"`` with ``$defs`` beside it),
 never a bare ``$ref``, as MCP requires of tool input and output schemas.
@@ -105,7 +107,13 @@ class _Builder:
         if text:
             schema["description"] = text
         schema["properties"] = {fd.json_name: self.field_schema(fd) for fd in message.fields}
-        required = [fd.json_name for fd in message.fields if is_required(fd)]
+        # What the codec always writes is required of an answer: fields without presence.
+        output = self.direction == "output"
+        required = [
+            fd.json_name
+            for fd in message.fields
+            if is_required(fd) or (output and not fd.has_presence)
+        ]
         if required:
             schema["required"] = required
         if self.closed:

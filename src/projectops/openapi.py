@@ -63,9 +63,10 @@ Rules that are choices of this module:
   fields; else the first sentence of the row's situation). The 404 of an unknown path and the
   405 of another method (:data:`OUTSIDE_OPERATIONS`) are no answers of a POST operation: they
   are stated once, in ``info.description`` and ``x-answers-outside-operations``. The
-  ``ErrorResponse`` component requires ``code`` and ``message`` (REQUIRED in the proto: the
-  server always sends both) and lists the code names (:class:`projectops.errors.Code`) as
-  the ``enum`` of ``code``.
+  ``ErrorResponse`` component lists the code names (:class:`projectops.errors.Code`) as the
+  ``enum`` of ``code``.
+- Answer schemas (output forms) require every field without presence besides the REQUIRED
+  ones: the codec always writes them (:mod:`projectops.json_schema`).
 - Examples are the answers of every project of the mock server's default fixtures
   (:func:`projectops.fixtures.default_fixtures`: decoded strictly, requests also
   validated, as the mock server reads them) re-encoded with ``to_dict``: only data the codec

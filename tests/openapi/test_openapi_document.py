@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jsonschema
@@ -14,12 +15,16 @@ from google.protobuf import descriptor_pb2
 
 import projectops
 from projectops import json_schema, openapi
+from projectops.codec import to_dict
 from projectops.errors import Code
+from projectops.fixtures import default_fixtures
 from projectops.registry import SERVICE, Operation
-from projectops.validation import NOT_BLANK_PATTERN
+from projectops.v1.error_pb2 import ErrorResponse
+from projectops.validation import BLANK, NOT_BLANK_PATTERN, is_required
 from tests.synthetic import rpc_with
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+CONTRACT = (Path(__file__).resolve().parents[2] / "docs" / "contract.md").read_text()
 OPS = projectops.operations()
 DOC = openapi.document()
 # The README's table but for the 404 and 405 of no operation, and the status of an rpc the
@@ -101,9 +106,13 @@ def test_every_operation_is_one_post_path() -> None:
         assert sorted(post["responses"]) == sorted(["200", *ERROR_STATUSES])
         body = post["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": f"#/components/schemas/{op.request_type.DESCRIPTOR.full_name}"}
-    assert DOC["paths"]["/api/mcp/get_release_details"]["post"]["requestBody"]["required"]
-    assert not DOC["paths"]["/api/mcp/list_rum_environments"]["post"]["requestBody"]["required"]
-    assert [t["name"] for t in DOC["tags"]] == ["rum_environment", "release"]
+        # An empty body reads as `{}`: wrong only for a request with a REQUIRED field.
+        fields = op.request_type.DESCRIPTOR.fields
+        assert post["requestBody"]["required"] == any(is_required(fd) for fd in fields)
+    tags = [DOC["paths"][op.path]["post"]["tags"][0] for op in OPS]
+    assert [t["name"] for t in DOC["tags"]] == list(dict.fromkeys(tags))
+    proto_files = {PurePosixPath(name).stem for name in _package_files()}
+    assert set(tags) <= proto_files
 
 
 def test_error_responses_come_from_the_error_table() -> None:
@@ -144,12 +153,12 @@ def error_validator() -> jsonschema.Draft202012Validator:
 
 def test_error_response_requires_code_and_message_and_names_every_code() -> None:
     error = DOC["components"]["schemas"]["projectops.v1.ErrorResponse"]
-    assert error["required"] == ["code", "message"]
+    assert error["required"][:2] == ["code", "message"]
     assert error["properties"]["code"]["enum"] == [code.value for code in Code]
     validator = error_validator()
     assert not validator.is_valid({"code": "string", "message": "x"})
-    assert not validator.is_valid({"code": "internal"})
-    assert validator.is_valid({"code": "internal", "message": "x"})
+    assert not validator.is_valid({"code": "internal", "violations": []})
+    assert validator.is_valid({"code": "internal", "message": "x", "violations": []})
 
 
 def test_every_error_answer_has_example_bodies_of_its_codes() -> None:
@@ -196,7 +205,21 @@ def test_components_are_the_json_schema_builder_output() -> None:
     assert {ref.rsplit("/", 1)[1] for ref in refs} <= set(schemas)  # no dangling $ref
 
 
-@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def _package_files() -> list[str]:
+    files, todo = [], [SERVICE.file]
+    while todo:
+        file = todo.pop()
+        if file.package == SERVICE.file.package and file.name not in files:
+            files.append(file.name)
+            todo.extend(file.dependencies)
+    return files
+
+
+@pytest.mark.parametrize(
+    "op",
+    [projectops.operation(p.name.split(".")[0]) for p in sorted(GOLDEN.glob("*.request.json"))],
+    ids=lambda op: op.name,
+)
 def test_golden_payloads_validate_against_the_document(op: Operation) -> None:
     post = DOC["paths"][op.path]["post"]
     request = json.loads((GOLDEN / f"{op.name}.request.json").read_text())
@@ -215,21 +238,29 @@ def test_golden_payloads_validate_against_the_document(op: Operation) -> None:
 
 
 def test_examples_are_the_default_fixtures_validated() -> None:
-    post = DOC["paths"]["/api/mcp/get_release_details"]["post"]
-    requests = post["requestBody"]["content"]["application/json"]["examples"]
-    responses = post["responses"]["200"]["content"]["application/json"]["examples"]
-    assert set(requests) == set(responses) == {"demo", "other"}
-    assert requests["demo"]["value"] == {"version": "1.0.0"}
-    assert responses["demo"]["value"]["summary"]["release"]["version"] == "1.0.0"
     schemas = DOC["components"]["schemas"]
     for op in OPS:
         post = DOC["paths"][op.path]["post"]
+        fixtures = [
+            (project, answer)
+            for project in default_fixtures()
+            for answer in project.answers.get(op.name, ())
+        ]
+        requests = post["requestBody"]["content"]["application/json"].get("examples", {})
+        shown = [(e["summary"], e["value"]) for e in requests.values()]
+        assert [value for _, value in shown] == [to_dict(a.request) for _, a in fixtures]
+        assert all(
+            project.name in summary
+            for (summary, _), (project, _) in zip(shown, fixtures, strict=True)
+        )
         for media, ref in (
             (post["requestBody"]["content"]["application/json"], "request_type"),
             (post["responses"]["200"]["content"]["application/json"], "response_type"),
         ):
             message = getattr(op, ref)
-            examples = [example["value"] for example in media["examples"].values()]
+            examples = [example["value"] for example in media.get("examples", {}).values()]
+            if not examples:
+                continue
             assert schemas[message.DESCRIPTOR.full_name]["examples"] == examples
             validator = component_validator(DOC, media["schema"]["$ref"])
             for value in examples:
@@ -274,12 +305,67 @@ def test_read_only_and_idempotent_hints_follow_the_level(
     assert "deprecated" not in item
 
 
-def test_both_operations_of_today_are_documented_as_reads() -> None:
-    # The proto marks both rpcs NO_SIDE_EFFECTS: a generated client or an agent may retry them.
+def test_every_operation_states_the_hints_of_its_rpc() -> None:
     for op in OPS:
         post = DOC["paths"][op.path]["post"]
-        assert post["x-idempotency-level"] == "NO_SIDE_EFFECTS"
-        assert post["x-read-only"] is True and post["x-idempotent"] is True
+        assert post["x-idempotency-level"] == op.idempotency
+        assert (post["x-read-only"], post["x-idempotent"]) == (op.read_only, op.idempotent)
+
+
+def test_answers_require_every_field_without_presence_and_requests_do_not() -> None:
+    schemas = DOC["components"]["schemas"]
+    for op in OPS:
+        post = DOC["paths"][op.path]["post"]
+        for ref, answer in (
+            (post["responses"]["200"]["content"]["application/json"]["schema"]["$ref"], True),
+            (post["requestBody"]["content"]["application/json"]["schema"]["$ref"], False),
+        ):
+            name = ref.rsplit("/", 1)[1]
+            message = op.response_type if answer else op.request_type
+            fields = message.DESCRIPTOR.fields
+            wanted = [
+                fd.json_name for fd in fields if is_required(fd) or (answer and not fd.has_presence)
+            ]
+            assert schemas[name].get("required", []) == wanted, name
+            # What the codec writes of the empty message is an answer; without a zero field not.
+            if answer and wanted:
+                validator = component_validator(DOC, ref)
+                empty = to_dict(message())
+                validator.validate(empty)
+                del empty[wanted[-1]]
+                assert not validator.is_valid(empty)
+    for name, schema in schemas.items():  # nested answer messages too
+        if name.endswith(".input") or "properties" not in schema:
+            continue
+        message = SERVICE.file.pool.FindMessageTypeByName(name)
+        presence = {fd.json_name for fd in message.fields if not fd.has_presence}
+        if name in _answer_messages():
+            assert presence <= set(schema.get("required", [])), name
+
+
+def _answer_messages() -> set[str]:
+    """Full names of every message an answer reaches (responses and ErrorResponse)."""
+    seen: set[str] = set()
+    todo = [op.response_type.DESCRIPTOR for op in OPS] + [ErrorResponse.DESCRIPTOR]
+    while todo:
+        message = todo.pop()
+        if message.full_name in seen or message.full_name.startswith("google.protobuf."):
+            continue
+        seen.add(message.full_name)
+        todo += [fd.message_type for fd in message.fields if fd.message_type is not None]
+    return seen
+
+
+def test_white_space_is_one_set_in_the_contract_validation_and_the_schemas() -> None:
+    section = CONTRACT.split("4.2. ", 1)[1].split("4.3. ", 1)[0]
+    listed: set[str] = set()
+    for low, high in re.findall(r"U\+([0-9A-F]{4})(?:\u2013U\+([0-9A-F]{4}))?", section):
+        listed |= {chr(c) for c in range(int(low, 16), int(high or low, 16) + 1)}
+    listed -= {"\ufeff", "\u200b"}  # named as what is not white space
+    assert listed == set(BLANK) == {chr(c) for c in range(0x110000) if chr(c).isspace()}
+    assert f"exactly these {len(BLANK)} characters" in section
+    pattern = re.compile(NOT_BLANK_PATTERN)
+    assert {chr(c) for c in range(0x10000) if not pattern.fullmatch(chr(c))} == set(BLANK)
 
 
 def test_render_json_and_yaml() -> None:
