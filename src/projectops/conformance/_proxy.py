@@ -1,0 +1,316 @@
+"""``projectops proxy``: a validation proxy in front of any server of this API (docs/proxy.md).
+
+Each call is forwarded to the upstream as it came, the key header included, and answered with
+exactly what the upstream answered (status, headers, body). Only what HTTP/1.1 rules make
+per-connection is not passed on (``Connection``, ``Host``, ``Content-Length``, ...), and
+``Accept-Encoding`` is ``identity``: the proxy must read the answer to check it. The request
+and the answer of an operation are checked with the conformance catalogue's checks of one
+answer (:mod:`projectops.conformance._catalogue`): strict decoding, the JSON mapping (§3.1) and
+the ``ErrorResponse`` rule (§5); each violation is a :class:`Drift`. The 200 answers can be
+recorded as mock fixtures (:class:`Recording`), under the stand-in key :data:`STAND_IN_KEY`.
+
+Bounds: a request body over :data:`~projectops.conventions.MAX_BODY_BYTES` gets the 413 every
+server answers (it is not forwarded); the upstream's answer is read up to a cap within a
+time-out, else the caller gets 503 ``unavailable`` or 504 ``deadline_exceeded``; a recording
+keeps at most a number of answers and of bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from types import FrameType
+from typing import Any, Literal
+
+import uvicorn
+from google.protobuf.message import Message
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from projectops._text import outside_text
+from projectops.answers import ALLOWED_METHOD, BODY_TOO_LARGE
+from projectops.client import AsyncRawClient
+from projectops.client.redaction import redact
+from projectops.codec import dump, error_body, from_json, to_dict
+from projectops.commands import DEFAULT_DRAIN_TIMEOUT
+from projectops.conformance._catalogue import judge_answer
+from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
+from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, Code, InvalidArgument, Unavailable
+from projectops.fixtures import request_key
+from projectops.registry import Operation, operations
+from projectops.validation import validate
+
+__all__ = [
+    "STAND_IN_KEY",
+    "Drift",
+    "Recording",
+    "create_proxy_app",
+    "drift",
+    "serve",
+]
+
+#: The ``apiKey`` of the recorded fixtures' first project (``-2``, ``-3``, ... for the projects
+#: of other keys): set it to the key your tests send.
+STAND_IN_KEY = "recorded-key"
+#: Which side of a call a :class:`Drift` is in.
+Side = Literal["request", "answer"]
+# Headers that belong to one connection (RFC 9110 §7.6.1), or that the proxy sets itself.
+_HOP_BY_HOP = frozenset(
+    "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer "
+    "transfer-encoding upgrade host content-length accept-encoding".split()
+)
+_DETAIL_CHARS = 200
+_log = logging.getLogger("projectops.proxy")
+_DECODES = "response.decodes"
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One place where a request or an answer breaks the contract: the `operation`, the `side`,
+    the catalogue's `check` id (``request.decodes`` for a request that does not decode
+    strictly), the `field` path (``""``: the body as a whole) and what is wrong. Field and
+    detail are outside text: escaped and cut, the caller's key redacted."""
+
+    operation: str
+    side: Side
+    check: str
+    field: str
+    detail: str
+
+    def line(self) -> str:
+        """``drift: <operation> <side> <check> <field>: <detail>``, for stderr."""
+        where = self.field or "(the body)"
+        return f"drift: {self.operation} {self.side} {self.check} {where}: {self.detail}"
+
+    def json_line(self) -> str:
+        """The drift as one line of JSON (ASCII), its fields by name."""
+        return json.dumps(asdict(self), ensure_ascii=True)
+
+
+def drift(
+    op: Operation, side: Side, body: bytes, *, status: int = 200, key: str = ""
+) -> list[Drift]:
+    """What in `body`, a request of `op` or its answer of `status`, breaks the contract: the
+    problems :func:`~projectops.conformance._catalogue.judge_answer` finds, a request judged
+    as a 200 answer would be (but for ``json.zero-values``: a request may leave fields out).
+    A field named by a JSON-mapping check is not named again by the decoding check; `key` is
+    redacted from field and detail."""
+    if side == "request":
+        # An empty request is {} (§1.2); decoded as the request message, as an answer would be.
+        verdict = judge_answer(op.request_type, 200, body if body.strip() else b"{}")
+        problems = {
+            ("request.decodes" if check == _DECODES else check): found
+            for check, found in verdict.problems.items()
+            if check != "json.zero-values"
+        }
+        name = op.request_type.__name__
+    else:
+        problems = judge_answer(op.response_type, status, body).problems
+        name = op.response_type.__name__
+    out: list[Drift] = []
+    named: set[str] = set()
+    # The mapping checks first: they name the fields the decoding check would name again.
+    for check, found in sorted(problems.items(), key=lambda item: item[0].endswith("decodes")):
+        for problem in found:
+            field, what = _split(problem.removeprefix(f"not a {name}: "))
+            if check.endswith("decodes") and field and field in named:
+                continue
+            named.add(field)
+            field, what = (outside_text(redact(t, [key]), _DETAIL_CHARS) for t in (field, what))
+            out.append(Drift(op.name, side, check, field, what))
+    return out
+
+
+def _split(problem: str) -> tuple[str, str]:
+    """``(field path, what)`` of a ``"<path>: <what>"`` of mapping_problems; a map key in the
+    path is a JSON string (``labels["a: b"]``) and may itself hold ``": "``."""
+    start = 0
+    decoder = json.JSONDecoder()
+    while (colon := problem.find(": ", start)) >= 0:
+        quote = problem.find('["', start, colon)
+        if quote < 0:
+            path = problem[:colon]
+            return ("" if path == "the body" else path), problem[colon + 2 :]
+        try:
+            start = decoder.raw_decode(problem, quote + 1)[1]
+        except ValueError:
+            break
+    return "", problem
+
+
+class Recording:
+    """The 200 answers the proxy saw, as a mock fixtures file (:mod:`projectops.fixtures`).
+
+    One project per API key, in the order the keys came: ``recorded``/:data:`STAND_IN_KEY`,
+    then ``recorded-2``/``recorded-key-2``, ...; the keys themselves are kept only as hashes.
+    For one request (:func:`~projectops.fixtures.request_key`) the latest answer wins. An
+    answer is left out when its request or response does not decode strictly (or the request
+    is invalid: the mock could not serve it), when either holds the key in any spelling, or
+    when it would pass `max_answers` answers or `max_bytes` bytes of JSON.
+    """
+
+    def __init__(self, *, max_answers: int, max_bytes: int) -> None:
+        self._max_answers, self._max_bytes = max_answers, max_bytes
+        # hash of the key -> operation -> request key -> (answer's JSON object, its size)
+        self._projects: dict[str, dict[str, dict[str, tuple[dict[str, Any], int]]]] = {}
+        self.count = self.bytes = self.left_out = 0
+
+    def add(self, op: Operation, key: str, request: bytes, response: bytes) -> None:
+        """Keep the 200 answer `response` of `op` to `request`, sent with `key`."""
+        try:
+            sent = from_json(request if request.strip() else b"{}", op.request_type, strict=True)
+            validate(sent)
+            got: Message = from_json(response, op.response_type, strict=True)
+        except InvalidArgument:
+            self.left_out += 1
+            return
+        entry = {"request": to_dict(sent), "response": to_dict(got)}
+        text = dump(entry)
+        answers = self._projects.setdefault(_hashed(key), {}).setdefault(op.name, {})
+        wanted = request_key(sent)
+        old = answers.get(wanted)
+        size = len(text.encode()) - (old[1] if old else 0)
+        if (
+            (key and redact(text, [key]) != text)
+            or (old is None and self.count >= self._max_answers)
+            or self.bytes + size > self._max_bytes
+        ):
+            self.left_out += 1
+            return
+        answers[wanted] = (entry, len(text.encode()))
+        self.count += old is None
+        self.bytes += size
+
+    def fixtures(self) -> dict[str, Any]:
+        """The fixtures file's JSON object; with no answer, one project without operations."""
+        projects = self._projects or {"": {}}
+        return {
+            "projects": [
+                {
+                    "project": _name("recorded", i) + " (apiKey is a stand-in: set the key your "
+                    "tests send)",
+                    "apiKey": _name(STAND_IN_KEY, i),
+                    "operations": {
+                        name: [entry for entry, _ in answers.values()]
+                        for name, answers in sorted(ops.items())
+                    },
+                }
+                for i, ops in enumerate(projects.values())
+            ]
+        }
+
+    def write(self, path: str) -> None:
+        """Write :meth:`fixtures` to `path` (a temporary file beside it, then renamed).
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.write(dump(self.fixtures(), indent=2) + "\n")
+        os.replace(temporary, path)
+
+
+def _hashed(key: str) -> str:
+    return hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _name(base: str, index: int) -> str:
+    return base if index == 0 else f"{base}-{index + 1}"
+
+
+def create_proxy_app(
+    upstream: AsyncRawClient,
+    *,
+    report: Callable[[Drift], None],
+    recording: Recording | None = None,
+) -> Starlette:
+    """The proxy's ASGI app: every path and method is sent on through `upstream` (the client's
+    bounded exchange, which the caller closes); the drifts of each call of an operation go to
+    `report`, in order, and its 200 answers to `recording`."""
+    by_path = {op.path: op for op in operations()}
+
+    async def proxy(request: Request) -> Response:
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                return _error(BODY_TOO_LARGE.error(f"the body is over {MAX_BODY_BYTES} bytes"))
+        op = by_path.get(request.url.path) if request.method == ALLOWED_METHOD else None
+        key = request.headers.get(API_KEY_HEADER, "").strip()
+        for found in drift(op, "request", bytes(body), key=key) if op else ():
+            report(found)
+        headers = [(k, v) for k, v in request.headers.items() if k not in _HOP_BY_HOP]
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        try:
+            answer = await upstream.send(request.method, target, bytes(body), headers)
+            if answer.truncated:
+                raise Unavailable(
+                    f"the upstream's answer is over {upstream.max_response_bytes} "
+                    "bytes (--max-response-bytes)"
+                )
+        except ApiError as exc:  # no complete answer: 504 past the time-out, else 503
+            _log.warning("%s %s: %s", request.method, outside_text(target, 200), exc.message)
+            return _error(exc)
+        except ValueError as exc:  # a header the exchange cannot send as it came
+            return _error(InvalidArgument(f"cannot forward: {outside_text(str(exc), 200)}"))
+        if op is not None:
+            for found in drift(op, "answer", answer.body, status=answer.status, key=key):
+                report(found)
+            if answer.status == 200 and recording is not None:
+                recording.add(op, key, bytes(body), answer.body)
+        response = Response(answer.body, answer.status)
+        response.raw_headers = [
+            *(
+                (k.lower().encode("latin-1"), v.encode("latin-1"))
+                for k, v in answer.headers
+                if k.lower() not in _HOP_BY_HOP
+            ),
+            (b"content-length", str(len(answer.body)).encode()),
+        ]
+        return response
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    return Starlette(routes=[Route("/{path:path}", proxy, methods=methods)])
+
+
+def _error(exc: ApiError) -> Response:
+    status = HTTP_STATUS_BY_CODE[Code(exc.code)]
+    return Response(error_body(exc), status, media_type=CONTENT_TYPE)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that a stop signal ends :meth:`run` instead of being raised
+    again after the graceful stop (the proxy then writes its recording and exits 0)."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.force_exit = self.should_exit and sig == signal.SIGINT
+        self.should_exit = True
+
+
+def serve(app: Starlette, sock: socket.socket) -> None:
+    """Serve `app` on the listening `sock` with uvicorn until SIGINT or SIGTERM: new
+    connections are refused at once, calls in flight get
+    :data:`~projectops.commands.DEFAULT_DRAIN_TIMEOUT` seconds (a second Ctrl-C: none)."""
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="off",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=DEFAULT_DRAIN_TIMEOUT,
+    )
+    try:
+        _Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # a Ctrl-C before uvicorn took the signal over
+        pass
+    finally:
+        sock.close()
