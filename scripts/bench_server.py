@@ -6,8 +6,7 @@ Usage: scripts/bench-server [--requests N] [--seconds S] [--rounds R] [--concurr
                             [--workers N]
 
 Two servers run as subprocesses on free ports of 127.0.0.1, with the same uvicorn settings (the
-mock server's :class:`~projectops.server._uvicorn.LimitedConfig`: its protocol, log level, no
-lifespan, no access log):
+mock server's: log level warning, no lifespan, no access log):
 
 - ``mock``: ``projectops mock-server`` on its default fixtures (``python -m projectops``);
 - ``bare``: a Starlette app with one route per operation that reads the body, looks the
@@ -100,12 +99,9 @@ def serve_bare(port: int) -> int:
     """Serve :func:`bare_app` on 127.0.0.1:`port` with the mock server's uvicorn settings."""
     import uvicorn
 
-    from projectops.server._uvicorn import LimitedConfig
-
-    config = LimitedConfig(
+    uvicorn.run(
         bare_app(), host=LOOPBACK, port=port, log_level="warning", access_log=False, lifespan="off"
-    )
-    uvicorn.Server(config).run()
+    )  # type: ignore[arg-type]
     return 0
 
 

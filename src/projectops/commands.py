@@ -8,12 +8,17 @@ builds one parser from them. No registry, no import-time registration.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import math
+import signal
 import socket
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "DEFAULT_BACKLOG",
@@ -24,6 +29,8 @@ __all__ = [
     "listen_url",
     "port",
     "seconds",
+    "serve_uvicorn",
+    "stop_signals_interrupt",
     "warn_if_every_interface",
     "whole",
 ]
@@ -138,6 +145,9 @@ def listen(host: str, port: int, *, backlog: int = DEFAULT_BACKLOG) -> socket.so
         raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family in (socket.AF_INET, socket.AF_INET6):
+            # Accepted connections inherit it, however the socket is handed to uvicorn.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(address)
         sock.listen(backlog)
     except OSError as exc:
@@ -168,3 +178,50 @@ def warn_if_every_interface(host: str) -> None:
             file=sys.stderr,
             flush=True,
         )
+
+
+@contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """While the block runs (on the main thread), SIGTERM raises ``KeyboardInterrupt`` as SIGINT
+    does. uvicorn re-raises the stop signal it caught once its graceful stop is over; the caller
+    catches the ``KeyboardInterrupt`` and exits 0."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def serve_uvicorn(
+    config: Any, sock: socket.socket, *, on_stop: Callable[[], None] | None = None
+) -> bool:
+    """Serve a ``uvicorn.Config`` on the listening `sock` (from :func:`listen`) until SIGINT or
+    SIGTERM, then stop as uvicorn does: `sock` closes at once, requests in flight get
+    ``config.timeout_graceful_shutdown`` seconds. `on_stop()` is called when the stop begins.
+
+    Returns:
+        Whether the server started (a stop signal then ends it cleanly).
+    """
+    import uvicorn
+
+    server = uvicorn.Server(config)
+
+    async def serve() -> None:
+        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+        if on_stop is not None:
+            while not (server.should_exit or serving.done()):
+                await asyncio.wait({serving}, timeout=0.1)
+            on_stop()
+        await serving
+
+    try:
+        with stop_signals_interrupt():
+            asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    return bool(server.started)

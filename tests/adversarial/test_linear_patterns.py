@@ -22,14 +22,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from projectops._text import redact_secrets
 from projectops.client.redaction import redact
 from projectops.conventions import API_KEY_HEADER
 from projectops.descriptions import _XREF
-from projectops.server._protocol import _QUOTED_BYTES
 from tests.adversarial.hostile import answer, hostile_server
 from tests.adversarial.test_client_cli import finish, one_error_line, start
 from tests.adversarial.test_client_mcp import INITIALIZE, INITIALIZED, McpProcess, _call, _line
@@ -196,18 +195,13 @@ def test_redaction_keeps_the_longest_key_first_and_redacts_nothing_else() -> Non
     assert redact("ab\\x41 abx", ["abx"]) == "***41 ***"
 
 
-def test_h11_error_text_and_proto_comments_are_read_in_linear_time() -> None:
+def test_proto_comments_are_read_in_linear_time() -> None:
     cases = [
-        (lambda: _QUOTED_BYTES.split("illegal header" + " " * 64_000 + "x")[0], "h11 text"),
-        (lambda: _QUOTED_BYTES.split(": " + ":\t" * 32_000 + "x")[0], "h11 text of colons"),
         (lambda: _XREF.sub(r"\1", "[" * 64_000), "comment of ["),
         (lambda: _XREF.sub(r"\1", "[a][" + "b" * 64_000), "open reference"),
     ]
     for run, name in cases:
         assert cpu_seconds(run) < REDACTION_LIMIT, name
-    assert _QUOTED_BYTES.split("illegal request line: bytearray(b'x y')")[0] == (
-        "illegal request line"
-    )
     assert _XREF.sub(r"\1", "See [Release][projectops.v1.Release] and [x].") == (
         "See Release and [x]."
     )
@@ -262,7 +256,7 @@ def lookup_server() -> Iterator[str]:
 
 def _post(base_url: str, key: str, version: str) -> tuple[int, str, float]:
     started = time.monotonic()
-    reply = httpx.post(
+    reply = httpx2.post(
         f"{base_url}/api/mcp/get_release_details",
         json={"version": version},
         headers={API_KEY_HEADER: key},

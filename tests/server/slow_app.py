@@ -48,13 +48,21 @@ def app_from_env() -> Starlette:
 
 
 def run_mock_server(argv: list[str]) -> int:
-    """``projectops mock-server ARGV`` serving the slow app instead of the fixtures' app: the
-    mock server's own runtime (listener, protocol, config, signal handling, flags)."""
-    from projectops.cli._main import main
-    from projectops.mock import _app as mock
+    """Serve the slow app as ``projectops mock-server`` serves (``projectops.commands``: its
+    listening socket and its uvicorn runtime); ``argv``: ``--host H --port P --drain-timeout S``."""
+    import uvicorn
 
-    mock.create_mock_app = lambda projects, docs=True: app_from_env()  # type: ignore[assignment]
-    return main(["mock-server", *argv])
+    from projectops.commands import listen, serve_uvicorn
+
+    args = dict(zip(argv[::2], argv[1::2], strict=True))
+    sock = listen(args["--host"], int(args["--port"]))
+    config = uvicorn.Config(
+        app_from_env(),
+        timeout_graceful_shutdown=int(args["--drain-timeout"]),
+        log_level="warning",
+        lifespan="off",
+    )
+    return 0 if serve_uvicorn(config, sock) else 1
 
 
 if __name__ == "__main__":

@@ -7,15 +7,14 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import projectops
 from projectops.conventions import API_KEY_HEADER
-from projectops.mock._app import create_mock_app
-from projectops.mock._matching import load_fixtures
+from projectops.mock import create_mock_app, load_fixtures
 from projectops.v1.error_pb2 import ErrorResponse
 from tests.hypothesis_profiles import examples
 

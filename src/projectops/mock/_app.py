@@ -1,43 +1,16 @@
-"""The mock server: ``projectops mock-server``, every operation of the registry from fixtures.
+"""The mock server: ``projectops mock-server`` serves every operation of the registry from
+fixtures (:mod:`projectops.mock._matching`) through :func:`projectops.server.create_app`, plus
+``GET /openapi.json`` and ``GET /docs``, on uvicorn's public configuration (docs/mock.md).
 
-Usage::
-
-    projectops mock-server [--host 127.0.0.1] [--port 8787] [--fixtures FILE] [--access-log]
-                           [--workers N] [--request-timeout S] [--max-connections N]
-                           [--drain-timeout S] ...
-
-It serves :func:`projectops.server.create_app` with uvicorn on ``--host``/``--port`` (default
-``127.0.0.1:8787``, the client's default base URL; ``--port 0`` lets the OS pick one), plus the
-API reference: ``GET /openapi.json`` and ``GET /docs`` (:mod:`projectops.server.docs`). Once the
-port accepts connections it prints one line to stderr,
-``projectops mock server listening on http://HOST:PORT``, and nothing else unless a request
-fails inside the server (logged with its traceback), a peer misbehaves (rate-limited warnings)
-or ``--access-log`` is given (one line per request: the path, never the query string). SIGINT
-(Ctrl-C) and SIGTERM stop it gracefully: new connections are refused at once, requests in
-flight get ``--drain-timeout`` seconds to finish (then they are cancelled), and the exit code is
-0. A bad fixtures file stops it before it
-listens, with exit code 2 and one line on stderr naming the file and the field path; so does an
-address it cannot bind (:class:`projectops.commands.CannotListen`, as for ``mcp --http``). A
-``--host`` of every interface (``0.0.0.0``, ``::``) is warned about in one line.
-
-Hostile peers are bounded (:class:`ServerLimits`, :mod:`projectops.server._uvicorn` and the
-modules it names): a
-connection must deliver each whole request within ``--request-timeout`` seconds of starting to
-wait for it, connections are capped below the open-file limit by shedding the longest-waiting
-ones, and malformed HTTP is answered with an ``ErrorResponse`` and a closed connection.
-``--workers N`` serves with N processes sharing the listening socket.
-
-The fixture format, its loading and the matching of requests to answers are
-:mod:`projectops.mock._matching` (an answer may be an error, wait a delay first, or match
-requests partially; an operation a project lists no answers for gets a generated response
-unless ``--no-generate``); without ``--fixtures`` the embedded ``default_fixtures.json``
-serves projects ``demo`` (key ``demo-key``) and ``other`` (key ``other-key``). Each answer is
-encoded to JSON once, on first use, and served from that cache.
+Once the port accepts connections it prints ``projectops mock server listening on
+http://HOST:PORT`` to stderr. SIGINT and SIGTERM stop it as uvicorn does (new connections refused,
+requests in flight get ``drain_timeout`` seconds), exit 0. A bad fixtures file or an address it
+cannot bind stops it before it listens (exit 2, one line).
 """
 
 from __future__ import annotations
 
-import copy
+import json
 import logging
 import os
 import sys
@@ -46,40 +19,34 @@ from functools import partial
 from typing import Any, cast
 
 import anyio
-import uvicorn
 from google.protobuf.message import Message
 from starlette.applications import Starlette
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from projectops.commands import listen, listen_url
+from projectops._text import outside_text
+from projectops.commands import (
+    DEFAULT_BACKLOG,
+    DEFAULT_DRAIN_TIMEOUT,
+    listen,
+    listen_url,
+    serve_uvicorn,
+    stop_signals_interrupt,
+)
 from projectops.mock._matching import MockProject, load_fixtures
 from projectops.registry import Operation, operations
-from projectops.server._context import RequestContext
-from projectops.server._limits import ServerLimits
-from projectops.server._listener import GuardedListener, default_max_connections
-from projectops.server._services import OperationsServiceHandler
-from projectops.server._uvicorn import CleanExitServer, LimitedConfig, supervisor
-from projectops.server.asgi import PreEncoded, create_app
+from projectops.server import OperationsServiceHandler, PreEncoded, RequestContext, create_app
 from projectops.server.docs import docs_routes
 
-__all__ = [
-    "FIXTURES_ENV",
-    "GENERATE_ENV",
-    "ServerLimits",
-    "app_from_environment",
-    "create_mock_app",
-    "serve",
-]
+__all__ = ["app_from_environment", "create_mock_app", "serve"]
 
-#: The fixtures file of worker processes (``serve(workers=N)``); empty: the default fixtures.
-FIXTURES_ENV = "PROJECTOPS_MOCK_FIXTURES"
-#: ``0`` in worker processes of ``serve(generate=False)``: no generated answers.
-GENERATE_ENV = "PROJECTOPS_MOCK_GENERATE"
+#: What worker processes serve (``serve(workers=N)``): JSON of fixtures, generate, access_log.
+_SETTINGS_ENV = "PROJECTOPS_MOCK_SETTINGS"
+_access = logging.getLogger("projectops.mock.access")
 
 
 class _MockService:
-    """Implements every rpc of the registry by :meth:`MockProject.reply` (the handler methods
-    are made from the registry, so a new rpc is served without a change here): it waits the
-    answer's delay, then answers with its body or raises its error."""
+    """Every rpc of the registry answered by :meth:`MockProject.reply`: its delay, then its body
+    or its error."""
 
     def __init__(self) -> None:
         for op in operations():
@@ -98,26 +65,62 @@ class _MockService:
 
 
 def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -> Starlette:
-    """The mock server's app: every registry operation answered from `projects` (key -> project).
-
-    Requests are checked exactly as :func:`projectops.server.create_app` checks them (the mock is
-    built on it); :meth:`MockProject.answer` chooses the answer.
-
-    Args:
-        projects: API key -> project, as :func:`~projectops.mock._matching.load_fixtures`
-            returns them.
-        docs: also serve ``GET /openapi.json`` and ``GET /docs``
-            (:func:`projectops.server.docs.docs_routes`; needs ``swagger-ui-py``).
-    """
+    """The mock server's app: every registry operation answered from `projects` (API key ->
+    project, as :func:`~projectops.mock._matching.load_fixtures` returns them); with `docs`,
+    also ``GET /openapi.json`` and ``GET /docs``."""
 
     async def authenticate(api_key: str) -> MockProject | None:
         return projects.get(api_key)
 
-    service = cast(OperationsServiceHandler, _MockService())
-    app = create_app(service, authenticate=authenticate)
+    app = create_app(cast(OperationsServiceHandler, _MockService()), authenticate=authenticate)
     if docs:
         app.router.routes.extend(docs_routes())
     return app
+
+
+class _AccessLog:
+    """One log line per request: client, method, path (escaped, never the query string), status."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        status = [0]
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._app(scope, receive, sending)
+        finally:
+            host, port = scope.get("client") or ("-", 0)
+            path = outside_text(scope["path"], 200)
+            line = f'"{scope["method"]} {path} HTTP/{scope["http_version"]}"'
+            _access.info("%s:%d - %s %d", host, port, line, status[0])
+
+
+def _app(fixtures: str | None, generate: bool, access_log: bool) -> ASGIApp:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _access.setLevel(logging.INFO if access_log else logging.WARNING)
+    app = create_mock_app(load_fixtures(fixtures, generate=generate))
+    return _AccessLog(app) if access_log else app
+
+
+def app_from_environment() -> ASGIApp:
+    """The app of a worker process of ``serve(workers=N)`` (uvicorn's import-string factory).
+
+    Raises:
+        FixtureError: the fixtures file is unreadable or invalid.
+    """
+    settings = json.loads(os.environ.get(_SETTINGS_ENV) or "{}")
+    return _app(
+        settings.get("fixtures"), settings.get("generate", True), settings.get("access_log", False)
+    )
 
 
 def serve(
@@ -127,93 +130,62 @@ def serve(
     fixtures: str | None = None,
     generate: bool = True,
     access_log: bool = False,
-    limits: ServerLimits | None = None,
     workers: int = 1,
+    backlog: int = DEFAULT_BACKLOG,
+    drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+    **uvicorn_settings: Any,
 ) -> int:
-    """Run the mock server until SIGINT/SIGTERM (the module docstring); return the exit code.
+    """Run the mock server until SIGINT/SIGTERM; return the exit code (0; 1 if it did not start).
 
     Args:
-        host, port: the address to listen on (``port`` 0: any free one).
-        fixtures: a fixtures file; ``None`` serves the embedded default fixtures.
-        generate: answer an operation a project lists no answers for with a generated
-            response (``--no-generate``: ``False``, a 400 ``failed_precondition``).
-        access_log: log one line per request to stderr (path only, never a query string).
-        limits: how slow, idle and numerous peers are bounded, and how long a stop signal
-            lets requests in flight finish (:class:`ServerLimits`).
-        workers: processes that serve (uvicorn workers sharing the listening socket); each
-            builds the app from :func:`app_from_environment` and loads the fixtures itself.
-
-    Returns:
-        0 after a stop signal, 1 when the server fails to start.
+        host, port: the address (``port`` 0: any free one).
+        fixtures: a fixtures file; ``None``: the embedded default fixtures.
+        generate: answer what a project lists no answer for with a generated response.
+        access_log: one line per request on stderr.
+        workers: processes sharing the listening socket (uvicorn's workers).
+        backlog, drain_timeout: uvicorn's ``backlog`` and ``timeout_graceful_shutdown``.
+        uvicorn_settings: more keyword arguments of ``uvicorn.Config`` (``timeout_keep_alive``,
+            ``limit_concurrency``, ``h11_max_incomplete_event_size``).
 
     Raises:
         FixtureError: the fixtures file is unreadable or invalid (before anything listens).
-        projectops.commands.CannotListen: `host`:`port` cannot be bound (one line, exit 2 in
-            ``projectops``, as for ``mcp --http``).
+        projectops.commands.CannotListen: `host`:`port` cannot be bound.
     """
-    limits = limits or ServerLimits()
-    projects = load_fixtures(fixtures, generate=generate)
-    sock = listen(host, port, backlog=limits.backlog)
-    max_connections = limits.max_connections or default_max_connections()
-    listener = GuardedListener.wrap(sock, max_connections)
-    app: Any = create_mock_app(projects)
-    if workers > 1:
-        # Worker processes build their own app from an import string (apps do not pickle).
-        os.environ[FIXTURES_ENV] = os.path.abspath(fixtures) if fixtures else ""
-        os.environ[GENERATE_ENV] = "1" if generate else "0"
-        app = f"{__name__}:{app_from_environment.__name__}"
-    config = LimitedConfig(
-        app,
-        factory=workers > 1,
-        workers=workers,
-        request_timeout=limits.request_timeout,
-        timeout_keep_alive=limits.timeout_keep_alive,
-        limit_concurrency=limits.limit_concurrency,
-        backlog=limits.backlog,
-        h11_max_incomplete_event_size=limits.h11_max_incomplete_event_size,
-        timeout_graceful_shutdown=limits.drain_timeout,
+    import uvicorn
+
+    app = _app(fixtures, generate, access_log)  # a bad file fails here, before the bind
+    sock = listen(host, port, backlog=backlog)
+    settings: dict[str, Any] = dict(
+        uvicorn_settings,
+        backlog=backlog,
+        timeout_graceful_shutdown=drain_timeout,
         log_level="warning",
-        log_config=_log_config(),
-        access_log=access_log,
+        log_config=None,
+        access_log=False,  # _AccessLog's instead: no query strings
         lifespan="off",
     )
-    if access_log:
-        logging.getLogger("uvicorn.access").setLevel(logging.INFO)
-    # The socket already listens: connections made from now on wait in its backlog.
-    print(
-        f"projectops mock server listening on {listen_url(listener)}", file=sys.stderr, flush=True
+    # Connections made from now on wait in the socket's backlog.
+    print(f"projectops mock server listening on {listen_url(sock)}", file=sys.stderr, flush=True)
+    if workers == 1:
+        return 0 if serve_uvicorn(uvicorn.Config(app, **settings), sock) else 1
+    os.environ[_SETTINGS_ENV] = json.dumps(
+        {
+            "fixtures": os.path.abspath(fixtures) if fixtures else None,
+            "generate": generate,
+            "access_log": access_log,
+        }
     )
-    if workers > 1:
-        try:
-            supervisor(config, [listener]).run()
-        finally:
-            listener.close()
-        return 0
-    server = CleanExitServer(config)
     try:
-        server.run(sockets=[listener])
-    except KeyboardInterrupt:  # a Ctrl-C before uvicorn took the signal over
+        with stop_signals_interrupt():
+            uvicorn.run(
+                f"{__name__}:{app_from_environment.__name__}",
+                factory=True,
+                workers=workers,
+                fd=sock.fileno(),
+                **settings,
+            )
+    except KeyboardInterrupt:
         pass
     finally:
-        listener.close()
-    return 0 if server.started or server.should_exit else 1
-
-
-def _log_config() -> dict[str, Any]:
-    """uvicorn's logging set-up, with the access log on stderr beside every other line
-    (uvicorn writes it to stdout)."""
-    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
-    return config
-
-
-def app_from_environment() -> Starlette:
-    """The mock app of a worker process: fixtures from ``$PROJECTOPS_MOCK_FIXTURES`` (unset or
-    empty: the default fixtures), generated answers unless ``$PROJECTOPS_MOCK_GENERATE`` is
-    ``0``. The import-string factory ``serve(workers=N)`` gives uvicorn.
-
-    Raises:
-        FixtureError: the fixtures file is unreadable or invalid.
-    """
-    generate = os.environ.get(GENERATE_ENV) != "0"
-    return create_mock_app(load_fixtures(os.environ.get(FIXTURES_ENV) or None, generate=generate))
+        sock.close()
+    return 0

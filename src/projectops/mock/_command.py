@@ -1,9 +1,5 @@
-"""The server layer's command of the ``projectops`` program: ``mock-server``.
-
-Defining it needs nothing but the core and :mod:`projectops.server._limits` (whose
-:class:`ServerLimits` defaults are the flags' defaults); running it imports
-:mod:`projectops.mock._app` (uvicorn, Starlette: the ``server`` extra).
-"""
+"""The ``projectops mock-server`` command. Defining it imports only the core; running it imports
+:mod:`projectops.mock._app` (uvicorn, Starlette: the ``server`` extra)."""
 
 from __future__ import annotations
 
@@ -12,65 +8,61 @@ from collections.abc import Callable
 from functools import partial
 from urllib.parse import urlsplit
 
-from projectops.commands import Command, port, seconds, warn_if_every_interface, whole
-from projectops.conventions import DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT
-from projectops.server._limits import ServerLimits
+from projectops.commands import (
+    DEFAULT_BACKLOG,
+    DEFAULT_DRAIN_TIMEOUT,
+    Command,
+    port,
+    warn_if_every_interface,
+    whole,
+)
+from projectops.conventions import DEFAULT_BASE_URL
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_REQUEST_TIMEOUT", "commands"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "commands"]
 
 #: Where the mock server listens by default: the client's default base URL.
 DEFAULT_HOST = urlsplit(DEFAULT_BASE_URL).hostname or "127.0.0.1"
 DEFAULT_PORT = urlsplit(DEFAULT_BASE_URL).port or 8787
 
-
-#: The flags of the "limits on peers" group, in --help order: a :class:`ServerLimits` field
-#: (the flag is its name in kebab-case, the default its value) -> (parser, metavar, help).
-_LIMIT_FLAGS: dict[str, tuple[Callable[[str], object], str, str]] = {
-    "request_timeout": (
-        partial(seconds, below=86400),
-        "SECONDS",
-        "close a connection that has not delivered a whole request (head and body) this "
-        "long after it started waiting for one; 408 if part of one came "
-        f"(default: {ServerLimits.request_timeout:g})",
-    ),
-    "max_connections": (
-        partial(whole, lowest=1),
-        "N",
-        "most connections open at once; at the cap the longest-waiting idle or slow ones "
-        "are closed first, else new ones get 503 (default: the open-file limit less a reserve)",
-    ),
+#: uvicorn's settings passed on as they are, in --help order: name (the flag in kebab-case) ->
+#: (parser, metavar, help, default; None: uvicorn's own).
+_UVICORN_FLAGS: dict[str, tuple[Callable[[str], int], str, str, int | None]] = {
     "timeout_keep_alive": (
         partial(whole, lowest=1),
         "SECONDS",
-        "close an idle keep-alive connection after this long (default: %(default)s)",
+        "close an idle keep-alive connection after this long (default: uvicorn's)",
+        None,
     ),
     "limit_concurrency": (
         partial(whole, lowest=1),
         "N",
         "answer 503 once this many connections or requests are open (default: no limit)",
+        None,
     ),
     "backlog": (
         partial(whole, lowest=1),
         "N",
         "connections waiting to be accepted (default: %(default)s)",
+        DEFAULT_BACKLOG,
     ),
     "h11_max_incomplete_event_size": (
         partial(whole, lowest=1024),
         "BYTES",
-        "largest request head; a larger one is answered 431 (default: %(default)s)",
+        "largest request head, in bytes (default: uvicorn's)",
+        None,
     ),
     "drain_timeout": (
         partial(whole, lowest=0),
         "SECONDS",
-        "on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this "
-        "long to finish, then cut them and exit (uvicorn's timeout_graceful_shutdown; "
-        "default: %(default)s)",
+        "on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this long "
+        "to finish (uvicorn's timeout_graceful_shutdown; default: %(default)s)",
+        DEFAULT_DRAIN_TIMEOUT,
     ),
 }
 
 
 def commands() -> list[Command]:
-    """The server layer's commands: ``mock-server``."""
+    """The mock layer's commands: ``mock-server``."""
     return [
         Command(
             "mock-server",
@@ -78,9 +70,9 @@ def commands() -> list[Command]:
             _configure,
             _run,
             extra="server",
-            description="Serve every operation of the API from fixtures, for tests and demos. "
-            "Stop it with Ctrl-C or SIGTERM: new connections are refused at once and requests "
-            "in flight get --drain-timeout seconds to finish.",
+            description="Serve every operation of the API from fixtures, for tests and demos "
+            "(docs/mock.md). A development server: put a reverse proxy in front of anything "
+            "shared.",
         )
     ]
 
@@ -98,8 +90,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fixtures",
         metavar="FILE",
-        help="JSON fixtures file (format: see `pydoc projectops.mock._matching`);"
-        " default: the embedded demo fixtures (keys demo-key, other-key)",
+        help="JSON fixtures file (docs/mock.md); default: the embedded demo fixtures "
+        "(keys demo-key, other-key)",
     )
     parser.add_argument(
         "--no-generate",
@@ -120,16 +112,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="serve with N processes sharing the port (default: 1)",
     )
-    limits = parser.add_argument_group(
-        "limits on peers",
-        "Slow, idle and numerous connections are shed. The last five are uvicorn's settings, "
-        "passed on as they are.",
-    )
-    for name, (convert, metavar, help_text) in _LIMIT_FLAGS.items():
-        limits.add_argument(
+    group = parser.add_argument_group("uvicorn's limits", "Passed on to uvicorn as they are.")
+    for name, (convert, metavar, help_text, default) in _UVICORN_FLAGS.items():
+        group.add_argument(
             "--" + name.replace("_", "-"),
             type=convert,
-            default=getattr(ServerLimits, name),
+            default=default,
             metavar=metavar,
             help=help_text,
         )
@@ -139,13 +127,13 @@ def _run(args: argparse.Namespace) -> int:
     from projectops.mock import _app as mock
 
     warn_if_every_interface(args.host)
-    limits = mock.ServerLimits(**{name: getattr(args, name) for name in _LIMIT_FLAGS})
+    limits = {name: getattr(args, name) for name in _UVICORN_FLAGS}
     return mock.serve(
         host=args.host,
         port=args.port,
         fixtures=args.fixtures,
         generate=args.generate,
         access_log=args.access_log,
-        limits=limits,
         workers=args.workers,
+        **{name: value for name, value in limits.items() if value is not None},
     )
