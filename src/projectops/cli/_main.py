@@ -194,7 +194,12 @@ def _unknown_arguments(
 
 
 def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
-    return [*cli.commands(transport), conformance.command(), *mock.commands()]
+    return [
+        *cli.commands(transport),
+        conformance.command(),
+        conformance.proxy_command(),
+        *mock.commands(),
+    ]
 
 
 def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.ArgumentParser:
