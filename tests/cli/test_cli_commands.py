@@ -17,9 +17,9 @@ import pytest
 from google.protobuf.message import Message
 
 import projectops
-from projectops import Operation, conformance, mock, operation_path
+from projectops import Operation, mock, operation_path
 from projectops.cli import _operations as cli
-from projectops.cli._main import main
+from projectops.cli._main import _all_commands, main
 from projectops.client.failures import failure
 from projectops.client.http import (
     AnswerTimedOut,
@@ -145,14 +145,13 @@ def test_help_lists_enum_choices_and_keeps_paragraphs(capsys: pytest.CaptureFixt
 
 
 def test_program_is_composed_of_the_features_commands(capsys: pytest.CaptureFixture[str]) -> None:
-    features = [*cli.commands(), conformance.command(), *mock.commands()]
-    names = [c.name for c in features]
+    names = [c.name for c in _all_commands(None)]
     assert len(names) == len(set(names))
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     for name in names:
         assert name in out
-    assert "mock-server" in names and "schema" in names
+    assert {"schema", "mcp", "conformance", "proxy", "mock-server"} <= set(names)
 
 
 @pytest.mark.slow
