@@ -290,6 +290,15 @@ def test_an_error_answer_that_breaks_the_error_rule_is_one_drift(
     assert what in drifts[0].detail
 
 
+@pytest.mark.parametrize("body", [b"<html>oops</html>", b"[]", b'{"a": '])
+def test_a_200_that_is_no_json_object_is_one_drift_of_the_body(body: bytes) -> None:
+    op = projectops.operations()[0]
+    via, straight, drifts = _call(_answering(200, body, "text/html"), [_post(op, b"{}")])
+    assert via == straight
+    assert [(d.side, d.check, d.field) for d in drifts] == [("answer", "response.decodes", "")]
+    assert drifts[0].line().startswith(f"drift: {op.name} answer response.decodes (the body): ")
+
+
 def test_a_request_that_drifts_is_reported_on_the_request_side() -> None:
     op, answer = _demo_answers()[0]
     data = to_dict(answer.request)

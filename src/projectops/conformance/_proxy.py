@@ -1,4 +1,5 @@
-"""``projectops proxy``: a validation proxy in front of any server of this API (docs/proxy.md).
+"""``projectops proxy``: a validation proxy in front of any server of this API
+(docs/conformance.md).
 
 Each call is forwarded to the upstream as it came, the key header included, and answered with
 exactly what the upstream answered (status, headers, body). Only what HTTP/1.1 rules make
@@ -130,17 +131,17 @@ def drift(
 
 
 def _split(problem: str) -> tuple[str, str]:
-    """``(field path, what)`` of a ``"<path>: <what>"`` of mapping_problems; a map key in the
-    path is a JSON string (``labels["a: b"]``) and may itself hold ``": "``."""
-    start = 0
-    decoder = json.JSONDecoder()
-    while (colon := problem.find(": ", start)) >= 0:
-        quote = problem.find('["', start, colon)
-        if quote < 0:
-            path = problem[:colon]
-            return ("" if path == "the body" else path), problem[colon + 2 :]
+    """``(field path, what)`` of a ``"<path>: <what>"`` problem, or ``("", problem)`` when it
+    starts with no path (``the body is not valid JSON: ...``). A path holds no space but in a
+    map key, a JSON string (``labels["a: b"]``) that may hold anything."""
+    if problem.startswith("the body: "):
+        return "", problem[len("the body: ") :]
+    at, decoder = 0, json.JSONDecoder()
+    while at < len(problem) and problem[at] != " ":
+        if problem.startswith(": ", at):
+            return problem[:at], problem[at + 2 :]
         try:
-            start = decoder.raw_decode(problem, quote + 1)[1]
+            at = decoder.raw_decode(problem, at + 1)[1] if problem.startswith('["', at) else at + 1
         except ValueError:
             break
     return "", problem
