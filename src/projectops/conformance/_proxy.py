@@ -22,14 +22,10 @@ import hashlib
 import json
 import logging
 import os
-import signal
-import socket
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from types import FrameType
 from typing import Any, Literal
 
-import uvicorn
 from google.protobuf.message import Message
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -41,7 +37,6 @@ from projectops.answers import ALLOWED_METHOD, BODY_TOO_LARGE
 from projectops.client import AsyncRawClient
 from projectops.client.redaction import redact
 from projectops.codec import dump, error_body, from_json, to_dict
-from projectops.commands import DEFAULT_DRAIN_TIMEOUT
 from projectops.conformance._catalogue import judge_answer
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
 from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, Code, InvalidArgument, Unavailable
@@ -55,7 +50,6 @@ __all__ = [
     "Recording",
     "create_proxy_app",
     "drift",
-    "serve",
 ]
 
 #: The ``apiKey`` of the recorded fixtures' first project (``-2``, ``-3``, ... for the projects
@@ -286,32 +280,3 @@ def create_proxy_app(
 def _error(exc: ApiError) -> Response:
     status = HTTP_STATUS_BY_CODE[Code(exc.code)]
     return Response(error_body(exc), status, media_type=CONTENT_TYPE)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server, except that a stop signal ends :meth:`run` instead of being raised
-    again after the graceful stop (the proxy then writes its recording and exits 0)."""
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        self.force_exit = self.should_exit and sig == signal.SIGINT
-        self.should_exit = True
-
-
-def serve(app: Starlette, sock: socket.socket) -> None:
-    """Serve `app` on the listening `sock` with uvicorn until SIGINT or SIGTERM: new
-    connections are refused at once, calls in flight get
-    :data:`~projectops.commands.DEFAULT_DRAIN_TIMEOUT` seconds (a second Ctrl-C: none)."""
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="off",
-        server_header=False,
-        date_header=False,
-        timeout_graceful_shutdown=DEFAULT_DRAIN_TIMEOUT,
-    )
-    try:
-        _Server(config).run(sockets=[sock])
-    except KeyboardInterrupt:  # a Ctrl-C before uvicorn took the signal over
-        pass
-    finally:
-        sock.close()

@@ -14,17 +14,18 @@ from typing import TYPE_CHECKING
 from projectops._text import outside_text
 from projectops.client.failures import EXIT_FAILURE, EXIT_OK, UsageError
 from projectops.commands import (
+    DEFAULT_DRAIN_TIMEOUT,
     Command,
     listen,
     listen_url,
     port,
+    serve_uvicorn,
     warn_if_every_interface,
     whole,
 )
 from projectops.conventions import InvalidBaseUrl, normalize_base_url
 
 if TYPE_CHECKING:
-
     from projectops.conformance._proxy import Drift, Recording
 
 __all__ = ["DEFAULT_PORT", "MAX_RECORDED_ANSWERS", "MAX_RECORDED_BYTES", "proxy_command"]
@@ -102,8 +103,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import uvicorn
+
     from projectops.client import AsyncRawClient
-    from projectops.conformance._proxy import Recording, create_proxy_app, serve
+    from projectops.conformance._proxy import Recording, create_proxy_app
 
     if args.base_url is not None:
         raise UsageError("--base-url does nothing for 'proxy': give the server with --upstream")
@@ -128,10 +131,17 @@ def _run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    serve(app, sock)
-    if record is not None:
-        return _write(recording, record)
-    return EXIT_OK
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="off",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=DEFAULT_DRAIN_TIMEOUT,
+    )
+    started = serve_uvicorn(config, sock)
+    code = _write(recording, record) if record is not None else EXIT_OK
+    return code if started else EXIT_FAILURE
 
 
 def _reporter(as_json: bool) -> Callable[[Drift], None]:
