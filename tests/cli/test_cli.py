@@ -19,11 +19,12 @@ import pytest
 
 import projectops
 from projectops.descriptions import description
-from projectops.v1.operations_pb2 import GetReleaseDetailsResponse, ListRumEnvironmentsResponse
 from tests.support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
+from tests.synthetic import with_required_string, without_request_fields
 
-LIST = projectops.operation("list_rum_environments")
-GET = projectops.operation("get_release_details")
+GET, FIELD = with_required_string()  # an operation with a REQUIRED string field, and that field
+LIST = without_request_fields()  # an operation whose request is {}
+FLAG = "--" + FIELD.name.replace("_", "-")
 
 
 def assert_failed(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
@@ -48,7 +49,7 @@ def assert_no_key(proc: subprocess.CompletedProcess[str], *keys: str) -> None:
 
 
 @pytest.mark.slow
-def test_list_rum_environments_prints_the_response_json(
+def test_an_operation_without_fields_prints_the_response_json(
     run_cli_process: RunCli, mock_server: Any
 ) -> None:
     run_cli = run_cli_process  # the real entry point, end to end
@@ -59,7 +60,7 @@ def test_list_rum_environments_prints_the_response_json(
         assert proc.stderr == ""
         assert_no_key(proc)
         # Exactly the response type's JSON: a strict decode rejects anything else.
-        projectops.from_json(proc.stdout, ListRumEnvironmentsResponse, strict=True)
+        projectops.from_json(proc.stdout, LIST.response_type, strict=True)
     names = {
         p: [e["environment"] for e in json.loads(proc.stdout)["environments"]]
         for p, proc in (("demo", demo), ("other", other))
@@ -71,12 +72,12 @@ def test_list_rum_environments_prints_the_response_json(
 
 
 @pytest.mark.slow
-def test_get_release_details_prints_the_release(run_cli: RunCli, mock_server: Any) -> None:
-    proc = run_cli(GET.tool_name, "--version", "1.0.0", key=DEMO_KEY, base_url=mock_server.base_url)
+def test_an_operation_with_a_flag_prints_its_answer(run_cli: RunCli, mock_server: Any) -> None:
+    proc = run_cli(GET.tool_name, FLAG, "1.0.0", key=DEMO_KEY, base_url=mock_server.base_url)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
-    response = projectops.from_json(proc.stdout, GetReleaseDetailsResponse, strict=True)
-    assert response.summary.release.version == "1.0.0"
+    response = projectops.from_json(proc.stdout, GET.response_type, strict=True)
+    assert '"1.0.0"' in proc.stdout  # the one asked for
     assert proc.stdout == projectops.to_json(response, indent=2) + "\n"  # nothing else
 
 
@@ -92,10 +93,10 @@ def test_distinctive_key_is_never_shown(
     path.write_text(json.dumps(fixtures), encoding="utf-8")
     server = start_mock_server(path)
 
-    ok = run_cli(GET.tool_name, "--version", "1.0.0", base_url=server.base_url)
+    ok = run_cli(GET.tool_name, FLAG, "1.0.0", base_url=server.base_url)
     assert ok.returncode == 0, ok.stderr
     assert_no_key(ok)
-    assert_failed(run_cli(GET.tool_name, "--version", "9.9.9", base_url=server.base_url), 4)
+    assert_failed(run_cli(GET.tool_name, FLAG, "9.9.9", base_url=server.base_url), 4)
     assert_failed(run_cli(LIST.tool_name, key=KEY + "x", base_url=server.base_url), 3)
     assert_no_key(run_cli(LIST.tool_name, key=KEY + "x", base_url=server.base_url), KEY + "x")
 
@@ -114,8 +115,8 @@ def test_subcommand_help_shows_the_proto_comments(run_cli: RunCli) -> None:
     proc = run_cli(GET.tool_name, "--help", key=None)
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())  # argparse re-wraps lines
-    assert "--version VERSION" in text
-    field_comment = description(GET.method.input_type.fields_by_name["version"])
+    assert f"{FLAG} {FIELD.name.upper()}" in text
+    field_comment = description(FIELD)
     assert " ".join(field_comment.split()) in text
     assert " ".join(GET.description.split()) in text
 
@@ -170,23 +171,21 @@ def test_wrong_key_exits_3(run_cli: RunCli, mock_server: Any) -> None:
     "args",
     [
         [GET.tool_name],
-        [GET.tool_name, "--version", ""],
-        [GET.tool_name, "--version", "   "],
-        [GET.tool_name, "--json-input", '{"version": " "}'],
+        [GET.tool_name, FLAG, ""],
+        [GET.tool_name, FLAG, "   "],
+        [GET.tool_name, "--json-input", json.dumps({FIELD.json_name: " "})],
     ],
 )
-def test_missing_or_blank_version_exits_2_locally(
+def test_missing_or_blank_required_field_exits_2_locally(
     run_cli: RunCli, recorder: Recorder, args: list[str]
 ) -> None:
-    assert_failed(run_cli(*args, base_url=recorder.base_url), 2, "version")
+    assert_failed(run_cli(*args, base_url=recorder.base_url), 2, FIELD.json_name)
     assert recorder.requests == []
 
 
 @pytest.mark.slow
 def test_unknown_release_exits_4_with_status_and_message(run_cli: RunCli, mock_server: Any) -> None:
-    proc = run_cli(
-        GET.tool_name, "--version", "9.9.9", key=OTHER_KEY, base_url=mock_server.base_url
-    )
+    proc = run_cli(GET.tool_name, FLAG, "9.9.9", key=OTHER_KEY, base_url=mock_server.base_url)
     line = assert_failed(proc, 4, "400 failed_precondition", "9.9.9")
     assert re.match(r"error: 400 failed_precondition: .*other", line)
 
@@ -196,8 +195,8 @@ def test_unknown_release_exits_4_with_status_and_message(run_cli: RunCli, mock_s
     [
         ("{not json", "not valid JSON"),
         ('["1.0.0"]', "JSON object"),
-        ('{"version": "1.0.0", "releaseId": 7}', "releaseId"),
-        ('{"version": 100}', "version"),
+        (json.dumps({FIELD.json_name: "1.0.0", "noSuchField": 7}), "noSuchField"),
+        (json.dumps({FIELD.json_name: 100}), FIELD.json_name),
         ("@/nonexistent/request.json", "/nonexistent/request.json"),
     ],
 )
@@ -223,10 +222,10 @@ def test_usage_errors_exit_2_in_one_line(run_cli: RunCli) -> None:
 @pytest.mark.slow
 def test_json_input_file_wins_over_flags(run_cli: RunCli, mock_server: Any, tmp_path: Path) -> None:
     path = tmp_path / "request.json"
-    path.write_text('{"version": "1.0.0"}', encoding="utf-8")
+    path.write_text(json.dumps({FIELD.json_name: "1.0.0"}), encoding="utf-8")
     proc = run_cli(
         GET.tool_name,
-        "--version",
+        FLAG,
         "9.9.9",
         "--json-input",
         f"@{path}",
@@ -234,29 +233,34 @@ def test_json_input_file_wins_over_flags(run_cli: RunCli, mock_server: Any, tmp_
         base_url=mock_server.base_url,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["summary"]["release"]["version"] == "1.0.0"
+    assert json.loads(proc.stdout) == json.loads(
+        run_cli(GET.tool_name, FLAG, "1.0.0", key=DEMO_KEY, base_url=mock_server.base_url).stdout
+    )
 
 
 def test_json_input_inline_and_stdin(run_cli: RunCli, recorder: Recorder) -> None:
+    name = FIELD.json_name
     inline = run_cli(
         GET.tool_name,
-        "--version",
+        FLAG,
         "9.9.9",
         "--json-input",
-        '{"version": "2.0"}',
+        json.dumps({name: "2.0"}),
         base_url=recorder.base_url,
     )
     piped = run_cli(
-        GET.tool_name, "--json-input", "@-", stdin='{"version": "3.0"}', base_url=recorder.base_url
+        GET.tool_name,
+        "--json-input",
+        "@-",
+        stdin=json.dumps({name: "3.0"}),
+        base_url=recorder.base_url,
     )
-    flags = run_cli(
-        GET.tool_name, "--version", "4.0", "--json-input", "{}", base_url=recorder.base_url
-    )
+    flags = run_cli(GET.tool_name, FLAG, "4.0", "--json-input", "{}", base_url=recorder.base_url)
     assert [p.returncode for p in (inline, piped, flags)] == [0, 0, 0]
     assert [json.loads(r.body) for r in recorder.requests] == [
-        {"version": "2.0"},
-        {"version": "3.0"},
-        {"version": "4.0"},
+        {name: "2.0"},
+        {name: "3.0"},
+        {name: "4.0"},
     ]
 
 
@@ -264,10 +268,10 @@ def test_json_input_inline_and_stdin(run_cli: RunCli, recorder: Recorder) -> Non
 
 
 def test_exactly_the_spec_headers_are_sent(run_cli: RunCli, recorder: Recorder) -> None:
-    recorder.respond(200, '{"environments": [{"environment": "QA"}]}')
+    recorder.respond(200, "{}")
     proc = run_cli(LIST.tool_name, base_url=recorder.base_url + "/")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["environments"][0]["environment"] == "QA"
+    assert proc.stdout == projectops.to_json(LIST.response_type(), indent=2) + "\n"
     (sent,) = recorder.requests
     assert (sent.method, sent.path, sent.body) == ("POST", LIST.path, b"{}")
     assert sent.header("Content-Type") == ["application/json"]
@@ -299,7 +303,7 @@ def test_trailing_slashes_of_the_base_url_work(run_cli: RunCli, mock_server: Any
     )  # the flag beats the environment
     for proc in (by_flag, by_env, after):
         assert proc.returncode == 0, proc.stderr
-        assert json.loads(proc.stdout)["environments"]
+        projectops.from_json(proc.stdout, LIST.response_type, strict=True)
 
 
 def test_redirect_is_not_followed(run_cli: RunCli, recorder: Recorder) -> None:

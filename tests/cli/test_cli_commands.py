@@ -1,9 +1,8 @@
 """The CLI's derived flags, its composition and its failure table, in-process (`main`).
 
-The two real operations only have a string field, so flags of the other field kinds are checked
-on synthetic operations whose requests are other messages of the schema: an enum, a 64-bit
-integer, a repeated string, a message field. Requests still go over a real socket to the
-recording server, so what is checked is what would be sent.
+Flags of every field kind are checked on synthetic operations whose requests are messages of the
+schema: an enum, a 64-bit integer, a repeated string, a message field. Requests still go over a
+real socket to the recording server, so what is checked is what would be sent.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ ISSUES = Operation(
     request_type=release_pb2.Issue,
     response_type=release_pb2.Release,
     description="File an issue.\n\nSecond paragraph.",
-    method=projectops.operation("get_release_details").method,
+    method=projectops.operations()[0].method,
 )
 RELEASES = Operation(
     name="cut_release",
@@ -49,7 +48,7 @@ RELEASES = Operation(
     request_type=release_pb2.Release,
     response_type=release_pb2.Release,
     description="Cut a release.",
-    method=projectops.operation("get_release_details").method,
+    method=projectops.operations()[0].method,
 )
 
 
@@ -158,7 +157,8 @@ def test_program_is_composed_of_the_features_commands(capsys: pytest.CaptureFixt
 def test_core_only_commands_import_neither_httpx_nor_the_server_stack() -> None:
     code = (
         "import sys; from projectops.cli._main import main; "
-        "rc = main(['operations']) + main(['schema', 'get-release-details']); "
+        "import projectops; tool = projectops.operations()[0].tool_name; "
+        "rc = main(['operations']) + main(['schema', tool]); "
         "bad = [m for m in ('httpx', 'starlette', 'uvicorn', 'mcp') if m in sys.modules]; "
         "print(bad, file=sys.stderr); sys.exit(rc or bool(bad))"
     )
@@ -203,6 +203,7 @@ def test_key_in_any_message_is_redacted(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SERVICE_API_KEY", KEY)
-    assert main(["get-release-details", "--json-input", f"@/nonexistent/{KEY}.json"]) == 2
+    tool = projectops.operations()[0].tool_name
+    assert main([tool, "--json-input", f"@/nonexistent/{KEY}.json"]) == 2
     err = capsys.readouterr().err
     assert KEY not in err and "/nonexistent/***.json" in err

@@ -18,8 +18,12 @@ import pytest
 import projectops
 from projectops import operations
 from tests.support import DEMO_KEY, KEY, Recorder, RunCli
+from tests.synthetic import with_required_string, without_request_fields
 
-LIST, GET = operations()
+GET, FIELD = with_required_string()  # an operation with a REQUIRED string field, and that field
+LIST = without_request_fields()  # an operation whose request is {}
+FLAG = "--" + FIELD.name.replace("_", "-")
+TYPO = FLAG[:-2] + FLAG[-1] + FLAG[-2]  # two letters swapped
 LOOPBACK = "127.0.0.1"
 
 
@@ -31,7 +35,7 @@ def test_describe_shows_path_fields_types_and_required_within_100_columns(run_cl
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert f"POST {GET.path}" in text and GET.summary in text
-    assert "version: string, REQUIRED" in text
+    assert f"{FIELD.json_name}: string, REQUIRED" in text
     # Every top-level field of the request and response is listed by its JSON name.
     for message in (GET.request_type, GET.response_type):
         for fd in message.DESCRIPTOR.fields:
@@ -52,7 +56,7 @@ def test_describe_without_a_tool_lists_the_operations(run_cli: RunCli) -> None:
 
 @pytest.mark.slow
 def test_compact_prints_the_same_json_on_one_line(run_cli: RunCli, mock_server: Any) -> None:
-    args = (GET.tool_name, "--version", "1.0.0")
+    args = (GET.tool_name, FLAG, "1.0.0")
     pretty = run_cli(*args, key=DEMO_KEY, base_url=mock_server.base_url)
     compact = run_cli(*args, "--compact", key=DEMO_KEY, base_url=mock_server.base_url)
     assert pretty.returncode == compact.returncode == 0
@@ -86,14 +90,14 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
 
 
 def test_dry_run_prints_the_request_and_sends_nothing(run_cli: RunCli, recorder: Recorder) -> None:
-    proc = run_cli(GET.tool_name, "--version", "1.0.0", "--dry-run", base_url=recorder.base_url)
+    proc = run_cli(GET.tool_name, FLAG, "1.0.0", "--dry-run", base_url=recorder.base_url)
     assert proc.returncode == 0, proc.stderr
     assert recorder.requests == []
     head, _, body = proc.stdout.partition("\n\n")
     lines = head.splitlines()
     assert lines[0] == f"POST {recorder.base_url}{GET.path} HTTP/1.1"
     assert "Service-Api-Key: ***" in lines and "Content-Type: application/json" in lines
-    assert json.loads(body) == {"version": "1.0.0"}
+    assert json.loads(body) == {FIELD.json_name: "1.0.0"}
     assert KEY not in proc.stdout + proc.stderr
 
 
@@ -134,8 +138,8 @@ def _bash_complete(line: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_bash_completes_commands_flags_and_choices() -> None:
-    assert _bash_complete("projectops get-rel") == [GET.tool_name]
-    assert "--version" in _bash_complete(f"projectops {GET.tool_name} --")
+    assert _bash_complete(f"projectops {GET.tool_name[:-1]}") == [GET.tool_name]
+    assert FLAG in _bash_complete(f"projectops {GET.tool_name} --")
     offered = _bash_complete("projectops schema ")
     assert {op.tool_name for op in operations()} <= set(offered)
     assert _bash_complete("projectops openapi --format ") == ["json", "yaml"]
@@ -148,19 +152,19 @@ def test_bash_completes_commands_flags_and_choices() -> None:
     ("args", "line"),
     [
         (
-            ["get-release-detail"],
-            "unknown command 'get-release-detail'; did you mean 'get-release-details'? "
-            "(see 'projectops get-release-details --help')",
+            [GET.tool_name[:-1]],
+            f"unknown command '{GET.tool_name[:-1]}'; did you mean '{GET.tool_name}'? "
+            f"(see 'projectops {GET.tool_name} --help')",
         ),
         (
-            [GET.tool_name, "--verison", "1.0.0"],
-            "unknown option --verison; did you mean --version? "
-            "(see 'projectops get-release-details --help')",
+            [GET.tool_name, TYPO, "1.0.0"],
+            f"unknown option {TYPO}; did you mean {FLAG}? "
+            f"(see 'projectops {GET.tool_name} --help')",
         ),
         (
-            ["schema", "get-release-detail"],
-            "argument TOOL: invalid choice: 'get-release-detail'; did you mean "
-            "'get-release-details'?",
+            ["schema", GET.tool_name[:-1]],
+            f"argument TOOL: invalid choice: '{GET.tool_name[:-1]}'; did you mean "
+            f"'{GET.tool_name}'?",
         ),
         (
             ["schema", GET.tool_name, "--base-url", "http://x"],
@@ -203,16 +207,16 @@ def test_a_value_set_by_flag_and_json_input_keeps_the_json_one_with_a_notice(
 ) -> None:
     proc = run_cli(
         GET.tool_name,
-        "--version",
+        FLAG,
         "1.0.0",
         "--json-input",
-        '{"version": "2.0.0"}',
+        json.dumps({FIELD.json_name: "2.0.0"}),
         base_url=recorder.base_url,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(recorder.requests[0].body) == {"version": "2.0.0"}
+    assert json.loads(recorder.requests[0].body) == {FIELD.json_name: "2.0.0"}
     assert proc.stderr == (
-        "notice: --version is also set by --json-input; the --json-input value is used\n"
+        f"notice: {FLAG} is also set by --json-input; the --json-input value is used\n"
     )
 
 
