@@ -514,6 +514,7 @@ def test_on_real_sockets_it_answers_as_the_upstream(no_proxy_in_env: Any) -> Non
         (["--upstream", "http://user:secret@example.com"], "user name"),
         (["--upstream", "http://127.0.0.1:1", "--base-url", "http://x"], "--upstream"),
         (["--upstream", "http://127.0.0.1:1", "--record", "/no/such/folder/f.json"], "--record"),
+        (["--upstream", "http://127.0.0.1:1", "--record", "."], "--record"),
         ([], "--upstream"),
     ],
 )
@@ -567,3 +568,41 @@ def test_the_program_proxies_then_records_on_sigterm_what_the_mock_serves_again(
     decode_fixtures(recorded)
     replay = start_mock_server(record)
     assert ask(replay.base_url, STAND_IN_KEY) == proxied
+
+
+@pytest.mark.slow
+def test_the_program_writes_json_lines_for_a_broken_upstream(tmp_path: Path) -> None:
+    op, answer, data, path = _broken_answer(*_BROKEN["an int64 as a number"][:2])
+    port, out, err = free_port(), tmp_path / "stdout", tmp_path / "stderr"
+    with serving(_answering(200, json.dumps(data).encode())) as upstream_url:
+        args = ["proxy", "--json", "--upstream", upstream_url, "--port", str(port)]
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "projectops", *args],
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        try:
+            wait_until_listening(process, port, "projectops proxy", err.read_text)
+            with httpx2.Client(base_url=f"http://{LOOPBACK}:{port}", timeout=TIMEOUT) as client:
+                body = to_json(answer.request).encode()
+                got = client.post(op.path, content=body, headers={API_KEY_HEADER: KEY})
+        finally:
+            code = stop(process)
+    assert code == 0, err.read_text()
+    assert got.content == json.dumps(data).encode()
+    lines = out.read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {
+            "operation": op.name,
+            "side": "answer",
+            "check": "json.int64-strings",
+            "field": path,
+            "detail": json.loads(lines[0])["detail"],
+        }
+    ]
+    logged = err.read_text()
+    assert "drift" not in logged
+    assert KEY not in logged + out.read_text()

@@ -1,6 +1,6 @@
-"""The ``proxy`` command of ``projectops``: its flags, the upstream call and the server around
-:func:`projectops.conformance._proxy.create_proxy_app` (uvicorn, the ``server`` extra, imported
-when it runs)."""
+"""The ``proxy`` command of ``projectops``: its flags, and uvicorn serving
+:func:`projectops.conformance._proxy.create_proxy_app` (Starlette, uvicorn and httpx2 are
+imported when it runs)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
-from projectops.client.failures import EXIT_FAILURE, EXIT_OK, UsageError
+from projectops.client.failures import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from projectops.commands import (
     DEFAULT_DRAIN_TIMEOUT,
     Command,
@@ -42,8 +42,8 @@ def proxy_command() -> Command:
     """The ``proxy`` command of ``projectops`` (extras ``client`` and ``server``)."""
     return Command(
         "proxy",
-        "forward calls to a server, report where its requests and answers drift from the "
-        "schema, record its answers as mock fixtures",
+        "a validation proxy: forward calls to a server, report where they drift from the "
+        "schema, record the answers as mock fixtures",
         _configure,
         _run,
         description=(
@@ -115,8 +115,9 @@ def _run(args: argparse.Namespace) -> int:
     except InvalidBaseUrl as exc:
         raise UsageError(f"--upstream: {exc}") from None
     record = args.record
-    if record is not None and not os.access(os.path.dirname(os.path.abspath(record)), os.W_OK):
-        raise UsageError(f"--record {outside_text(record, 200)}: its folder is not writable")
+    folder = os.path.dirname(os.path.abspath(record or "."))
+    if record is not None and (os.path.isdir(record) or not os.access(folder, os.W_OK)):
+        raise UsageError(f"--record {outside_text(record, 200)}: cannot write a file there")
     recording = Recording(max_answers=args.record_max_answers, max_bytes=args.record_max_bytes)
     warn_if_every_interface(args.host)
     sock = listen(args.host, args.port)
@@ -162,7 +163,7 @@ def _write(recording: Recording, path: str) -> int:
         recording.write(path)
     except OSError as exc:
         print(f"error: --record {shown}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_USAGE
     left_out = f"; {recording.left_out} left out" if recording.left_out else ""
     print(
         f"projectops proxy recorded {recording.count} answer{'' if recording.count == 1 else 's'} "
