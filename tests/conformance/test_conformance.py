@@ -22,13 +22,14 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 import projectops
+from projectops.client.failures import EXIT_CONFORMANCE_FAILED
+from projectops.conformance import Report, run_checks
 from projectops.conformance._catalogue import (
     CHECKS,
     int64_as_numbers,
     required_fields,
     rfc3339_utc,
 )
-from projectops.conformance._runner import EXIT_CONFORMANCE_FAILED, Report, run_checks
 from projectops.fixtures import default_fixtures, request_key
 from projectops.mock import create_mock_app, load_fixtures
 from projectops.server import create_app

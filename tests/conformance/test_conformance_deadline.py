@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from projectops.client.failures import EXIT_CONFORMANCE_FAILED
+from projectops.conformance import run_checks
 from projectops.conformance._catalogue import CHECKS
-from projectops.conformance._runner import EXIT_CONFORMANCE_FAILED, run_checks
 from projectops.registry import operations
-from tests.support import RunCli
 from tests.conformance.test_conformance import DEFAULT_FIXTURES, DEMO_KEY, TIMEOUT, _demo, _mock_app
 from tests.loopback import raw_listener
 from tests.openapi.support import serving
+from tests.support import RunCli
 
 
 @contextmanager

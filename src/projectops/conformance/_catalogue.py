@@ -28,23 +28,9 @@ from projectops.registry import Operation
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import BLANK, is_required
 
-__all__ = [
-    "BLANK_TRIES",
-    "CHECKS",
-    "JSON_CHECKS",
-    "MAX_PROBLEMS",
-    "CheckSpec",
-    "Level",
-    "Verdict",
-    "error_problem",
-    "int64_as_numbers",
-    "judge_answer",
-    "mapping_problems",
-    "proto_names",
-    "required_fields",
-    "rfc3339_utc",
-    "unknown_field_name",
-]
+__all__ = ["BLANK_TRIES", "CHECKS", "JSON_CHECKS", "CheckSpec", "Verdict", "error_problem"]
+__all__ += ["int64_as_numbers", "judge_answer", "mapping_problems", "proto_names"]
+__all__ += ["required_fields", "rfc3339_utc", "unknown_field_name"]
 
 #: How binding a check is: ``must`` (the contract) or ``should`` (this package's design).
 Level = Literal["must", "should"]
@@ -114,25 +100,12 @@ CHECKS: Mapping[str, CheckSpec] = {
 }
 
 _DECODES, _ERRORS = "response.decodes", "errors.error-response"
-_CAMEL, _INT64, _ENUM, _TIME, _ZERO = (
-    "json.camel-case",
-    "json.int64-strings",
-    "json.enum-names",
-    "json.timestamps",
-    "json.zero-values",
-)
 #: The ids of the JSON-mapping checks :func:`mapping_problems` reports on.
-JSON_CHECKS = (_CAMEL, _INT64, _ENUM, _TIME, _ZERO)
-
-_INT64_TYPES = frozenset(
-    {
-        FieldDescriptor.TYPE_INT64,
-        FieldDescriptor.TYPE_UINT64,
-        FieldDescriptor.TYPE_SINT64,
-        FieldDescriptor.TYPE_FIXED64,
-        FieldDescriptor.TYPE_SFIXED64,
-    }
-)
+JSON_CHECKS = tuple(check for check in CHECKS if check.startswith("json."))
+_CAMEL, _INT64, _ENUM, _TIME, _ZERO = JSON_CHECKS
+_INT64_TYPES = {
+    getattr(FieldDescriptor, f"TYPE_{t}") for t in "INT64 UINT64 SINT64 FIXED64 SFIXED64".split()
+}
 _INT64_WRAPPERS = frozenset({"google.protobuf.Int64Value", "google.protobuf.UInt64Value"})
 _WHAT = {
     _TIME: "{} is not RFC 3339 in UTC with Z",
@@ -248,17 +221,11 @@ def _error_problem(status: int, error: ErrorResponse | None) -> str | None:
 
 @dataclass
 class Verdict:
-    """What one answer showed (:func:`judge_answer`).
-
-    Attributes:
-        problems: check id -> what breaks it (only ids with a problem).
-        examined: the ids the answer held something for; a check passes only on an answer
-            that examined it.
-        message: a 200 answer decoded leniently; ``None`` when it does not decode.
-        error: a non-2xx answer's ``ErrorResponse``, or ``None``.
-        digest: a digest of the answer's JSON in a canonical form (of its bytes when it is
-            not JSON), to tell whether two answers are the same.
-    """
+    """What one answer showed (:func:`judge_answer`): the `problems` per check id (only ids
+    with one), the ids it `examined` (a check passes only on an answer that examined it), a 200
+    answer's `message` decoded leniently (``None``: it does not decode), a non-2xx answer's
+    `error` (``ErrorResponse`` or ``None``), and a `digest` of its JSON in a canonical form (of
+    its bytes when not JSON), to tell whether two answers are the same."""
 
     problems: dict[str, list[str]] = field(default_factory=dict)
     examined: set[str] = field(default_factory=set)

@@ -1,12 +1,12 @@
-"""The ``conformance`` command of ``projectops``: its flags, help and configuration, kept apart
-from the checks (:mod:`projectops.conformance._runner`) so that every other command of the
-program starts without importing them; :func:`_run` imports the runner when it runs.
+"""The ``conformance`` command of ``projectops``: its flags and help, apart from the checks,
+which :func:`_run` imports when it runs (so the program's other commands start without them).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
@@ -16,7 +16,7 @@ from projectops.conformance._http import DEFAULT_DEADLINE, MAX_REQUESTS
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2 as httpx
 
     from projectops.fixtures import FixtureProject
 
@@ -32,13 +32,11 @@ def command() -> Command:
         _run,
         description=(
             "Run the checks of the API contract (docs/contract.md) against the server at "
-            f"--base-url (default: ${BASE_URL_ENV}; one of them is needed) with the key in "
-            f"${API_KEY_ENV}: authentication, validation, the JSON mapping of answers, error "
-            "bodies. One line per check and operation; exit 0 when no 'must' check failed, "
-            f"{EXIT_CONFORMANCE_FAILED} when one did or when --deadline stopped the run before "
-            "every check ran (the rest are 'skipped'; the server is not shown to conform), 2 "
-            f"for a usage error. At most {MAX_REQUESTS} requests, each within --timeout, all "
-            "within --deadline."
+            f"--base-url (or ${BASE_URL_ENV}) with the key in ${API_KEY_ENV}. One line per check "
+            "and operation; an operation answered 501 is reported unimplemented. Exit 0 when no "
+            f"'must' check failed, {EXIT_CONFORMANCE_FAILED} when one did or --deadline stopped "
+            f"the run, 2 for a usage error. At most {MAX_REQUESTS} requests, each within "
+            "--timeout, all within --deadline."
         ),
         connection=True,
         extra="client",
@@ -46,39 +44,29 @@ def command() -> Command:
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--json",
         action="store_true",
         help='write a JSON report instead: {"passed", "failed", "skipped", "stopped" (by '
-        '--deadline), "checks": [{"id", "operation", "level", "status", "detail"}]}',
+        '--deadline), "unimplemented", "checks": [{"id", "operation", "level", "status", '
+        '"detail"}]}',
     )
-    parser.add_argument(
+    add(
         "--fixtures",
         metavar="FILE",
-        help="a fixtures file in the mock server's format: its requests for the project whose "
-        "apiKey is the key in use must be answered with its responses, and are the requests "
-        "known to succeed (without one, the checks of 200 answers are skipped)",
+        help="a mock fixtures file: the answers of the project whose apiKey is the key in use "
+        "are requests known to succeed, each to be answered with its response",
     )
-    parser.add_argument(
-        "--operation",
-        metavar="NAME",
-        action="append",
-        help="check only this operation (its name, tool name or path; repeatable)",
-    )
-    parser.add_argument(
-        "--junit-xml",
-        metavar="FILE",
-        help="also write the report to FILE as JUnit XML (one testcase per operation and "
-        "check), which CI systems show",
-    )
-    parser.add_argument(
+    add("--operation", metavar="NAME", action="append", help="check only it (repeatable)")
+    add("--junit-xml", metavar="FILE", help="also write the report to FILE as JUnit XML")
+    add(
         "--deadline",
         metavar="SECONDS",
         type=seconds,
         default=DEFAULT_DEADLINE,
-        help="seconds the whole run may take (default: %(default)g); past it no request is "
-        "sent, the checks not run are skipped and the exit code is "
-        f"{EXIT_CONFORMANCE_FAILED}",
+        help="seconds the whole run may take (default: %(default)g); past it the checks not "
+        f"run are skipped and the exit code is {EXIT_CONFORMANCE_FAILED}",
     )
 
 
@@ -89,11 +77,7 @@ def _api_key() -> str:
 
 
 def _fixture_project(path: str, key: str) -> FixtureProject:
-    """The project of the fixtures file at `path` whose key is `key`.
-
-    Raises:
-        UsageError: the file cannot be read or decoded, or no project has `key`.
-    """
+    """The project of the fixtures file at `path` whose key is `key`; else UsageError."""
     from projectops.fixtures import FixtureError, decode_fixtures, read_fixtures_file
 
     shown = outside_text(path, 200)
@@ -124,24 +108,21 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         ops = None if args.operation is None else [operation(name) for name in args.operation]
     except UnknownOperationError as exc:
         raise UsageError(f"--operation: {outside_text(str(exc), 500)}") from None
+    limits = {"timeout": args.timeout, "max_response_bytes": args.max_response_bytes}
     report = run_checks(
         base_url,
         key,
         project=project,
-        timeout=args.timeout,
-        max_response_bytes=args.max_response_bytes,
         transport=transport,
         deadline=args.deadline,
         of=ops,
+        **limits,
     )
     write_report(report, args.json, base_url)
-    if args.junit_xml is not None:
-        try:
-            with open(args.junit_xml, "wb") as file:
-                file.write(junit_xml(report, base_url))
-        except OSError as exc:
-            shown = outside_text(args.junit_xml, 200)
-            raise UsageError(
-                f"--junit-xml {shown}: {outside_text(exc.strerror or str(exc), 200)}"
-            ) from None
+    try:
+        if args.junit_xml is not None:
+            Path(args.junit_xml).write_bytes(junit_xml(report, base_url))
+    except OSError as exc:
+        why = f"{outside_text(args.junit_xml, 200)}: {outside_text(exc.strerror or str(exc))}"
+        raise UsageError(f"--junit-xml {why}") from None
     return EXIT_CONFORMANCE_FAILED if report.must_failed or report.stopped else EXIT_OK

@@ -16,16 +16,10 @@ from projectops.client.redaction import redact
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2 as httpx
 
-__all__ = [
-    "DEFAULT_DEADLINE",
-    "MAX_REQUESTS",
-    "BudgetSpent",
-    "DeadlinePassed",
-    "Exchange",
-    "Sender",
-]
+__all__ = ["DEFAULT_DEADLINE", "MAX_REQUESTS", "BudgetSpent", "DeadlinePassed", "Exchange"]
+__all__ += ["Sender"]
 
 #: Requests a run sends at most; past it, the remaining checks are skipped.
 MAX_REQUESTS = 1000
@@ -63,12 +57,9 @@ class Exchange:
 
     def shown(self) -> str:
         """``sent ...; got <status> <excerpt>`` (or ``no answer: ...``), safe to print."""
-        got = (
-            f"no answer: {self.problem}"
-            if self.status is None
-            else f"got {self.status} {self.excerpt}"
-        )
-        return f"sent {self.sent}; {got}"
+        if self.status is None:
+            return f"sent {self.sent}; no answer: {self.problem}"
+        return f"sent {self.sent}; got {self.status} {self.excerpt}"
 
 
 class Sender:
@@ -97,9 +88,7 @@ class Sender:
             base_url, timeout=timeout, max_response_bytes=max_response_bytes, transport=transport
         )
 
-    def close(self) -> None:
-        """Close the connections."""
-        self._raw.close()
+        self.close = self._raw.close
 
     def check_deadline(self) -> None:
         """Raise :class:`DeadlinePassed` when the run's deadline has passed."""
@@ -141,14 +130,12 @@ class Sender:
             answer = self._raw.send(
                 method, path, body, {**sent, **(headers or {})}, deadline=self._run_deadline
             )
-        except (AnswerTimedOut, ServiceUnreachable) as exc:
+        except AnswerTimedOut:
             self.check_deadline()  # the run's bound, not the server, ended it: not judged
-            late = isinstance(exc, AnswerTimedOut)
-            exchange.problem = (
-                f"no complete answer within the time-out of {self._timeout:g} s"
-                if late
-                else outside_text(redact(str(exc), [self._key]), 300)
-            )
+            exchange.problem = f"no complete answer within the time-out of {self._timeout:g} s"
+            return exchange, b""
+        except ServiceUnreachable as exc:
+            exchange.problem = outside_text(redact(str(exc), [self._key]), 300)
             return exchange, b""
         joined: dict[str, str] = {}
         for name, value in answer.headers:  # linear in their number
@@ -163,11 +150,9 @@ class Sender:
         # Redact a head with room for the key in any spelling; a key the head cuts short
         # could show in part at its end, so that end goes.
         room = 12 * len(self._key)
-        text = redact(
-            answer.body[: 4 * _ANSWER_CHARS + room].decode("utf-8", "replace"), [self._key]
-        )
-        if len(answer.body) > 4 * _ANSWER_CHARS + room:
-            text = text[: len(text) - room]
+        head = answer.body[: 4 * _ANSWER_CHARS + room]
+        text = redact(head.decode("utf-8", "replace"), [self._key])
+        text = text[: len(text) - room] if len(answer.body) > len(head) else text
         exchange.excerpt = outside_text(text, _ANSWER_CHARS)
         if answer.truncated or len(answer.body) > len(text):
             more = " or more" if answer.truncated else ""

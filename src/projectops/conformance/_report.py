@@ -38,16 +38,9 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Report:
-    """Every check of a run.
-
-    Attributes:
-        checks: one result per check and operation.
-        requests: how many requests the run sent.
-        stopped: the run's deadline in seconds when it passed before every check ran (those
-            not run are ``skipped``, saying so); ``None`` when the run was complete.
-        unimplemented: the operations answered 501 ``unimplemented``.
-        seconds: how long the run took.
-    """
+    """Every check of a run: one result per check and operation, the `requests` sent, the
+    deadline in seconds that `stopped` the run (``None``: complete), the operations answered 501
+    ``unimplemented``, and how many `seconds` the run took."""
 
     checks: tuple[CheckResult, ...]
     requests: int

@@ -26,64 +26,29 @@ from typing import TYPE_CHECKING, Any, cast
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
+from projectops import answers
 from projectops._text import outside_text
-from projectops.answers import (
-    ALLOWED_METHOD,
-    BODY_TOO_LARGE,
-    MALFORMED_BODY,
-    MISSING_REQUIRED,
-    NO_OPERATION,
-    NOT_IMPLEMENTED,
-    UNAUTHENTICATED,
-    WRONG_METHOD,
-)
-from projectops.client.failures import EXIT_CONFORMANCE_FAILED
 from projectops.codec import to_dict, to_json
-from projectops.conformance._catalogue import (
-    BLANK_TRIES,
-    CHECKS,
-    Verdict,
-    int64_as_numbers,
-    judge_answer,
-    proto_names,
-    required_fields,
-    unknown_field_name,
-)
-from projectops.conformance._http import (
-    DEFAULT_DEADLINE,
-    MAX_REQUESTS,
-    BudgetSpent,
-    DeadlinePassed,
-    Exchange,
-    KeyUse,
-    Sender,
-)
+from projectops.conformance import _catalogue as catalogue
+from projectops.conformance import _http
+from projectops.conformance._catalogue import CHECKS, Verdict
+from projectops.conformance._http import DEFAULT_DEADLINE, MAX_REQUESTS, Exchange, Sender
 from projectops.conformance._report import CheckResult, Report, Status
 from projectops.conventions import MAX_BODY_BYTES, normalize_base_url, operation_path
 from projectops.fixtures import FixtureProject
 from projectops.registry import Operation, operations
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2 as httpx
 
-__all__ = [
-    "DEFAULT_DEADLINE",
-    "EXIT_CONFORMANCE_FAILED",
-    "MAX_FIXTURE_REQUESTS",
-    "MAX_REQUESTS",
-    "CheckResult",
-    "Report",
-    "run_checks",
-]
+__all__ = ["DEFAULT_DEADLINE", "MAX_FIXTURE_REQUESTS", "run_checks"]
 
 #: Fixture requests sent per operation (the first ones of the file).
 MAX_FIXTURE_REQUESTS = 20
 
-# What a failure's detail is cut to as a whole (several requests may be named).
-_DETAIL_CHARS = 1000
 _PASS: tuple[Status, str] = ("passed", "")
 _DECODES, _ERRORS = "response.decodes", "errors.error-response"
-# The checks judged on every answer, and what an answer must hold to examine each.
+# The checks judged on every answer, and what a 200 answer must hold to examine each.
 _HELD = {
     _DECODES: "",
     "json.camel-case": "a field whose JSON name differs from its proto name",
@@ -93,10 +58,14 @@ _HELD = {
     "json.zero-values": "a field without presence",
     _ERRORS: "",
 }
+_401 = answers.UNAUTHENTICATED.http_status
+_MALFORMED = answers.MALFORMED_BODY.http_status
+_MISSING, _INVALID = answers.MISSING_REQUIRED.http_status, str(answers.MISSING_REQUIRED.code)
+_501, _UNIMPLEMENTED = answers.NOT_IMPLEMENTED.http_status, str(answers.NOT_IMPLEMENTED.code)
 
 
 def _fail(*parts: str) -> tuple[Status, str]:
-    return "failed", outside_text("; ".join(parts), _DETAIL_CHARS)
+    return "failed", outside_text("; ".join(parts), 1000)  # several requests may be named
 
 
 class _Unimplemented(Exception):
@@ -126,7 +95,7 @@ class _OperationRun:
         self._good: list[tuple[Message, Message | None]] = [
             (a.request, a.response) for a in answers[:MAX_FIXTURE_REQUESTS] if a.error is None
         ]
-        if not self._good and not required_fields(op):
+        if not self._good and not catalogue.required_fields(op):
             self._good = [(op.request_type(), None)]
         # Each known-good request answered 200, with the digest of its answer.
         self._answered: list[tuple[Message, str]] = []
@@ -139,9 +108,9 @@ class _OperationRun:
         self,
         body: bytes | None,
         *,
-        key: KeyUse = "own",
+        key: _http.KeyUse = "own",
         headers: Mapping[str, str] | None = None,
-        method: str = ALLOWED_METHOD,
+        method: str = answers.ALLOWED_METHOD,
         path: str | None = None,
     ) -> tuple[Exchange, Verdict | None]:
         """Send a request and judge its answer (``None``: no whole answer to judge)."""
@@ -156,24 +125,19 @@ class _OperationRun:
                 self._note(_DECODES, ["larger than --max-response-bytes"], exchange)
             return exchange, None
         self._sender.check_deadline()  # judging counts within the deadline too
-        verdict = judge_answer(self._op.response_type, exchange.status, body)
+        verdict = catalogue.judge_answer(self._op.response_type, exchange.status, body)
         del body
         # Another path's or method's 2xx is no answer of the operation.
-        ours = path is None and method == ALLOWED_METHOD
+        ours = path is None and method == answers.ALLOWED_METHOD
         if ours or exchange.status not in range(200, 300):
             self._got_200 |= exchange.status == 200
             self._examined |= verdict.examined
             for check, problems in verdict.problems.items():
                 self._note(check, problems, exchange)
         error = verdict.error
-        if (
-            ours
-            and key == "own"
-            and exchange.status == _501
-            and error
-            and error.code == _UNIMPLEMENTED
-        ):
-            raise _Unimplemented
+        if ours and key == "own" and exchange.status == _501 and error:
+            if error.code == _UNIMPLEMENTED:
+                raise _Unimplemented
         return exchange, verdict
 
     def _note(self, check: str, problems: list[str], exchange: Exchange) -> None:
@@ -187,9 +151,9 @@ class _OperationRun:
     def _check(self, check_id: str) -> Iterator[None]:
         try:
             yield
-        except DeadlinePassed:
+        except _http.DeadlinePassed:
             self.stopped = True
-        except BudgetSpent:
+        except _http.BudgetSpent:
             self._results[check_id] = ("skipped", f"the run's limit of {MAX_REQUESTS} requests")
         except _Unimplemented:
             self.unimplemented = True
@@ -218,8 +182,11 @@ class _OperationRun:
             ("request.not-object", self._not_object),
             ("fixtures.response", self._known_good),
             ("auth.scope-headers", self._scope_headers),
-            ("request.proto-names", lambda: self._variant(proto_names, "field names")),
-            ("request.int64-numbers", lambda: self._variant(int64_as_numbers, "int64 values")),
+            ("request.proto-names", lambda: self._variant(catalogue.proto_names, "field names")),
+            (
+                "request.int64-numbers",
+                lambda: self._variant(catalogue.int64_as_numbers, "int64 values"),
+            ),
             ("request.unknown-fields", self._unknown_field),
             ("http.method", self._method),
             ("http.unknown-path", self._unknown_path),
@@ -245,15 +212,12 @@ class _OperationRun:
                 self._results[check_id] = self._no_success()
             else:
                 self._results[check_id] = ("skipped", f"no 200 answer held {held}")
-        if self.stopped:
-            missed: tuple[Status, str] = (
-                "skipped",
-                f"not run: the run's --deadline of {self._deadline:g} s passed",
-            )
-        elif self.unimplemented:
-            missed = ("skipped", f"{self._op.name} is not implemented (501 unimplemented)")
-        else:
-            missed = ("skipped", "not run")
+        missed: tuple[Status, str] = (
+            "skipped",
+            f"not run: the run's --deadline of {self._deadline:g} s passed"
+            if self.stopped
+            else f"{self._op.name} is not implemented (501 unimplemented)",
+        )
         return [
             CheckResult(check_id, self._op.name, spec.level, *self._results.get(check_id, missed))
             for check_id, spec in CHECKS.items()
@@ -265,13 +229,13 @@ class _OperationRun:
         return _PASS if exchange.status == wanted else _fail(f"expected {wanted}", exchange.shown())
 
     def _required(self) -> tuple[Status, str] | None:
-        fields = required_fields(self._op)
+        fields = catalogue.required_fields(self._op)
         if not fields:
             reason = f"the request of {self._op.name} has no REQUIRED field"
             self._results["errors.violation-paths"] = ("skipped", reason)
             return ("skipped", reason)
         base = to_dict(self._good[0][0]) if self._good else {}
-        wanted = f"expected {_MISSING} {MISSING_REQUIRED.code} with a message"
+        wanted = f"expected {_MISSING} {_INVALID} with a message"
         failures: list[str] = []
         unnamed: list[str] = []
         named = False
@@ -279,7 +243,9 @@ class _OperationRun:
             rest = {k: v for k, v in base.items() if k not in (fd.json_name, fd.name)}
             variants = [("missing", rest)]
             if fd.type == fd.TYPE_STRING and not fd.is_repeated:
-                variants += [("blank", {**rest, fd.json_name: blank}) for blank in BLANK_TRIES]
+                variants += [
+                    ("blank", {**rest, fd.json_name: blank}) for blank in catalogue.BLANK_TRIES
+                ]
             for how, data in variants:
                 exchange, verdict = self._post(json.dumps(data).encode())
                 error = verdict.error if verdict else None
@@ -341,8 +307,7 @@ class _OperationRun:
     def _scope_headers(self) -> tuple[Status, str]:
         if not self._answered:
             return self._no_success()
-        name = self._project.name if self._project else ""
-        other = f"not-{name}" if name else "another-project"
+        other = f"not-{self._project.name}" if self._project else "another-project"
         request, digest = self._answered[0]
         headers = {"Project-Id": other, "Organization-Id": other}
         sent = self._post(to_json(request).encode(), headers=headers)
@@ -366,14 +331,14 @@ class _OperationRun:
             return self._no_success()
         request, digest = self._answered[0]
         data = to_dict(request)
-        data[unknown_field_name(cast(Descriptor, self._op.request_type.DESCRIPTOR))] = "x"
+        data[catalogue.unknown_field_name(cast(Descriptor, self._op.request_type.DESCRIPTOR))] = "x"
         return self._same(self._post(json.dumps(data).encode()), digest, "with an unknown field")
 
     def _method(self) -> tuple[Status, str]:
         exchange, _ = self._post(None, method="GET")
-        if exchange.status != WRONG_METHOD.http_status:
-            return _fail(f"expected {WRONG_METHOD.http_status}", exchange.shown())
-        for name, value in (WRONG_METHOD.headers or {}).items():
+        if exchange.status != answers.WRONG_METHOD.http_status:
+            return _fail(f"expected {answers.WRONG_METHOD.http_status}", exchange.shown())
+        for name, value in (answers.WRONG_METHOD.headers or {}).items():
             got = {v.strip().upper() for v in exchange.headers.get(name.lower(), "").split(",")}
             if value.upper() not in got:
                 return _fail(f"expected the header {name}: {value}", exchange.shown())
@@ -383,19 +348,11 @@ class _OperationRun:
         path = operation_path(f"{self._op.name}_unknown")
         while path in self._known_paths:
             path += "_x"
-        return self._status(self._post(b"{}", path=path)[0], NO_OPERATION.http_status)
+        return self._status(self._post(b"{}", path=path)[0], answers.NO_OPERATION.http_status)
 
     def _body_limit(self) -> tuple[Status, str]:
         body = b"{" + b" " * MAX_BODY_BYTES + b"}"
-        return self._status(self._post(body)[0], BODY_TOO_LARGE.http_status)
-
-
-_401 = UNAUTHENTICATED.http_status
-_MALFORMED = MALFORMED_BODY.http_status
-_MISSING = MISSING_REQUIRED.http_status
-_INVALID = str(MISSING_REQUIRED.code)
-_501 = NOT_IMPLEMENTED.http_status
-_UNIMPLEMENTED = str(NOT_IMPLEMENTED.code)
+        return self._status(self._post(body)[0], answers.BODY_TOO_LARGE.http_status)
 
 
 def run_checks(
@@ -409,23 +366,12 @@ def run_checks(
     deadline: float | None = DEFAULT_DEADLINE,
     of: Sequence[Operation] | None = None,
 ) -> Report:
-    """Run every check against the server at `base_url` with `api_key` (module docstring).
-
-    Args:
-        base_url: the server's root (normalised as :func:`projectops.normalize_base_url` does).
-        api_key: the project API key in use.
-        project: the fixtures project whose ``apiKey`` is `api_key`: its answers are requests
-            known to succeed.
-        timeout: seconds one request may take as a whole.
-        max_response_bytes: the largest answer body read, in bytes.
-        transport: an ``httpx.BaseTransport`` to send through instead of the network.
-        deadline: seconds the whole run may take (``None``: no bound but `timeout` and
-            :data:`MAX_REQUESTS`).
-        of: the operations to check (default: the registry's); an operation of another schema
-            is checked the same way, from its descriptors.
-
-    Returns:
-        The :class:`Report`: one :class:`CheckResult` per check and operation.
+    """Run every check against the server at `base_url` with `api_key` (module docstring);
+    `project`: the fixtures project whose ``apiKey`` is `api_key`; `timeout`: seconds per
+    request; `max_response_bytes`: the most of an answer read; `transport`: an
+    ``httpx.BaseTransport`` instead of the network; `deadline`: seconds for the whole run
+    (``None``: no bound but `timeout` and :data:`MAX_REQUESTS`); `of`: the operations to check
+    (default: the registry's; one of another schema is checked from its descriptors alike).
 
     Raises:
         projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.
