@@ -1,14 +1,9 @@
-"""The error answers of the server adapter, each stated once: status, code, headers, condition.
+"""The error answers of the server adapter, each stated once: status, code, headers, situation.
 
-The adapter (:func:`projectops.server.create_app`) answers from these rows: the exception it
-raises comes from :meth:`ErrorCase.error`, the status of its answer from
-:attr:`ErrorCase.http_status`, and headers such as ``Allow`` from :attr:`ErrorCase.headers`. The
-OpenAPI document (:mod:`projectops.openapi`) describes every operation's error responses from
-:data:`ERROR_CASES`. A core module, so that both layers can read it (the server layer cannot be
-imported from the core).
-
-A row's status is :data:`~projectops.errors.HTTP_STATUS_BY_CODE`'s for its code unless the row
-says otherwise: only :data:`WRONG_METHOD` does (405), a transport answer outside that table.
+The adapter (:func:`projectops.server.create_app`) answers from these rows and the OpenAPI
+document (:mod:`projectops.openapi`) describes them; the order of the checks is docs/contract.md
+§2.4. A row's status is its code's (:data:`~projectops.errors.HTTP_STATUS_BY_CODE`) except
+:data:`WRONG_METHOD`'s 405, a transport answer outside that table.
 """
 
 from __future__ import annotations
@@ -40,17 +35,14 @@ ALLOWED_METHOD = "POST"
 
 @dataclass(frozen=True)
 class ErrorCase:
-    """One error answer: a situation, its code, its HTTP status and the headers it carries.
+    """One error answer.
 
     Attributes:
-        code: the ``ErrorResponse.code`` of the answer (a :class:`~projectops.errors.Code` or
-            its name).
-        situation: when the server answers so, as a sentence (Markdown).
-        status: the HTTP status when it is not ``HTTP_STATUS_BY_CODE[code]`` (the 405 of a
-            wrong method is a transport answer of the adapter, outside that table).
+        code: its ``ErrorResponse.code`` (a :class:`~projectops.errors.Code` or its name).
+        situation: when the server answers so, as sentences (Markdown).
+        status: the HTTP status when it is not ``HTTP_STATUS_BY_CODE[code]``.
         headers: response headers the answer always carries (name -> value).
-        when: the situation in a few words that follow "when" (``the method is not allowed``),
-            for the description of those headers; empty when `headers` is.
+        when: a few words after "when" (``the method is not allowed``) describing `headers`.
     """
 
     code: str
@@ -61,35 +53,26 @@ class ErrorCase:
 
     @property
     def http_status(self) -> int:
-        """The HTTP status of the answer (an ``int`` such as 401).
-
-        Raises:
-            ValueError: `code` is no :class:`~projectops.errors.Code` name.
-        """
+        """The HTTP status of the answer. Raises ValueError: `code` is no Code name."""
         if self.status is not None:
             return self.status
         return HTTP_STATUS_BY_CODE[Code(self.code)]
 
     def error(self, message: str, violations: Iterable[FieldViolation] = ()) -> ApiError:
-        """A new exception of this answer's code (its class from ``ERROR_CLASSES``), carrying
-        `message` and `violations`; raise it, or answer it with :attr:`http_status`.
-
-        Raises:
-            ValueError: `code` is no :class:`~projectops.errors.Code` name.
-        """
+        """A new exception of this answer's code carrying `message` and `violations`. Raises
+        ValueError: `code` is no Code name."""
         return ERROR_CLASSES[Code(self.code)](message, violations)
 
 
 UNAUTHENTICATED = ErrorCase(
     Code.UNAUTHENTICATED,
     f"The `{API_KEY_HEADER}` header is missing or blank, sent twice, or the key is "
-    f"unknown. Checked once the path is an operation's and the method {ALLOWED_METHOD}, before "
-    "the body is read: a request without a valid key gets this whatever its body.",
+    "unknown. A request without a valid key gets this whatever its body "
+    "(docs/contract.md §2.4).",
 )
 NO_OPERATION = ErrorCase(
     Code.NOT_FOUND,
-    "The path is no operation's path (checked first, whatever the method and key; a "
-    "percent-encoded path never matches).",
+    "The path is no operation's path, whatever the method and key (docs/contract.md §2.4).",
 )
 WRONG_METHOD = ErrorCase(
     Code.UNIMPLEMENTED,
@@ -100,7 +83,8 @@ WRONG_METHOD = ErrorCase(
 )
 BODY_TOO_LARGE = ErrorCase(
     Code.RESOURCE_EXHAUSTED,
-    f"The body is larger than {MAX_BODY_BYTES} bytes ({MAX_BODY_BYTES / 2**20:g} MiB).",
+    f"The body is larger than the server's limit (by default {MAX_BODY_BYTES} bytes, "
+    f"{MAX_BODY_BYTES / 2**20:g} MiB).",
 )
 MALFORMED_BODY = ErrorCase(
     Code.INVALID_ARGUMENT,
@@ -124,8 +108,7 @@ INTERNAL_FAILURE = ErrorCase(
     Code.INTERNAL, "The server failed unexpectedly; the message is generic."
 )
 
-#: Every error answer an operation can get, as the README's error table lists them; the
-#: OpenAPI document describes each status of its responses by these rows, in this order.
+#: Every error answer of the adapter, in the order the OpenAPI document describes them.
 ERROR_CASES: tuple[ErrorCase, ...] = (
     UNAUTHENTICATED,
     NO_OPERATION,

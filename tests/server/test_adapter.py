@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.types import Message as AsgiMessage
@@ -337,6 +337,19 @@ def test_body_over_the_limit_is_413_and_at_the_limit_is_read() -> None:
     )
     padded = b"{}" + b" " * (MAX_BODY_BYTES - 2)
     assert call(APP, LIST.path, padded).status_code == 200
+
+
+def test_max_request_bytes_is_the_cap_of_that_app() -> None:
+    small = app_with(max_request_bytes=16)
+    error = error_of(call(small, LIST.path, b"{}" + b" " * 15))
+    assert error["code"] == "resource_exhausted" and "16 bytes" in error["message"]
+    assert call(small, LIST.path, b"{}" + b" " * 14).status_code == 200
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "1", None])
+def test_max_request_bytes_must_be_a_positive_whole_number(bad: object) -> None:
+    with pytest.raises((TypeError, ValueError), match="max_request_bytes"):
+        app_with(max_request_bytes=bad)
 
 
 def raw_asgi(

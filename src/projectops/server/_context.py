@@ -6,25 +6,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from projectops._text import REDACTED
 from projectops.registry import Operation
 
-__all__ = ["REDACTED", "RequestContext"]
+__all__ = ["RequestContext"]
 
 ProjectT = TypeVar("ProjectT")
 
 
 @dataclass(frozen=True)
 class RequestContext(Generic[ProjectT]):
-    """The context of one served request, passed to every handler method.
-
-    Attributes:
-        project: what ``authenticate`` returned for the caller's API key (the key alone
-            decides the project: docs/contract.md §2.2).
-        operation: the :class:`~projectops.Operation` being served.
-        headers: the request headers, names in lower case; the ``service-api-key`` value is
-            :data:`REDACTED`, so a handler can log them without leaking the key.
-    """
+    """The context of one request: `project`, what ``authenticate`` returned for the key
+    (docs/contract.md §2.2); `operation` served; `headers`, names in lower case, the key's
+    value ``***``."""
 
     project: ProjectT
     operation: Operation

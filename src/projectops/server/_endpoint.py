@@ -1,7 +1,5 @@
-"""The ASGI app behind one operation's path: the request pipeline of
-:func:`projectops.server.create_app` (method, key, implementation, size, decoding, the
-interceptors and the handler), in the order the module docstring of :mod:`projectops.server`
-gives."""
+"""The ASGI app behind one operation's path: the checks of docs/contract.md §2.4, then the
+interceptors and the handler."""
 
 from __future__ import annotations
 
@@ -16,6 +14,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from projectops._text import REDACTED
 from projectops.answers import (
     ALLOWED_METHOD,
     INTERNAL_FAILURE,
@@ -26,10 +25,10 @@ from projectops.answers import (
     WRONG_METHOD,
 )
 from projectops.codec import from_json, to_json
-from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
+from projectops.conventions import API_KEY_HEADER
 from projectops.errors import ApiError, DeadlineExceeded, Internal
 from projectops.registry import Operation
-from projectops.server._context import REDACTED, RequestContext
+from projectops.server._context import RequestContext
 from projectops.server._interceptors import PreEncoded, ServerCallNext, ServerInterceptor, wrap
 from projectops.server._replies import (
     Json,
@@ -42,21 +41,19 @@ from projectops.server._replies import (
     too_large,
 )
 from projectops.server._services import OperationsServiceHandler
-from projectops.server._threads import Callee, Pools, must_go_up
+from projectops.server._threads import Callee, Pools, cancelled_from_outside
 from projectops.validation import validate
 
 __all__ = ["Endpoint"]
 
 _POST = ALLOWED_METHOD
 _KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
-# Bodies larger than this are decoded in a worker thread, so one big request cannot stall the
-# event loop for every other client.
+# Larger bodies are decoded in a worker thread: one big request does not stall the event loop.
 _DECODE_OFF_LOOP_BYTES = 64 * 1024
 
 
 def _implementation(service: object, op: Operation) -> Callable[..., Any] | None:
-    """The service's method for `op`, or None when it lacks one (the protocol's own stub,
-    inherited by a subclass of the protocol, counts as lacking)."""
+    """The service's method for `op`, or None when it does not override the generated base's."""
     method = getattr(service, op.name, None)
     stub = getattr(OperationsServiceHandler, op.name, None)
     if method is None or getattr(type(service), op.name, None) is stub:
@@ -65,7 +62,7 @@ def _implementation(service: object, op: Operation) -> Callable[..., Any] | None
 
 
 class Endpoint:
-    """The ASGI app behind one operation's path: every method, in the documented order."""
+    """The ASGI app behind one operation's path."""
 
     def __init__(
         self,
@@ -77,8 +74,10 @@ class Endpoint:
         timeout: float | None,
         pools: Pools,
         interceptors: tuple[ServerInterceptor, ...] = (),
+        max_request_bytes: int,
     ) -> None:
         self._op = op
+        self._max_request_bytes = max_request_bytes
         handler = _implementation(service, op)
         self._handler = None if handler is None else Callee(handler)
         self._authenticate = Callee(authenticate, pools.authenticate)
@@ -86,8 +85,7 @@ class Endpoint:
         self._timeout = timeout
         self._pools = pools
         self._interceptors = interceptors
-        # Who failed, as logged, and what the failure is answered with (a new exception each
-        # time); worked out once, not per request.
+        # Who failed, as logged, and what it is answered with: worked out once, not per request.
         self._handler_what = f"the handler of {op.name}"
         self._interceptor_what = f"an interceptor of {op.name}"
         serving = f"internal error while serving {op.name}"
@@ -121,7 +119,7 @@ class Endpoint:
             project = await self._project(keys)
             if self._handler is None:
                 raise Refusal(NOT_IMPLEMENTED, f"{self._op.name} is not implemented by this server")
-            body = await _read_body(receive, declared)
+            body = await _read_body(receive, declared, self._max_request_bytes)
             if len(body) > _DECODE_OFF_LOOP_BYTES:
                 message = await anyio.to_thread.run_sync(
                     self._decode, body, limiter=self._pools.decode()
@@ -175,8 +173,6 @@ class Endpoint:
         context: RequestContext[Any],
         api_key: str,
     ) -> bytes | str:
-        """The answer of the interceptors and the handler, as JSON text (encoded here, or as
-        the handler encoded it)."""
         if not self._interceptors:
             return self._encoded(await self._call(handler, message, context, api_key), api_key)
 
@@ -206,9 +202,6 @@ class Endpoint:
         context: RequestContext[Any],
         api_key: str,
     ) -> Message | PreEncoded:
-        """The handler's answer, checked to be the operation's response message (or
-        :class:`PreEncoded`); any other failure than an ``ApiError`` is logged and raised as
-        :class:`~projectops.errors.Internal`, with a generic message."""
         name = self._op.name
         response: Any = None
         timed_out = False
@@ -252,8 +245,8 @@ def _authenticate_failed() -> Refusal:
 
 class _Contained:
     """Around a call of the service's code (`what`: "authenticate", "the handler of X", ...):
-    an ``ApiError``, and what must go up (:func:`must_go_up`), pass; any other failure is
-    logged, redacted of `api_key`, and ``failed()`` is raised in its place."""
+    an ``ApiError`` and a cancellation from outside pass; any other exception is logged and
+    ``failed()`` raised in its place."""
 
     __slots__ = ("_api_key", "_failed", "_what")
 
@@ -266,15 +259,14 @@ class _Contained:
         return None
 
     def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
-        if exc is None or isinstance(exc, ApiError) or must_go_up(exc):
+        if exc is None or isinstance(exc, ApiError) or cancelled_from_outside(exc):
             return
         log_failure(self._what, exc, self._api_key)
         raise self._failed() from None
 
 
 class _RedactedHeaders(Mapping[str, str]):
-    """The request headers as a handler sees them (:class:`RequestContext`): names in lower case,
-    values decoded as Latin-1, the key's value :data:`REDACTED`; decoded on first use only."""
+    """``RequestContext.headers``: decoded (Latin-1) on first use, the key's value ``***``."""
 
     __slots__ = ("_decoded", "_raw")
 
@@ -303,15 +295,15 @@ class _RedactedHeaders(Mapping[str, str]):
         return f"{type(self).__name__}({self._headers()!r})"
 
 
-async def _read_body(receive: Receive, declared: bytes) -> bytes:
-    """The request body, read with a cap of MAX_BODY_BYTES (Content-Length is only a hint).
+async def _read_body(receive: Receive, declared: bytes, limit: int) -> bytes:
+    """The body, read with a cap of `limit` bytes (Content-Length is only a hint).
 
     Raises:
-        Refusal: BODY_TOO_LARGE, declared or actually larger than the cap.
+        Refusal: 413, declared or actually larger than `limit`.
         ClientDisconnect: the client went away first.
     """
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise too_large()
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -320,8 +312,8 @@ async def _read_body(receive: Receive, declared: bytes) -> bytes:
             raise ClientDisconnect()
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise too_large()
+        if size > limit:
+            raise too_large(limit)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)

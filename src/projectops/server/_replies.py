@@ -1,6 +1,5 @@
-"""The server adapter's answers other than a handler's: its own refusals (a row of
-:mod:`projectops.answers`), error bodies cut to size, the 200 answer of encoded JSON, and
-the log of a failure with the API key redacted."""
+"""The adapter's own answers (a row of :mod:`projectops.answers`), error bodies cut to size, the
+200 answer of encoded JSON, and the bounded log of a failure."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from projectops._text import MAX_TEXT_CHARS, cut, escape_lines, redact_secrets
+from projectops._text import MAX_TEXT_CHARS, REDACTED, cut, outside_text, redact_secrets
 from projectops.answers import (
     BODY_TOO_LARGE,
     INTERNAL_FAILURE,
@@ -22,9 +21,8 @@ from projectops.answers import (
     ErrorCase,
 )
 from projectops.codec import error_body
-from projectops.conventions import CONTENT_TYPE, MAX_BODY_BYTES
-from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, FieldViolation
-from projectops.server._context import REDACTED
+from projectops.conventions import CONTENT_TYPE
+from projectops.errors import ERROR_CLASSES, HTTP_STATUS_BY_CODE, ApiError, FieldViolation
 
 __all__ = [
     "Json",
@@ -38,19 +36,17 @@ __all__ = [
     "too_large",
 ]
 
-
-#: Where failures of handlers and of `authenticate` are logged, with their traceback (API keys
-#: are redacted from the text).
+#: Where failures of the service's code are logged (docs/contract.md §5).
 logger = logging.getLogger("projectops.server")
 
 _CONTENT_TYPE_BYTES = CONTENT_TYPE.encode("ascii")
-# Longest text of an error body the adapter sends (message, each violation's field and
-# description): a handler's or the codec's words may quote a request value.
-_MAX_ERROR_TEXT = MAX_TEXT_CHARS
+# The most of one failure's log text: its head and its tail (where the exception is) are kept.
+_MAX_LOG_CHARS = 4 * MAX_TEXT_CHARS
 
 
 async def http_exception(request: Request, exc: Exception) -> Response:
-    """Starlette's own errors (a path that is no operation's) as ErrorResponse bodies."""
+    """Starlette's own errors (a path that is no operation's, a wrong method on /docs) as
+    ``ErrorResponse`` bodies."""
     status = exc.status_code if isinstance(exc, HTTPException) else INTERNAL_FAILURE.http_status
     if status == NO_OPERATION.http_status:
         return answer(
@@ -60,8 +56,6 @@ async def http_exception(request: Request, exc: Exception) -> Response:
         )
     headers = getattr(exc, "headers", None)
     if status == WRONG_METHOD.http_status:
-        # A GET-only route (/docs) asked with POST: the operations' own 405, with the route's
-        # Allow header instead of theirs.
         allowed = (headers or {}).get("Allow", "GET")
         return answer(WRONG_METHOD, f"{request.method} is not allowed here; use {allowed}", headers)
     return error_response(
@@ -70,9 +64,8 @@ async def http_exception(request: Request, exc: Exception) -> Response:
 
 
 class Refusal(Exception):
-    """The adapter refuses the request with one of its own answers (a row of
-    :mod:`projectops.answers`), answered by :func:`answer`: its code, status and headers come
-    from the row. Not an ApiError, so no ``except ApiError`` meant for handlers catches it."""
+    """The adapter refuses the request with one of its rows (not an ``ApiError``, so no
+    ``except ApiError`` meant for handlers catches it)."""
 
     def __init__(self, case: ErrorCase, message: str) -> None:
         super().__init__(message)
@@ -81,37 +74,36 @@ class Refusal(Exception):
 
 
 def answer(case: ErrorCase, message: str, headers: Mapping[str, str] | None = None) -> Response:
-    """The adapter's answer of `case` (its code, status and headers) saying `message`;
-    `headers` replace the case's own."""
+    """The answer of `case` (code, status, headers; `headers` replace the row's) saying
+    `message`."""
     return error_response(
         case.error(message), case.http_status, case.headers if headers is None else headers
     )
 
 
-class _ErrorResponse(Response):
-    """An error answer that remembers its code, for the span of the request."""
-
-    error_code: str
-
-
 def error_response(
     error: ApiError, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> Response:
-    """The error body of `error` (texts cut to size) with `status` (default: its code's) and
-    `headers`; the response remembers the code as ``error_code`` for the request's span."""
-    response = _ErrorResponse(
-        error_body(_Cut(error) if _too_long(error) else error),
+    """The ``ErrorResponse`` of `error`, each text cut to 1,000 characters, with `status`
+    (default: its code's)."""
+    texts = [error.message, *(t for v in error.violations for t in (v.field, v.description))]
+    if any(len(text) > MAX_TEXT_CHARS for text in texts):
+        cut_violations = [
+            FieldViolation(field=cut(v.field), description=cut(v.description))
+            for v in error.violations
+        ]
+        error = ERROR_CLASSES.get(error.code, ApiError)(cut(error.message), cut_violations)
+    return Response(
+        error_body(error),
         status_code=status or HTTP_STATUS_BY_CODE[error.code],
         media_type=CONTENT_TYPE,
         headers=headers,
     )
-    response.error_code = str(error.code)
-    return response
 
 
 class Json:
-    """A 200 answer of an already encoded JSON body, as a plain ASGI app: the one path every
-    request that succeeds takes, so its two messages are built here, nothing else."""
+    """The 200 answer of an encoded JSON body, as a plain ASGI app (the path of every request
+    that succeeds: nothing else is built)."""
 
     __slots__ = ("_body",)
     status_code = 200
@@ -124,13 +116,13 @@ class Json:
             (b"content-length", str(len(self._body)).encode("ascii")),
             (b"content-type", _CONTENT_TYPE_BYTES),
         ]
-        await send({"type": "http.response.start", "status": self.status_code, "headers": headers})
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": self._body})
 
 
-def too_large() -> Refusal:
-    """The refusal of a body larger than MAX_BODY_BYTES (413)."""
-    return Refusal(BODY_TOO_LARGE, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+def too_large(limit: int) -> Refusal:
+    """The refusal of a body over `limit` bytes (413)."""
+    return Refusal(BODY_TOO_LARGE, f"the request body is larger than {limit} bytes")
 
 
 def quoted(path: str, limit: int = 100) -> str:
@@ -138,32 +130,16 @@ def quoted(path: str, limit: int = 100) -> str:
     return repr(path) if len(path) <= limit else f"{path[:limit]!r}... ({len(path)} characters)"
 
 
-def _too_long(error: ApiError) -> bool:
-    texts = [error.message]
-    texts += [text for v in error.violations for text in (v.field, v.description)]
-    return any(len(text) > _MAX_ERROR_TEXT for text in texts)
-
-
-class _Cut(ApiError):
-    """`error` with its message and each violation's field and description cut to
-    ``_MAX_ERROR_TEXT`` characters, the code kept (what an error body may carry)."""
-
-    def __init__(self, error: ApiError) -> None:
-        super().__init__(
-            cut(error.message, _MAX_ERROR_TEXT),
-            [
-                FieldViolation(
-                    field=cut(v.field, _MAX_ERROR_TEXT),
-                    description=cut(v.description, _MAX_ERROR_TEXT),
-                )
-                for v in error.violations
-            ],
-        )
-        self.code = error.code
-
-
 def log_failure(what: str, exc: BaseException, api_key: str) -> None:
-    """Log `exc` with its traceback: every form of `api_key` redacted, control characters
-    escaped (the text may quote a request)."""
-    text = redact_secrets("".join(traceback.format_exception(exc)), [api_key], REDACTED)
-    logger.error("%s failed:\n%s", what, escape_lines(text.rstrip()))
+    """Log `exc` and its traceback: each line redacted of `api_key`, escaped and cut to 1,000
+    characters, the whole at most 4,000 (the text may quote a request: docs/contract.md §6)."""
+    lines = [
+        outside_text(redact_secrets(line, [api_key], REDACTED))
+        for text in traceback.format_exception(exc)
+        for line in text.rstrip("\n").split("\n")
+    ]
+    text = "\n".join(lines)
+    if len(text) > _MAX_LOG_CHARS:
+        half = _MAX_LOG_CHARS // 2
+        text = f"{text[:half]}\n... [{len(text) - 2 * half:,} characters cut] ...\n{text[-half:]}"
+    logger.error("%s failed:\n%s", what, text)

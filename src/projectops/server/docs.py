@@ -1,29 +1,10 @@
-"""The OpenAPI document and a browsable reference of the API, as Starlette routes.
+"""The OpenAPI document (``GET /openapi.json``) and a Swagger UI reference page (``GET /docs``,
+assets under ``/docs/static/``) as Starlette routes, for any app (docs/server.md).
 
-:func:`docs_routes` gives, relative to where they are mounted:
-
-- ``GET /openapi.json``: :func:`projectops.openapi.document`, whose ``servers`` is the
-  configured `base_url`, or else the relative path of the mount point (``/`` at the root);
-- ``GET /docs``: the reference page, rendered by Swagger UI from ``/openapi.json``;
-- ``GET /docs/static/<file>``: Swagger UI's assets and the page's start-up script.
-
-Swagger UI (5.x, for OpenAPI 3.1) comes from the installed ``swagger-ui-py`` package (extra
-``server``): nothing is fetched from the internet. The routes need no API key: the document
-describes the API, it holds no project's data (its examples are the mock server's public
-fixtures).
-
-The page holds the reader's API key once they authorise "Try it out", so nothing a request
-carries decides where that key goes: ``servers`` is never built from ``Host``,
-``X-Forwarded-Host`` or ``X-Forwarded-Proto`` (a shared cache or proxy may have fetched the
-document with someone else's), and the page's Content-Security-Policy lets it connect to its
-own origin and the configured base URL's only. Its scripts and styles come from this server
-only; every answer is ``X-Content-Type-Options: nosniff``, and the page sends no
-``Referer``.
-
-Add them to any app of :func:`projectops.server.create_app` (its routes do not overlap)::
-
-    app = create_app(handlers, authenticate)
-    app.router.routes.extend(docs_routes("https://ops.example.com"))
+Swagger UI comes from the installed ``swagger-ui-py`` (nothing is fetched from the internet). The
+page holds the reader's API key once they use "Try it out", so nothing a request carries decides
+where it goes: ``servers`` is never built from ``Host`` or ``X-Forwarded-*``, and the page's
+Content-Security-Policy connects to its own origin and the configured base URL's only.
 """
 
 from __future__ import annotations
@@ -39,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from projectops.codec import error_body
-from projectops.conventions import CONTENT_TYPE, InvalidBaseUrl, normalize_base_url
-from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, InvalidArgument, NotFound
+from projectops.conventions import InvalidBaseUrl, normalize_base_url
+from projectops.errors import InvalidArgument, NotFound
 from projectops.openapi import TITLE, document
+from projectops.server._replies import error_response
 
 __all__ = ["DOCS_PATH", "OPENAPI_PATH", "docs_routes", "swagger_ui_assets"]
 
@@ -67,9 +48,8 @@ _CSP_HOST = re.compile(r"(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
 
 
 def swagger_ui_assets() -> Path:
-    """The folder of Swagger UI's files in the installed ``swagger-ui-py`` package.
-
-    Found without importing the package (its import pulls in its web-framework adapters).
+    """The folder of Swagger UI's files in ``swagger-ui-py``, found without importing it (its
+    import pulls in its web-framework adapters).
 
     Raises:
         RuntimeError: ``swagger-ui-py`` is not installed (install the ``server`` extra).
@@ -90,11 +70,8 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
     """``GET /openapi.json``, ``GET /docs`` and its assets (module docstring).
 
     Args:
-        base_url: the ``servers`` URL of the served document, an absolute http(s) URL where
-            the operations are served (the page may then connect to its origin as well as
-            its own). ``None``: the relative path of the mount point (``root_path``, ``/``
-            at the root), which a browser resolves against the origin it loaded the page
-            from. Never anything a request's headers say.
+        base_url: the document's ``servers`` URL, an absolute http(s) URL (the page may connect
+            to its origin too); ``None``: the mount point's relative path (``/`` at the root).
 
     Raises:
         RuntimeError: Swagger UI is not installed (:func:`swagger_ui_assets`).
@@ -117,7 +94,7 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
         try:
             doc = document(url)
         except InvalidBaseUrl:
-            return _error(InvalidArgument("cannot serve the document for this mount"))
+            return error_response(InvalidArgument("cannot serve the document for this mount"))
         return JSONResponse(doc, headers={"Cache-Control": "no-cache", **_NOSNIFF})
 
     async def page(request: Request) -> Response:
@@ -138,7 +115,7 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
     async def asset(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in _ASSETS:
-            return _error(NotFound(f"no such file {name!r} of the reference page"))
+            return error_response(NotFound(f"no such file {name!r} of the reference page"))
         return FileResponse(assets / name, headers=_NOSNIFF)
 
     return [
@@ -150,12 +127,8 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
 
 
 def _origin(base_url: str) -> str:
-    """The origin (``scheme://host[:port]``) of a normalised `base_url`, for the CSP.
-
-    Raises:
-        InvalidBaseUrl: its host holds anything but a DNS name's or IP address's characters
-            (a ``;`` or blank would add directives to the page's policy).
-    """
+    """The origin of a normalised `base_url`, for the CSP. Raises InvalidBaseUrl: its host is
+    no DNS name or IP address (a ``;`` or blank would add directives to the policy)."""
     parts = urlsplit(base_url)
     host = parts.netloc.lower()
     if not _CSP_HOST.fullmatch(host):
@@ -166,21 +139,10 @@ def _origin(base_url: str) -> str:
 
 
 def _mount_path(request: Request) -> str:
-    """The path these routes are mounted at (``/`` at the root), as a relative server.
-
-    It comes from the app's own configuration (``root_path``), not from a request header;
-    characters outside a URL path are percent-encoded and leading slashes collapsed, so it
-    can only name a path on the page's origin.
-    """
+    """The mount point (``root_path``, the app's own configuration) as a relative server:
+    percent-encoded and leading slashes collapsed, so it names a path on the page's origin."""
     root = str(request.scope.get("root_path", "")).strip("/")
     return "/" + quote(root, safe="/!$&'()*+,;=:@-._~")
-
-
-def _error(error: ApiError) -> Response:
-    """`error` as an ``ErrorResponse`` answer with its code's status, like the operations'."""
-    return Response(
-        error_body(error), status_code=HTTP_STATUS_BY_CODE[error.code], media_type=CONTENT_TYPE
-    )
 
 
 _PAGE = """<!doctype html>
