@@ -42,27 +42,19 @@ def message_schema(
     allow_unknown: bool = False,
     required_values: bool = False,
 ) -> dict[str, Any]:
-    """The JSON Schema of the JSON form of a message type.
+    """The JSON Schema of the JSON form of `message` (a message class or its descriptor): the
+    object schema, with ``$defs`` keyed by the full proto names of nested messages.
 
     Args:
-        message: a generated message class or its descriptor.
-        direction: ``"input"`` for what a client may send (64-bit integers also as numbers,
-            unknown properties forbidden), ``"output"`` for what the codec writes.
-        ref: for documents that keep definitions elsewhere (OpenAPI's ``components``): the
-            ``$ref`` URI of a message's definition. When given, nested messages and the root's
-            references to itself are ``{"$ref": ref(descriptor)}`` (instead of ``#/$defs/...``
-            and ``#``), ``$defs`` still holds their schemas for the caller to move, and there is
-            no ``$schema`` member.
-        allow_unknown: with ``direction="input"``, do not forbid unknown properties (what a
-            non-strict reader accepts: it ignores them).
-        required_values: REQUIRED fields also exclude the values that
-            :func:`projectops.validate` counts as missing: a blank string (``pattern`` of one
-            character outside :data:`projectops.validation.BLANK`),
-            empty bytes, an empty list or map. (Zero numbers and enums are not excluded.)
-
-    Returns:
-        A JSON-serialisable dict: the object schema, with ``$defs`` keyed by the full proto
-        names of the nested messages (``projectops.v1.Release``) when there are any.
+        direction: ``"input"``, what a client may send (64-bit integers also as numbers,
+            unknown properties forbidden unless `allow_unknown`), or ``"output"``, what the
+            codec writes.
+        ref: the ``$ref`` URI of a message's definition, for documents that keep definitions
+            elsewhere (OpenAPI's ``components``): nested messages and the root's references to
+            itself become ``{"$ref": ref(descriptor)}``, ``$defs`` holds their schemas for the
+            caller to move, and there is no ``$schema``.
+        required_values: REQUIRED fields also exclude what :func:`projectops.validate` counts
+            as missing: a blank string (``pattern``), empty bytes, an empty list or map.
     """
     root = cast(Descriptor, message if isinstance(message, Descriptor) else message.DESCRIPTOR)
     builder = _Builder(root, direction, ref, allow_unknown, required_values)
@@ -103,8 +95,7 @@ class _Builder:
 
     def object_schema(self, message: Descriptor) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object"}
-        text = description(message)
-        if text:
+        if text := description(message):
             schema["description"] = text
         schema["properties"] = {fd.json_name: self.field_schema(fd) for fd in message.fields}
         # What the codec always writes is required of an answer: fields without presence.
@@ -131,8 +122,7 @@ class _Builder:
             schema = dict(value)
         if self.required_values and is_required(fd):
             schema.update(_present(fd))
-        text = description(fd)
-        if text:
+        if text := description(fd):
             schema["description"] = text
         return schema
 

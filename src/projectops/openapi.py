@@ -1,77 +1,34 @@
-"""The OpenAPI 3.1 document of the API, derived from the descriptors.
+"""The OpenAPI 3.1 document of the API, derived from the descriptors: nothing in it is written
+by hand. Paths, operation ids, summaries and descriptions come from the registry, schemas from
+:mod:`projectops.json_schema` (the builder of the MCP tool schemas), error answers from
+:data:`ERROR_CASES` (the adapter's own table), examples from the mock's default fixtures.
 
-Nothing in it is written by hand: paths, operation ids, summaries and descriptions come from the
-registry (the proto service and its comments), schemas from :mod:`projectops.json_schema` (the
-same builder as the MCP tool schemas), error answers from :data:`ERROR_CASES` (the adapter's own
-table, :mod:`projectops.answers`), examples from the mock server's default fixtures as
-:mod:`projectops.fixtures` decodes them. Shape of :func:`document`::
+Shape: ``info`` (:data:`TITLE`, version, the service comment), one ``servers`` entry, ``tags``,
+one ``post`` per operation path (``operationId``, ``summary``, ``x-idempotency-level``,
+``x-read-only``, ``x-idempotent``, ``requestBody``, ``responses`` 200 and each error status,
+...), ``components`` (:data:`SECURITY_SCHEME`, a schema per message), and
+``x-answers-outside-operations``.
 
-    {
-      "openapi": "3.1.1",
-      "info": {"title": TITLE, "version": projectops.__version__,
-               "description": <comment of the proto service>},
-      "servers": [{"url": <base_url, or "/": the server the document is read from>}],
-      "tags": [{"name": "rum_environment"}, {"name": "release"}],
-      "paths": {
-        "/api/mcp/<operation>": {"post": {
-          "operationId": <operation name>, "summary": <first sentence of the rpc comment>,
-          "description": <the whole rpc comment>, "tags": [<tag>],
-          "security": [{"ServiceApiKey": []}],
-          "x-idempotency-level": "IDEMPOTENCY_UNKNOWN" | "NO_SIDE_EFFECTS" | "IDEMPOTENT",
-          "x-read-only": <bool>, "x-idempotent": <bool>,
-          "deprecated": true,                                  # only for deprecated rpcs
-          "requestBody": {"required": <has a REQUIRED field>, "content": {"application/json": {
-              "schema": {"$ref": "#/components/schemas/<Request full name>"},
-              "examples": {<project>: {"summary": ..., "value": <request>}}}}},
-          "responses": {"200": <response schema and examples>,
-                        "400" | "401" | "413" | "500" | "501": <ErrorResponse, with an
-                                                                 example body per situation>}}}
-      },
-      "components": {
-        "securitySchemes": {"ServiceApiKey": {"type": "apiKey", "in": "header",
-                                              "name": "Service-Api-Key"}},
-        "schemas": {"<full proto name>": <JSON Schema>, ...}
-      },
-      "x-answers-outside-operations": [{"status": 404 | 405, "code": ..., "situation": ...,
-                                        "headers": {...}, "example": <ErrorResponse>}]
-    }
+Choices of this module:
 
-Rules that are choices of this module:
-
-- Components are keyed by full proto name (``projectops.v1.Release``) and hold every message
-  of the package. A message reached from a response (or ``ErrorResponse``) has its output form
-  (what the codec writes); a message reached only from requests has its input form (64-bit
-  integers also as numbers). Should a message be reached from both, its input form is
-  ``<full name>.input``. Request schemas do not forbid unknown properties unless
-  ``strict=True``: the server adapter ignores them by default (``create_app(strict=False)``).
-  Their REQUIRED fields exclude what the server counts as missing (a blank string, an empty
-  list), so the document accepts no request that the server calls malformed.
-- Tags: an operation's tag is the stem of the proto file that declares the first message-typed
-  field of its response (``rum_environment`` for ``ListRumEnvironments``, ``release`` for
-  ``GetReleaseDetails``), or of the rpc's own file when there is none. So the reference groups
-  operations by what they return, without a rule in the comments.
-- ``requestBody.required`` is true when the request has a REQUIRED field: the server reads an
-  empty body as ``{}``, which an operation without REQUIRED fields accepts.
-- ``x-idempotency-level`` is the rpc's standard ``idempotency_level`` option (its enum name,
-  :attr:`Operation.idempotency <projectops.registry.Operation.idempotency>`); ``x-read-only``
-  is true when it is ``NO_SIDE_EFFECTS`` (the call changes nothing) and ``x-idempotent`` when
-  it is ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` (a client may repeat the call): the same facts
-  as the MCP tools' ``readOnlyHint`` and ``idempotentHint``. ``deprecated`` is the rpc's
-  standard ``deprecated`` option, stated only when true.
-- Error responses: the rows of :data:`ERROR_CASES` grouped by status, each with an example
-  body (the codec's and ``validate``'s own error for a malformed body and missing REQUIRED
-  fields; else the first sentence of the row's situation). The 404 of an unknown path and the
-  405 of another method (:data:`OUTSIDE_OPERATIONS`) are no answers of a POST operation: they
-  are stated once, in ``info.description`` and ``x-answers-outside-operations``. The
-  ``ErrorResponse`` component lists the code names (:class:`projectops.errors.Code`) as the
-  ``enum`` of ``code``.
-- Answer schemas (output forms) require every field without presence besides the REQUIRED
-  ones: the codec always writes them (:mod:`projectops.json_schema`).
-- Examples are the answers of every project of the mock server's default fixtures
-  (:func:`projectops.fixtures.default_fixtures`: decoded strictly, requests also
-  validated, as the mock server reads them) re-encoded with ``to_dict``: only data the codec
-  accepts is shown. They sit on the media types (named by project) and on the request and
-  response component schemas (``examples``).
+- Components are keyed by full proto name and hold every message of the package. A message
+  reached from an answer has its output form (what the codec writes: every field without
+  presence required), one reached only from requests its input form (64-bit integers also as
+  numbers; REQUIRED fields exclude what the server counts as missing); reached from both, the
+  input form is ``<full name>.input``. Request schemas forbid unknown properties only with
+  ``strict=True``, as ``create_app(strict=...)`` reads them.
+- An operation's tag is the stem of the proto file of its response's first message-typed
+  field (else of the rpc's file): operations are grouped by what they return.
+- ``requestBody.required`` is true when the request has a REQUIRED field (an empty body reads
+  as ``{}``). ``x-idempotency-level`` is the rpc's ``idempotency_level``; ``x-read-only`` and
+  ``x-idempotent`` are the MCP tools' ``readOnlyHint`` and ``idempotentHint``.
+- Error responses group :data:`ERROR_CASES` by status, each with an example body (the codec's
+  and ``validate``'s own error where there is one). The 404 of an unknown path and the 405 of
+  another method (:data:`OUTSIDE_OPERATIONS`) are no answers of a POST operation: they are
+  stated once, in ``info.description`` and ``x-answers-outside-operations``. ``code`` of
+  ``ErrorResponse`` lists the code names as its ``enum``.
+- Examples are every answer of the default fixtures (decoded strictly, requests validated)
+  re-encoded with ``to_dict``, on the media types (named by project) and the components.
 """
 
 from __future__ import annotations
@@ -88,23 +45,11 @@ from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import Message
 
 import projectops
-from projectops import json_schema
+from projectops import answers, json_schema
 from projectops._wire import value_form
-from projectops.answers import (
-    ERROR_CASES,
-    MALFORMED_BODY,
-    MISSING_REQUIRED,
-    NO_OPERATION,
-    WRONG_METHOD,
-    ErrorCase,
-)
+from projectops.answers import ERROR_CASES, MALFORMED_BODY, MISSING_REQUIRED, ErrorCase
 from projectops.codec import from_json, to_dict
-from projectops.conventions import (
-    API_KEY_HEADER,
-    CONTENT_TYPE,
-    DEFAULT_BASE_URL,
-    InvalidBaseUrl,
-)
+from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, DEFAULT_BASE_URL, InvalidBaseUrl
 from projectops.descriptions import description
 from projectops.errors import Code, InvalidArgument
 from projectops.fixtures import default_fixtures
@@ -112,18 +57,8 @@ from projectops.registry import SERVICE, Operation, operations
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import is_required, violations
 
-__all__ = [
-    "ERROR_CASES",
-    "OPENAPI_VERSION",
-    "OUTSIDE_OPERATIONS",
-    "SECURITY_SCHEME",
-    "TITLE",
-    "ErrorCase",
-    "RenderError",
-    "document",
-    "render",
-    "server_url",
-]
+__all__ = ["ERROR_CASES", "OPENAPI_VERSION", "OUTSIDE_OPERATIONS", "SECURITY_SCHEME", "TITLE"]
+__all__ += ["ErrorCase", "RenderError", "document", "render", "server_url"]
 
 #: The OpenAPI version of the document.
 OPENAPI_VERSION = "3.1.1"
@@ -138,12 +73,9 @@ _SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
 Format = Literal["json", "yaml"]
 
-#: The adapter's answers that belong to no operation: a path that is no operation's (404, no
-#: path item to attach it to) and a method other than POST (405, not an answer of the POST
-#: operations). The document states them once, in ``info.description`` and
-#: ``x-answers-outside-operations``, instead of among every POST's responses, where tools would
-#: offer them as outcomes of a call that cannot get them.
-OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (NO_OPERATION, WRONG_METHOD)
+#: The adapter's answers of no operation (an unknown path, a method but POST): stated once, not
+#: among every POST's responses, where tools would offer them as outcomes of a call.
+OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (answers.NO_OPERATION, answers.WRONG_METHOD)
 
 
 class RenderError(ValueError):
@@ -151,18 +83,10 @@ class RenderError(ValueError):
 
 
 def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every operation of the registry (module docstring: shape).
-
-    Args:
-        base_url: the server URL of the document (``servers[0].url``): an absolute http(s)
-            URL, normalised like the client's (no trailing slash); or a path such as ``/`` or
-            ``/ops`` (a server on whatever origin the document is read from, as a browser or
-            tool resolves it); ``None`` is ``/``.
-        strict: describe a server built with ``create_app(strict=True)``, whose request
-            schemas forbid unknown properties.
-
-    Returns:
-        A new JSON-serialisable dict each call (callers may change it).
+    """The OpenAPI 3.1 document of every operation of the registry (module docstring), a new
+    dict each call. `base_url` is ``servers[0].url``: an absolute http(s) URL (normalised), or a
+    path such as ``/ops`` (the origin the document is read from); ``None`` is ``/``. `strict`
+    describes a server of ``create_app(strict=True)``.
 
     Raises:
         projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is neither an absolute
@@ -174,16 +98,13 @@ def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -
 
 
 def server_url(base_url: str | None) -> str:
-    """``servers[0].url`` of :func:`document` for `base_url` (its ``Args``).
-
-    A path is kept only when it cannot name another host: it starts with exactly one ``/``
-    and holds only URL path characters (no ``\\``, blank or control character, which browsers
-    read as ``/`` or drop, so ``/\\evil.example`` would be another host), without a trailing
-    slash unless it is ``/``.
+    """``servers[0].url`` of :func:`document` for `base_url`. A path is kept only when it
+    cannot name another host: one leading ``/`` and URL path characters only (browsers read a
+    ``\\`` as ``/``: ``/\\evil.example`` would be another host), no trailing slash but ``/``.
 
     Raises:
-        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is neither an absolute
-            http(s) URL nor such a path.
+        projectops.InvalidBaseUrl: (a ``ValueError``) neither an absolute http(s) URL nor such
+            a path.
     """
     if base_url is None:
         return "/"
@@ -198,15 +119,12 @@ def server_url(base_url: str | None) -> str:
 
 
 def render(base_url: str | None = DEFAULT_BASE_URL, fmt: Format | str = "json") -> str:
-    """The document as text, for ``projectops openapi [--base-url URL] [--format json|yaml]``.
-
-    JSON is indented by two spaces; YAML needs PyYAML (``pip install pyyaml``). Both end with
-    a newline. `base_url` is :func:`document`'s.
+    """The document as text ending in a newline, for ``projectops openapi``: JSON indented by
+    two spaces, or YAML (needs PyYAML). `base_url` is :func:`document`'s.
 
     Raises:
         RenderError: `fmt` is neither ``json`` nor ``yaml``, or PyYAML is not installed.
-        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is neither an absolute
-            http(s) URL nor a path (:func:`server_url`).
+        projectops.InvalidBaseUrl: see :func:`server_url`.
     """
     if fmt not in ("json", "yaml"):
         raise RenderError(f"unknown format {fmt!r}; expected json or yaml")
@@ -295,13 +213,9 @@ def _first_sentence(text: str) -> str:
 def _error_example(
     case: ErrorCase, request_type: type[Message] | None = None
 ) -> dict[str, Any] | None:
-    """An ``ErrorResponse`` body of `case` as the codec writes it.
-
-    For a malformed body or missing REQUIRED fields of `request_type`, the very error the codec
-    and :func:`projectops.validate` raise (``[]`` as the body; the empty request); otherwise the
-    first sentence of the case's situation as the message. ``None`` for missing REQUIRED
-    fields when `request_type` has none (that answer cannot occur).
-    """
+    """An ``ErrorResponse`` body of `case`: the codec's or ``validate``'s own error for a
+    malformed body (``[]``) or the empty `request_type` (``None`` when it has no REQUIRED
+    field), else the first sentence of the case's situation."""
     if request_type is not None and case == MALFORMED_BODY:
         try:
             from_json(b"[]", request_type, strict=True)
@@ -511,15 +425,13 @@ def _examples() -> dict[str, dict[str, dict[str, Any]]]:
     """Operation name -> example name -> ``{"project": ..., "request": ..., "response": ...}``.
 
     Raises:
-        projectops.fixtures.FixtureError: (a ``ValueError``) the package's default
-            fixtures do not decode (the document never shows data the codec rejects); the
-            message names the field path.
+        projectops.fixtures.FixtureError: the default fixtures do not decode.
     """
     found: dict[str, dict[str, dict[str, Any]]] = {}
     for project in default_fixtures():
-        for op_name, answers in project.answers.items():
-            for i, answer in enumerate(answers):
-                key = project.name if len(answers) == 1 else f"{project.name}-{i + 1}"
+        for op_name, given in project.answers.items():
+            for i, answer in enumerate(given):
+                key = project.name if len(given) == 1 else f"{project.name}-{i + 1}"
                 found.setdefault(op_name, {})[key] = {
                     "project": project.name,
                     "request": to_dict(answer.request),
