@@ -174,10 +174,14 @@ def test_every_error_answer_has_example_bodies_of_its_codes() -> None:
                 validator.validate(example["value"])
                 assert example["value"]["code"] in codes
                 assert example["value"]["message"].strip()
-    missing = DOC["paths"]["/api/mcp/get_release_details"]["post"]["responses"]["400"]
-    values = [e["value"] for e in missing["content"]["application/json"]["examples"].values()]
-    assert {"field": "version", "description": "is required"} in values[1]["violations"]
-    assert values[0]["message"] == "the body: expected a JSON object, got an array"
+    for op in OPS:  # the codec's and validate's own errors
+        missing = DOC["paths"][op.path]["post"]["responses"]["400"]
+        values = [e["value"] for e in missing["content"]["application/json"]["examples"].values()]
+        assert values[0]["message"] == "the body: expected a JSON object, got an array"
+        for fd in op.request_type.DESCRIPTOR.fields:
+            if is_required(fd):
+                violation = {"field": fd.json_name, "description": "is required"}
+                assert violation in values[1]["violations"]
 
 
 def test_components_are_the_json_schema_builder_output() -> None:
@@ -190,14 +194,18 @@ def test_components_are_the_json_schema_builder_output() -> None:
         for m in module.DESCRIPTOR.message_types_by_name.values()
     }
     assert every <= set(schemas)
-    release = json_schema.message_schema(projectops.operation("get_release_details").response_type)[
-        "$defs"
-    ]["projectops.v1.Release"]
-    assert schemas["projectops.v1.Release"] == release  # same builder, refs aside
-    request = schemas["projectops.v1.GetReleaseDetailsRequest"]
-    assert request["required"] == ["version"]
-    # blank counts as missing, as validate has it
-    assert request["properties"]["version"]["pattern"] == NOT_BLANK_PATTERN
+    for op in OPS:
+        defs = json_schema.message_schema(op.response_type)["$defs"]
+        for name, schema in defs.items():  # same builder, refs aside
+            assert json.dumps(schemas[name]).replace("#/components/schemas/", "#/$defs/") == (
+                json.dumps(schema)
+            )
+        request = schemas[op.request_type.DESCRIPTOR.full_name]
+        fields = [fd for fd in op.request_type.DESCRIPTOR.fields if is_required(fd)]
+        assert request.get("required", []) == [fd.json_name for fd in fields]
+        for fd in fields:  # blank counts as missing, as validate has it
+            if fd.type == fd.TYPE_STRING:
+                assert request["properties"][fd.json_name]["pattern"] == NOT_BLANK_PATTERN
     assert "additionalProperties" not in request  # the default server ignores unknown fields
     strict = openapi.document(strict=True)["components"]["schemas"]
     assert strict["projectops.v1.GetReleaseDetailsRequest"]["additionalProperties"] is False
