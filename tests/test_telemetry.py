@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider

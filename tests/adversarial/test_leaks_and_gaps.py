@@ -15,7 +15,7 @@ import socket
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 
 from projectops import API_KEY_ENV
@@ -59,12 +59,12 @@ def test_the_async_client_never_sends_a_cookie_it_was_given() -> None:
 
 def test_a_transport_of_the_callers_keeps_no_cookies_either() -> None:
     with hostile_server(COOKIE_ANSWER) as server:
-        with Client(server.base_url, KEY, transport=httpx.HTTPTransport()) as client:
+        with Client(server.base_url, KEY, transport=httpx2.HTTPTransport()) as client:
             client.call(OPERATION, {})
             client.call(OPERATION, {})
 
         async def run() -> None:
-            transport = httpx.AsyncHTTPTransport()
+            transport = httpx2.AsyncHTTPTransport()
             async with AsyncClient(server.base_url, KEY, transport=transport) as client:
                 await client.call(OPERATION, {})
                 await client.call(OPERATION, {})

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 
-import httpx
+import httpx2 as httpx
 import pytest
 from google.protobuf import descriptor_pb2
 from hypothesis import given, settings

@@ -8,7 +8,7 @@ import re
 import time
 from urllib.parse import quote, quote_plus
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from projectops.conventions import API_KEY_HEADER

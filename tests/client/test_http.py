@@ -2,7 +2,7 @@
 
 Most tests run twice (the `call` fixture): through `Client` and through `AsyncClient`. Real
 sockets where behaviour depends on the network (mock server, dead and silent ports);
-`httpx.MockTransport` where a test needs to see or shape the exact HTTP exchange. The clients'
+`httpx2.MockTransport` where a test needs to see or shape the exact HTTP exchange. The clients'
 parts have their own tests: configuration and the request's checks (`test_base.py`), the
 deadline transport (`test_transport.py`), the environment's proxy (`test_proxy.py`), the class
 of an error answer (`test_errors.py`).
@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 import projectops
@@ -50,7 +50,7 @@ from projectops.v1.operations_pb2 import (
 from tests.backoff import shorten_backoff
 from tests.support import KEY, OTHER_KEY, Recorder
 
-Handler = Callable[[httpx.Request], httpx.Response]
+Handler = Callable[[httpx2.Request], httpx2.Response]
 Call = Callable[..., Any]
 
 LIST = projectops.operation("list_rum_environments")
@@ -78,7 +78,7 @@ def call(request: pytest.FixtureRequest) -> Call:
         **kwargs: Any,
     ) -> Any:
         extra = {} if response_type is None else {"response_type": response_type}
-        transport = httpx.MockTransport(handler) if handler is not None else None
+        transport = httpx2.MockTransport(handler) if handler is not None else None
         if transport is not None:
             kwargs.setdefault("base_url", "http://127.0.0.1:9")  # never reached: MockTransport
         if request.param == "sync":
@@ -100,12 +100,12 @@ class Exchanges:
     def __init__(
         self, status: int = 200, body: bytes | str = b"{}", headers: dict[str, str] | None = None
     ) -> None:
-        self.requests: list[httpx.Request] = []
+        self.requests: list[httpx2.Request] = []
         self.status, self.body, self.headers = status, body, headers or {}
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
-        return httpx.Response(self.status, content=self.body, headers=self.headers)
+        return httpx2.Response(self.status, content=self.body, headers=self.headers)
 
 
 def assert_clean(exc: BaseException, key: str = KEY) -> None:
@@ -173,7 +173,7 @@ def test_request_is_a_post_with_exactly_the_spec_headers(call: Call) -> None:
     assert sent.headers.get_list("Service-Api-Key") == [KEY]
     assert "project-id" not in sent.headers and "organization-id" not in sent.headers
     assert "cookie" not in sent.headers and "authorization" not in sent.headers
-    # Nothing is decompressed that was not asked for; httpx's other defaults are not sent.
+    # Nothing is decompressed that was not asked for; httpx2's other defaults are not sent.
     assert sent.headers.get_list("Accept-Encoding") == ["identity"]
     assert "connection" not in sent.headers
     assert sent.content == b"{}"  # an operation without input sends the empty object

@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 import projectops
@@ -36,13 +36,13 @@ class Answers:
 
     def __init__(self, failures: int = 0) -> None:
         self.failures = failures
-        self.requests: list[httpx.Request] = []
+        self.requests: list[httpx2.Request] = []
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
         if len(self.requests) <= self.failures:
-            return httpx.Response(503, json={"code": "unavailable", "message": "busy"})
-        return httpx.Response(200, json={"environments": [{"environment": "prod"}]})
+            return httpx2.Response(503, json={"code": "unavailable", "message": "busy"})
+        return httpx2.Response(200, json={"environments": [{"environment": "prod"}]})
 
 
 def test_an_interceptor_times_the_whole_call_retries_included() -> None:
@@ -58,7 +58,7 @@ def test_an_interceptor_times_the_whole_call_retries_included() -> None:
         statuses.append(context.http_status)
         return response
 
-    transport = httpx.MockTransport(answers)
+    transport = httpx2.MockTransport(answers)
     with OperationsServiceClient(BASE, KEY, interceptors=[timing], transport=transport) as client:
         client.list_rum_environments()
     assert len(seen) == 1 and seen[0][:2] == ("list_rum_environments", 2)
@@ -84,7 +84,7 @@ def test_an_interceptor_edits_the_response_and_adds_headers_outermost_first() ->
         return call_next(request, context)
 
     with Client(
-        BASE, KEY, interceptors=[outer, inner], transport=httpx.MockTransport(answers)
+        BASE, KEY, interceptors=[outer, inner], transport=httpx2.MockTransport(answers)
     ) as client:
         response = client.call(LIST, response_type=ListRumEnvironmentsResponse)
     assert [e.environment for e in response.environments] == ["prod", "added"]
@@ -100,7 +100,7 @@ def test_an_interceptor_that_raises_ends_the_call_before_anything_is_sent() -> N
     def refuse(request: Any, context: CallContext, call_next: Any) -> Any:
         raise projectops.FailedPrecondition("not during the freeze")
 
-    with Client(BASE, KEY, interceptors=[refuse], transport=httpx.MockTransport(answers)) as c:
+    with Client(BASE, KEY, interceptors=[refuse], transport=httpx2.MockTransport(answers)) as c:
         with pytest.raises(projectops.FailedPrecondition, match="freeze"):
             c.call(LIST)
     assert answers.requests == []
@@ -120,7 +120,7 @@ def test_an_interceptor_cannot_set_the_key_or_the_clients_own_headers(name: str)
         context.headers[name] = "other"
         return call_next(request, context)
 
-    with Client(BASE, KEY, interceptors=[swap], transport=httpx.MockTransport(answers)) as c:
+    with Client(BASE, KEY, interceptors=[swap], transport=httpx2.MockTransport(answers)) as c:
         with pytest.raises(ValueError, match=name) as caught:
             c.call(LIST)
     assert answers.requests == [] and KEY not in str(caught.value)
@@ -132,7 +132,7 @@ def test_a_header_value_cannot_split_the_request(value: str) -> None:
         context.headers["X-Note"] = value
         return call_next(request, context)
 
-    with Client(BASE, KEY, interceptors=[inject], transport=httpx.MockTransport(Answers())) as c:
+    with Client(BASE, KEY, interceptors=[inject], transport=httpx2.MockTransport(Answers())) as c:
         with pytest.raises(ValueError, match="control characters"):
             c.call(LIST)
 
@@ -141,7 +141,7 @@ def test_an_interceptor_returning_something_else_is_a_type_error() -> None:
     def wrong(request: Any, context: CallContext, call_next: Any) -> Any:
         return {"environments": []}
 
-    with Client(BASE, KEY, interceptors=[wrong], transport=httpx.MockTransport(Answers())) as c:
+    with Client(BASE, KEY, interceptors=[wrong], transport=httpx2.MockTransport(Answers())) as c:
         with pytest.raises(TypeError, match="ListRumEnvironmentsResponse"):
             c.call(LIST)
 
@@ -161,7 +161,7 @@ def test_async_interceptors_time_edit_and_raise() -> None:
         raise projectops.PermissionDenied("no")
 
     async def go() -> Any:
-        transport = httpx.MockTransport(answers)
+        transport = httpx2.MockTransport(answers)
         async with AsyncOperationsServiceClient(
             BASE, KEY, interceptors=[timing], transport=transport
         ) as client:

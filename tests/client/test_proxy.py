@@ -100,6 +100,6 @@ def test_a_socks_proxy_without_socksio_says_what_to_install(
     no_proxy_in_env: pytest.MonkeyPatch,
 ) -> None:
     no_proxy_in_env.setenv("ALL_PROXY", "socks5://user:hunter2@proxy.example:1080")
-    with pytest.raises(InvalidProxy, match=r"httpx\[socks\]") as caught:
+    with pytest.raises(InvalidProxy, match=r"httpx2\[socks\]") as caught:
         environment_proxy("https://svc.example")
     assert "hunter2" not in str(caught.value)

@@ -385,11 +385,11 @@ def trickling_url() -> Iterator[str]:
 
 
 def test_a_callers_transport_keeps_the_whole_call_time_out(trickling_url: str) -> None:
-    import httpx
+    import httpx2
 
     start = time.monotonic()
     # Each byte comes within any read time-out: only a bound on the whole call ends it.
-    with Client(trickling_url, KEY, timeout=0.5, transport=httpx.HTTPTransport()) as client:
+    with Client(trickling_url, KEY, timeout=0.5, transport=httpx2.HTTPTransport()) as client:
         with pytest.raises(AnswerTimedOut):
             client.call(LIST)
     assert time.monotonic() - start < 0.5 + 3

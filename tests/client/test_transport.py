@@ -4,7 +4,7 @@ body is read raw up to its cap, headers come as pairs in linear time, framing he
 exchange's own.
 
 Real sockets on 127.0.0.1 (the recording server, hostile servers); in-memory answers through
-``httpx.MockTransport``.
+``httpx2.MockTransport``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from projectops.client import AnswerTimedOut, AsyncRawClient, RawAnswer, RawClient
@@ -91,8 +91,8 @@ def test_framing_headers_are_refused_before_anything_is_sent(
     assert recorder.requests == []
 
 
-def _answer_with(status: int, body: bytes, **headers: str) -> Callable[[httpx.Request], Any]:
-    return lambda request: httpx.Response(status, content=body, headers=headers)
+def _answer_with(status: int, body: bytes, **headers: str) -> Callable[[httpx2.Request], Any]:
+    return lambda request: httpx2.Response(status, content=body, headers=headers)
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def _answer_with(status: int, body: bytes, **headers: str) -> Callable[[httpx.Re
     ],
 )
 def test_the_body_is_cut_at_its_cap(status: int, body: bytes, headers: Any, expected: Any) -> None:
-    transport = httpx.MockTransport(_answer_with(status, body, **headers))
+    transport = httpx2.MockTransport(_answer_with(status, body, **headers))
     with RawClient(
         "http://127.0.0.1:9", max_response_bytes=10, max_error_bytes=4, transport=transport
     ) as raw:
@@ -137,20 +137,20 @@ def test_sixteen_thousand_headers_are_read_as_pairs(kind: str) -> None:
 
 
 def test_the_async_exchange_bounds_a_callers_transport_too() -> None:
-    async def slow(request: httpx.Request) -> httpx.Response:
+    async def slow(request: httpx2.Request) -> httpx2.Response:
         await asyncio.sleep(10)
-        return httpx.Response(200)
+        return httpx2.Response(200)
 
     with pytest.raises(AnswerTimedOut):
-        exchange("async", "http://127.0.0.1:9", timeout=0.2, transport=httpx.MockTransport(slow))
+        exchange("async", "http://127.0.0.1:9", timeout=0.2, transport=httpx2.MockTransport(slow))
 
 
 def test_the_sync_exchange_bounds_a_callers_transport_too() -> None:
-    def slow(request: httpx.Request) -> httpx.Response:
+    def slow(request: httpx2.Request) -> httpx2.Response:
         time.sleep(2)
-        return httpx.Response(200)
+        return httpx2.Response(200)
 
     started = time.monotonic()
     with pytest.raises(AnswerTimedOut):
-        exchange("sync", "http://127.0.0.1:9", timeout=0.2, transport=httpx.MockTransport(slow))
+        exchange("sync", "http://127.0.0.1:9", timeout=0.2, transport=httpx2.MockTransport(slow))
     assert time.monotonic() - started < 1.5

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 import projectops

@@ -16,7 +16,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 import projectops

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from .support import DEMO_KEY, chromium, dump_dom, mock_app, serving

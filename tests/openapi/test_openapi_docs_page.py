@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 
-import httpx
+import httpx2 as httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount

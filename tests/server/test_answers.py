@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 import projectops

@@ -30,7 +30,7 @@ from projectops.conventions import (
 )
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2 as httpx
 
 __all__ = ["build_parser", "main"]
 

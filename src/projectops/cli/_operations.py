@@ -57,7 +57,7 @@ from projectops.descriptions import description
 from projectops.registry import Operation, operation, operations
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2 as httpx
     from google.protobuf.message import Message
 
 __all__ = ["DEFAULT_MCP_HOST", "DEFAULT_MCP_PORT", "add_retries", "commands"]
@@ -390,7 +390,7 @@ def _dry_run_text(request: httpx.Request) -> str:
 def _dry_run_transport() -> httpx.BaseTransport:
     """A transport that sends nothing: it raises :class:`_DryRun` with the request it got,
     exactly as the client built it, so ``--dry-run`` shows what a real call would send."""
-    import httpx
+    import httpx2 as httpx
 
     class DryRunTransport(httpx.BaseTransport):
         def handle_request(self, request: httpx.Request) -> httpx.Response:

@@ -1,4 +1,4 @@
-"""The client's own errors and the exception an answer stands for (no httpx needed).
+"""The client's own errors and the exception an answer stands for (no HTTP library needed).
 
 The hierarchy is drawn in :mod:`projectops.client.http`. Every text taken from an answer is
 escaped and cut (:func:`projectops._text.outside_text`) before it enters an exception.

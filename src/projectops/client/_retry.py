@@ -1,4 +1,4 @@
-"""When a call is tried again, and how long it waits first (no httpx: the CLI reads
+"""When a call is tried again, and how long it waits first (no HTTP library: the CLI reads
 :data:`DEFAULT_RETRIES` for its help without the client's dependencies)."""
 
 from __future__ import annotations

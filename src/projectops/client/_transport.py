@@ -7,7 +7,7 @@ cap; ``Accept-Encoding: identity`` is sent and nothing is ever decoded; no cooki
 sent; redirects are answers, never followed; the proxy is the environment's
 (:func:`environment_proxy`); headers are read in time linear in their number.
 
-How the deadline holds: the sync exchange's own transport is httpcore's connection pool on a
+How the deadline holds: the sync exchange's own transport is httpcore2's connection pool on a
 network backend whose every wait gets at most what is left of the call (:data:`_DEADLINE`); a
 caller's transport runs in a daemon thread that the exchange stops waiting for at the deadline.
 The async exchange runs in an anyio cancel scope.
@@ -30,8 +30,8 @@ from typing import Any, NamedTuple, Self
 from urllib.parse import urlsplit
 
 import anyio
-import httpcore
-import httpx
+import httpcore2
+import httpx2
 
 from projectops._text import outside_text
 from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
@@ -60,7 +60,7 @@ class InvalidProxy(ValueError):
     password) is never quoted."""
 
 
-def environment_proxy(url: str) -> httpx.Proxy | None:
+def environment_proxy(url: str) -> httpx2.Proxy | None:
     """The proxy ``HTTP_PROXY``, ``HTTPS_PROXY`` or ``ALL_PROXY`` (any case; ``NO_PROXY``
     exempts hosts) names for `url`, read as the standard library reads them; ``None``: direct.
 
@@ -77,8 +77,8 @@ def environment_proxy(url: str) -> httpx.Proxy | None:
     what = f"the environment's proxy for {parts.scheme} requests"
     try:
         scheme = urlsplit(address).scheme.lower()
-        proxy = httpx.Proxy(address) if scheme in _PROXY_SCHEMES else None
-    except (ValueError, httpx.InvalidURL):
+        proxy = httpx2.Proxy(address) if scheme in _PROXY_SCHEMES else None
+    except (ValueError, httpx2.InvalidURL):
         raise InvalidProxy(f"{what} is not a valid URL") from None
     if proxy is None:
         raise InvalidProxy(
@@ -86,7 +86,7 @@ def environment_proxy(url: str) -> httpx.Proxy | None:
         )
     if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
         raise InvalidProxy(
-            f"{what} is a SOCKS proxy, which needs the socksio package: pip install 'httpx[socks]'"
+            f"{what} is a SOCKS proxy, which needs the socksio package: pip install 'httpx2[socks]'"
         )
     return proxy
 
@@ -98,7 +98,7 @@ _DEADLINE: ContextVar[float | None] = ContextVar("projectops_deadline", default=
 _LONGEST_WAIT = 86_400.0  # seconds: the OS's waits overflow far beyond; longer ones in pieces
 
 
-def _left(timeout: float | None, error: type[httpcore.TimeoutException]) -> float | None:
+def _left(timeout: float | None, error: type[httpcore2.TimeoutException]) -> float | None:
     """`timeout` of one socket wait cut to what is left of the exchange's time."""
     deadline = _DEADLINE.get()
     if deadline is None:
@@ -109,30 +109,30 @@ def _left(timeout: float | None, error: type[httpcore.TimeoutException]) -> floa
     return left if timeout is None else min(timeout, left)
 
 
-class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream) -> None:
+class _DeadlineStream(httpcore2.NetworkStream):
+    def __init__(self, stream: httpcore2.NetworkStream) -> None:
         self._stream = stream
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+        return self._stream.read(max_bytes, _left(timeout, httpcore2.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _left(timeout, httpcore.WriteTimeout))
+        self._stream.write(buffer, _left(timeout, httpcore2.WriteTimeout))
 
     def close(self) -> None:
         self._stream.close()
 
     def start_tls(
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        left = _left(timeout, httpcore.ConnectTimeout)
+    ) -> httpcore2.NetworkStream:
+        left = _left(timeout, httpcore2.ConnectTimeout)
         return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left))
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
 
 
-class _DeadlineBackend(httpcore.SyncBackend):
+class _DeadlineBackend(httpcore2.SyncBackend):
     def connect_tcp(
         self,
         host: str,
@@ -140,12 +140,12 @@ class _DeadlineBackend(httpcore.SyncBackend):
         timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Any = None,
-    ) -> httpcore.NetworkStream:
-        left = _left(timeout, httpcore.ConnectTimeout)
+    ) -> httpcore2.NetworkStream:
+        left = _left(timeout, httpcore2.ConnectTimeout)
         return _DeadlineStream(super().connect_tcp(host, port, left, local_address, socket_options))
 
 
-class _PoolBody(httpx.SyncByteStream):
+class _PoolBody(httpx2.SyncByteStream):
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
@@ -156,19 +156,19 @@ class _PoolBody(httpx.SyncByteStream):
         self._stream.close()
 
 
-class _DeadlineTransport(httpx.BaseTransport):
-    """httpcore's connection pool (through the environment's proxy, as httpx would mount it)
-    on :class:`_DeadlineBackend`. Raises httpcore's exceptions, which the exchange reads."""
+class _DeadlineTransport(httpx2.BaseTransport):
+    """httpcore2's connection pool (through the environment's proxy, as httpx2 would mount it)
+    on :class:`_DeadlineBackend`. Raises httpcore2's exceptions, which the exchange reads."""
 
     def __init__(self, base_url: str) -> None:
         proxy = environment_proxy(base_url)
         # Loading the CA bundle costs tens of ms of start-up: only for https.
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context() if base_url.startswith("https:") else None,
+        self._pool = httpcore2.ConnectionPool(
+            ssl_context=httpx2.create_ssl_context() if base_url.startswith("https:") else None,
             proxy=None
             if proxy is None
-            else httpcore.Proxy(
-                url=httpcore.URL(
+            else httpcore2.Proxy(
+                url=httpcore2.URL(
                     scheme=proxy.url.raw_scheme,
                     host=proxy.url.raw_host,
                     port=proxy.url.port,
@@ -184,12 +184,12 @@ class _DeadlineTransport(httpx.BaseTransport):
             network_backend=_DeadlineBackend(),
         )
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
         answer = self._pool.handle_request(
-            httpcore.Request(
+            httpcore2.Request(
                 method=request.method,
-                url=httpcore.URL(
+                url=httpcore2.URL(
                     scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
                 ),
                 headers=request.headers.raw,
@@ -197,7 +197,7 @@ class _DeadlineTransport(httpx.BaseTransport):
                 extensions=request.extensions,
             )
         )
-        return httpx.Response(
+        return httpx2.Response(
             answer.status,
             headers=answer.headers,
             stream=_PoolBody(answer.stream),
@@ -285,7 +285,7 @@ def check_limits(
 class _Exchange:
     """What the sync and async exchanges share: configuration, the request, the cap."""
 
-    _http: httpx.Client | httpx.AsyncClient
+    _http: httpx2.Client | httpx2.AsyncClient
 
     def __init__(
         self,
@@ -309,13 +309,13 @@ class _Exchange:
             cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
             trust_env=False,  # the proxy is the transport's; no .netrc
         )
-        for name in list(http.headers):  # httpx's defaults: only the caller's headers go out
+        for name in list(http.headers):  # httpx2's defaults: only the caller's headers go out
             del http.headers[name]
         return http
 
     def _request(
         self, method: str, path: str, body: bytes | None, headers: HeaderPairs
-    ) -> httpx.Request:
+    ) -> httpx2.Request:
         pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
         for name, value in pairs:
             check_header(name, value)
@@ -326,7 +326,7 @@ class _Exchange:
         end = None if self.timeout is None else time.monotonic() + self.timeout
         return deadline if end is None else end if deadline is None else min(end, deadline)
 
-    def _cap(self, response: httpx.Response) -> int:
+    def _cap(self, response: httpx2.Response) -> int:
         """The cap of this answer's body; 0: a 2xx announcing more (not read)."""
         if not 200 <= response.status_code < 300:
             return self._max_error
@@ -342,7 +342,7 @@ class _Exchange:
         return len(chunk) <= room
 
     @staticmethod
-    def _answer(response: httpx.Response, body: bytes, truncated: bool) -> RawAnswer:
+    def _answer(response: httpx2.Response, body: bytes, truncated: bool) -> RawAnswer:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
         return RawAnswer(response.status_code, headers, body, truncated)
 
@@ -356,14 +356,14 @@ class _Exchange:
         return ServiceUnreachable(f"cannot reach {self.base_url}: {reason[:1].lower()}{reason[1:]}")
 
 
-# What a failed exchange raises, httpx's and (from the deadline transport) httpcore's.
-_TIMEOUTS = (httpx.TimeoutException, httpcore.TimeoutException)
+# What a failed exchange raises, httpx2's and (from the deadline transport) httpcore2's.
+_TIMEOUTS = (httpx2.TimeoutException, httpcore2.TimeoutException)
 _FAILURES = (
-    httpx.RequestError,
-    httpcore.NetworkError,
-    httpcore.ProtocolError,
-    httpcore.ProxyError,
-    httpcore.UnsupportedProtocol,
+    httpx2.RequestError,
+    httpcore2.NetworkError,
+    httpcore2.ProtocolError,
+    httpcore2.ProxyError,
+    httpcore2.UnsupportedProtocol,
 )
 
 
@@ -379,7 +379,7 @@ class RawClient(_Exchange):
         timeout: seconds one exchange may take as a whole; ``None``: no limit.
         max_response_bytes: the most bytes of a 2xx answer's body read.
         max_error_bytes: the most bytes of another answer's body read (default: as a 2xx's).
-        transport: an ``httpx.BaseTransport`` instead of the network (no environment proxy
+        transport: an ``httpx2.BaseTransport`` instead of the network (no environment proxy
             then); the deadline still holds, the exchange waiting for it in a daemon thread.
 
     Raises:
@@ -388,7 +388,7 @@ class RawClient(_Exchange):
         ValueError, TypeError: a time-out or cap that cannot work.
     """
 
-    _http: httpx.Client
+    _http: httpx2.Client
 
     def __init__(
         self,
@@ -397,11 +397,11 @@ class RawClient(_Exchange):
         timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_error_bytes: int | None = None,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx2.BaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, timeout, max_response_bytes, max_error_bytes)
         self._own = transport is None
-        self._http = self._client(httpx.Client, transport or _DeadlineTransport(self.base_url))
+        self._http = self._client(httpx2.Client, transport or _DeadlineTransport(self.base_url))
 
     def send(
         self,
@@ -439,7 +439,7 @@ class RawClient(_Exchange):
             raise result  # outside any handler: no __context__ holding the request
         return result
 
-    def _bounded(self, request: httpx.Request, end: float) -> RawAnswer | Exception:
+    def _bounded(self, request: httpx2.Request, end: float) -> RawAnswer | Exception:
         done: list[RawAnswer | BaseException] = []
         stop = threading.Event()
 
@@ -460,7 +460,7 @@ class RawClient(_Exchange):
         return done[0]
 
     def _read(
-        self, request: httpx.Request, end: float | None, stop: threading.Event | None
+        self, request: httpx2.Request, end: float | None, stop: threading.Event | None
     ) -> RawAnswer | Exception:
         try:
             response = self._http.send(request, stream=True)
@@ -494,10 +494,10 @@ class RawClient(_Exchange):
 
 class AsyncRawClient(_Exchange):
     """:class:`RawClient` for ``await``: the same arguments (`transport` an
-    ``httpx.AsyncBaseTransport``), answers and errors; an anyio cancel scope bounds each
+    ``httpx2.AsyncBaseTransport``), answers and errors; an anyio cancel scope bounds each
     exchange, whatever the transport."""
 
-    _http: httpx.AsyncClient
+    _http: httpx2.AsyncClient
 
     def __init__(
         self,
@@ -506,12 +506,12 @@ class AsyncRawClient(_Exchange):
         timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_error_bytes: int | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, timeout, max_response_bytes, max_error_bytes)
         if transport is None:
-            transport = httpx.AsyncHTTPTransport(proxy=environment_proxy(self.base_url))
-        self._http = self._client(httpx.AsyncClient, transport)
+            transport = httpx2.AsyncHTTPTransport(proxy=environment_proxy(self.base_url))
+        self._http = self._client(httpx2.AsyncClient, transport)
 
     async def send(
         self,
@@ -536,7 +536,7 @@ class AsyncRawClient(_Exchange):
             raise result
         return result
 
-    async def _read(self, request: httpx.Request) -> RawAnswer | Exception:
+    async def _read(self, request: httpx2.Request) -> RawAnswer | Exception:
         try:
             response = await self._http.send(request, stream=True)
             try:
@@ -572,18 +572,18 @@ class AsyncRawClient(_Exchange):
         await self.aclose()
 
 
-def _raw_chunks(response: httpx.Response) -> Iterator[bytes]:
+def _raw_chunks(response: httpx2.Response) -> Iterator[bytes]:
     """The body as it arrives, never decoded; one chunk if a transport already read it
-    (``httpx.MockTransport``)."""
+    (``httpx2.MockTransport``)."""
     try:
         yield response.content
-    except httpx.ResponseNotRead:
+    except httpx2.ResponseNotRead:
         yield from response.iter_raw()
 
 
-async def _araw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+async def _araw_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
     try:
         yield response.content
-    except httpx.ResponseNotRead:
+    except httpx2.ResponseNotRead:
         async for chunk in response.aiter_raw():
             yield chunk

@@ -48,7 +48,7 @@ from typing import Self, TypeVar, overload
 
 import anyio
 import anyio.to_thread
-import httpx
+import httpx2
 from google.protobuf.message import Message
 
 from projectops.client._base import (
@@ -132,7 +132,7 @@ class Client(BaseClient):
         retries: extra attempts of a retryable call (module docstring); 0: none.
         interceptors: ``(request, context, call_next) -> response`` callables around every
             call, the first outermost.
-        transport: an ``httpx.BaseTransport`` instead of the network (``httpx.MockTransport``
+        transport: an ``httpx2.BaseTransport`` instead of the network (``httpx2.MockTransport``
             in tests); the time-out still bounds each call (its attempt runs in a daemon
             thread the call stops waiting for). Without it, the environment's proxy is used.
 
@@ -157,7 +157,7 @@ class Client(BaseClient):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retries: int = DEFAULT_RETRIES,
         interceptors: Sequence[Interceptor] = (),
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx2.BaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, api_key, timeout, max_response_bytes, retries, interceptors)
         self._interceptors = tuple(interceptors)
@@ -264,7 +264,7 @@ def _async_wrap(interceptor: AsyncInterceptor, call_next: AsyncCallNext) -> Asyn
 
 class AsyncClient(BaseClient):
     """:class:`Client` with ``await client.call(...)``: the same arguments, retries and
-    errors; `transport` is an ``httpx.AsyncBaseTransport``, `interceptors` are ``async def``,
+    errors; `transport` is an ``httpx2.AsyncBaseTransport``, `interceptors` are ``async def``,
     waits are ``anyio.sleep``. Use in ``async with``, or ``await aclose()``."""
 
     _raw: AsyncRawClient
@@ -278,7 +278,7 @@ class AsyncClient(BaseClient):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retries: int = DEFAULT_RETRIES,
         interceptors: Sequence[AsyncInterceptor] = (),
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, api_key, timeout, max_response_bytes, retries, interceptors)
         self._interceptors = tuple(interceptors)

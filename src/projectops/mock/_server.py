@@ -198,7 +198,7 @@ class MockServer:
     def async_transport(self) -> Any:
         """An ``httpx.ASGITransport`` of :attr:`app`, for ``AsyncClient(transport=...)``."""
         if self._async_transport is None:
-            import httpx
+            import httpx2 as httpx
 
             self._async_transport = httpx.ASGITransport(app=self._app)
         return self._async_transport
@@ -347,7 +347,7 @@ class _SyncAppTransport:
 
     def __new__(cls, app: Any) -> Any:
         import anyio.from_thread as anyio_from_thread
-        import httpx
+        import httpx2 as httpx
 
         class Transport(httpx.BaseTransport):
             def __init__(self) -> None:
