@@ -363,6 +363,27 @@ def test_the_recording_keeps_one_answer_per_request_and_stops_at_its_caps() -> N
         assert len(decode_fixtures(json.dumps(recording.fixtures()))) == 1
 
 
+def test_a_large_answer_is_judged_and_recorded_as_a_small_one() -> None:
+    found = [
+        (op, answer, to_dict(answer.response), name)
+        for op, answer in _demo_answers()
+        for name, value in to_dict(answer.response).items()
+        if isinstance(value, list) and value
+    ]
+    if not found:
+        pytest.skip("no answer of the default fixtures has a list at its top level")
+    op, answer, data, name = found[0]
+    data[name] *= 1 + 100_000 // len(json.dumps(data))  # well over 64 KiB
+    body = json.dumps(data).encode()
+    recording = Recording(max_answers=10, max_bytes=CAP)
+    call = _post(op, to_json(answer.request).encode())
+    via, _, drifts = _call(_answering(200, body), [call], recording=recording)
+    assert (via[0].status, via[0].body, drifts) == (200, body, [])
+    assert recording.count == 1
+    (project,) = decode_fixtures(json.dumps(recording.fixtures()))
+    assert to_dict(project.answers[op.name][0].response) == data
+
+
 def test_an_answer_that_holds_the_key_is_not_recorded() -> None:
     def is_text(fd: FieldDescriptor) -> bool:
         return fd.type == FieldDescriptor.TYPE_STRING

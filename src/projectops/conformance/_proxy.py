@@ -22,10 +22,14 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any, Literal
 
+import anyio
+import anyio.to_thread
 from google.protobuf.message import Message
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,7 +40,7 @@ from projectops._text import outside_text
 from projectops.answers import ALLOWED_METHOD, BODY_TOO_LARGE
 from projectops.client import AsyncRawClient
 from projectops.client.redaction import redact
-from projectops.codec import dump, error_body, from_json, to_dict
+from projectops.codec import dump, error_body, to_dict
 from projectops.conformance._catalogue import judge_answer
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
 from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, Code, InvalidArgument, Unavailable
@@ -65,6 +69,7 @@ _HOP_BY_HOP = frozenset(
 _DETAIL_CHARS = 200
 _log = logging.getLogger("projectops.proxy")
 _DECODES = "response.decodes"
+_OFF_LOOP_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -92,36 +97,38 @@ class Drift:
 
 def drift(
     op: Operation, side: Side, body: bytes, *, status: int = 200, key: str = ""
-) -> list[Drift]:
+) -> tuple[list[Drift], Message | None]:
     """What in `body`, a request of `op` or its answer of `status`, breaks the contract: the
     problems :func:`~projectops.conformance._catalogue.judge_answer` finds, a request judged
     as a 200 answer would be (but for ``json.zero-values``: a request may leave fields out).
     A field named by a JSON-mapping check is not named again by the decoding check; `key` is
-    redacted from field and detail."""
+    redacted from field and detail. Also the message `body` decodes to strictly (``None``:
+    it does not, or it is an error answer)."""
+    message_type = op.request_type if side == "request" else op.response_type
+    # An empty request is {} (§1.2).
+    verdict = judge_answer(
+        message_type, status, body if side == "answer" or body.strip() else b"{}"
+    )
+    problems = verdict.problems
     if side == "request":
-        # An empty request is {} (§1.2); decoded as the request message, as an answer would be.
-        verdict = judge_answer(op.request_type, 200, body if body.strip() else b"{}")
         problems = {
             ("request.decodes" if check == _DECODES else check): found
-            for check, found in verdict.problems.items()
+            for check, found in problems.items()
             if check != "json.zero-values"
         }
-        name = op.request_type.__name__
-    else:
-        problems = judge_answer(op.response_type, status, body).problems
-        name = op.response_type.__name__
     out: list[Drift] = []
     named: set[str] = set()
     # The mapping checks first: they name the fields the decoding check would name again.
     for check, found in sorted(problems.items(), key=lambda item: item[0].endswith("decodes")):
         for problem in found:
-            field, what = _split(problem.removeprefix(f"not a {name}: "))
+            field, what = _split(problem.removeprefix(f"not a {message_type.__name__}: "))
             if check.endswith("decodes") and field and field in named:
                 continue
             named.add(field)
             field, what = (outside_text(redact(t, [key]), _DETAIL_CHARS) for t in (field, what))
             out.append(Drift(op.name, side, check, field, what))
-    return out
+    strict = _DECODES not in verdict.problems
+    return out, verdict.message if strict else None
 
 
 def _split(problem: str) -> tuple[str, str]:
@@ -157,32 +164,34 @@ class Recording:
         # hash of the key -> operation -> request key -> (answer's JSON object, its size)
         self._projects: dict[str, dict[str, dict[str, tuple[dict[str, Any], int]]]] = {}
         self.count = self.bytes = self.left_out = 0
+        self._lock = threading.Lock()
 
-    def add(self, op: Operation, key: str, request: bytes, response: bytes) -> None:
-        """Keep the 200 answer `response` of `op` to `request`, sent with `key`."""
+    def add(self, op: Operation, key: str, request: Message, response: Message) -> None:
+        """Keep `response`, the 200 answer of `op` to `request` sent with `key`, both decoded
+        strictly. Thread-safe."""
         try:
-            sent = from_json(request if request.strip() else b"{}", op.request_type, strict=True)
-            validate(sent)
-            got: Message = from_json(response, op.response_type, strict=True)
+            validate(request)
         except InvalidArgument:
             self.left_out += 1
             return
-        entry = {"request": to_dict(sent), "response": to_dict(got)}
+        entry = {"request": to_dict(request), "response": to_dict(response)}
         text = dump(entry)
-        answers = self._projects.setdefault(_hashed(key), {}).setdefault(op.name, {})
-        wanted = request_key(sent)
-        old = answers.get(wanted)
-        size = len(text.encode()) - (old[1] if old else 0)
-        if (
-            (key and redact(text, [key]) != text)
-            or (old is None and self.count >= self._max_answers)
-            or self.bytes + size > self._max_bytes
-        ):
-            self.left_out += 1
-            return
-        answers[wanted] = (entry, len(text.encode()))
-        self.count += old is None
-        self.bytes += size
+        size = len(text.encode())
+        wanted = request_key(request)
+        with self._lock:
+            answers = self._projects.setdefault(_hashed(key), {}).setdefault(op.name, {})
+            old = answers.get(wanted)
+            grows = size - (old[1] if old else 0)
+            if (
+                (key and redact(text, [key]) != text)
+                or (old is None and self.count >= self._max_answers)
+                or self.bytes + grows > self._max_bytes
+            ):
+                self.left_out += 1
+                return
+            answers[wanted] = (entry, size)
+            self.count += old is None
+            self.bytes += grows
 
     def fixtures(self) -> dict[str, Any]:
         """The fixtures file's JSON object; with no answer, one project without operations."""
@@ -241,8 +250,11 @@ def create_proxy_app(
                 return _error(BODY_TOO_LARGE.error(f"the body is over {MAX_BODY_BYTES} bytes"))
         op = by_path.get(request.url.path) if request.method == ALLOWED_METHOD else None
         key = request.headers.get(API_KEY_HEADER, "").strip()
-        for found in drift(op, "request", bytes(body), key=key) if op else ():
-            report(found)
+        sent: Message | None = None
+        if op is not None:
+            drifts, sent = drift(op, "request", bytes(body), key=key)
+            for found in drifts:
+                report(found)
         headers = [(k, v) for k, v in request.headers.items() if k not in _HOP_BY_HOP]
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         try:
@@ -258,10 +270,16 @@ def create_proxy_app(
         except ValueError as exc:  # a header the exchange cannot send as it came
             return _error(InvalidArgument(f"cannot forward: {outside_text(str(exc), 200)}"))
         if op is not None:
-            for found in drift(op, "answer", answer.body, status=answer.status, key=key):
+            judge = partial(drift, op, "answer", answer.body, status=answer.status, key=key)
+            # A large answer is judged in a worker thread: other calls go on meanwhile.
+            big = len(answer.body) > _OFF_LOOP_BYTES
+            drifts, got = await anyio.to_thread.run_sync(judge) if big else judge()
+            for found in drifts:
                 report(found)
-            if answer.status == 200 and recording is not None:
-                recording.add(op, key, bytes(body), answer.body)
+            # `got` is set for a 200 answer that decodes strictly only.
+            if recording is not None and sent is not None and got is not None:
+                record = partial(recording.add, op, key, sent, got)
+                await anyio.to_thread.run_sync(record) if big else record()
         response = Response(answer.body, answer.status)
         response.raw_headers = [
             *(
