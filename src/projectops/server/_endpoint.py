@@ -3,7 +3,7 @@ interceptors and the handler."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -91,6 +91,9 @@ class Endpoint:
         serving = f"internal error while serving {op.name}"
         self._handler_failed = partial(Internal, serving)
         self._interceptor_failed = partial(Refusal, INTERNAL_FAILURE, serving)
+        self._authenticate_failed = partial(
+            Refusal, INTERNAL_FAILURE, "internal error while checking the API key"
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self._respond(scope, receive)
@@ -126,9 +129,11 @@ class Endpoint:
                 )
             else:
                 message = self._decode(body)
-            context = RequestContext(
-                project=project, operation=self._op, headers=_RedactedHeaders(scope["headers"])
-            )
+            headers = {
+                name.decode("latin-1"): REDACTED if name == _KEY_NAME else value.decode("latin-1")
+                for name, value in scope["headers"]
+            }
+            context = RequestContext(project=project, operation=self._op, headers=headers)
             encoded = await self._serve(self._handler, message, context, api_key)
         except Refusal as refusal:
             return answer(refusal.case, refusal.message)
@@ -148,12 +153,10 @@ class Endpoint:
             raise Refusal(
                 UNAUTHENTICATED, f"missing API key: send it in the {API_KEY_HEADER} header"
             )
-        with _Contained("authenticate", api_key, _authenticate_failed):
+        with _Contained("authenticate", api_key, self._authenticate_failed):
             try:
                 project = await self._authenticate(api_key)
-            except LookupError:
-                # `KEYS[key]` of a key table: the key is unknown (docs/contract.md §2.3), not a
-                # failure of the server; answered like `None`.
+            except LookupError:  # `KEYS[key]`: an unknown key (docs/contract.md §2.3)
                 project = None
         if project is None:
             raise Refusal(
@@ -167,11 +170,7 @@ class Endpoint:
         return message
 
     async def _serve(
-        self,
-        handler: Callee,
-        message: Message,
-        context: RequestContext[Any],
-        api_key: str,
+        self, handler: Callee, message: Message, context: RequestContext[Any], api_key: str
     ) -> bytes | str:
         if not self._interceptors:
             return self._encoded(await self._call(handler, message, context, api_key), api_key)
@@ -196,11 +195,7 @@ class Endpoint:
         return self._encoded(response, api_key, "an interceptor")
 
     async def _call(
-        self,
-        handler: Callee,
-        message: Message,
-        context: RequestContext[Any],
-        api_key: str,
+        self, handler: Callee, message: Message, context: RequestContext[Any], api_key: str
     ) -> Message | PreEncoded:
         name = self._op.name
         response: Any = None
@@ -239,10 +234,6 @@ class Endpoint:
         )
 
 
-def _authenticate_failed() -> Refusal:
-    return Refusal(INTERNAL_FAILURE, "internal error while checking the API key")
-
-
 class _Contained:
     """Around a call of the service's code (`what`: "authenticate", "the handler of X", ...):
     an ``ApiError`` and a cancellation from outside pass; any other exception is logged and
@@ -263,36 +254,6 @@ class _Contained:
             return
         log_failure(self._what, exc, self._api_key)
         raise self._failed() from None
-
-
-class _RedactedHeaders(Mapping[str, str]):
-    """``RequestContext.headers``: decoded (Latin-1) on first use, the key's value ``***``."""
-
-    __slots__ = ("_decoded", "_raw")
-
-    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        self._raw = raw
-        self._decoded: dict[str, str] | None = None
-
-    def _headers(self) -> dict[str, str]:
-        if self._decoded is None:
-            self._decoded = {
-                name.decode("latin-1"): REDACTED if name == _KEY_NAME else value.decode("latin-1")
-                for name, value in self._raw
-            }
-        return self._decoded
-
-    def __getitem__(self, name: str) -> str:
-        return self._headers()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._headers())
-
-    def __len__(self) -> int:
-        return len(self._headers())
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._headers()!r})"
 
 
 async def _read_body(receive: Receive, declared: bytes, limit: int) -> bytes:
