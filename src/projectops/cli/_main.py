@@ -1,10 +1,6 @@
-"""The ``projectops`` program: ``python -m projectops`` and the ``projectops`` console script.
-
-This entry module sits above the layers: it composes one parser from the client layer's commands
-(:func:`projectops.cli._operations.commands`) and the server layer's
-(:func:`projectops.mock._command.commands`), so client and server never import each other, and
-it reports every failure through the one table of :mod:`projectops.client.failures`.
-"""
+"""The ``projectops`` program: one parser composed of the commands of the operations
+(:mod:`projectops.cli._operations`) and of the features' public faces (conformance, proxy, mock
+server); every failure is reported through the one table of :mod:`projectops.client.failures`."""
 
 from __future__ import annotations
 
@@ -13,13 +9,14 @@ import difflib
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import projectops
 from projectops import conformance, mock
 from projectops.cli import _operations as cli
 from projectops.client import failures
-from projectops.client.failures import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from projectops.client.failures import UsageError
 from projectops.commands import Command, seconds, whole
 from projectops.conventions import (
     API_KEY_ENV,
@@ -48,7 +45,6 @@ EXIT_CODES = {
     failures.EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
-
 #: Where to read more, as the help's epilog lists it: page -> what it covers.
 DOCS = {
     "README.md": "first steps: a call, the typed client, a server, a test, MCP",
@@ -63,32 +59,27 @@ DOCS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (reported by :func:`main` like every other error) that
-    suggest the closest valid choice."""
+    """One-line errors (reported by :func:`main`) that suggest the closest valid choice."""
 
     def error(self, message: str) -> Any:  # argparse declares NoReturn; raising satisfies it
-        if "(see '" not in message:
-            message += f" (see '{self.prog} --help')"
-        raise UsageError(message)
+        raise UsageError(
+            message if "(see '" in message else f"{message} (see '{self.prog} --help')"
+        )
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
-        # argparse's own message lists every choice; ours names the closest one and, for a
-        # command, the help to read next.
         choices = action.choices
         if choices is None or value in choices:
             return
         suggestion = _closest(str(value), [str(choice) for choice in choices])
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
         if isinstance(action, argparse._SubParsersAction):
-            hint = f"; did you mean {suggestion!r}?" if suggestion else ""
             see = f"{self.prog} {suggestion} --help" if suggestion else f"{self.prog} --help"
             raise UsageError(f"unknown command {value!r}{hint} (see '{see}')")
-        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
         listed = ", ".join(repr(str(choice)) for choice in choices)
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} (one of {listed})")
 
 
 def _closest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate most like `word` (difflib's ratio of at least 0.6), if any."""
     matches = difflib.get_close_matches(word, list(candidates), n=1)
     return matches[0] if matches else None
 
@@ -97,73 +88,41 @@ class _Formatter(argparse.HelpFormatter):
     """Re-wraps each paragraph of a description on its own (proto comments have several)."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n\n".join(
-            super(_Formatter, self)._fill_text(p, width, indent) for p in text.split("\n\n")
-        )
+        fill = super()._fill_text
+        return "\n\n".join(fill(paragraph, width, indent) for paragraph in text.split("\n\n"))
 
 
-#: The options of :func:`_add_connection_options`: flag -> argparse dest.
-_CONNECTION_OPTIONS = {
-    "--base-url": "base_url",
-    "--timeout": "timeout",
-    "--max-response-bytes": "max_response_bytes",
-}
+#: The options only a command that calls the service takes.
+_CALL_FLAGS = ("--base-url", "--timeout", "--max-response-bytes", "--retries")
 
 
 def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
-    """``--base-url``, ``--timeout`` and ``--max-response-bytes``, on the program (before any
-    command) and on each command that calls the service (:attr:`Command.connection`). Defaults
-    are filled in by :func:`_check_connection_options`, so a value given before the command is
-    not reset."""
-    default = None if top_level else argparse.SUPPRESS
-    parser.add_argument(
+    """On the program and on each command that calls the service; a command's own flag has no
+    default, so that it does not reset a value given before it (:func:`_check_options`)."""
+    add = partial(parser.add_argument, default=None if top_level else argparse.SUPPRESS)
+    add(
         "--base-url",
         metavar="URL",
-        default=default,
-        help=f"the service's base URL, its root without /api/mcp (default: ${BASE_URL_ENV} if "
-        f"set and not empty; there is no default: `projectops mock-server` listens on "
-        f"{DEFAULT_BASE_URL}); trailing slashes are "
-        "ignored",
+        help=f"the service's root, without /api/mcp (default: ${BASE_URL_ENV}; the mock server "
+        f"listens on {DEFAULT_BASE_URL})",
     )
-    parser.add_argument(
+    add(
         "--timeout",
         metavar="SECONDS",
         type=seconds,
-        default=default,
-        help="seconds a call may take as a whole: connecting, sending and receiving the "
-        f"complete answer (default: {DEFAULT_CALL_TIMEOUT:g})",
+        help=f"seconds a call may take, answer included (default: {DEFAULT_CALL_TIMEOUT:g})",
     )
-    parser.add_argument(
+    add(
         "--max-response-bytes",
         metavar="BYTES",
         type=whole,
-        default=default,
-        help="the largest answer body read, in bytes; a larger answer fails (exit 5) and is not "
-        f"read further (default: {DEFAULT_MAX_RESPONSE_BYTES}, 32 MiB)",
+        help=f"the largest answer read (default: {DEFAULT_MAX_RESPONSE_BYTES}, 32 MiB)",
     )
 
 
-def _check_connection_options(namespace: argparse.Namespace, command: Command) -> None:
-    """Refuse connection options and ``--retries`` given to a command they do nothing for;
-    fill in the connection options' defaults for a command that calls the service."""
-    for flag, dest in {**_CONNECTION_OPTIONS, "--retries": "retries"}.items():
-        if getattr(namespace, dest, None) is None:
-            continue
-        why = _why_ignored(flag, command, namespace.command_parser)
-        if why is not None:
-            raise UsageError(f"{flag} does nothing for '{command.name}': {why}")
-    if not command.connection:
-        return
-    if namespace.timeout is None:
-        namespace.timeout = DEFAULT_CALL_TIMEOUT
-    if namespace.max_response_bytes is None:
-        namespace.max_response_bytes = DEFAULT_MAX_RESPONSE_BYTES
-
-
 def _why_ignored(flag: str, command: Command, sub: argparse.ArgumentParser) -> str | None:
-    """Why `flag` (a connection option or ``--retries``) does nothing for `command`, whose
-    parser is `sub`; None when it applies, or is no such option."""
-    if flag not in _CONNECTION_OPTIONS and flag != "--retries":
+    """Why `flag` (of :data:`_CALL_FLAGS`) does nothing for `command` (parser `sub`)."""
+    if flag not in _CALL_FLAGS:
         return None
     if not command.connection:
         return "it does not call the service"
@@ -172,25 +131,31 @@ def _why_ignored(flag: str, command: Command, sub: argparse.ArgumentParser) -> s
     return None
 
 
-def _unknown_arguments(
-    parser: argparse.ArgumentParser, namespace: argparse.Namespace, unknown: list[str]
-) -> UsageError:
-    """The error for arguments no parser took: the closest flag of the command, or why a
-    connection option does not apply to it."""
-    command: Command = namespace.command
-    sub: argparse.ArgumentParser = namespace.command_parser
-    first = unknown[0]
-    flag = first.split("=", 1)[0]
+def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
+    """Refuse arguments no parser took (naming the closest flag) and call options given to a
+    command they do nothing for; fill in the connection options' defaults."""
+    command: Command = args.command
+    sub: argparse.ArgumentParser = args.command_parser
     see = f"(see '{sub.prog} --help')"
-    why = _why_ignored(flag, command, sub)
-    if why is not None:
-        return UsageError(f"{flag} does nothing for '{command.name}': {why} {see}")
-    if flag.startswith("-"):
-        options = [o for o in sub._option_string_actions if o.startswith("--")]
-        suggestion = _closest(flag, options)
+    if unknown:
+        flag = unknown[0].split("=", 1)[0]
+        why = _why_ignored(flag, command, sub)
+        if why is not None:
+            raise UsageError(f"{flag} does nothing for '{command.name}': {why} {see}")
+        if not flag.startswith("-"):
+            raise UsageError(f"unexpected argument {unknown[0]!r} {see}")
+        suggestion = _closest(flag, [o for o in sub._option_string_actions if o[:2] == "--"])
         hint = f"; did you mean {suggestion}?" if suggestion else ""
-        return UsageError(f"unknown option {flag}{hint} {see}")
-    return UsageError(f"unexpected argument {first!r} {see}")
+        raise UsageError(f"unknown option {flag}{hint} {see}")
+    for flag in _CALL_FLAGS:
+        given = getattr(args, flag[2:].replace("-", "_"), None) is not None
+        why = _why_ignored(flag, command, sub) if given else None
+        if why is not None:
+            raise UsageError(f"{flag} does nothing for '{command.name}': {why}")
+    if command.connection:
+        args.timeout = DEFAULT_CALL_TIMEOUT if args.timeout is None else args.timeout
+        if args.max_response_bytes is None:
+            args.max_response_bytes = DEFAULT_MAX_RESPONSE_BYTES
 
 
 def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
@@ -203,29 +168,22 @@ def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
 
 
 def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.ArgumentParser:
-    """The parser of ``projectops``: every command of the client and server layers.
-
-    Every subcommand's parsed namespace has ``command`` (its :class:`Command`) and
-    ``command_parser`` (its parser).
-    """
-    epilog = "\n".join(
-        [
-            "environment:",
-            f"  {API_KEY_ENV:<20} the project API key, sent with every call (never a flag)",
-            f"  {BASE_URL_ENV:<20} the service's base URL (required; the mock server: "
-            f"{DEFAULT_BASE_URL})",
-            "",
-            "exit codes:",
-            *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),
-            "",
-            "read more (in the projectops sources):",
-            *(f"  {page:<20} {what}" for page, what in DOCS.items()),
-        ]
-    )
+    """The parser of ``projectops``; each command's namespace has ``command`` (its
+    :class:`~projectops.commands.Command`) and ``command_parser``."""
+    epilog = [
+        "environment:",
+        f"  {API_KEY_ENV:<20} the project API key, sent with every call (never a flag)",
+        f"  {BASE_URL_ENV:<20} the service's base URL (required; the mock server: "
+        f"{DEFAULT_BASE_URL})",
+        "\nexit codes:",
+        *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),
+        "\nread more (in the projectops sources):",
+        *(f"  {page:<20} {what}" for page, what in DOCS.items()),
+    ]
     parser = _Parser(
         prog="projectops",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=epilog,
+        epilog="\n".join(epilog),
         description="Command-line client of the Project-Scoped Operations API: one command per "
         "operation; prints the response JSON on stdout.",
     )
@@ -249,40 +207,21 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
     return parser
 
 
-def _complete(parser: argparse.ArgumentParser) -> None:
-    """Answer the shell's completion request (argcomplete's protocol) and exit; a no-op when
-    argcomplete (the ``client`` extra) is not installed."""
-    try:
-        import argcomplete
-    except ImportError:
-        return
-    argcomplete.autocomplete(parser)
-
-
-def _report(line: str) -> None:
-    from projectops.client.redaction import redact
-
-    print(f"error: {redact(line)}", file=sys.stderr)
-
-
 def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | None = None) -> int:
-    """Run ``projectops`` with `argv` (default ``sys.argv[1:]``); return the exit code.
-
-    Args:
-        argv: the arguments, without the program name.
-        transport: an ``httpx.BaseTransport`` the operation commands send through
-            instead of the network (in-process tests: ``httpx.MockTransport(handler)``).
-
-    Never raises (``SystemExit`` of ``--help`` included): failures are one ``error: ...`` line
-    on stderr and an exit code of :data:`EXIT_CODES` (0 success, 2 usage or local input,
-    3 answer 401, 4 answer 400, 5 no answer or other status, 130 interrupted, 1 unexpected).
-    """
+    """Run ``projectops`` with `argv` (default ``sys.argv[1:]``); the exit code of
+    :data:`EXIT_CODES`. `transport`: what the operation commands send through instead of the
+    network (tests). Never raises: a failure is one ``error: ...`` line on stderr."""
     args = list(sys.argv[1:] if argv is None else argv)
     command: Command | None = None
     try:
         parser = build_parser(transport)
-        if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (argcomplete)
-            _complete(parser)
+        if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions
+            try:
+                import argcomplete
+            except ImportError:  # the client extra is not installed: nothing to complete
+                pass
+            else:
+                argcomplete.autocomplete(parser)
         namespace, unknown = parser.parse_known_args(args)
         command = getattr(namespace, "command", None)
         if command is None:  # a bare `projectops` shows its help, as git and gh do
@@ -290,30 +229,30 @@ def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | 
                 raise UsageError(f"a command is required (see '{parser.prog} --help')")
             parser.print_help()
             return failures.EXIT_OK
-        if unknown:
-            raise _unknown_arguments(parser, namespace, unknown)
-        _check_connection_options(namespace, command)
+        _check_options(namespace, unknown)
         code = int(command.run(namespace))
         sys.stdout.flush()
         return code
     except SystemExit as exc:  # --help and --version exit 0 through argparse
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+        return exc.code if isinstance(exc.code, int) else failures.EXIT_USAGE * bool(exc.code)
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`): that is how pipes end, not a failure.
+        return failures.EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`| head`): how pipes end, not a failure
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return failures.EXIT_OK
     except ImportError as exc:
         extra = command.extra if command is not None and command.extra else "client"
         name = command.name if command is not None else "this command"
-        _report(
+        line = (
             f"projectops {name} needs the '{extra}' extra ({exc.name or exc} is not "
             f"installed): pip install 'projectops[{extra}]'"
         )
-        return EXIT_USAGE
+        code = failures.EXIT_USAGE
     except Exception as exc:
         row = failures.failure(exc)
         line, _ = row.format(exc, command.name if command is not None else "projectops")
-        _report(line)
-        return row.exit_code
+        code = row.exit_code
+    from projectops.client.redaction import redact
+
+    print(f"error: {redact(line)}", file=sys.stderr)
+    return code
