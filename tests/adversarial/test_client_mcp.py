@@ -4,8 +4,9 @@ Every line an MCP client writes gets an answer: a line that is not UTF-8, not JS
 surrogate or nests deeper than the parser allows gets ``-32700`` with ``"id": null``; JSON that is
 no JSON-RPC message gets ``-32600``, a request whose ``id`` JSON-RPC does not allow included
 (issue 28.3). Tool calls are bounded by ``--timeout`` as a whole and their results carry no
-control characters. In-process through :func:`projectops.mcp.serve_stdio`, and as a real
-``projectops mcp`` subprocess.
+control characters; a large answer does not stall the other sessions of ``mcp --http`` (issue
+28.8). In-process through :func:`projectops.mcp.serve_stdio`, and as a real ``projectops mcp``
+subprocess.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ import pytest
 import projectops
 from projectops.client import AsyncClient
 from tests.adversarial.hostile import answer, hostile_server, trickle_head
-from tests.mcp.support import NO_ARGUMENTS
+from tests.mcp.support import (
+    MCP_COMMAND,
+    NO_ARGUMENTS,
+    demo_response,
+    http_server,
+    required_fields,
+)
 from tests.support import KEY, cli_env
 
 INITIALIZE = {
@@ -364,3 +371,72 @@ def test_requests_written_before_stdin_closes_are_all_answered() -> None:
     assert [tool["name"] for tool in answers[3]["result"]["tools"]] == [
         op.tool_name for op in projectops.operations()
     ]
+
+
+def _large_answer(size: int) -> tuple[projectops.Operation, bytes]:
+    """An operation called without arguments and an answer of about `size` bytes: the lists of
+    its default fixture's answer repeated (elements of the operation's own messages, so the
+    decoding is the codec's real work)."""
+    for op in projectops.operations():
+        answer = {} if required_fields(op) else demo_response(op)
+        lists = {k: v for k, v in answer.items() if isinstance(v, list) and v}
+        if lists:
+            times = size // len(json.dumps(lists)) + 1
+            return op, json.dumps({**answer, **{k: v * times for k, v in lists.items()}}).encode()
+    pytest.skip("no operation without arguments has a list in its default fixture's answer")
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:ping is removed")  # the SDK's legacy sessions still have it
+def test_a_large_answer_leaves_the_other_sessions_of_mcp_http_their_latency(
+    tmp_path: Any,
+) -> None:
+    """Issue 28.8: while one session's call decodes and encodes a 16 MiB answer, another
+    session's pings keep being answered (they all waited for the decode when it ran on the
+    event loop). Counted, not timed: the pings answered after the backend sent its last byte
+    and before the call's result came."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    op, body = _large_answer(16 * 1024 * 1024)
+    sent = threading.Event()
+
+    def large(sock: Any, request: Any) -> None:
+        answer(200, body)(sock, request)
+        sent.set()
+
+    async def scenario(url: str) -> tuple[int, Any]:
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as caller,
+            streamable_http_client(url) as (other_read, other_write),
+            ClientSession(other_read, other_write) as other,
+        ):
+            await caller.initialize()
+            await other.initialize()
+            results: list[Any] = []
+            pings = 0
+
+            async def call() -> None:
+                results.append(await caller.call_tool(op.tool_name, {}))
+
+            async def ping() -> None:
+                nonlocal pings
+                while not results:
+                    await other.send_ping()
+                    pings += bool(sent.is_set() and not results)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                group.start_soon(ping)
+            return pings, results[0]
+
+    env = {"SERVICE_BACKEND_URL": "", "SERVICE_API_KEY": KEY}
+    with hostile_server(large) as backend:
+        env["SERVICE_BACKEND_URL"] = backend.base_url
+        with http_server([*MCP_COMMAND, "--http"], env, tmp_path / "mcp.log") as server:
+            pings, result = anyio.run(scenario, server.url)
+    print(f"FIGURE pings answered while the tool server worked on a 16 MiB answer: {pings}")
+    assert result.is_error is True  # over --max-result-bytes: the answer was decoded and sized
+    assert "bytes of JSON, over the tool server's limit" in result.content[0].text
+    assert pings >= 30  # on the event loop: only those answered while the answer was read (7)

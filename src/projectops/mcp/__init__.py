@@ -11,12 +11,9 @@ from projectops._lazy import lazy_attributes
 if TYPE_CHECKING:
     from projectops.mcp._server import (
         DEFAULT_MAX_RESULT_BYTES,
-        HTTP_PATH,
-        SERVER_NAME,
         call_operation_tool,
         configure_logging,
         create_server,
-        http_app,
         operation_tools,
         run,
         serve_http,
@@ -25,12 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
-    "HTTP_PATH",
-    "SERVER_NAME",
     "call_operation_tool",
     "configure_logging",
     "create_server",
-    "http_app",
     "operation_tools",
     "run",
     "serve_http",

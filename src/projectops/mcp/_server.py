@@ -1,23 +1,17 @@
-"""The MCP tool server: ``projectops mcp`` (docs/mcp.md; docs/contract.md §1.4, §1.6, §2, §5).
+"""The MCP tool server, ``projectops mcp`` (docs/mcp.md): one tool per operation of the registry.
 
-One tool per operation of the registry (a new rpc is a new tool). A call decodes its arguments
-strictly into the request message, once, and sends it with the one
-:class:`~projectops.client.AsyncClient` the server keeps for its life; every failure is an
-``isError`` result of one sentence (:mod:`projectops.client.failures`). The API key never enters
-a result or a log line: both are redacted as a second line of defence. Logs go to stderr only.
-Large answers are decoded (by the client) and encoded (here) in worker threads, so one call does
-not stall the other sessions of ``mcp --http``.
+A call decodes its arguments strictly, once, and sends them with the server's one
+:class:`~projectops.client.AsyncClient`; every failure is an ``isError`` result of one sentence
+(:mod:`projectops.client.failures`). Results and logs (stderr only) have the API key redacted.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import sys
 import time
-from collections.abc import Callable, Mapping
-from types import FrameType
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -27,55 +21,48 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from starlette.applications import Starlette
+from sse_starlette.sse import AppStatus  # the event streams of the SDK's HTTP transport
 
 import projectops
 from projectops import json_schema
 from projectops._text import escape
+from projectops.client import DEFAULT_RETRIES, AsyncClient, MissingBaseUrl
 from projectops.client.failures import EXIT_INTERNAL, failure
-from projectops.client.http import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_RETRIES,
-    AsyncClient,
-    MissingBaseUrl,
-)
 from projectops.client.redaction import redact
 from projectops.codec import dump, iter_json, to_dict
-from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_CALL_TIMEOUT, InvalidBaseUrl
+from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url, serve_uvicorn
+from projectops.conventions import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    InvalidBaseUrl,
+)
 from projectops.descriptions import description
 from projectops.mcp._stdio import serve_stdio
 from projectops.registry import SERVICE, Operation, UnknownOperationError, operation, operations
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
-    "HTTP_PATH",
-    "SERVER_NAME",
     "call_operation_tool",
     "configure_logging",
     "create_server",
-    "http_app",
     "operation_tools",
     "run",
     "serve_http",
 ]
 
-#: The server's name in the MCP ``initialize`` answer (its version is the package's).
-SERVER_NAME = "projectops"
-#: Path of the Streamable HTTP endpoint.
-HTTP_PATH = "/mcp"
 #: The largest tool result's JSON text by default, in bytes (``--max-result-bytes``).
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
+SERVER_NAME, HTTP_PATH = "projectops", "/mcp"  # the initialize answer's name; the HTTP path
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _log = logging.getLogger(__name__)
 
 
 def operation_tools() -> list[types.Tool]:
-    """The tools of the registry's operations, in registry order: named by the tool name, the
-    rpc comment as title (first sentence) and description, ``inputSchema`` and ``outputSchema``
-    from :mod:`projectops.json_schema`, and ``readOnlyHint``/``idempotentHint`` from the rpc's
-    ``idempotency_level``."""
+    """The tools of the registry's operations, in its order: the rpc comment as title (first
+    sentence) and description, the JSON Schemas, hints from the rpc's ``idempotency_level``."""
     return [
         types.Tool(
             name=op.tool_name,
@@ -98,13 +85,9 @@ async def call_operation_tool(
     *,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> types.CallToolResult:
-    """Run the tool `name` with `arguments`: the response as JSON text and as
-    ``structuredContent``, or an ``isError`` result of one sentence; a response whose indented
-    JSON text would pass `max_result_bytes` is such an error, and nothing of it is sent.
-
-    Raises:
-        MCPError: `name` is no operation's tool (``-32602``, as the MCP specification asks).
-    """
+    """Run the tool `name`: the response as JSON text and ``structuredContent``, or an
+    ``isError`` result of one sentence (so is a response over `max_result_bytes` as indented
+    JSON). Raises MCPError ``-32602`` if `name` is no operation's tool, as MCP asks."""
     try:
         op = operation(name)
     except UnknownOperationError:
@@ -119,9 +102,7 @@ async def call_operation_tool(
         row = failure(exc)
         if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
             _log.exception("tool %s failed unexpectedly", name)
-        sentence = redact(row.format(exc, op.tool_name)[1])
-        result = types.CallToolResult(content=[types.TextContent(text=sentence)], is_error=True)
-        outcome = f"error: {sentence}"
+        result, outcome = _failed(redact(row.format(exc, op.tool_name)[1]))
     else:
         result, outcome = await anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
         del response  # the message may be large: not kept while the result is sent
@@ -130,18 +111,14 @@ async def call_operation_tool(
 
 
 def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToolResult, str]:
-    """The tool result of `response` and the outcome to log (run in a worker thread)."""
-    # Counted piece by piece as it is encoded: neither the text nor the dict is built whole
-    # to learn that it is too large.
+    """The tool result of `response` and the outcome to log (run in a worker thread). Its size
+    is counted as it is encoded: nothing is built whole to learn that it is too large."""
     pieces = iter_json(response, indent=2)
     size = sum(len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass")) for p in pieces)
     if size > limit:
-        sentence = (
+        return _failed(
             f"The result of {op.tool_name} would be {size:,} bytes of JSON, over the tool "
             f"server's limit of {limit:,} bytes (--max-result-bytes); nothing of it was returned."
-        )
-        return types.CallToolResult(content=[types.TextContent(text=sentence)], is_error=True), (
-            f"error: {sentence}"
         )
     data = to_dict(response)
     text = dump(data, indent=2)
@@ -152,6 +129,11 @@ def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToo
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content=data
     ), "ok"
+
+
+def _failed(sentence: str) -> tuple[types.CallToolResult, str]:
+    text = types.TextContent(text=sentence)
+    return types.CallToolResult(content=[text], is_error=True), f"error: {sentence}"
 
 
 def _redact_strings(value: Any) -> Any:
@@ -167,12 +149,8 @@ def _redact_strings(value: Any) -> Any:
 def create_server(
     client: AsyncClient, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
 ) -> Server[Any]:
-    """The MCP server with one tool per operation, advertising the tools capability only;
-    every call sends through `client`. Serve it with :func:`serve_stdio` or :func:`serve_http`.
-
-    Raises:
-        TypeError, ValueError: `max_result_bytes` is not an int, or less than 1.
-    """
+    """The MCP server of :func:`operation_tools` (the tools capability only), every call sent
+    through `client`; TypeError or ValueError if `max_result_bytes` is no int of at least 1."""
     if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int):
         raise TypeError("max_result_bytes must be an int (bytes)")
     if max_result_bytes < 1:
@@ -222,53 +200,32 @@ def configure_logging(level: int = logging.INFO) -> None:
     logging.getLogger("projectops").setLevel(level)
 
 
-def http_app(server: Server[Any], host: str, port: int) -> Starlette:
-    """The Streamable HTTP ASGI app of `server` at :data:`HTTP_PATH`, for ``host:port``; the
-    SDK's DNS-rebinding protection answers a ``Host`` other than loopback or `host` (with
-    `port`) 421, an ``Origin`` other than ``http://`` of those 403."""
-    names = list(_LOOPBACK_NAMES)
-    own = f"[{host}]" if ":" in host else host
-    if own not in names:
-        names.append(own)
+def serve_http(
+    server: Server[Any], sock: socket.socket, *, drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
+) -> None:
+    """Serve `server` over Streamable HTTP at :data:`HTTP_PATH` on the listening socket `sock`
+    (:func:`projectops.commands.listen`) until SIGINT/SIGTERM, then return.
+
+    The SDK's DNS-rebinding protection answers a ``Host`` other than loopback or the bound
+    address (with its port) 421, and such an ``Origin`` 403. A stop signal closes `sock`, gives
+    the calls in flight (POST) `drain_timeout` seconds to answer, then ends the event streams.
+    """
+    import uvicorn  # part of the mcp extra; only the HTTP transport needs it
+
+    # sse-starlette would end every event stream, a POST's answer included, the moment uvicorn
+    # starts to stop: _Drain ends them once the POSTs in flight are done instead.
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
+    host, port = sock.getsockname()[:2]
+    names = [*_LOOPBACK_NAMES, f"[{host}]" if ":" in host else host]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{name}:{port}" for name in names],
         allowed_origins=[f"http://{name}:{port}" for name in names],
     )
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=HTTP_PATH, transport_security=security, host=host
     )
-
-
-def serve_http(
-    server: Server[Any], sock: socket.socket, *, drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
-) -> None:
-    """Serve `server` over Streamable HTTP on the listening socket `sock` (from
-    :func:`projectops.commands.listen`), at :data:`HTTP_PATH`, until SIGINT/SIGTERM.
-
-    A stop signal is uvicorn's graceful stop: `sock` closes at once (new connections are
-    refused), the calls in flight (POST) get up to `drain_timeout` whole seconds to send their
-    answers, then the event streams (GET) end and whatever still runs is cancelled. This then
-    returns (the process exits 0); a second SIGINT stops waiting.
-    """
-    import uvicorn  # part of the mcp extra; only the HTTP transport needs it
-    from sse_starlette.sse import AppStatus  # the SDK's event streams
-
-    # sse-starlette ends every event stream, a POST's answer included, the moment uvicorn
-    # starts to stop: _Drain ends them once the POSTs in flight are done instead.
-    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
-    host, port = sock.getsockname()[:2]
-    drain = _Drain(http_app(server, host, port), end_streams=_end_event_streams)
-
-    class DrainingServer(uvicorn.Server):
-        # Overrides uvicorn's handler (and sse-starlette's patch of it): no re-raise of the
-        # signal after the stop, and the event streams end once no POST is in flight.
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True
-            self.should_exit = True
-            drain.stop()
-
+    drain = _Drain(app)
     # log_config=None: uvicorn's loggers go through configure_logging's redacting handler.
     config = uvicorn.Config(
         drain,
@@ -277,51 +234,30 @@ def serve_http(
         lifespan="on",
         timeout_graceful_shutdown=drain_timeout,
     )
-    try:
-        DrainingServer(config).run(sockets=[sock])
-    finally:
-        sock.close()
-
-
-def _end_event_streams() -> None:
-    from sse_starlette.sse import AppStatus
-
-    AppStatus.should_exit = True
+    serve_uvicorn(config, sock, on_stop=drain.stop)
 
 
 class _Drain:
-    """ASGI wrapper counting the requests in flight other than event streams (GET); once
-    :meth:`stop` was called and none is left, it calls `end_streams`.
+    """ASGI wrapper: once :meth:`stop` was called and no POST is in flight, the event streams
+    end. Used on the event loop's thread only: plain attributes suffice."""
 
-    Called on the event loop's thread, and :meth:`stop` from a signal handler on the same
-    thread: plain attributes suffice.
-    """
-
-    def __init__(self, app: Any, *, end_streams: Callable[[], None]) -> None:
-        self._app, self._end_streams = app, end_streams
-        self._calls = 0
-        self._stopping = False
+    def __init__(self, app: Any) -> None:
+        self._app, self._calls, self._stopping = app, 0, False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") == "GET":
-            await self._app(scope, receive, send)
-            return
-        self._calls += 1
+        counted = int(scope["type"] == "http" and scope.get("method") != "GET")
+        self._calls += counted
         try:
             await self._app(scope, receive, send)
         finally:
-            self._calls -= 1
-            self._end_if_drained()
+            self._calls -= counted
+            if self._stopping:
+                self.stop()
 
     def stop(self) -> None:
-        """The server stops: end the event streams now if no call is in flight, else once
-        the last one is done."""
         self._stopping = True
-        self._end_if_drained()
-
-    def _end_if_drained(self) -> None:
-        if self._stopping and self._calls == 0:
-            self._end_streams()
+        if self._calls == 0:
+            AppStatus.should_exit = True
 
 
 def run(

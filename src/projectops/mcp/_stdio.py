@@ -1,12 +1,10 @@
 """The MCP stdio transport, where every line on stdin gets an answer (docs/mcp.md).
 
-The SDK's ``stdio_server`` keeps the writing (one writer, so answers never interleave; fd 1
-diverted, so stray prints miss the wire). Its reader is replaced: it drops a line it cannot parse,
-replaces bytes that are not UTF-8, reads lines of any length, and takes a request whose ``id``
-JSON-RPC does not allow (null, a boolean, a fraction, an array, an object) for a notification.
-Here, per JSON-RPC 2.0 §5.1, a line that is no JSON text gets ``-32700`` and JSON that is no
-JSON-RPC message ``-32600``, with ``id`` null unless the line's own id can be echoed; each is
-logged as one warning, its reason escaped and cut.
+The SDK's ``stdio_server`` keeps the writing (one writer; fd 1 diverted, so stray prints miss
+the wire). Its reader is replaced: it drops lines it cannot parse, replaces bytes that are not
+UTF-8, reads lines of any length, and takes a request whose ``id`` is no string or integer for a
+notification. Here (JSON-RPC 2.0 §5.1) a line that is no JSON text gets ``-32700``, JSON that is
+no JSON-RPC message ``-32600``, ``id`` null unless the line's own can be echoed; each is logged.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ import logging
 import os
 import sys
 import threading
+from contextlib import suppress
 from typing import Any, BinaryIO
 
 import anyio
@@ -72,8 +71,8 @@ def _parse(line: bytes) -> _Item:
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except pydantic.ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=False)
-        where = ".".join(str(part) for part in errors[0]["loc"]) if errors else ""
-        first = f"{where}: {errors[0]['msg']}" if where else errors[0]["msg"] if errors else ""
+        where = ".".join(map(str, errors[0]["loc"]))
+        first = f"{where}: {errors[0]['msg']}" if where else errors[0]["msg"]
         if any(error["type"] in _PARSE_ERROR_TYPES for error in errors):
             return _error(types.PARSE_ERROR, first)
         reason = f"not a JSON-RPC 2.0 message: {first}"
@@ -89,35 +88,27 @@ def _read(
     token: anyio.lowlevel.EventLoopToken,
     items: MemoryObjectSendStream[_Item],
 ) -> None:
-    """Read and parse `source` line by line, handing each item to the event loop.
-
-    A daemon thread, not one of anyio's workers: a read blocked on a stdin that stays open must
-    not keep the process from exiting (Ctrl-C of ``projectops mcp`` in a terminal).
-    """
-    number = 0
-    try:
-        while line := source.readline(limit + 1):
-            number += 1
-            if len(line) > limit and not line.endswith(b"\n"):
-                while line and not line.endswith(b"\n"):  # skipped, never held whole
-                    line = source.readline(limit + 1)
-                item: _Item = _error(
-                    types.PARSE_ERROR, f"line longer than {limit:,} bytes, not read"
-                )
-            elif not line.strip():
-                continue  # a blank line is no request
-            else:
-                item = _parse(line.rstrip(b"\r\n"))
-            if isinstance(item, types.JSONRPCError):
-                error = item.error
-                _log.warning("stdio line %d rejected: %d %s", number, error.code, error.message)
-            anyio.from_thread.run(items.send, item, token=token)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError, OSError):
-        return  # the server stopped listening, its loop is gone, or stdin failed
-    try:
-        anyio.from_thread.run_sync(items.close, token=token)
-    except RuntimeError:
-        pass  # the loop is gone
+    """Read and parse `source` line by line, handing each item to the event loop. Run in a
+    daemon thread: a read blocked on a stdin left open must not keep the process from exiting."""
+    lines = iter(lambda: source.readline(limit + 1), b"")
+    # Ends quietly when the server stopped listening, its loop is gone, or stdin failed.
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError, OSError):
+        try:
+            for number, line in enumerate(lines, 1):
+                if len(line) > limit and not line.endswith(b"\n"):
+                    while line and not line.endswith(b"\n"):  # skipped, never held whole
+                        line = source.readline(limit + 1)
+                    item: _Item = _error(types.PARSE_ERROR, f"line longer than {limit:,} bytes")
+                elif not line.strip():
+                    continue  # a blank line is no request
+                else:
+                    item = _parse(line.rstrip(b"\r\n"))
+                if isinstance(item, types.JSONRPCError):
+                    error = item.error
+                    _log.warning("stdio line %d rejected: %d %s", number, error.code, error.message)
+                anyio.from_thread.run(items.send, item, token=token)
+        finally:
+            anyio.from_thread.run_sync(items.close, token=token)
 
 
 async def serve_stdio(
@@ -128,16 +119,9 @@ async def serve_stdio(
     max_line_bytes: int = MAX_LINE_BYTES,
     drain_seconds: float = DRAIN_SECONDS,
 ) -> None:
-    """Serve `server` over stdio until stdin ends and every request read from it has been
-    answered (or `drain_seconds` have passed), answering every line (module docstring).
-
-    Args:
-        stdin: the binary stream to read (default: a duplicate of the process's fd 0).
-        stdout: the text stream to write (default: the process's stdout, which nothing else
-            may write to meanwhile).
-        max_line_bytes: the longest line read, in bytes.
-        drain_seconds: at the end of stdin, how long the requests in flight may take.
-    """
+    """Serve `server` on `stdin` and `stdout` (default: the process's; nothing else may write
+    to stdout meanwhile) until stdin ends and every request read has been answered, or
+    `drain_seconds` more have passed. Lines over `max_line_bytes` are not read."""
     # Our own reader of fd 0, never closed: the reading thread may hold its lock when the
     # interpreter exits, and closing sys.stdin (or this) would then wait for it.
     source = stdin if stdin is not None else open(os.dup(sys.stdin.fileno()), "rb")
