@@ -170,20 +170,19 @@ class Recording:
         """Keep `response`, the 200 answer of `op` to `request` sent with `key`, both decoded
         strictly. Thread-safe."""
         try:
-            validate(request)
+            validate(request)  # the mock could not serve an invalid request
+            entry = {"request": to_dict(request), "response": to_dict(response)}
         except InvalidArgument:
-            self.left_out += 1
-            return
-        entry = {"request": to_dict(request), "response": to_dict(response)}
-        text = dump(entry)
-        size = len(text.encode())
-        wanted = request_key(request)
+            entry = None
+        text = "" if entry is None else dump(entry)
+        size, wanted = len(text.encode()), request_key(request)
         with self._lock:
             answers = self._projects.setdefault(_hashed(key), {}).setdefault(op.name, {})
             old = answers.get(wanted)
             grows = size - (old[1] if old else 0)
             if (
-                (key and redact(text, [key]) != text)
+                entry is None
+                or (key and redact(text, [key]) != text)
                 or (old is None and self.count >= self._max_answers)
                 or self.bytes + grows > self._max_bytes
             ):
@@ -265,7 +264,8 @@ def create_proxy_app(
                     "bytes (--max-response-bytes)"
                 )
         except ApiError as exc:  # no complete answer: 504 past the time-out, else 503
-            _log.warning("%s %s: %s", request.method, outside_text(target, 200), exc.message)
+            shown = (outside_text(redact(text, [key]), 300) for text in (target, exc.message))
+            _log.warning("%s %s: %s", request.method, *shown)
             return _error(exc)
         except ValueError as exc:  # a header the exchange cannot send as it came
             return _error(InvalidArgument(f"cannot forward: {outside_text(str(exc), 200)}"))
