@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from functools import partial
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 import projectops
@@ -215,13 +216,10 @@ def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | 
     command: Command | None = None
     try:
         parser = build_parser(transport)
-        if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions
-            try:
-                import argcomplete
-            except ImportError:  # the client extra is not installed: nothing to complete
-                pass
-            else:
-                argcomplete.autocomplete(parser)
+        if "_ARGCOMPLETE" in os.environ and find_spec("argcomplete"):  # Tab in the shell
+            import argcomplete
+
+            argcomplete.autocomplete(parser)
         namespace, unknown = parser.parse_known_args(args)
         command = getattr(namespace, "command", None)
         if command is None:  # a bare `projectops` shows its help, as git and gh do

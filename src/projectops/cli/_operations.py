@@ -73,30 +73,18 @@ def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
         Command("operations", "list every operation: tool name, path, summary", _json, _listing),
         Command(
             "describe",
-            "show the reference of an operation: path, description, request and response fields",
+            "show an operation's reference (path, fields, comments), or list the operations",
             partial(_tool_argument, optional=True),
             _run_describe,
-            description="Show an operation's reference from the proto: path, description, and "
-            "the fields of its request and response (JSON name and type, REQUIRED, comment). "
-            "Without TOOL, list the operations.",
         ),
         Command("schema", "print the JSON Schema of a tool's input (or output)", _tool, _schema),
-        Command(
-            "openapi",
-            "print the OpenAPI 3.1 document of the API",
-            _configure_openapi,
-            _run_openapi,
-            description="Print the OpenAPI 3.1 document of the API, derived from the proto, for "
-            "Swagger UI, Redoc, Postman or a client generator.",
-        ),
+        Command("openapi", "print the OpenAPI 3.1 document of the API", _openapi, _run_openapi),
         Command(
             "completion",
-            "print the shell completion script (bash, zsh or fish)",
-            _configure_completion,
+            'print the shell completion script: eval "$(projectops completion bash)"',
+            _shell,
             _run_completion,
             extra="client",
-            description="Print the Tab completion script of projectops for SHELL, e.g. "
-            '`eval "$(projectops completion bash)"` in ~/.bashrc.',
         ),
         Command(
             "mcp",
@@ -298,27 +286,20 @@ class _DryRun(Exception):
 
 
 def _dry_run_transport() -> httpx.BaseTransport:
-    """A transport that sends nothing: it raises :class:`_DryRun` with the request exactly as
-    the client built it."""
-    import httpx2 as httpx
+    """A transport that sends nothing: it raises :class:`_DryRun` with the request as built."""
+    import httpx2
 
-    class DryRunTransport(httpx.BaseTransport):
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
-            raise _DryRun(request)
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise _DryRun(request)
 
-    return DryRunTransport()
+    return httpx2.MockTransport(refuse)
 
 
 # --- operations, describe, schema, openapi, completion, mcp -----------------------------------
 
 
 def _json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print a JSON array of objects (name, toolName, path, summary, description, "
-        "readOnly) for scripts",
-    )
+    parser.add_argument("--json", action="store_true", help="print a JSON array, for scripts")
 
 
 def _listing(args: argparse.Namespace) -> int:
@@ -353,18 +334,14 @@ def _run_describe(args: argparse.Namespace) -> int:
 
     # A terminal narrower than 100 columns gets its width; a pipe or file always 100.
     width = min(shutil.get_terminal_size().columns, 100) if sys.stdout.isatty() else 100
-    if args.tool is None:
-        print(reference.index(width=width).rstrip("\n"))
-    else:
-        print(reference.describe(operation(args.tool), width=width).rstrip("\n"))
+    text = reference.describe(args.tool, width=width) if args.tool else reference.index(width=width)
+    print(text.rstrip("\n"))
     return EXIT_OK
 
 
 def _tool(parser: argparse.ArgumentParser) -> None:
     _tool_argument(parser)
-    parser.add_argument(
-        "--output", action="store_true", help="the output (response) schema, not the input's"
-    )
+    parser.add_argument("--output", action="store_true", help="the response's schema")
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -374,7 +351,7 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _configure_openapi(parser: argparse.ArgumentParser) -> None:
+def _openapi(parser: argparse.ArgumentParser) -> None:
     from projectops.conventions import DEFAULT_BASE_URL
 
     parser.add_argument(
@@ -398,7 +375,7 @@ def _run_openapi(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _configure_completion(parser: argparse.ArgumentParser) -> None:
+def _shell(parser: argparse.ArgumentParser) -> None:
     shells = ("bash", "zsh", "fish")
     parser.add_argument("shell", metavar="SHELL", choices=shells, help=", ".join(shells))
 
@@ -411,30 +388,16 @@ def _run_completion(args: argparse.Namespace) -> int:
 
 
 def _configure_mcp(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--http", action="store_true", help="serve Streamable HTTP on HOST:PORT, not stdio"
-    )
-    parser.add_argument(
-        "--host",
-        help=f"address to bind with --http (default: {DEFAULT_MCP_HOST}); Host and Origin "
-        "headers must name a loopback address or this host (DNS-rebinding protection)",
-    )
-    parser.add_argument(
-        "--port", type=port, help=f"TCP port of --http (default: {DEFAULT_MCP_PORT})"
-    )
-    parser.add_argument(
-        "--max-result-bytes",
-        metavar="BYTES",
-        type=whole,
-        help="the largest tool result (its indented JSON); a larger one is an error result "
-        "(default: 1048576, 1 MiB)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--http", action="store_true", help="serve Streamable HTTP on HOST:PORT, not stdio")
+    add("--host", help=f"address of --http (default: {DEFAULT_MCP_HOST}, loopback only)")
+    add("--port", type=port, help=f"TCP port of --http (default: {DEFAULT_MCP_PORT})")
+    add("--max-result-bytes", metavar="BYTES", type=whole, help="the largest tool result (1 MiB)")
+    add(
         "--drain-timeout",
         metavar="SECONDS",
         type=partial(whole, lowest=0),
-        help="with --http, seconds requests in flight get to finish on SIGTERM or Ctrl-C "
-        f"(default: {DEFAULT_DRAIN_TIMEOUT})",
+        help=f"seconds --http gives calls in flight on SIGTERM (default: {DEFAULT_DRAIN_TIMEOUT})",
     )
     add_retries(parser)
     parser.epilog = (
