@@ -464,6 +464,37 @@ def test_a_body_over_the_limit_is_413_and_not_forwarded() -> None:
     assert calls == 1  # the direct call only
 
 
+def test_a_caller_that_leaves_in_the_middle_of_its_body_raises_nothing() -> None:
+    op = projectops.operations()[0]
+    app = create_proxy_app(AsyncRawClient("http://127.0.0.1:9"), report=lambda _: None)
+    events = [
+        {"type": "http.request", "body": b"{", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": op.path,
+        "raw_path": op.path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-length", b"100")],
+        "server": ("127.0.0.1", 80),
+    }
+
+    async def receive() -> Any:
+        return events.pop(0)
+
+    async def send(message: Any) -> None:
+        pass
+
+    anyio.run(app, scope, receive, send)  # no ClientDisconnect comes out
+    assert events == []
+
+
 def test_headers_go_through_as_they_came_both_ways() -> None:
     op, answer = _demo_answers()[0]
     seen: dict[str, list[tuple[bytes, bytes]]] = {}

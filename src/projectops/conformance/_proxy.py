@@ -32,7 +32,7 @@ import anyio
 import anyio.to_thread
 from google.protobuf.message import Message
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -243,10 +243,13 @@ def create_proxy_app(
 
     async def proxy(request: Request) -> Response:
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                return _error(BODY_TOO_LARGE.error(f"the body is over {MAX_BODY_BYTES} bytes"))
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    return _error(BODY_TOO_LARGE.error(f"the body is over {MAX_BODY_BYTES} bytes"))
+        except ClientDisconnect:  # the caller left before its request was whole: no one to answer
+            return Response(status_code=400)
         op = by_path.get(request.url.path) if request.method == ALLOWED_METHOD else None
         key = request.headers.get(API_KEY_HEADER, "").strip()
         sent: Message | None = None
