@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from protolib import ensure_dev_python
 
@@ -99,9 +100,10 @@ def serve_bare(port: int) -> int:
     """Serve :func:`bare_app` on 127.0.0.1:`port` with the mock server's uvicorn settings."""
     import uvicorn
 
+    app: Any = bare_app()
     uvicorn.run(
-        bare_app(), host=LOOPBACK, port=port, log_level="warning", access_log=False, lifespan="off"
-    )  # type: ignore[arg-type]
+        app, host=LOOPBACK, port=port, log_level="warning", access_log=False, lifespan="off"
+    )
     return 0
 
 
