@@ -34,7 +34,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projectops import descriptions, registry
-from projectops.cli._main import build_parser, main
+from projectops.cli import build_parser, main
 from tests.hypothesis_profiles import examples
 
 REPO = Path(__file__).resolve().parents[2]
