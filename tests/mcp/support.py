@@ -192,11 +192,13 @@ async def _client_session(
 @contextmanager
 def stdio_session(env: Mapping[str, str], errlog: Path) -> Iterator[StdioSession]:
     """``projectops mcp`` over stdio, its environment `env` over the SDK's minimal default one
-    (which holds neither SERVICE_API_KEY nor SERVICE_BACKEND_URL)."""
+    (which holds neither SERVICE_API_KEY nor SERVICE_BACKEND_URL), and the PYTHONPATH of the
+    tests, so that the server is the projectops they import."""
     from mcp import StdioServerParameters
 
+    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
     params = StdioServerParameters(
-        command=MCP_COMMAND[0], args=list(MCP_COMMAND[1:]), env=dict(env)
+        command=MCP_COMMAND[0], args=list(MCP_COMMAND[1:]), env={**path, **env}
     )
     with (
         errlog.open("w", encoding="utf-8") as log,
