@@ -6,6 +6,7 @@ connection against real sockets. The end-to-end tests are in ``test_stdio.py``."
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -315,3 +316,25 @@ def test_tools_list_carries_titles_and_hints_from_the_proto() -> None:
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is op.read_only
         assert tool.annotations.idempotent_hint is op.idempotent
+
+
+def test_a_log_line_quoting_outside_text_is_escaped_and_cut(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28.2 for the tool server's log: a failure quoting 200,000 characters of outside
+    text, terminal controls included, writes a few KiB, traceback included."""
+    from projectops.mcp import configure_logging
+
+    for logger in (logging.getLogger(), logging.getLogger("projectops")):  # restored after
+        monkeypatch.setattr(logger, "handlers", list(logger.handlers))
+        monkeypatch.setattr(logger, "level", logger.level)
+    configure_logging()
+
+    def broken(request: httpx.Request) -> httpx.Response:
+        raise RuntimeError("\x1b]0;pwned\x07" + "A" * 200_000)
+
+    assert call(create_server(factory(broken)), NO_ARGUMENTS.tool_name, {}).is_error is True
+    log = capsys.readouterr().err
+    assert "failed unexpectedly" in log and "Traceback" in log
+    assert "\\x1b]0;pwned\\x07" in log and "\x1b" not in log and "\x07" not in log
+    assert len(log) < 8000

@@ -25,7 +25,7 @@ from sse_starlette.sse import AppStatus  # the event streams of the SDK's HTTP t
 
 import projectops
 from projectops import json_schema
-from projectops._text import escape
+from projectops._text import outside_text
 from projectops.client import DEFAULT_RETRIES, AsyncClient, MissingBaseUrl
 from projectops.client.failures import EXIT_INTERNAL, failure
 from projectops.client.redaction import redact
@@ -180,20 +180,19 @@ def create_server(
     )
 
 
-class _RedactingFormatter(logging.Formatter):
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        # The message may hold text from outside (a tool name, an answer): one line, escaped.
-        return escape(super().formatMessage(record))
-
+class _SafeFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        # Lines may quote outside text: each redacted, escaped and cut, the whole (a traceback
+        # included) at most a few KiB, as the server's (docs/contract.md §6).
+        text = "\n".join(outside_text(redact(line)) for line in super().format(record).split("\n"))
+        return text if len(text) <= 4000 else f"{text[:2000]}\n... [cut] ...\n{text[-2000:]}"
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """Log to stderr only, this package at `level` and libraries at WARNING, with the API
-    key's value redacted from every line (tracebacks included)."""
+    """Log to stderr only, this package at `level` and libraries at WARNING, every line (of
+    tracebacks too) redacted of the API key, escaped and cut."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
