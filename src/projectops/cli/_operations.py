@@ -347,7 +347,7 @@ def _tool(parser: argparse.ArgumentParser) -> None:
 def _schema(args: argparse.Namespace) -> int:
     op = operation(args.tool)
     schema = json_schema.output_schema(op) if args.output else json_schema.input_schema(op)
-    print(json.dumps(schema, indent=2))
+    print(inert_json(json.dumps(schema, indent=2)))  # DEL is ASCII: json.dumps keeps it
     return EXIT_OK
 
 
