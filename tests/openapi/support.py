@@ -1,6 +1,6 @@
 """What the OpenAPI tests share: the apps under test, a real uvicorn socket, Chromium.
 
-The mock app is the mock server's own (:func:`projectops.mock._app.create_mock_app`, which
+The mock app is the mock server's own (:func:`projectops.mock.create_mock_app`, which
 serves the docs routes); the error app adds the docs routes to a ``create_app`` app the way the
 docs module tells server packages to.
 """
@@ -23,8 +23,7 @@ from starlette.applications import Starlette
 import projectops
 from projectops.commands import listen, listen_url
 from projectops.errors import ERROR_CLASSES, Code
-from projectops.mock._app import create_mock_app
-from projectops.mock._matching import load_fixtures
+from projectops.mock import create_mock_app, load_fixtures
 from projectops.openapi import ERROR_CASES, OUTSIDE_OPERATIONS
 from projectops.registry import operations
 from projectops.server import create_app
