@@ -295,14 +295,13 @@ def answer(status: int, body: bytes | str, headers: dict[str, str] | None = None
 
 def echo_key(status: int = 401) -> Behaviour:
     """An error answer whose message, code and violations echo the request's
-    ``Service-Api-Key`` in upper case, repr-escaped (``\\x..`` per character), percent-encoded
-    and verbatim."""
+    ``Service-Api-Key`` as an honest echo writes it: in upper case, repr-escaped,
+    percent-encoded and verbatim."""
 
     def behave(sock: socket.socket, request: Request) -> None:
         key = request.header("Service-Api-Key") or ""
-        escaped = "".join(f"\\x{ord(c):02x}" for c in key)
         message = (
-            f"unknown key {key.upper()}; repr {escaped!r}; url ?key={quote(key, safe='')}; "
+            f"unknown key {key.upper()}; repr {key!r}; url ?key={quote(key, safe='')}; "
             f"lower {key.lower()}; plain {key}"
         )
         body = json.dumps(

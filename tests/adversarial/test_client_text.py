@@ -8,15 +8,17 @@ import json
 import sys
 import traceback
 import unicodedata
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import pytest
 
+import projectops
 from projectops import FieldViolation, Unauthenticated
 from projectops._text import cut, escape, outside_text
+from projectops.client import Client, MissingBaseUrl
 from projectops.client.failures import failure
 from projectops.client.redaction import redact, scrub_exception
-from tests.support import KEY
+from tests.support import KEY, RunCli
 
 UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 
@@ -56,12 +58,12 @@ def spellings(key: str) -> list[str]:
         key.swapcase(),
         repr(key),
         repr(key.encode()),
+        ascii(key),
         json.dumps(key),
+        json.dumps(key.upper()),
         quote(key, safe=""),
-        "".join(f"%{ord(c):02x}" for c in key.upper()),
-        "".join(f"\\x{ord(c):02x}" for c in key),
-        "".join(f"\\u{ord(c):04x}" for c in key),
-        "".join(f"&#{ord(c)};" for c in key),
+        quote(key.upper(), safe="").lower(),
+        quote_plus(key),
     ]
 
 
@@ -116,17 +118,36 @@ def test_scrub_exception_cleans_the_whole_chain_in_place() -> None:
     assert error.message == "outer ***" and error.http_status == 401
 
 
-def test_every_reported_line_is_one_escaped_bounded_redacted_line(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("SERVICE_API_KEY", KEY)
+def test_every_reported_line_is_one_escaped_bounded_line() -> None:
     for exc in [
-        Unauthenticated("\x1b]0;x\x07" + KEY.upper() + "\n" + "A" * 10_000, http_status=401),
-        ValueError("bad\r\nvalue " + quote(KEY)),
+        Unauthenticated("\x1b]0;x\x07" + "\n" + "A" * 10_000, http_status=401),
+        ValueError("bad\r\nvalue"),
         RuntimeError("\u202e" * 5000),
     ]:
         line, sentence = failure(exc).format(exc, "list-rum-environments")
         for text in (line, sentence):
             assert not [c for c in text if unicodedata.category(c) in UNSAFE]
-            assert KEY.lower() not in text.lower() and quote(KEY) not in text
             assert len(text) < 2400
+
+
+def test_our_own_messages_are_never_rewritten_even_for_a_one_letter_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The key never enters our own messages, so nothing redacts them: a key "A" leaves
+    "SERVICE_BACKEND_URL is not set" whole (it used to read "SERVICE_BAC***END_URL")."""
+    monkeypatch.setenv("SERVICE_API_KEY", "A")
+    monkeypatch.delenv("SERVICE_BACKEND_URL", raising=False)
+    with pytest.raises(MissingBaseUrl) as caught:
+        Client()
+    line, sentence = failure(caught.value).format(caught.value, "list-rum-environments")
+    for text in (line, sentence):
+        assert "SERVICE_BACKEND_URL is not set" in text and "***" not in text
+    assert outside_text("a SERVICE_BACKEND_URL", secrets=["A"]) == "*** SERVICE_B***CKEND_URL"
+
+
+def test_the_cli_prints_its_own_line_whole_for_a_one_letter_key(run_cli: RunCli) -> None:
+    tool = next(iter(projectops.operations())).tool_name
+    proc = run_cli(tool, key="A", base_url=None)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "SERVICE_BACKEND_URL is not set" in proc.stderr and "***" not in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1

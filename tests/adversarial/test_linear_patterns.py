@@ -1,6 +1,6 @@
 """Every pattern that runs over outside text is linear in it: redaction of the API key
 (:func:`projectops._text.redact_secrets`) over a mebibyte of backslashes, quotes or half-written
-escapes, against keys that are backslashes themselves; h11's error text; proto comments. And
+escapes, against keys that are backslashes themselves or 16,000 characters long; proto comments. And
 the three places a quadratic redaction used to stall: a server built with ``create_app`` logging
 a handler's or ``authenticate``'s exception, the CLI and the MCP tool server reading a hostile
 backend's error answer.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx2
 import pytest
@@ -32,8 +32,8 @@ from projectops.descriptions import _XREF
 from tests.adversarial.hostile import answer, hostile_server
 from tests.adversarial.test_client_cli import finish, one_error_line, start
 from tests.adversarial.test_client_mcp import INITIALIZE, INITIALIZED, McpProcess, _call, _line
-from tests.support import KEY, cli_env
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
+from tests.support import KEY, cli_env
 
 MIB = 1 << 20
 #: Seconds one redaction of a mebibyte may take: a safety bound on a busy 2-core machine, not a
@@ -99,100 +99,53 @@ def test_a_mebibyte_of_hostile_text_is_redacted_in_linear_time(
     assert elapsed < REDACTION_LIMIT, (text_name, key_name, elapsed)
 
 
-# The old pattern: each character after any number of backslashes, or escaped. Quadratic, but
-# the meaning to keep: whatever it finds in a short text, the new one leaves nothing of.
-def _old_pattern(secret: str) -> re.Pattern[str]:
-    pieces = []
-    for char in secret:
-        forms = [r"\\*" + re.escape(char)] + ([r"\+"] if char == " " else [])
-        for code in sorted({ord(char.lower()), ord(char.upper())}):
-            forms += [f"%{code:02x}", rf"\\+x{code:02x}", rf"\\+u{code:04x}"]
-            forms += [rf"\\+U{code:08x}", f"&#0*{code};", f"&#x0*{code:x};"]
-        pieces.append("(?:" + "|".join(forms) + ")")
-    return re.compile("".join(pieces), re.IGNORECASE)
-
-
-def _spelling(key: str, rng: random.Random) -> str:
-    """`key` written character by character in a random mix of the spellings redaction finds."""
-    out = []
-    for char in key:
-        code = ord(rng.choice([char.lower(), char.upper()]))
-        out.append(
-            rng.choice(
-                [
-                    "\\" * rng.randint(0, 3) + chr(code),
-                    f"%{code:02x}",
-                    f"%{code:02X}",
-                    "\\" * rng.randint(1, 3) + f"x{code:02x}",
-                    "\\" * rng.randint(1, 2) + f"u{code:04x}",
-                    f"\\U{code:08x}",
-                    f"&#{'0' * rng.randint(0, 3)}{code};",
-                    f"&#x{code:x};",
-                ]
-            )
-        )
-    return "".join(out)
+def _honest(key: str) -> list[str]:
+    """`key` as servers, logs and libraries write it out."""
+    return [
+        key,
+        key.upper(),
+        key.swapcase(),
+        json.dumps(key)[1:-1],
+        json.dumps(key.upper())[1:-1],
+        repr(key)[1:-1],
+        ascii(key)[1:-1],
+        quote(key, safe=""),
+        quote(key, safe="").lower(),
+        quote_plus(key),
+    ]
 
 
 @pytest.mark.parametrize(
     "key",
-    ["demo-key", KEY, "a b", "\\", "\\\\", "\\\\\\", "a\\", "\\a", "a\\\\b", "x41", "k'ey\\q"],
+    ["demo-key", KEY, "a b", "\\", "\\\\", "a\\", "\\a", "a\\\\b", "x41", "k'ey\\q\"/x"],
 )
-def test_redaction_still_finds_every_mix_of_spellings(key: str) -> None:
-    """Every spelling of the key in any mix, among backslashes and escapes, is redacted; what
-    is left holds nothing the old pattern would still have redacted as the key."""
+def test_redaction_finds_every_honest_spelling_among_backslashes_and_escapes(key: str) -> None:
     rng = random.Random(key)
-    noise = ["\\", "\\\\", "x", "u", "%", "&", "#", ";", "5c", "%5c", "&#92;", "\\x5c", "a", "0"]
-    old = _old_pattern(key)
-    for _ in range(400):
-        before = "".join(rng.choice(noise) for _ in range(rng.randint(0, 4)))
-        after = "".join(rng.choice(noise) for _ in range(rng.randint(0, 4)))
-        spelled = _spelling(key, rng)
-        assert old.fullmatch(spelled), spelled  # a spelling the old pattern found
-        text = redact_secrets(before + spelled + after, [key], "\x00")
-        assert "\x00" in text, (before, spelled, after)
-        assert old.sub("\x00", text) == text, (before, spelled, after, text)
-
-
-def test_a_long_key_is_found_in_every_mix_of_spellings() -> None:
-    """A key of more than 64 characters (searched for by its head, then followed) is redacted
-    whole in any mix of spellings, also where a character reads two ways (``&`` or
-    ``&#x26;``, ``\\x`` or ``\\x78``) at the head's end or after it."""
-    rng = random.Random(7)
-    alphabet = "abcdefXYZ0123456789-_'\\\"% +&x"
-    # Each key costs a compiled pattern (its own and the old one's), each spelling only a pass:
-    # so a few keys, each in many spellings. Random keys, and keys whose two-way characters sit
-    # exactly at the 64-character head's end and just after it.
-    keys = [
-        "".join(rng.choice(alphabet) for _ in range(rng.randint(65, 160))).strip() for _ in range(6)
-    ]
-    keys += ["a" * n + tail for n in (62, 63, 64) for tail in ("&x\\x-&#b", "\\x&%b")]
-    for key in keys:
-        old = _old_pattern(key)
-        for _ in range(25):
-            spelled = _spelling(key, rng)
-            text = redact_secrets(f"<<{spelled}>>", [key], "\x00")
-            assert text.startswith("<<\x00") and text.endswith(">>"), (key, spelled, text)
-            assert old.sub("\x00", text) == text, (key, spelled, text)
+    noise = ["\\", "\\\\", "x", "u", "%", "&", "#", ";", "5c", "%5c", "&#92;", "\\x5c", " ", "0"]
+    for spelled in _honest(key):
+        for _ in range(50):
+            before = "".join(rng.choice(noise) for _ in range(rng.randint(0, 4)))
+            after = "".join(rng.choice(noise) for _ in range(rng.randint(0, 4)))
+            text = redact_secrets(f"<{before} {spelled} {after}>", [key], "\x00")
+            assert " \x00 " in text, (before, spelled, after, text)
 
 
 @pytest.mark.parametrize("length", [65, 1_000, 16_000])
 def test_a_long_key_costs_no_more_than_a_short_one(length: int) -> None:
     """A server redacts the key a client sent, so the client chooses its length as well as the
-    text: a 16,000-character key and a mebibyte of its near-prefixes are still one pass."""
+    text: a 16,000-character key over a mebibyte of its near-prefixes is still linear."""
     key = "a" * (length - 1) + "z"
     assert redact_secrets(f"'{key}'", [key], "***") == "'***'"
     redacted: list[str] = []
     elapsed = cpu_seconds(lambda: redacted.append(redact_secrets("a" * MIB, [key], "***")))
     assert elapsed < REDACTION_LIMIT, elapsed
-    assert "a" * 64 not in redacted[0]  # fragments go too
 
 
 def test_redaction_keeps_the_longest_key_first_and_redacts_nothing_else() -> None:
     assert redact("x demo-key-long y demo-key", ["demo-key", "demo-key-long"]) == "x *** y ***"
     assert redact("a \\\\\\\\ b \\ c", ["\\\\"]) == "a *** b \\ c"  # one backslash is no key
     assert redact("%5c%5c%5cz", ["\\z"]) == "%5c%5c***"
-    assert redact("ab\\x41 abx", ["abx"]) == "***41 ***"
+    assert redact("ab\\x41 abx ABX", ["abx"]) == "ab\\x41 *** ***"  # no escape of a letter
 
 
 def test_proto_comments_are_read_in_linear_time() -> None:

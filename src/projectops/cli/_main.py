@@ -250,7 +250,6 @@ def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | 
         row = failures.failure(exc)
         line, _ = row.format(exc, command.name if command is not None else "projectops")
         code = row.exit_code
-    from projectops.client.redaction import redact
-
-    print(f"error: {redact(line)}", file=sys.stderr)
+    # No redaction here: the key never enters our messages, outside text was redacted on entry.
+    print(f"error: {line}", file=sys.stderr)
     return code

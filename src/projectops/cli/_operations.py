@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
-from projectops._text import REDACTED, _unsafe, escape, escape_lines
+from projectops._text import REDACTED, _unsafe, escape, escape_lines, redact_secrets
 from projectops.client import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
@@ -180,7 +180,9 @@ def _read_json_input(text: str) -> dict[str, Any]:
     source = "--json-input"
     if text.startswith("@"):
         path = text[1:]
-        source = f"--json-input file {path}"
+        # A path is outside text: the key redacted from it on entry (never from our lines).
+        shown = redact_secrets(path, [os.environ.get(API_KEY_ENV)], REDACTED)
+        source = f"--json-input file {shown}"
         try:
             if path == "-":
                 raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)

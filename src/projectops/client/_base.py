@@ -18,6 +18,7 @@ from projectops.client._errors import (
     AnswerTooLarge,
     InvalidRequest,
     InvalidResponse,
+    MissingApiKey,
     MissingBaseUrl,
     UnexpectedRedirect,
     error_from_answer,
@@ -32,6 +33,7 @@ from projectops.client._transport import (
     check_limits,
     header_key,
 )
+from projectops.client.redaction import mark_redacted
 from projectops.codec import from_json, to_json
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER, BASE_URL_ENV, CONTENT_TYPE
 from projectops.errors import ApiError, InvalidArgument
@@ -204,7 +206,10 @@ class BaseClient:
                 f"{op.name} answers with {op.response_type.__name__}, not {response_type.__name__}"
             )
         message = prepare_request(op, request)
-        usable_api_key(self._api_key)
+        try:
+            usable_api_key(self._api_key)
+        except MissingApiKey as exc:
+            raise mark_redacted(exc) from None  # never quotes the key
         return op, message
 
     def _build(
@@ -240,47 +245,60 @@ class BaseClient:
         context.attempts += 1
         context.http_status = None
         if not isinstance(answer, RawAnswer):
-            return answer
+            return mark_redacted(answer)  # the exchange redacted the peer's text
+        keys = self._secrets
         where = f"the answer of {self.base_url}{op.path} (HTTP {answer.status})"
         encoding = (answer.header("Content-Encoding") or "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise InvalidResponse(
-                f"{where} came with Content-Encoding: {outside_text(encoding, 40)}, which this "
-                "client did not ask for (it sends Accept-Encoding: identity); it was not decoded",
-                http_status=answer.status,
+            raise mark_redacted(
+                InvalidResponse(
+                    f"{where} came with Content-Encoding: {outside_text(encoding, 40, keys)}, "
+                    "which this client did not ask for (it sends Accept-Encoding: identity); it "
+                    "was not decoded",
+                    http_status=answer.status,
+                )
             )
         if 200 <= answer.status < 300 and answer.truncated:
             length = answer.header("Content-Length") or ""
             what = f"announces {int(length):,} bytes" if length.isdigit() else "is larger"
             done = "not read" if length.isdigit() else "read no further"
-            raise AnswerTooLarge(
-                f"{where} {what}, over the limit of {self.max_response_bytes:,} bytes "
-                f"(max_response_bytes); it was {done}",
-                http_status=answer.status,
+            raise mark_redacted(
+                AnswerTooLarge(
+                    f"{where} {what}, over the limit of {self.max_response_bytes:,} bytes "
+                    f"(max_response_bytes); it was {done}",
+                    http_status=answer.status,
+                )
             )
         context.http_status = answer.status
         if 300 <= answer.status < 400:
-            return UnexpectedRedirect(
-                f"HTTP {answer.status}: redirect to "
-                f"{outside_text(answer.header('Location') or 'elsewhere', 300)} not followed (a "
-                "POST is never redirected; check the base URL)",
-                http_status=answer.status,
+            where = outside_text(answer.header("Location") or "elsewhere", 300, keys)
+            return mark_redacted(
+                UnexpectedRedirect(
+                    f"HTTP {answer.status}: redirect to {where} not followed (a POST is never "
+                    "redirected; check the base URL)",
+                    http_status=answer.status,
+                )
             )
         if not 200 <= answer.status < 300:
-            return error_from_answer(
-                answer.status,
-                answer.body,
-                url=self.base_url + op.path,
-                content_type=answer.header("Content-Type"),
+            return mark_redacted(
+                error_from_answer(
+                    answer.status,
+                    answer.body,
+                    url=self.base_url + op.path,
+                    content_type=answer.header("Content-Type"),
+                    secrets=keys,
+                )
             )
         try:
             # Not strict: a newer server may add fields this version does not know.
             return from_json(answer.body, op.response_type)
         except InvalidArgument as exc:
-            raise InvalidResponse(
-                f"the answer of {op.path} is not a {op.response_type.__name__}: "
-                + outside_text(exc.message),
-                http_status=answer.status,
+            raise mark_redacted(
+                InvalidResponse(
+                    f"the answer of {op.path} is not a {op.response_type.__name__}: "
+                    + outside_text(exc.message, secrets=keys),
+                    http_status=answer.status,
+                )
             ) from None
 
     def _retry_wait(
@@ -306,7 +324,7 @@ class BaseClient:
             retry, answer.header("Retry-After") if isinstance(answer, RawAnswer) else None
         )
         if left is not None and wait >= left:
-            raise failure if answered else self._raw._timed_out()
+            raise failure if answered else mark_redacted(self._raw._timed_out())
         return wait
 
 

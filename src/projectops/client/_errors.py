@@ -7,7 +7,7 @@ escaped and cut (:func:`projectops._text.outside_text`) before it enters an exce
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from projectops._text import outside_text
 from projectops.codec import read_error_body
@@ -121,14 +121,20 @@ MAX_ERROR_BODY_BYTES = 1024 * 1024
 
 
 def error_from_answer(
-    status: int, body: bytes | str, *, url: str | None = None, content_type: str | None = None
+    status: int,
+    body: bytes | str,
+    *,
+    url: str | None = None,
+    content_type: str | None = None,
+    secrets: Iterable[str | None] = (),
 ) -> ApiError:
     """The exception a non-2xx answer stands for; never raises.
 
     The class is that of the body's ``ErrorResponse.code`` when it is a known code, whatever
     the status; otherwise the status's (400 ``InvalidArgument``, 401 ``Unauthenticated``, 503
     ``Unavailable``, ...; else ``Unknown``). ``http_status`` is `status`. Message, fields and
-    descriptions are escaped and cut (1,000 characters; 200 for a field path). A body that is
+    descriptions are escaped and cut (1,000 characters; 200 for a field path), `secrets`
+    redacted from them. A body that is
     no ``ErrorResponse`` gives its text, or ``HTTP <status>``; an HTML or XML page (by
     `content_type` or its first characters) one line naming the status, `url` (the request's)
     and ``SERVICE_BACKEND_URL``.
@@ -136,11 +142,11 @@ def error_from_answer(
     proto = read_error_body(body) if len(body) <= MAX_ERROR_BODY_BYTES else None
     violations: tuple[FieldViolation, ...] = ()
     if proto is not None:
-        message = outside_text(proto.message)
+        message = outside_text(proto.message, secrets=secrets)
         violations = tuple(
             FieldViolation(
-                field=outside_text(v.field, _MAX_FIELD_CHARS),
-                description=outside_text(v.description),
+                field=outside_text(v.field, _MAX_FIELD_CHARS, secrets),
+                description=outside_text(v.description, secrets=secrets),
             )
             for v in proto.violations
         )
@@ -155,7 +161,7 @@ def error_from_answer(
                 "service's base URL"
             )
         else:
-            message = outside_text(text.strip()) or f"HTTP {status}"
+            message = outside_text(text.strip(), secrets=secrets) or f"HTTP {status}"
     try:
         code: Code | None = Code(proto.code) if proto is not None else None
     except ValueError:

@@ -293,8 +293,10 @@ class _Exchange:
         timeout: float | None,
         max_response_bytes: int,
         max_error_bytes: int | None,
+        secrets: Iterable[str | None],
     ) -> None:
         error_cap = check_limits(timeout, max_response_bytes, max_error_bytes)
+        self._secrets = tuple(secrets)
         self.base_url = normalize_base_url(base_url)
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
@@ -352,7 +354,7 @@ class _Exchange:
 
     def _unreachable(self, exc: Exception) -> ServiceUnreachable:
         reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
-        reason = outside_text(reason, 300)
+        reason = outside_text(reason, 300, self._secrets)
         return ServiceUnreachable(f"cannot reach {self.base_url}: {reason[:1].lower()}{reason[1:]}")
 
 
@@ -398,8 +400,9 @@ class RawClient(_Exchange):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_error_bytes: int | None = None,
         transport: httpx2.BaseTransport | None = None,
+        secrets: Iterable[str | None] = (),
     ) -> None:
-        super().__init__(base_url, timeout, max_response_bytes, max_error_bytes)
+        super().__init__(base_url, timeout, max_response_bytes, max_error_bytes, secrets)
         self._own = transport is None
         self._http = self._client(httpx2.Client, transport or _DeadlineTransport(self.base_url))
 
@@ -507,8 +510,9 @@ class AsyncRawClient(_Exchange):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_error_bytes: int | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        secrets: Iterable[str | None] = (),
     ) -> None:
-        super().__init__(base_url, timeout, max_response_bytes, max_error_bytes)
+        super().__init__(base_url, timeout, max_response_bytes, max_error_bytes, secrets)
         if transport is None:
             transport = httpx2.AsyncHTTPTransport(proxy=environment_proxy(self.base_url))
         self._http = self._client(httpx2.AsyncClient, transport)

@@ -1,15 +1,10 @@
 """How a failed call is reported: the CLI's exit code and line, the tool server's sentence.
 
-One table, :data:`FAILURES`, keyed by exception class; :func:`failure` finds the row of an
-exception by walking its class's MRO, so a subclass without a row of its own (``PermissionDenied``,
-``InvalidResponse``, ...) takes its nearest ancestor's. Nothing else branches on error classes.
-One exception: an error the server *answered* is reported by the answer's status where the
-README promises an exit code by status (401 -> 3, 400 -> 4, any other status -> 5), since the
-class follows the code the server sent (a 503 may carry ``unauthenticated``).
-
-Every line and sentence is one line of safe text: the message is escaped (control characters
-shown as ``\\x1b``), cut to :data:`MAX_MESSAGE_CHARS` and has the API key redacted, whatever the
-exception and wherever its text came from.
+One table, :data:`FAILURES`, keyed by exception class; :func:`failure` takes the row of the
+nearest class in an exception's MRO. An error the server *answered* is reported by its status
+where the README promises an exit code by status (401 -> 3, 400 -> 4, others -> 5). Every line
+and sentence is one line: escaped and cut to :data:`MAX_MESSAGE_CHARS` (outside text in it was
+redacted where it entered, :mod:`projectops.client.redaction`).
 """
 
 from __future__ import annotations
@@ -26,7 +21,6 @@ from projectops.client._errors import (
     MissingBaseUrl,
     ServiceUnreachable,
 )
-from projectops.client.redaction import redact
 from projectops.commands import CannotListen
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from projectops.errors import (
@@ -81,9 +75,8 @@ class Failure:
         line: the CLI's stderr line (after ``error: ``), a ``str.format`` template.
         sentence: the tool server's ``isError`` result text, a ``str.format`` template.
 
-    Template fields: ``{tool}`` (the tool name), ``{status}``, ``{code}``, ``{message}`` (the
-    message with the violations it does not state, :meth:`~projectops.ApiError.describe`,
-    escaped, cut to :data:`MAX_MESSAGE_CHARS` and with the API key redacted).
+    Template fields: ``{tool}``, ``{status}``, ``{code}``, ``{message}``
+    (:meth:`~projectops.ApiError.describe`, escaped and cut to :data:`MAX_MESSAGE_CHARS`).
     """
 
     exit_code: int
@@ -96,7 +89,7 @@ class Failure:
             status, code, text = exc.http_status, exc.code, exc.describe()
         else:
             status, code, text = None, None, str(exc)
-        message = outside_text(redact(text), MAX_MESSAGE_CHARS).rstrip(".")
+        message = outside_text(text, MAX_MESSAGE_CHARS).rstrip(".")
         fields = {"status": status, "code": code, "message": message}
         return (
             self.line.format(tool=tool, **fields),

@@ -35,8 +35,8 @@ when nothing was sent or no whole answer came)::
 Every peer is hostile: the exchange (:class:`~projectops.client.RawClient`) bounds the whole
 call by ``timeout``, caps the answer at ``max_response_bytes`` (error bodies at 1 MiB), never
 decodes a ``Content-Encoding``, keeps no cookie and follows no redirect; every text of an
-answer is escaped and cut before it enters an exception; the key is redacted from every
-exception a call raises and those chained to it (:mod:`projectops.client.redaction`).
+answer is escaped, cut and has the key redacted before it enters an exception, and any other
+exception a call raises is scrubbed of it (:mod:`projectops.client.redaction`).
 """
 
 from __future__ import annotations
@@ -167,6 +167,7 @@ class Client(BaseClient):
             max_response_bytes=max_response_bytes,
             max_error_bytes=MAX_ERROR_BODY_BYTES,
             transport=transport,
+            secrets=self._secrets,
         )
 
     @overload
@@ -288,6 +289,7 @@ class AsyncClient(BaseClient):
             max_response_bytes=max_response_bytes,
             max_error_bytes=MAX_ERROR_BODY_BYTES,
             transport=transport,
+            secrets=self._secrets,
         )
 
     @overload
