@@ -1,9 +1,10 @@
 """Bad fixtures files against ``projectops mock-server``: every one is exit 2 and one line naming
-the file, at once and in bounded memory, before anything listens.
+the file, at once and in bounded memory, before anything listens; and a request no answer
+matches costs the same whatever the number of answers (issue 28, item 7).
 
 The files that would cost an unbounded read (64 MiB and more, ``/dev/zero``) go to the real
-program under an address-space limit; the others to :func:`projectops.cli._main.main` in-process,
-where listening would fail the test.
+program under an address-space limit; the others to the program in-process, on a port that is
+taken, so that going on to listen would end in another error than the one expected.
 """
 
 from __future__ import annotations
@@ -11,26 +12,43 @@ from __future__ import annotations
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
+from google.protobuf.descriptor import FieldDescriptor
 
-from projectops.mock import _app as mock
+import projectops
+from projectops.errors import FailedPrecondition
+from projectops.fixtures import MAX_FIXTURES_BYTES, FixtureAnswer, request_key
+from projectops.mock import MockProject
+from projectops.validation import is_required
 from tests.support import RunCli
 
 #: Address space the server may use while it rejects a file (unbounded reads would exceed it).
 MEMORY_LIMIT = 1536 * 1024 * 1024
 
-ANSWER = {"request": {"version": "1.0.0"}, "response": {}}
+
+def _required_string(op: projectops.Operation) -> FieldDescriptor | None:
+    fields = op.request_type.DESCRIPTOR.fields
+    return next((fd for fd in fields if is_required(fd) and fd.type == fd.TYPE_STRING), None)
+
+
+#: An operation whose request has a REQUIRED string field, and that field.
+OP, FIELD = next(
+    (op, fd) for op in projectops.operations() if (fd := _required_string(op)) is not None
+)
+ANSWER = {"request": {FIELD.json_name: "1.0.0"}, "response": {}}
 
 
 def project(**fields: Any) -> dict[str, Any]:
-    entry = {"project": "p", "apiKey": "p-key", "operations": {"get_release_details": [ANSWER]}}
+    entry = {"project": "p", "apiKey": "p-key", "operations": {OP.name: [ANSWER]}}
     return {"projects": [{**entry, **fields}]}
 
 
@@ -87,13 +105,13 @@ def dev_zero(_: Path) -> Path:
 
 DUPLICATE_TOP = '{"projects": [], "projects": []}'
 DUPLICATE_DEEP = json.dumps(project()).replace(
-    '"version": "1.0.0"', '"version": "1.0.0", "version": "2.0.0"'
+    f'"{FIELD.json_name}": "1.0.0"', f'"{FIELD.json_name}": "1.0.0", "{FIELD.json_name}": "2"'
 )
 
 # (name, file maker, words the one line must hold)
 BAD_FILES: list[tuple[str, Callable[[Path], Path], str]] = [
     ("nested past the depth limit", nested(500), "nested deeper than 100 levels"),
-    ("nested past the JSON parser", nested(100_000), "not valid JSON: maximum recursion depth"),
+    ("nested past the JSON parser", nested(5_000), "not valid JSON: maximum recursion depth"),
     ("over 64 MiB", sparse(64 * 1024 * 1024 + 1), "larger than 64 MiB"),
     ("/dev/zero", dev_zero, "not a regular file (a character device)"),
     ("a FIFO", fifo, "not a regular file (a FIFO)"),
@@ -102,7 +120,7 @@ BAD_FILES: list[tuple[str, Callable[[Path], Path], str]] = [
     (
         "duplicate key in a request",
         text_file(DUPLICATE_DEEP),
-        'get_release_details[0].request: the key "version" appears twice',
+        f'{OP.name}[0].request: the key "{FIELD.json_name}" appears twice',
     ),
     ("key with a leading space", json_file(project(apiKey=" p-key")), "white space around it"),
     ("key with a trailing tab", json_file(project(apiKey="p-key\t")), "white space around it"),
@@ -121,40 +139,153 @@ def limit_memory() -> None:
 IN_A_SUBPROCESS = {"over 64 MiB", "/dev/zero"}
 
 
-def listening_is_a_failure(*_: object, **__: object) -> NoReturn:
-    raise AssertionError("the mock server went on to listen with a bad fixtures file")
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port that is listened on: a server that got past its fixtures could not listen."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def check_one_line(done: subprocess.CompletedProcess[str], path: Path, words: str) -> None:
+    code, err = done.returncode, done.stderr
+    assert (code, done.stdout) == (2, ""), err
+    assert err.count("\n") == 1 and err.startswith(f"error: {path}: "), err
+    assert words in err, err
+    assert "\x1b" not in err and "\x9b" not in err
+    assert len(err) <= 400
+
+
+IN_PROCESS = [b for b in BAD_FILES if b[0] not in IN_A_SUBPROCESS]
+SUBPROCESS = [b for b in BAD_FILES if b[0] in IN_A_SUBPROCESS]
+
+
+@pytest.mark.parametrize(("name", "make", "words"), IN_PROCESS, ids=[b[0] for b in IN_PROCESS])
+def test_a_bad_fixtures_file_is_exit_2_and_one_line(
+    tmp_path: Path, run_cli: RunCli, taken_port: int, name: str, make: Any, words: str
+) -> None:
+    path = make(tmp_path)
+    check_one_line(
+        run_cli("mock-server", "--port", str(taken_port), "--fixtures", str(path)), path, words
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "make", "words"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
-def test_a_bad_fixtures_file_is_exit_2_and_one_line(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    run_cli: RunCli,
-    name: str,
-    make: Callable[[Path], Path],
-    words: str,
+@pytest.mark.parametrize(("name", "make", "words"), SUBPROCESS, ids=[b[0] for b in SUBPROCESS])
+def test_a_file_that_would_cost_an_unbounded_read_is_exit_2_and_one_line(
+    tmp_path: Path, taken_port: int, name: str, make: Any, words: str
 ) -> None:
     path = make(tmp_path)
-    argv = ["mock-server", "--port", "0", "--fixtures", str(path)]
     start = time.monotonic()
-    if name in IN_A_SUBPROCESS:
-        done = subprocess.run(
-            [sys.executable, "-m", "projectops", *argv],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=30,
-            preexec_fn=limit_memory,
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "projectops",
+            "mock-server",
+            *("--port", str(taken_port)),
+            *("--fixtures", str(path)),
+        ],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=30,
+        preexec_fn=limit_memory,
+    )
+    print(f"{name}: exit {done.returncode} in {time.monotonic() - start:.2f} s")
+    check_one_line(done, path, words)
+
+
+def fixtures_text(op: projectops.Operation, answers: str) -> str:
+    entry = f'"project": "p", "apiKey": "p-key", "operations": {{"{op.name}": [{answers}]}}'
+    return f'{{"projects": [{{{entry}}}]}}'
+
+
+def empty_elements(folder: Path) -> Path:
+    """15 MiB: one answer whose list of messages holds 5.2 million ``{}``: it took a minute
+    and 2 GiB to start."""
+    op, fd = next(
+        (op, fd)
+        for op in projectops.operations()
+        for fd in op.response_type.DESCRIPTOR.fields
+        if fd.is_repeated and fd.message_type is not None
+    )
+    listed = ",".join(["{}"] * 5_200_000)
+    answer = f'{{"request": {{}}, "partial": true, "response": {{"{fd.json_name}": [{listed}]}}}}'
+    return text_file(fixtures_text(op, answer))(folder)
+
+
+def partial_answers(folder: Path) -> Path:
+    """30 MiB: 501,000 partial answers, written compactly: it took a minute and 1 GiB to
+    start (a sparser file passes the guard, and then costs what it allows)."""
+    answers = ",".join(
+        f'{{"request":{{"{FIELD.json_name}":"v{i}"}},"partial":true,"response":{{}}}}'
+        for i in range(501_000)
+    )
+    return text_file(fixtures_text(OP, answers))(folder)
+
+
+@pytest.mark.parametrize("make", [empty_elements, partial_answers])
+def test_fixtures_whose_decoding_would_cost_gigabytes_are_refused_before_parsing(
+    tmp_path: Path, run_cli: RunCli, taken_port: int, make: Callable[[Path], Path]
+) -> None:
+    path = make(tmp_path)
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        done = run_cli("mock-server", "--port", str(taken_port), "--fixtures", str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    check_one_line(done, path, "decoding them would take up to")
+    assert "MB of memory, over what decoding may cost" in done.stderr
+    # The read buffer, the text and its string; not a message per object.
+    assert peak < MAX_FIXTURES_BYTES + 3 * size, peak
+
+
+def partial_project(count: int) -> MockProject:
+    """A project whose operation OP has `count` partial answers, the i-th for the FIELD value
+    ``v<i>`` and with a delay of i ms (which tells them apart)."""
+    answers = []
+    for i in range(count):
+        request = OP.request_type(**{FIELD.name: f"v{i}"})
+        key = request_key(request)
+        answers.append(
+            FixtureAnswer(request, OP.response_type(), key, delay=i / 1000, partial=True)
         )
-    else:
-        monkeypatch.setattr(mock, "listen", listening_is_a_failure)
-        done = run_cli(*argv)
-    seconds = time.monotonic() - start
-    code, err = done.returncode, done.stderr
-    print(f"{name}: exit {code} in {seconds:.2f} s: {err.strip()[:160]}")
-    assert (code, done.stdout) == (2, ""), err
-    assert err.count("\n") == 1 and err.startswith(f"error: {path}: "), err
-    assert words in err
-    assert "\x1b" not in err and "\x9b" not in err
-    assert len(err) <= 400
+    return MockProject("p", {OP.name: tuple(answers)})
+
+
+def calls_made(work: Callable[[], object]) -> int:
+    """How many functions (Python and built-in) `work` calls: its cost, counted, not timed."""
+    count = 0
+
+    def profile(_frame: object, event: str, _arg: object) -> None:
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def test_an_unmatched_request_costs_the_same_whatever_the_number_of_partial_answers() -> None:
+    request = OP.request_type(**{FIELD.name: "no such value"})
+
+    def unmatched(project: MockProject) -> Callable[[], object]:
+        def work() -> None:
+            with pytest.raises(FailedPrecondition):
+                project.reply(OP, request)
+
+        return work
+
+    small, large = partial_project(10), partial_project(20_000)
+    for project in (small, large):  # warm up: the codec's plans, the cache's first entries
+        unmatched(project)()
+    assert calls_made(unmatched(large)) == calls_made(unmatched(small))
+    # The index finds what a scan found: the partial answer whose values the request holds.
+    assert large.reply(OP, OP.request_type(**{FIELD.name: " v19999 "})).delay == 19.999

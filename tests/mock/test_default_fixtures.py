@@ -7,18 +7,20 @@ from collections import Counter
 
 import pytest
 
-from projectops.mock._matching import load_fixtures
+from projectops.fixtures import default_fixtures
+from projectops.mock import load_fixtures
 from projectops.v1 import operations_pb2 as ops
 from projectops.v1 import release_pb2 as rel
 
-PROJECTS = {project.name: project for project in load_fixtures().values()}
+PROJECTS = {project.name: project for project in default_fixtures()}
 OPEN = {rel.ACTIVE, rel.IN_PROGRESS_BUG, rel.BLOCKED}
 
 
 def releases() -> list[tuple[str, ops.GetReleaseDetailsResponse]]:
     found = []
     for name, project in PROJECTS.items():
-        for response in project.answers["get_release_details"].values():
+        for answer in project.answers["get_release_details"]:
+            response = answer.response
             assert isinstance(response, ops.GetReleaseDetailsResponse)
             found.append((name, response))
     return found
@@ -140,8 +142,8 @@ def test_other_project_has_no_release_1_0_0_and_its_own_environments() -> None:
     envs = {
         name: [
             e.environment
-            for r in p.answers["list_rum_environments"].values()
-            for e in r.environments  # type: ignore[attr-defined]
+            for a in p.answers["list_rum_environments"]
+            for e in a.response.environments  # type: ignore[attr-defined]
         ]
         for name, p in PROJECTS.items()
     }
@@ -150,7 +152,8 @@ def test_other_project_has_no_release_1_0_0_and_its_own_environments() -> None:
 
 @pytest.mark.parametrize("project", sorted(PROJECTS))
 def test_environments_are_most_recently_seen_first(project: str) -> None:
-    [response] = PROJECTS[project].answers["list_rum_environments"].values()
+    [answer] = PROJECTS[project].answers["list_rum_environments"]
+    response = answer.response
     assert isinstance(response, ops.ListRumEnvironmentsResponse)
     last_seen = [e.last_seen_time.ToDatetime() for e in response.environments]
     assert last_seen == sorted(last_seen, reverse=True)

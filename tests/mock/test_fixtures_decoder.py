@@ -3,23 +3,24 @@ it serves what that decodes, and reports its errors word for word."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import projectops
 from projectops.fixtures import FixtureError, decode_fixtures, default_fixtures
-from projectops.mock import _matching as server_fixtures
+from projectops.mock import load_fixtures
 
 
 def test_the_mock_server_serves_what_the_core_decodes() -> None:
     decoded = default_fixtures()
-    served = server_fixtures.load_fixtures()
+    served = load_fixtures()
     assert {p.api_key: p.name for p in decoded} == {k: p.name for k, p in served.items()}
     assert {p.name for p in decoded} == {"demo", "other"}
-    ops_by_name = {op.name: op for op in projectops.operations()}
     for project in decoded:
         for op_name, answers in project.answers.items():
             for answer in answers:
-                op = ops_by_name[op_name]
+                op = projectops.operation(op_name)
                 assert served[project.api_key].answer(op, answer.request) == answer.response
 
 
@@ -41,12 +42,12 @@ BAD = [
 
 
 @pytest.mark.parametrize(("text", "message"), BAD, ids=[m[:30] for _, m in BAD])
-def test_the_server_reports_the_cores_errors(text: str, message: str) -> None:
+def test_the_server_reports_the_cores_errors(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(FixtureError) as core:
         decode_fixtures(text)
     assert str(core.value).startswith(message)
-    # One parser: the server's error is the same class, with the same words.
-    assert server_fixtures.FixtureError is FixtureError
+    path = tmp_path / "fixtures.json"
+    path.write_text(text)
     with pytest.raises(FixtureError) as served:
-        server_fixtures.parse_fixtures(text)
-    assert str(served.value) == str(core.value)
+        load_fixtures(path)
+    assert str(served.value) == f"{path}: {core.value}"

@@ -20,13 +20,11 @@ import uvicorn
 
 import projectops
 from projectops import json_schema
-from projectops.cli._main import main
+from projectops.cli import main
 from projectops.client import AsyncOperationsServiceClient, OperationsServiceClient
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER
 from projectops.fixtures import FixtureError, decode_fixtures
-from projectops.mock._app import create_mock_app
-from projectops.mock._generate import generate, generated_answer
-from projectops.mock._matching import load_fixtures
+from projectops.mock import create_mock_app, generate, generated_answer, load_fixtures
 from projectops.v1 import operations_pb2 as ops
 
 GET = projectops.operation("get_release_details")

@@ -23,11 +23,10 @@ import projectops
 from _projectops_pytestplugin import projectops_mock  # noqa: F401 (the fixture)
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER, BASE_URL_ENV
 from projectops.fixtures import FixtureError
-from projectops.mock._generate import generated_answer
-from projectops.mock._server import Call, MockServer
+from projectops.mock import Call, MockServer, generated_answer
 from projectops.v1 import operations_pb2 as ops
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GET = projectops.operation("get_release_details")
 LIST = projectops.operation("list_rum_environments")
 
@@ -136,9 +135,10 @@ def test_the_port_is_stopped_at_close() -> None:
         ({"request": {"version": ""}}, "request.version: is required"),
         ({"request": {"bogus": 1}}, "bogus"),
         ({"response": {"summary": 7}}, "summary"),
-        ({"error": "nope"}, "'nope' is no error code"),
+        ({"error": "nope"}, '"nope" is no error code'),
         ({"response": {}, "error": "internal"}, "not both"),
-        ({"delay": 61}, "delay: 61s is not between 0 and 60s"),
+        ({"delay": 61}, "delay: 61s is longer than the longest delay, 60s"),
+        ({"delay": -1}, "delay: a delay cannot be negative"),
         ({"request": ops.ListRumEnvironmentsRequest()}, "expected a"),
     ],
 )
@@ -152,7 +152,7 @@ def test_bad_scripts_raise_at_once(
 def _readme_test() -> str:
     readme = (REPO / "README.md").read_text()
     found = re.search(
-        r"### Testing code that calls the API: the pytest plugin\n.*?```python\n(.*?)```",
+        r"## Test code that calls the API\n.*?```python test\n(.*?)```",
         readme,
         re.S,
     )

@@ -1,6 +1,6 @@
 """The mock server (extra ``server``): fixtures matched to requests, generated answers for the
 rest, the ``projectops mock-server`` command, and :class:`MockServer`, the API mocked for one
-test behind the pytest fixture ``projectops_mock`` (extra ``testing``).
+test behind the pytest fixture ``projectops_mock`` (extra ``testing``); docs/mock.md.
 
 Names are imported on first use: importing the package imports neither Starlette nor uvicorn.
 """
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from projectops.mock._app import app_from_environment, create_mock_app, serve
     from projectops.mock._command import commands
     from projectops.mock._generate import generate, generated_answer
-    from projectops.mock._matching import MockProject, load_fixtures, parse_fixtures
+    from projectops.mock._matching import MockProject, Reply, load_fixtures
     from projectops.mock._server import API_KEY, PROJECT, Call, MockServer
 
 _WHERE = {
@@ -24,14 +24,14 @@ _WHERE = {
     "Call": "projectops.mock._server",
     "MockServer": "projectops.mock._server",
     "MockProject": "projectops.mock._matching",
-    "app_from_environment": "projectops.mock._app",
-    "commands": "projectops.mock._command",
-    "create_mock_app": "projectops.mock._app",
+    "Reply": "projectops.mock._matching",
+    "load_fixtures": "projectops.mock._matching",
     "generate": "projectops.mock._generate",
     "generated_answer": "projectops.mock._generate",
-    "load_fixtures": "projectops.mock._matching",
-    "parse_fixtures": "projectops.mock._matching",
+    "app_from_environment": "projectops.mock._app",
+    "create_mock_app": "projectops.mock._app",
     "serve": "projectops.mock._app",
+    "commands": "projectops.mock._command",
 }
 
 __all__ = [
@@ -40,13 +40,13 @@ __all__ = [
     "Call",
     "MockProject",
     "MockServer",
+    "Reply",
     "app_from_environment",
     "commands",
     "create_mock_app",
     "generate",
     "generated_answer",
     "load_fixtures",
-    "parse_fixtures",
     "serve",
 ]
 

@@ -1,167 +1,95 @@
-"""The mock server's fixtures: loading a file within bounds, and matching requests.
+"""The mock's fixtures served: loading a file (:mod:`projectops.fixtures` is the format) and
+matching requests to answers.
 
-The format, and the one decoder of it, is :mod:`projectops.fixtures` (the proto message
-``projectops.v1.MockFixtures`` in the protobuf JSON mapping; ``pydoc projectops.fixtures``
-shows an example file).
-
-Reading is bounded: the file must be a regular file (not a directory, FIFO or device) of at most
-:data:`MAX_FIXTURES_BYTES` (64 MiB); then :func:`projectops.fixtures.decode_fixtures`
-checks it strictly (no repeated key, at most :data:`MAX_DEPTH` levels, every request and
-response decoded as its operation's message, names and keys unique). Every error is one line
-that names the file and the field path, never a key's value.
-
-Matching: a request is decoded and validated like any request of the adapter, then the
-surrounding white space of each of its strings is removed (a version is compared trimmed) and
-it is compared with each answer's request, normalised the same way
-(:func:`~projectops.fixtures.request_key`): an exact answer whose request is equal wins,
-then the first partial answer (``"partial": true``) whose request's fields the request holds
-(:func:`~projectops.fixtures.is_subset`). The matching answer's response, or its error,
-is the answer (see :meth:`MockProject.answer`), after its delay (:meth:`MockProject.reply`);
-:meth:`MockProject.encoded_answer` gives its JSON, encoded once, on first use. An operation the
-project lists no answers for is answered with a generated response
-(:func:`~projectops.mock._generate.generated_answer`) unless ``generate=False``.
+A request (decoded and validated by the adapter) matches the exact answer whose request equals
+it once every string is trimmed (:func:`~projectops.fixtures.request_key`), else the first
+partial answer, in file order, whose request's set fields it holds with equal values. Both are
+looked up in indexes built once: exact answers by key, partial ones by the set of field names
+they set and then by those fields' values, so a request costs one lookup per distinct set of
+names, never a scan of the answers. No match is 400 ``failed_precondition``; an operation the
+project lists no answers for gets :func:`~projectops.mock._generate.generated_answer`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NoReturn
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NoReturn
 
 from google.protobuf.message import Message
 
 from projectops.codec import to_json
 from projectops.errors import ERROR_CLASSES, ApiError, Code, FailedPrecondition
 from projectops.fixtures import (
-    DEFAULT_FIXTURES_NAME,
-    MAX_DEPTH,
-    MAX_FIXTURES_BYTES,
     FixtureAnswer,
     FixtureError,
-    FixtureProject,
     decode_fixtures,
     default_fixtures,
-    is_subset,
-    match_key,
     read_fixtures_file,
-    request_fields,
-    request_json,
     request_key,
+    trimmed,
 )
 from projectops.mock._generate import generated_answer
 from projectops.registry import Operation
 from projectops.v1.error_pb2 import ErrorResponse
 
-__all__ = [
-    "DEFAULT_FIXTURES_NAME",
-    "MAX_DEPTH",
-    "MAX_FIXTURES_BYTES",
-    "FixtureError",
-    "MockProject",
-    "Reply",
-    "load_fixtures",
-    "parse_fixtures",
-]
+__all__ = ["MockProject", "Reply", "load_fixtures"]
 
-#: The largest fixtures file read, in bytes (64 MiB).
-# Distinct requests whose match key is remembered, per project.
-_KEY_CACHE_SIZE = 4096
-#: Longest request (wire bytes) whose match key is remembered.
-_KEY_CACHE_REQUEST_BYTES = 1024
+# Matched requests remembered by their wire bytes, so a repeated one skips the JSON walk: short
+# ones only, and a bounded number, so a client cannot grow the cache with requests it makes up.
+_CACHE_SIZE = 4096
+_CACHE_REQUEST_BYTES = 1024
+_SHOWN_CHARS = 60
 
 
 @dataclass(frozen=True)
 class Reply:
-    """What the mock server answers one request with.
-
-    Attributes:
-        body: the response's UTF-8 JSON (empty when `error` is set).
-        error: the error to raise instead (answered with its code's status), or ``None``.
-        delay: seconds to wait first (0 to
-            :data:`~projectops.fixtures.MAX_DELAY_SECONDS`).
-    """
+    """What a request gets: `body` (UTF-8 JSON) or `error`, after `delay` seconds."""
 
     body: bytes
     error: ApiError | None = None
     delay: float = 0.0
 
 
-@dataclass(frozen=True)
 class MockProject:
-    """One project of the fixtures.
+    """One project: `scenario` maps an operation name to its answers (file order); with
+    `generate` off, an operation without answers is a ``failed_precondition`` too."""
 
-    Attributes:
-        name: the project's name (``"demo"``).
-        scenario: operation name -> its answers
-            (:class:`~projectops.fixtures.FixtureAnswer`), in the order of the file.
-        generate: answer an operation that `scenario` does not list with a generated response
-            (:func:`~projectops.mock._generate.generated_answer`); ``False``: with
-            ``failed_precondition``, as a request that matches no answer.
-    """
-
-    name: str
-    scenario: Mapping[str, tuple[FixtureAnswer, ...]]
-    generate: bool = True
-    # Operation name -> exact match key -> index in scenario[op].
-    _exact: dict[str, dict[str, int]] = field(init=False, repr=False, compare=False)
-    # Operation name -> (index, the request's fields) of each partial answer, in file order.
-    _partial: dict[str, list[tuple[int, dict[str, Any]]]] = field(
-        init=False, repr=False, compare=False
-    )
-    # (operation name, answer's index) -> the response's JSON, filled on first use.
-    _encoded: dict[tuple[str, int], bytes] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-    # (operation name, request's deterministic wire bytes) -> index of the answer it matched:
-    # equal bytes are equal messages, so a request seen before skips the JSON walk. Only
-    # matched requests of at most _KEY_CACHE_REQUEST_BYTES, at most _KEY_CACHE_SIZE of them.
-    _keys: dict[tuple[str, bytes], int] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-
-    def __post_init__(self) -> None:
-        exact: dict[str, dict[str, int]] = {}
-        partial: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-        for op_name, answers in self.scenario.items():
-            exact[op_name] = {}
-            partial[op_name] = []
+    def __init__(
+        self, name: str, scenario: Mapping[str, tuple[FixtureAnswer, ...]], generate: bool = True
+    ) -> None:
+        self.name, self.scenario, self.generate = name, scenario, generate
+        self._exact: dict[str, dict[str, int]] = {}
+        # Operation -> names a partial answer sets -> their values' JSON -> its index.
+        self._partial: dict[str, dict[tuple[str, ...], dict[str, int]]] = {}
+        self._encoded: dict[tuple[str, int], bytes] = {}
+        self._seen: dict[tuple[str, bytes], int] = {}
+        for op_name, answers in scenario.items():
+            exact = self._exact[op_name] = {}
+            partial = self._partial[op_name] = {}
             for i, answer in enumerate(answers):
                 if answer.partial:
-                    partial[op_name].append((i, request_fields(answer.request)))
+                    names = tuple(fd.json_name for fd, _ in answer.request.ListFields())
+                    values = _values(json.loads(answer.key), names)  # trimmed JSON
+                    partial.setdefault(names, {}).setdefault(values or "", i)
                 else:
-                    exact[op_name].setdefault(answer.key, i)
-        object.__setattr__(self, "_exact", exact)
-        object.__setattr__(self, "_partial", partial)
+                    exact.setdefault(answer.key, i)
 
-    def __repr__(self) -> str:  # no key is held, but keep reprs short
+    def __repr__(self) -> str:
         return f"MockProject({self.name!r})"
 
-    @property
-    def answers(self) -> Mapping[str, Mapping[str, Message]]:
-        """Operation name -> {normalised request
-        (:func:`~projectops.fixtures.request_key`) -> response} of the exact answers that
-        answer with a response."""
-        return {
-            op_name: {
-                answer.key: answer.response
-                for answer in answers
-                if not answer.partial and answer.error is None
-            }
-            for op_name, answers in self.scenario.items()
-        }
-
     def answer(self, op: Operation, request: Message) -> Message:
-        """The response `request` of `op` gets: of the matching answer (an exact one first,
-        then the first partial one in file order), or generated when the project lists no
-        answer of `op` and `generate` holds. The answer's delay is not waited.
+        """The response `request` of `op` gets (its delay not waited).
 
         Raises:
-            ApiError: the matching answer is an error answer (its code's class).
-            FailedPrecondition: no answer of `op` matches, e.g. ``project demo has no
-                get_release_details answer for version "9.9.9"`` (a long value is cut).
+            ApiError: the matching answer is an error (its code's class).
+            FailedPrecondition: no answer matches, e.g. ``project demo has no
+                get_release_details answer for version "9.9.9"``.
         """
-        found = self._find(op, request, None)
+        found = self._find(op, request)
         if found is None:
             return generated_answer(op, request)
         answer = self.scenario[op.name][found]
@@ -169,130 +97,92 @@ class MockProject:
             raise _error(answer.error)
         return answer.response
 
-    def encoded_answer(self, op: Operation, request: Message) -> bytes:
-        """:meth:`answer` as UTF-8 JSON (:func:`projectops.codec.to_json`), encoded once per
-        fixture answer and then served from a cache (a generated one is encoded each time).
-
-        Raises:
-            ApiError, FailedPrecondition: as :meth:`answer`.
-        """
-        reply = self.reply(op, request)
-        if reply.error is not None:
-            raise reply.error
-        return reply.body
-
     def reply(self, op: Operation, request: Message) -> Reply:
-        """The :class:`Reply` to `request` of `op`: the body of :meth:`encoded_answer`, or the
-        error of an error answer (a new exception each call), and the answer's delay.
+        """:meth:`answer` as a :class:`Reply` (a fixture's JSON is encoded once, on first use).
 
         Raises:
-            FailedPrecondition: no answer of `op` matches (as :meth:`answer`).
+            FailedPrecondition: no answer matches.
         """
         wire = (op.name, request.SerializeToString(deterministic=True))
-        found = self._keys.get(wire)
+        found = self._seen.get(wire)
         if found is None:
-            found = self._find(op, request, wire)
+            found = self._find(op, request)
             if found is None:
-                return Reply(to_json(generated_answer(op, request)).encode("utf-8"))
+                return Reply(to_json(generated_answer(op, request)).encode())
+            if len(wire[1]) <= _CACHE_REQUEST_BYTES and len(self._seen) < _CACHE_SIZE:
+                self._seen[wire] = found
         answer = self.scenario[op.name][found]
         if answer.error is not None:
             return Reply(b"", _error(answer.error), answer.delay)
         body = self._encoded.get((op.name, found))
         if body is None:
-            body = to_json(answer.response).encode("utf-8")
-            self._encoded[(op.name, found)] = body
+            body = self._encoded[(op.name, found)] = to_json(answer.response).encode()
         return Reply(body, None, answer.delay)
 
-    def _find(self, op: Operation, request: Message, wire: tuple[str, bytes] | None) -> int | None:
-        """The index of the answer `request` matches in ``scenario[op.name]``; ``None``: to be
-        generated. Remembers a matched `wire` (short ones only: a client cannot grow the cache
-        with requests of its own making)."""
-        answers = self.scenario.get(op.name)
-        if not answers:
+    def _find(self, op: Operation, request: Message) -> int | None:
+        """The index of the answer `request` matches; ``None``: to be generated."""
+        if not self.scenario.get(op.name):
             if self.generate:
                 return None
             self._no_answer(op, request)
-        found = self._exact.get(op.name, {}).get(request_key(request))
+        found = self._exact[op.name].get(request_key(request))
         if found is None:
-            fields = request_json(request)
-            found = next(
-                (i for i, wanted in self._partial.get(op.name, ()) if is_subset(wanted, fields)),
-                None,
+            data = trimmed(request)
+            hits = (
+                by_value.get(key)
+                for names, by_value in self._partial[op.name].items()
+                if (key := _values(data, names)) is not None
             )
+            found = min((i for i in hits if i is not None), default=None)
         if found is None:
             self._no_answer(op, request)
-        if (
-            wire is not None
-            and len(wire[1]) <= _KEY_CACHE_REQUEST_BYTES
-            and len(self._keys) < _KEY_CACHE_SIZE
-        ):
-            self._keys[wire] = found
         return found
 
     def _no_answer(self, op: Operation, request: Message) -> NoReturn:
-        shown = match_key(request)[1]
+        data = trimmed(request)
+        shown = ", ".join(
+            f"{fd.json_name} {_shown(data[fd.json_name])}" for fd, _ in request.ListFields()
+        )
         raise FailedPrecondition(
             f"project {self.name} has no {op.name} answer for {shown or 'the empty request'}"
         )
 
 
+def _values(data: Mapping[str, object], names: tuple[str, ...]) -> str | None:
+    """The JSON of `data`'s values of `names`, or ``None`` when it lacks one of them."""
+    if not all(name in data for name in names):
+        return None
+    return json.dumps([data[name] for name in names], sort_keys=True, ensure_ascii=False)
+
+
+def _shown(value: object) -> str:
+    """A request value as JSON, cut to a short prefix, C1 control characters escaped."""
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) > _SHOWN_CHARS:
+        text = text[: _SHOWN_CHARS - 3] + "..."
+    return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _error(error: ErrorResponse) -> ApiError:
-    """The exception of an error answer (its code is known: the decoder checked it)."""
+    """A new exception of an error answer (the decoder checked its code)."""
     return ERROR_CLASSES[Code(error.code)](error.message, error.violations)
 
 
 def load_fixtures(
-    path: str | Path | None = None, *, generate: bool = True
+    path: str | os.PathLike[str] | None = None, *, generate: bool = True
 ) -> dict[str, MockProject]:
-    """Read and check a fixtures file (the module docstring gives its format).
-
-    Args:
-        path: the file; ``None`` reads the embedded default fixtures (projects ``demo``, key
-            ``demo-key``, and ``other``, key ``other-key``).
-        generate: answer operations a project lists no answers for with generated responses
-            (:attr:`MockProject.generate`).
-
-    Returns:
-        API key -> :class:`MockProject`.
+    """API key -> :class:`MockProject` of a fixtures file (``None``: the embedded default).
 
     Raises:
-        FixtureError: the file cannot be read, is not JSON, or breaks the format; the message is
-            one line, ``<file>: <field path>: <what is wrong>``.
+        FixtureError: one line, ``<file>: <field path>: <what is wrong>``.
     """
     if path is None:
-        # Its errors already name DEFAULT_FIXTURES_NAME.
-        return _projects(default_fixtures(), generate=generate)
-    name = str(path)
-    try:
-        text = read_fixtures_file(path).decode("utf-8")
-    except FixtureError as exc:
-        raise FixtureError(f"{name}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise FixtureError(f"{name}: cannot read the file: not UTF-8 ({exc.reason})") from None
-    try:
-        return parse_fixtures(text, generate=generate)
-    except FixtureError as exc:
-        raise FixtureError(f"{name}: {exc}") from None
-
-
-def parse_fixtures(
-    data: str | bytes | Mapping[str, Any], *, generate: bool = True
-) -> dict[str, MockProject]:
-    """Check fixtures given as JSON text or a parsed object (see :func:`load_fixtures`), with
-    :func:`projectops.fixtures.decode_fixtures`.
-
-    Returns:
-        API key -> :class:`MockProject`.
-
-    Raises:
-        FixtureError: ``<field path>: <what is wrong>``, e.g.
-            ``projects[0].operations.get_release_details[0].request.version: is required``.
-    """
-    return _projects(decode_fixtures(data), generate=generate)
-
-
-def _projects(decoded: Iterable[FixtureProject], *, generate: bool) -> dict[str, MockProject]:
-    """API key -> the project that serves `decoded`'s answers (keys are unique once decoded)."""
-    return {
-        project.api_key: MockProject(project.name, project.answers, generate) for project in decoded
-    }
+        decoded = default_fixtures()
+    else:
+        try:
+            decoded = decode_fixtures(read_fixtures_file(path).decode("utf-8"))
+        except FixtureError as exc:
+            raise FixtureError(f"{path}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise FixtureError(f"{path}: cannot read the file: not UTF-8 ({exc.reason})") from None
+    return {p.api_key: MockProject(p.name, p.answers, generate) for p in decoded}
