@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-from projectops import answers
+from projectops import answers, conventions
 from projectops._text import outside_text
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue as catalogue
@@ -34,7 +34,6 @@ from projectops.conformance import _http
 from projectops.conformance._catalogue import CHECKS, Verdict
 from projectops.conformance._http import DEFAULT_DEADLINE, MAX_REQUESTS, Exchange, Sender
 from projectops.conformance._report import CheckResult, Report, Status
-from projectops.conventions import MAX_BODY_BYTES, normalize_base_url, operation_path
 from projectops.fixtures import FixtureProject
 from projectops.registry import Operation, operations
 
@@ -345,13 +344,13 @@ class _OperationRun:
         return _PASS
 
     def _unknown_path(self) -> tuple[Status, str]:
-        path = operation_path(f"{self._op.name}_unknown")
+        path = conventions.operation_path(f"{self._op.name}_unknown")
         while path in self._known_paths:
             path += "_x"
         return self._status(self._post(b"{}", path=path)[0], answers.NO_OPERATION.http_status)
 
     def _body_limit(self) -> tuple[Status, str]:
-        body = b"{" + b" " * MAX_BODY_BYTES + b"}"
+        body = b"{" + b" " * conventions.MAX_BODY_BYTES + b"}"
         return self._status(self._post(body)[0], answers.BODY_TOO_LARGE.http_status)
 
 
@@ -360,8 +359,8 @@ def run_checks(
     api_key: str,
     *,
     project: FixtureProject | None = None,
-    timeout: float = 30.0,
-    max_response_bytes: int = 32 * 1024 * 1024,
+    timeout: float = conventions.DEFAULT_CALL_TIMEOUT,
+    max_response_bytes: int = conventions.DEFAULT_MAX_RESPONSE_BYTES,
     transport: httpx.BaseTransport | None = None,
     deadline: float | None = DEFAULT_DEADLINE,
     of: Sequence[Operation] | None = None,
@@ -376,7 +375,7 @@ def run_checks(
     Raises:
         projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.
     """
-    url = normalize_base_url(base_url)
+    url = conventions.normalize_base_url(base_url)
     ops = tuple(operations() if of is None else of)
     start = time.monotonic()
     sender = Sender(
