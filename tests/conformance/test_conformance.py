@@ -7,6 +7,7 @@ entry point against ``projectops mock-server``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -759,6 +760,12 @@ def test_junit_xml_has_a_testcase_per_check(
         assert failure is not None and "sent " in (failure.text or "")
         assert "\x1b" not in (failure.text or "") and "\\x1b" in (failure.text or "")
     assert all((c.find("skipped").get("message") or "") for c in skipped)  # type: ignore[union-attr]
+    # As a JUnit reader of CI tools reads it, where one is installed (dev: junitparser).
+    if importlib.util.find_spec("junitparser") is not None:
+        from junitparser import JUnitXml
+
+        (read,) = JUnitXml.fromfile(str(path))
+        assert (read.tests, read.failures, read.skipped) == (len(cases), len(failed), len(skipped))
 
 
 @pytest.mark.slow
