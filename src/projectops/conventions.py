@@ -80,6 +80,10 @@ def operation_name(tool: str) -> str:
     return tool.replace("-", "_")
 
 
+# C0 and C1 controls and DEL: an HTTP library would write them into the request line or Host.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 class InvalidBaseUrl(ValueError):
     """A base URL that :func:`normalize_base_url` refuses (docs/contract.md §1.4). Its own
     class, so a caller that names where the URL came from (a flag, an environment variable)
@@ -93,15 +97,19 @@ def normalize_base_url(url: str) -> str:
 
     Raises:
         InvalidBaseUrl: (a ValueError) the URL is not absolute, its host or port is
-            malformed, its scheme is not http or https, it carries a query or fragment, or a
-            user name or password (the message never quotes a URL with one: it may hold a
-            secret).
+            malformed, its scheme is not http or https, it carries a query or fragment, a
+            control character (a line break would split the request), or a user name or
+            password (the message never quotes a URL with one: it may hold a secret).
     """
     rest = url.strip().split("://", 1)[-1]
     if "@" in re.split(r"[/?#]", rest, maxsplit=1)[0]:
         raise InvalidBaseUrl(
             "base URL must not hold a user name or password (the part before '@'); the "
             f"project's API key goes in {API_KEY_ENV} or api_key, never in the URL"
+        )
+    if _CONTROL.search(url.strip()):
+        raise InvalidBaseUrl(
+            f"base URL must not hold a control character (a line break, a tab, ...), got {url!r}"
         )
     stripped = url.strip().rstrip("/")
     try:

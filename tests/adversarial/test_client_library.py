@@ -48,7 +48,7 @@ from tests.adversarial.hostile import (
     trickle_body,
     trickle_head,
 )
-from tests.backoff import shorten_backoff
+from tests.client.backoff import shorten_backoff
 from tests.support import KEY
 
 LIST = projectops.operation("list_rum_environments")
@@ -358,3 +358,69 @@ def test_a_one_letter_key_rewrites_none_of_our_own_text(call: Call, silent_url: 
     with hostile_server(html) as server, pytest.raises(Unavailable) as bad_gateway:
         call(server.base_url, api_key="a", retries=0)
     assert "is a web page, not an answer of this API" in bad_gateway.value.message
+
+
+# --- issue 28.4: an interceptor can neither split the request nor add a second key -----------
+
+REFUSED_HEADERS = [
+    ("Transfer-Encoding", "chunked"),
+    ("Content-Length", "2"),
+    ("Host", "elsewhere.example"),
+    ("Connection", "close"),
+    ("Service_Api_Key", "another-key"),
+    ("SERVICE-API-KEY", "another-key"),
+    ("service.api.key", "another-key"),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), REFUSED_HEADERS, ids=[n for n, _ in REFUSED_HEADERS])
+@pytest.mark.parametrize("how", ["context.headers", "a plain dict"])
+def test_an_interceptor_cannot_set_framing_headers_or_a_second_key(
+    name: str, value: str, how: str
+) -> None:
+    def interceptor(request: Any, context: Any, call_next: Any) -> Any:
+        if how == "context.headers":
+            context.headers[name] = value
+        else:  # a replacement of the mapping is checked when the request is built
+            context.headers = {name: value}
+        return call_next(request, context)
+
+    with hostile_server(answer(200, "{}")) as server:
+        with Client(server.base_url, KEY, interceptors=[interceptor]) as client:
+            with pytest.raises(ValueError, match=re.escape(name)) as caught:
+                client.call(LIST)
+        assert server.requests == []  # refused before anything was sent
+    assert len(str(caught.value).splitlines()) == 1 and KEY not in str(caught.value)
+
+
+# --- issue 28.5: a base URL with a line break is an invalid base URL, everywhere -------------
+
+BROKEN_URLS = ["http://127.0.0.1:1/\r\nX: 1", "http://h\x00st", "http://h\x85st/", "http://h/\tx"]
+
+
+@pytest.mark.parametrize("url", BROKEN_URLS)
+def test_a_base_url_with_a_control_character_is_refused_by_every_client(url: str) -> None:
+    from projectops.client import RawClient
+    from projectops.conformance import run_checks
+
+    makers = [Client, AsyncClient, OperationsServiceClient, AsyncOperationsServiceClient]
+    for make in [*makers, RawClient]:
+        with pytest.raises(projectops.InvalidBaseUrl, match="control character"):
+            make(url)
+    with pytest.raises(projectops.InvalidBaseUrl, match="control character"):
+        run_checks(url, KEY, of=())
+
+
+@pytest.mark.parametrize("url", BROKEN_URLS[:1])
+def test_a_base_url_with_a_line_break_is_exit_2_and_one_line(run_cli: Any, url: str) -> None:
+    tool = next(iter(projectops.operations())).tool_name
+    runs = [
+        run_cli(tool, base_url=url),
+        run_cli(tool, "--base-url", url),
+        run_cli("conformance", base_url=url),
+        run_cli("proxy", "--upstream", url, "--port", "0"),
+    ]
+    for proc in runs:
+        assert proc.returncode == 2, proc
+        assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1, proc
+        assert "control character" in proc.stderr and "unexpected" not in proc.stderr
