@@ -29,7 +29,7 @@ from projectops.client import AnswerTooLarge, AsyncClient, Client
 from projectops.server import OperationsServiceHandler, RequestContext, create_app
 from projectops.telemetry import AsyncClientTelemetry, ClientTelemetry, ServerTelemetry
 from projectops.v1 import operations_pb2 as ops
-from tests.backoff import shorten_backoff
+from tests.client.backoff import shorten_backoff
 
 KEY = "sk-telemetry-Secret-7f3a9c"
 # A request value that must never reach a span: bodies stay out of telemetry.

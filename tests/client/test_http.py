@@ -47,7 +47,7 @@ from projectops.v1.operations_pb2 import (
     ListRumEnvironmentsRequest,
     ListRumEnvironmentsResponse,
 )
-from tests.backoff import shorten_backoff
+from tests.client.backoff import shorten_backoff
 from tests.support import KEY, OTHER_KEY, Recorder
 
 Handler = Callable[[httpx2.Request], httpx2.Response]

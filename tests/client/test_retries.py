@@ -28,7 +28,7 @@ from projectops.client import (
 from projectops.client._retry import MAX_RETRY_AFTER, may_retry, retry_delay
 from projectops.registry import Operation, operation
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
-from tests.backoff import shorten_backoff
+from tests.client.backoff import shorten_backoff
 from tests.loopback import LOOPBACK, raw_listener
 from tests.support import KEY, RunCli
 

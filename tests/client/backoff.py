@@ -3,7 +3,7 @@
 The clients wait up to 0.25 s, then 0.5 s, ... (full jitter) before retrying a 429/502/503/504
 or a refused connection. A test about what a call ends with, not about the wait, needs none of
 that time; the policy's waits are tested on :func:`~projectops.client._retry.retry_delay`
-itself (tests/client/test_retries.py).
+itself (test_retries.py beside this module).
 """
 
 from __future__ import annotations
