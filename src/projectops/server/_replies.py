@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from projectops._text import MAX_TEXT_CHARS, REDACTED, cut, outside_text, redact_secrets
+from projectops._text import MAX_TEXT_CHARS, cut, outside_text
 from projectops.answers import (
     BODY_TOO_LARGE,
     INTERNAL_FAILURE,
@@ -134,7 +134,7 @@ def log_failure(what: str, exc: BaseException, api_key: str) -> None:
     """Log `exc` and its traceback: each line redacted of `api_key`, escaped and cut to 1,000
     characters, the whole at most 4,000 (the text may quote a request: docs/contract.md §6)."""
     lines = [
-        outside_text(redact_secrets(line, [api_key], REDACTED))
+        outside_text(line, secrets=[api_key])
         for text in traceback.format_exception(exc)
         for line in text.rstrip("\n").split("\n")
     ]
