@@ -137,10 +137,10 @@ class Sender:
         except ServiceUnreachable as exc:
             exchange.problem = outside_text(redact(str(exc), [self._key]), 300)
             return exchange, b""
-        joined: dict[str, str] = {}
-        for name, value in answer.headers:  # linear in their number
-            name = name.lower()
-            joined[name] = f"{joined[name]}, {value}" if name in joined else value
+        values: dict[str, list[str]] = {}
+        for name, value in answer.headers:  # linear in their number, one name repeated too
+            values.setdefault(name.lower(), []).append(value)
+        joined = {name: ", ".join(found) for name, found in values.items()}
         exchange.headers, exchange.truncated = joined, answer.truncated
         encoding = joined.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):

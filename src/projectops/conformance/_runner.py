@@ -89,10 +89,10 @@ class _OperationRun:
         self._known_paths = known_paths
         self._deadline = deadline
         self.stopped = self.unimplemented = False
-        answers = project.answers.get(op.name, ()) if project else ()
+        given = project.answers.get(op.name, ()) if project else ()
         # (request, the fixture's response or None for the implicit `{}`), known to succeed.
         self._good: list[tuple[Message, Message | None]] = [
-            (a.request, a.response) for a in answers[:MAX_FIXTURE_REQUESTS] if a.error is None
+            (a.request, a.response) for a in given[:MAX_FIXTURE_REQUESTS] if a.error is None
         ]
         if not self._good and not catalogue.required_fields(op):
             self._good = [(op.request_type(), None)]
