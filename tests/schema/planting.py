@@ -71,8 +71,9 @@ def plant(root: Path) -> None:
 
 
 def environment(root: Path) -> dict[str, str]:
-    """The environment that makes Python import `root`'s package instead of this checkout's."""
-    env = dict(os.environ)
+    """The environment that makes Python import `root`'s package instead of this checkout's
+    (and a pytest started in it unaware of any pytest around it: no ``PYTEST_*``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), *filter(None, [env.get("PYTHONPATH")])])
     return env
 

@@ -1,0 +1,81 @@
+"""One proto edit adds an operation everywhere (issue 25 item 1, ARCHITECTURE.md "Adding an
+operation"): in a copy of the repository with an rpc planted in operations.proto and
+scripts/generate run, the in-process suite passes with no other edit, and the new operation is
+listed, served by the mock with a generated answer, documented, a CLI command and checked by
+the conformance runner.
+
+The copy's own package is imported (``PYTHONPATH=<copy>/src``); the suite being registry-driven,
+most of what the new operation gets is asserted there, and only a few facts here by name.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.schema.planting import OPERATION, environment, planted_copy, pytest_in
+
+# What the copy answers about the planted operation, from the copy's own package.
+PROBE = f"""
+import sys
+import projectops
+from projectops.conformance import run_checks
+from projectops.mock import MockServer, generated_answer
+from projectops.openapi import document
+from projectops.server import OperationsServiceHandler
+
+assert projectops.__file__.startswith(sys.argv[1]), projectops.__file__
+op = projectops.operation({OPERATION!r})
+assert op.path in document()["paths"], "the OpenAPI document lacks the path"
+assert hasattr(OperationsServiceHandler, op.name), "the handler base lacks the method"
+mock = MockServer()
+with mock.client() as client:
+    answer = getattr(client, op.name)()  # the typed client's method
+assert answer == generated_answer(op, op.request_type()), answer
+report = run_checks("http://mock.invalid", mock.api_key, transport=mock.transport)
+checked = [c for c in report.checks if c.operation == op.name]
+assert checked and all(c.status != "failed" for c in checked), checked
+print("probe ok")
+"""
+
+
+def _run(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=root,
+        env=environment(root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
+    tmp_path: Path,
+) -> None:
+    root = planted_copy(tmp_path / "repo")
+    src = str(root / "src")
+
+    listed = _run(root, "-m", "projectops", "operations")
+    assert listed.returncode == 0, listed.stderr
+    tool = OPERATION.replace("_", "-")
+    assert tool in listed.stdout.split(), listed.stdout
+    helped = _run(root, "-m", "projectops", tool, "--help")
+    assert helped.returncode == 0 and tool in helped.stdout, helped.stdout + helped.stderr
+
+    probe = _run(root, "-c", PROBE, src)
+    assert probe.returncode == 0 and "probe ok" in probe.stdout, probe.stdout + probe.stderr
+
+    # The whole in-process suite of the copy, the copy's package imported (its conftest would
+    # not know otherwise: it is checked first).
+    where = _run(root, "-c", "import projectops; print(projectops.__file__)")
+    assert where.stdout.startswith(src), where.stdout + where.stderr
+    suite = pytest_in(
+        root, "-m", "not slow", "-x", "-q", "-n", "2", "--hypothesis-profile=fast", timeout=600
+    )
+    assert suite.returncode == 0, suite.stdout[-6000:] + suite.stderr[-2000:]
