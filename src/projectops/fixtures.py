@@ -1,21 +1,14 @@
-"""The mock fixtures format and its one decoder, read by the mock server, the OpenAPI document's
-examples and the conformance runner.
+"""The mock fixtures format, ``projectops.v1.MockFixtures`` in the protobuf JSON mapping
+(``mock_fixtures.proto`` states its rules; docs/mock.md shows a file), and its one decoder, read
+by the mock server, the OpenAPI document's examples and the conformance runner.
 
-The format is ``projectops.v1.MockFixtures`` (``mock_fixtures.proto``, whose comments state its
-rules) in the protobuf JSON mapping::
-
-    {"projects": [{"project": "demo", "apiKey": "demo-key", "operations": {
-        "get_release_details": [{"request": {"version": "1.0.0"}, "response": {"summary": {}}}]}}]}
-
-Reading is strict and bounded: UTF-8 JSON whose decoding stays within the codec's decode-cost
-guard (:data:`projectops.codec.DECODE_BYTES_PER_BYTE`), no key repeated in an object, nesting at
-most :data:`MAX_DEPTH`; each answer's request and response decoded as its operation's messages
-from the JSON as written (a 64-bit number stays exact), the request validated unless the answer
-is partial; project names and keys unique, a key that can travel in the ``Service-Api-Key``
-header, the registry's operation names, no two answers of an operation with the same request
-(:func:`request_key`) and partiality, exactly one of ``response`` and ``error`` (a known code, a
-message), a ``delay`` of 0 to :data:`MAX_DELAY_SECONDS`. Every error is one
-:class:`FixtureError` line naming the field path, never a key.
+Reading is strict and bounded: UTF-8 JSON within the codec's decode-cost guard (and the codec's
+nesting limit), no key repeated in an object; each answer's request and response decoded as
+its operation's messages from the JSON as written (a 64-bit number stays exact), the request
+validated unless the answer is partial; names and keys unique, a key that can travel in the
+``Service-Api-Key`` header, no two answers of an operation with the same request
+(:func:`request_key`) and partiality. Every error is one :class:`FixtureError` line naming the
+field path, never a key.
 """
 
 from __future__ import annotations
@@ -25,6 +18,7 @@ import json
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -43,7 +37,6 @@ from projectops.validation import validate
 
 __all__ = [
     "MAX_DELAY_SECONDS",
-    "MAX_DEPTH",
     "MAX_FIXTURES_BYTES",
     "FixtureAnswer",
     "FixtureError",
@@ -58,8 +51,6 @@ __all__ = [
 
 M = TypeVar("M", bound=Message)
 
-#: The deepest nesting of JSON objects and arrays in a fixtures file (protobuf's own limit).
-MAX_DEPTH = 100
 #: The longest ``delay`` of an answer, in seconds.
 MAX_DELAY_SECONDS = 60.0
 #: The largest fixtures file read, in bytes (64 MiB).
@@ -145,7 +136,7 @@ def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProje
             ``projects[0].operations.get_release_details[0].request.version: is required``;
             for text whose decoding would cost too much, what it would cost.
     """
-    duplicates: list[tuple[dict[str, Any], str]] = []
+    duplicates: list[tuple[int, str]] = []
     if isinstance(data, str | bytes):
         try:  # before parsing: 15 MiB of "{}," would cost gigabytes
             _check_decode_cost(data, MockFixtures)
@@ -155,50 +146,40 @@ def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProje
             data = json.loads(data, object_pairs_hook=partial(_object, duplicates))
         except (ValueError, RecursionError) as exc:
             raise FixtureError(f"not valid JSON: {exc}") from None
-    _check_shape(data, duplicates)
+    if duplicates:
+        _raise_at_duplicate(data, dict(duplicates))
     collecting = gc.isenabled()
     gc.disable()  # the answers are many containers: collections would walk them again and again
     try:
         return _parse(data)
-    except RecursionError:  # _check_shape bounds the depth; this is the last guard
-        raise FixtureError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except RecursionError:  # the codec stops at 100 levels; this is the last guard
+        raise FixtureError("nested too deep") from None
     finally:
         if collecting:
             gc.enable()
 
 
-def _object(duplicates: list[tuple[dict[str, Any], str]], pairs: list[tuple[str, Any]]) -> Any:
+def _object(duplicates: list[tuple[int, str]], pairs: list[tuple[str, Any]]) -> Any:
     found = dict(pairs)
     if len(found) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                duplicates.append((found, key))
-                break
-            seen.add(key)
+        counts = Counter(key for key, _ in pairs)
+        duplicates.append((id(found), next(key for key, count in counts.items() if count > 1)))
     return found
 
 
-def _check_shape(data: Any, duplicates: list[tuple[dict[str, Any], str]]) -> None:
-    """Raise at a value nested deeper than MAX_DEPTH or an object with a repeated key, naming
-    its path; a walk without recursion that spells only the path it reports."""
-    repeated = {id(obj): key for obj, key in duplicates}
-    stack: list[tuple[Any, int, Any]] = [(data, 0, None)]  # (value, depth, (parent's, step))
+def _raise_at_duplicate(data: Any, repeated: dict[int, str]) -> None:
+    """Raise naming the path of an object of `data` with a repeated key (its id in `repeated`);
+    a walk without recursion that spells only the path it reports."""
+    stack: list[tuple[Any, Any]] = [(data, None)]  # (value, (parent's where, key or index))
     while stack:
-        value, depth, where = stack.pop()
-        if isinstance(value, dict):
-            items: Any = value.items()
-        elif isinstance(value, list):
-            items = enumerate(value)
-        else:
-            continue
-        if depth >= MAX_DEPTH:
-            raise FixtureError(f"{_path(where)}: nested deeper than {MAX_DEPTH} levels")
+        value, where = stack.pop()
         if id(value) in repeated:
             raise FixtureError(
                 f"{_path(where)}: the key {_quoted(repeated[id(value)])} appears twice"
             )
-        stack.extend((item, depth + 1, (where, key)) for key, item in items)
+        if isinstance(value, dict | list):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((item, (where, key)) for key, item in items)
 
 
 def _path(where: Any) -> str:
@@ -232,25 +213,21 @@ def _parse(data: Any) -> tuple[FixtureProject, ...]:
     fixtures = _decode(hollow, MockFixtures, "")
     by_name = {op.name: op for op in operations()}
     projects: list[FixtureProject] = []
-    names: dict[str, int] = {}
-    keys: dict[str, int] = {}
+    seen: dict[tuple[str, str], int] = {}
     for i, entry in enumerate(fixtures.projects):
         path = f"projects[{i}]"
-        if entry.project in names:
-            raise FixtureError(
-                f"{path}.project: duplicate of projects[{names[entry.project]}].project"
-            )
-        if entry.api_key in keys:  # where the other one is, never what the key is
-            raise FixtureError(
-                f"{path}.apiKey: duplicate of projects[{keys[entry.api_key]}].apiKey"
-            )
+        for name, value in (("project", entry.project), ("apiKey", entry.api_key)):
+            if (name, value) in seen:  # where the other one is, never what a key is
+                raise FixtureError(
+                    f"{path}.{name}: duplicate of projects[{seen[name, value]}].{name}"
+                )
+            seen[name, value] = i
         problem = _header_problem(entry.api_key)
         if problem:
             raise FixtureError(
                 f"{path}.apiKey: {problem}; a key travels in the {API_KEY_HEADER} header, which "
                 "carries printable ASCII without surrounding white space"
             )
-        names[entry.project] = keys[entry.api_key] = i
         answers: dict[str, tuple[FixtureAnswer, ...]] = {}
         for op_name in sorted(entry.operations):
             op_path = f"{path}.operations.{op_name}"
@@ -289,11 +266,10 @@ def _header_problem(key: str) -> str:
     space and refuses control characters), or ``""``."""
     if key != key.strip(" \t"):
         return "has white space around it"
-    for char in key:
-        if not " " <= char <= "~":
-            control = char < " " or "\x7f" <= char <= "\x9f"
-            return "holds a control character" if control else "holds a non-ASCII character"
-    return ""
+    bad = next((char for char in key if not " " <= char <= "~"), "~")
+    if bad < " " or "\x7f" <= bad <= "\x9f":
+        return "holds a control character"
+    return "holds a non-ASCII character" if bad > "~" else ""
 
 
 def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
@@ -305,33 +281,28 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
     envelope = item
     if isinstance(item, dict):  # request and response are decoded as the operation's messages
         envelope = {k: v for k, v in item.items() if k not in ("request", "response")}
-    answer = _decode(envelope, MockAnswer, path, isinstance(item, dict) and "error" in item)
+    answer = _decode(envelope, MockAnswer, path, validated=False)
     here = f"{path}." if path else ""
-    partial_ = answer.partial
-    request = item.get("request")
-    request = _decode(
-        {} if request is None else request, op.request_type, here + "request", not partial_
-    )
+    raw = {} if item.get("request") is None else item["request"]
+    request = _decode(raw, op.request_type, here + "request", validated=not answer.partial)
     # Presence as written: `{}` is a response, whatever the codec's path for it.
     has_response, has_error = (item.get(name) is not None for name in ("response", "error"))
     if has_response == has_error:
+        if has_error:
+            raise FixtureError(f"{path or 'the answer'}: set one of response and error, not both")
+        raise FixtureError(f"{here}response: is required (or an error instead)")
+    error = answer.error
+    if has_error and error.code not in _CODES:
+        codes = ", ".join(sorted(_CODES))
         raise FixtureError(
-            f"{path or 'the answer'}: set one of response and error, not both"
-            if has_error
-            else f"{here}response: is required (or an error instead)"
+            f"{here}error.code: {_quoted(error.code)} is no error code; known codes: {codes}"
         )
-    error = answer.error if has_error else None
-    if error is not None and error.code not in _CODES:
-        raise FixtureError(
-            f"{here}error.code: {_quoted(error.code)} is no error code; known codes: "
-            f"{', '.join(sorted(_CODES))}"
-        )
-    if error is not None and not error.message.strip():
+    if has_error and not error.message.strip():
         raise FixtureError(f"{here}error.message: is required")
     response = (
-        op.response_type()
-        if has_error
-        else _decode(item["response"], op.response_type, here + "response", False)
+        _decode(item["response"], op.response_type, here + "response", validated=False)
+        if has_response
+        else op.response_type()
     )
     delay = answer.delay.seconds + answer.delay.nanos / 1e9
     if delay < 0:
@@ -340,10 +311,13 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
         raise FixtureError(
             f"{here}delay: {delay:g}s is longer than the longest delay, {MAX_DELAY_SECONDS:g}s"
         )
-    return FixtureAnswer(request, response, request_key(request), error, delay, partial_)
+    error_or_none = error if has_error else None
+    return FixtureAnswer(
+        request, response, request_key(request), error_or_none, delay, answer.partial
+    )
 
 
-def _decode(value: Any, message_type: type[M], path: str, validated: bool = True) -> M:
+def _decode(value: Any, message_type: type[M], path: str, *, validated: bool = True) -> M:
     """`value` decoded strictly (and validated) as `message_type`; errors under `path`."""
     try:
         message = from_json(value, message_type, strict=True)

@@ -71,9 +71,9 @@ def text_file(text: str) -> Callable[[Path], Path]:
 
 
 def nested(depth: int) -> Callable[[Path], Path]:
-    """A response whose `summary` holds arrays nested `depth` deep."""
+    """A request whose FIELD holds arrays nested `depth` deep."""
     inner = "[" * depth + "]" * depth
-    text = json.dumps(project()).replace('"response": {}', f'"response": {{"summary": {inner}}}')
+    text = json.dumps(project()).replace('"1.0.0"', inner)
     return text_file(text)
 
 
@@ -110,7 +110,11 @@ DUPLICATE_DEEP = json.dumps(project()).replace(
 
 # (name, file maker, words the one line must hold)
 BAD_FILES: list[tuple[str, Callable[[Path], Path], str]] = [
-    ("nested past the depth limit", nested(500), "nested deeper than 100 levels"),
+    (
+        "nested deep",
+        nested(500),
+        f"{OP.name}[0].request.{FIELD.json_name}: expected a string, got an array",
+    ),
     ("nested past the JSON parser", nested(5_000), "not valid JSON: maximum recursion depth"),
     ("over 64 MiB", sparse(64 * 1024 * 1024 + 1), "larger than 64 MiB"),
     ("/dev/zero", dev_zero, "not a regular file (a character device)"),

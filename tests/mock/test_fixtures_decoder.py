@@ -21,7 +21,8 @@ def test_the_mock_server_serves_what_the_core_decodes() -> None:
         for op_name, answers in project.answers.items():
             for answer in answers:
                 op = projectops.operation(op_name)
-                assert served[project.api_key].answer(op, answer.request) == answer.response
+                reply = served[project.api_key].reply(op, answer.request)
+                assert reply.body == projectops.to_json(answer.response).encode()
 
 
 BAD = [

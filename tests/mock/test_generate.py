@@ -17,6 +17,8 @@ from projectops.validation import is_required
 
 OPERATIONS = projectops.operations()
 SEEDS = [str(i) for i in range(5)]
+#: Left unset unless REQUIRED: no empty one has a JSON form.
+UNSET = {"google.protobuf.Any", "google.protobuf.Value"}
 
 
 def _message_fields(descriptor: Descriptor) -> Iterator[FieldDescriptor]:
@@ -37,7 +39,7 @@ def _unset_message_fields(message: Message, data: dict[str, Any], depth: int) ->
         oneof = fd.containing_oneof
         chosen = oneof is None or len(oneof.fields) == 1 or message.WhichOneof(oneof.name)
         if fd.message_type is not None and not fd.is_repeated and depth < MAX_DEPTH:
-            if chosen and fd.message_type.full_name != "google.protobuf.Any":
+            if chosen and fd.message_type.full_name not in UNSET:
                 if not message.HasField(fd.name):
                     yield f"{where}: not set"
     for fd in _message_fields(descriptor):

@@ -12,42 +12,34 @@ from typing import TYPE_CHECKING
 from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from projectops.mock._app import app_from_environment, create_mock_app, serve
+    from projectops.mock._app import create_mock_app
     from projectops.mock._command import commands
     from projectops.mock._generate import generate, generated_answer
-    from projectops.mock._matching import MockProject, Reply, load_fixtures
-    from projectops.mock._server import API_KEY, PROJECT, Call, MockServer
+    from projectops.mock._matching import Call, MockProject, load_fixtures
+    from projectops.mock._server import API_KEY, MockServer
 
 _WHERE = {
     "API_KEY": "projectops.mock._server",
-    "PROJECT": "projectops.mock._server",
-    "Call": "projectops.mock._server",
+    "Call": "projectops.mock._matching",
     "MockServer": "projectops.mock._server",
     "MockProject": "projectops.mock._matching",
-    "Reply": "projectops.mock._matching",
     "load_fixtures": "projectops.mock._matching",
     "generate": "projectops.mock._generate",
     "generated_answer": "projectops.mock._generate",
-    "app_from_environment": "projectops.mock._app",
     "create_mock_app": "projectops.mock._app",
-    "serve": "projectops.mock._app",
     "commands": "projectops.mock._command",
 }
 
 __all__ = [
     "API_KEY",
-    "PROJECT",
     "Call",
     "MockProject",
     "MockServer",
-    "Reply",
-    "app_from_environment",
     "commands",
     "create_mock_app",
     "generate",
     "generated_answer",
     "load_fixtures",
-    "serve",
 ]
 
 if not TYPE_CHECKING:

@@ -12,9 +12,7 @@ durations under a day; a ``google.protobuf.Any`` stays unset (it needs a type).
 
 from __future__ import annotations
 
-import hashlib
 import random
-from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
@@ -44,9 +42,8 @@ _YEAR_2020, _YEAR_2030 = 1577836800, 1893456000
 def generate(message_type: type[M], seed: bytes | str) -> M:
     """A message of `message_type` filled from `seed` (any bytes or text) as the module
     docstring says; its REQUIRED fields are all set."""
-    data = seed.encode("utf-8") if isinstance(seed, str) else seed
     message = message_type()
-    _fill(message, random.Random(hashlib.sha256(data).digest()), 0)
+    _fill(message, random.Random(seed), 0)
     return message
 
 
@@ -59,10 +56,11 @@ def generated_answer(op: Operation, request: Message) -> Message:
 
 def _fill(message: Message, rng: random.Random, depth: int) -> None:
     descriptor = cast(Descriptor, message.DESCRIPTOR)
-    special = _WELL_KNOWN.get(descriptor.full_name)
-    if special is not None or depth > _HARD_DEPTH:
-        if special is not None:
-            special(message, rng)
+    if descriptor.full_name in _TIMES:
+        message.seconds = rng.randrange(*_TIMES[descriptor.full_name])  # type: ignore[attr-defined]
+        message.nanos = rng.randrange(1_000_000) * 1000  # type: ignore[attr-defined]
+        return
+    if depth > _HARD_DEPTH or descriptor.full_name in _EMPTY:
         return
     # A proto3 `optional` is a oneof of one: a plain field here.
     chosen = {o.name: rng.choice(o.fields) for o in descriptor.oneofs if len(o.fields) > 1}
@@ -70,9 +68,9 @@ def _fill(message: Message, rng: random.Random, depth: int) -> None:
         oneof = fd.containing_oneof
         if oneof is not None and chosen.get(oneof.name, fd) is not fd:
             continue
-        if fd.message_type is not None and fd.message_type.full_name == "google.protobuf.Any":
-            continue
         required = is_required(fd)
+        if fd.message_type is not None and fd.message_type.full_name in _UNSET and not required:
+            continue
         always = fd.message_type is not None and not fd.is_repeated
         if required or (depth < MAX_DEPTH and (always or rng.random() < _SET_CHANCE)):
             _set(message, fd, rng, depth, required)
@@ -122,28 +120,11 @@ def _scalar(fd: FieldDescriptor, rng: random.Random) -> Any:
     return rng.randint(1, 4_000_000) / 4  # a float or double, exact in a float32 too
 
 
-def _time(low: int, high: int) -> Callable[[Any, random.Random], None]:
-    def fill(message: Any, rng: random.Random) -> None:
-        message.seconds = rng.randrange(low, high)
-        message.nanos = rng.randrange(0, 1_000_000) * 1000
-
-    return fill
-
-
-def _wrapper(message: Any, rng: random.Random) -> None:
-    message.value = _scalar(message.DESCRIPTOR.fields_by_name["value"], rng)
-
-
-_WELL_KNOWN: dict[str, Callable[[Any, random.Random], None]] = {
-    "google.protobuf.Timestamp": _time(_YEAR_2020, _YEAR_2030),
-    "google.protobuf.Duration": _time(0, 86_400),
-    "google.protobuf.Struct": lambda message, rng: None,
-    "google.protobuf.ListValue": lambda message, rng: None,
-    "google.protobuf.FieldMask": lambda message, rng: None,
-    "google.protobuf.Value": lambda message, rng: setattr(message, "string_value", "value"),
-    **{
-        f"google.protobuf.{name}Value": _wrapper
-        for name in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String")
-    },
-    "google.protobuf.BytesValue": _wrapper,
+_TIMES = {  # the range of their seconds: a random int64 would not be a valid time
+    "google.protobuf.Timestamp": (_YEAR_2020, _YEAR_2030),
+    "google.protobuf.Duration": (0, 86_400),
 }
+# Set empty: their JSON is free-form.
+_EMPTY = {"google.protobuf.Struct", "google.protobuf.ListValue", "google.protobuf.FieldMask"}
+# Unset unless REQUIRED: no empty one has a JSON form (an Any needs a type, a Value a kind).
+_UNSET = {"google.protobuf.Any", "google.protobuf.Value"}

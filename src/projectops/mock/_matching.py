@@ -1,48 +1,43 @@
-"""The mock's fixtures served: loading a file (:mod:`projectops.fixtures` is the format) and
-matching requests to answers.
-
-A request (decoded and validated by the adapter) matches the exact answer whose request equals
-it once every string is trimmed (:func:`~projectops.fixtures.request_key`), else the first
-partial answer, in file order, whose request's set fields it holds with equal values. Both are
-looked up in indexes built once: exact answers by key, partial ones by the set of field names
-they set and then by those fields' values, so a request costs one lookup per distinct set of
-names, never a scan of the answers. No match is 400 ``failed_precondition``; an operation the
-project lists no answers for gets :func:`~projectops.mock._generate.generated_answer`.
+"""Fixtures served (:mod:`projectops.fixtures` is the format): a request matches the exact
+answer whose request equals it, strings trimmed (:func:`~projectops.fixtures.request_key`), else
+the first partial answer in file order whose request's set fields it holds. Both are indexed once:
+exact answers by key, partial ones by the names of the fields they set, then those fields'
+values; a request costs one lookup per distinct set of names, never a scan of the answers.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
 from google.protobuf.message import Message
 
+from projectops import fixtures
 from projectops.codec import to_json
 from projectops.errors import ERROR_CLASSES, ApiError, Code, FailedPrecondition
-from projectops.fixtures import (
-    FixtureAnswer,
-    FixtureError,
-    decode_fixtures,
-    default_fixtures,
-    read_fixtures_file,
-    request_key,
-    trimmed,
-)
+from projectops.fixtures import FixtureAnswer, FixtureError, request_key, trimmed
 from projectops.mock._generate import generated_answer
 from projectops.registry import Operation
 from projectops.v1.error_pb2 import ErrorResponse
 
-__all__ = ["MockProject", "Reply", "load_fixtures"]
+__all__ = ["Call", "MockProject", "Reply", "load_fixtures"]
 
 # Matched requests remembered by their wire bytes, so a repeated one skips the JSON walk: short
 # ones only, and a bounded number, so a client cannot grow the cache with requests it makes up.
 _CACHE_SIZE = 4096
 _CACHE_REQUEST_BYTES = 1024
 _SHOWN_CHARS = 60
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request that reached an answer: the operation's name and the decoded request."""
+
+    operation: str
+    request: Message
 
 
 @dataclass(frozen=True)
@@ -55,13 +50,17 @@ class Reply:
 
 
 class MockProject:
-    """One project: `scenario` maps an operation name to its answers (file order); with
-    `generate` off, an operation without answers is a ``failed_precondition`` too."""
+    """One project: `scenario` maps an operation name to its answers (file order); `calls`, if
+    given, notes each request :meth:`reply` answers."""
 
     def __init__(
-        self, name: str, scenario: Mapping[str, tuple[FixtureAnswer, ...]], generate: bool = True
+        self,
+        name: str,
+        scenario: Mapping[str, tuple[FixtureAnswer, ...]],
+        generate: bool = True,
+        calls: list[Call] | None = None,
     ) -> None:
-        self.name, self.scenario, self.generate = name, scenario, generate
+        self.name, self.scenario, self.generate, self.calls = name, scenario, generate, calls
         self._exact: dict[str, dict[str, int]] = {}
         # Operation -> names a partial answer sets -> their values' JSON -> its index.
         self._partial: dict[str, dict[tuple[str, ...], dict[str, int]]] = {}
@@ -81,28 +80,16 @@ class MockProject:
     def __repr__(self) -> str:
         return f"MockProject({self.name!r})"
 
-    def answer(self, op: Operation, request: Message) -> Message:
-        """The response `request` of `op` gets (its delay not waited).
+    def reply(self, op: Operation, request: Message) -> Reply:
+        """What `request` of `op` gets: the matching answer's JSON (encoded once) or error, or a
+        generated response when the project lists no answer of `op` and `generate` holds.
 
         Raises:
-            ApiError: the matching answer is an error (its code's class).
             FailedPrecondition: no answer matches, e.g. ``project demo has no
                 get_release_details answer for version "9.9.9"``.
         """
-        found = self._find(op, request)
-        if found is None:
-            return generated_answer(op, request)
-        answer = self.scenario[op.name][found]
-        if answer.error is not None:
-            raise _error(answer.error)
-        return answer.response
-
-    def reply(self, op: Operation, request: Message) -> Reply:
-        """:meth:`answer` as a :class:`Reply` (a fixture's JSON is encoded once, on first use).
-
-        Raises:
-            FailedPrecondition: no answer matches.
-        """
+        if self.calls is not None:
+            self.calls.append(Call(op.name, request))
         wire = (op.name, request.SerializeToString(deterministic=True))
         found = self._seen.get(wire)
         if found is None:
@@ -156,11 +143,9 @@ def _values(data: Mapping[str, object], names: tuple[str, ...]) -> str | None:
 
 
 def _shown(value: object) -> str:
-    """A request value as JSON, cut to a short prefix, C1 control characters escaped."""
-    text = json.dumps(value, ensure_ascii=False)
-    if len(text) > _SHOWN_CHARS:
-        text = text[: _SHOWN_CHARS - 3] + "..."
-    return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    """A request value as JSON (ASCII), cut to a short prefix."""
+    text = json.dumps(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
 def _error(error: ErrorResponse) -> ApiError:
@@ -171,16 +156,17 @@ def _error(error: ErrorResponse) -> ApiError:
 def load_fixtures(
     path: str | os.PathLike[str] | None = None, *, generate: bool = True
 ) -> dict[str, MockProject]:
-    """API key -> :class:`MockProject` of a fixtures file (``None``: the embedded default).
+    """API key -> :class:`MockProject` of a fixtures file (``None``: the embedded default);
+    `generate`: an operation without answers gets a generated response, else 400.
 
     Raises:
         FixtureError: one line, ``<file>: <field path>: <what is wrong>``.
     """
     if path is None:
-        decoded = default_fixtures()
+        decoded = fixtures.default_fixtures()
     else:
         try:
-            decoded = decode_fixtures(read_fixtures_file(path).decode("utf-8"))
+            decoded = fixtures.decode_fixtures(fixtures.read_fixtures_file(path).decode("utf-8"))
         except FixtureError as exc:
             raise FixtureError(f"{path}: {exc}") from None
         except UnicodeDecodeError as exc:

@@ -1,22 +1,12 @@
 """:class:`MockServer`, the API mocked for one test: the ``projectops_mock`` fixture (extra
-``testing``) of :mod:`_projectops_pytestplugin`.
-
-One project (key :data:`API_KEY`) with the answers the test scripts (:meth:`MockServer.answer`)
-and generated ones for the rest, served by the mock server's app: requests are checked as by
-any :func:`projectops.server.create_app` server and matched as by the mock server. The library
-clients reach it in-process (:meth:`~MockServer.client`, :meth:`~MockServer.async_client`, or
-``transport=`` :attr:`~MockServer.transport`); a subprocess reaches :attr:`~MockServer.base_url`,
-a port of 127.0.0.1 served by uvicorn in a thread from first use to the end of the test.
-"""
+``testing``, :mod:`_projectops_pytestplugin`); docs/mock.md."""
 
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -25,16 +15,18 @@ import uvicorn
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from google.protobuf.message import Message
 
+from projectops.client import AsyncOperationsServiceClient, OperationsServiceClient
 from projectops.codec import to_dict
+from projectops.commands import listen
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.errors import ApiError, Code
 from projectops.fixtures import FixtureAnswer, FixtureError, decode_answer
 from projectops.mock._app import create_mock_app
-from projectops.mock._matching import MockProject, Reply
+from projectops.mock._matching import Call, MockProject
 from projectops.registry import Operation, operation
 from projectops.v1.error_pb2 import ErrorResponse
 
-__all__ = ["API_KEY", "PROJECT", "Call", "MockServer"]
+__all__ = ["API_KEY", "PROJECT", "MockServer"]
 
 #: The API key of the mock's one project.
 API_KEY = "projectops-test-key"
@@ -46,36 +38,29 @@ _IN_PROCESS_URL = "http://projectops-mock.invalid"
 _START_TIMEOUT, _STOP_TIMEOUT = 20.0, 10.0
 
 
-@dataclass(frozen=True)
-class Call:
-    """One request that reached an answer: the operation's name and the decoded request."""
-
-    operation: str
-    request: Message
-
-
-class _Recording(MockProject):
-    calls: list[Call]
-
-    def reply(self, op: Operation, request: Message) -> Reply:
-        self.calls.append(Call(op.name, request))
-        return super().reply(op, request)
-
-
 class MockServer:
-    """The mock of one test (module docstring). `api_key` is its project's key (any other gets
-    401); `calls` lists every request that reached an answer (:class:`Call`), in order."""
+    """The mock of one test: one project (key :data:`API_KEY`) with the answers the test scripts
+    (:meth:`answer`), generated ones for the rest, served by the mock server's app: requests
+    are checked as by any ``create_app`` server and matched as by the mock server.
+
+    Attributes:
+        api_key: the project's key; any other gets 401.
+        calls: every request that reached an answer, in order (:class:`Call`).
+        app: the ASGI app (Starlette).
+        transport, async_transport: ``httpx2`` transports that hand requests to `app`
+            in-process, for ``Client(transport=...)`` and ``AsyncClient(transport=...)``.
+    """
 
     def __init__(self) -> None:
         self.api_key = API_KEY
         self.calls: list[Call] = []
-        self._scenario: dict[str, list[FixtureAnswer]] = {}
+        self._scenario: dict[str, dict[tuple[bool, str], FixtureAnswer]] = {}
         self._generate = True
         self._projects: dict[str, MockProject] = {}
         self._rebuild()
-        self._app = create_mock_app(self._projects, docs=False)
-        self._transport: Any = None
-        self._async_transport: Any = None
+        self.app = create_mock_app(self._projects, docs=False)
+        self.transport = _SyncAppTransport(self.app)
+        self.async_transport = httpx.ASGITransport(app=self.app)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._base_url: str | None = None
@@ -101,18 +86,11 @@ class MockServer:
         delay: float | timedelta | None = None,
         partial: bool | None = None,
     ) -> None:
-        """Script an answer of an operation (its name, tool name or path), as a fixtures file
-        does: `request` (message or JSON dict; ``None``: every request), `response` (default:
-        the empty one) or `error` (an ``ApiError``, or a ``Code`` or its name), `delay` (seconds
-        or ``timedelta``, at most 60), `partial` (match requests holding the fields `request`
-        sets; default: ``request is None``). An answer for the same request and partiality
-        replaces the earlier one.
-
-        Raises:
-            projectops.UnknownOperationError: no such operation.
-            projectops.fixtures.FixtureError: what the fixtures decoder refuses, naming the
-                field (``request.version: is required``).
-        """
+        """Script an answer of an operation (name, tool name or path) as a fixtures file does
+        (docs/mock.md); it replaces one for the same request and partiality. `request` ``None``
+        (and `partial` unset) answers every request; `error` is an ``ApiError``, a ``Code`` or
+        its name; `delay` at most 60 s. Raises ``UnknownOperationError``, or ``FixtureError``
+        naming the field the fixtures decoder refuses (``request.version: is required``)."""
         op = operation(operation_key)
         item: dict[str, Any] = {
             "request": _json(op.request_type, request or {}, "request"),
@@ -126,80 +104,39 @@ class MockServer:
             seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
             item["delay"] = f"{seconds:.9f}s"
         found = decode_answer(op, item, "")
-        answers = self._scenario.setdefault(op.name, [])
-        same = [
-            i for i, a in enumerate(answers) if (a.partial, a.key) == (found.partial, found.key)
-        ]
-        if same:
-            answers[same[0]] = found
-        else:
-            answers.append(found)
+        self._scenario.setdefault(op.name, {})[(found.partial, found.key)] = found
         self._rebuild()
 
     def _rebuild(self) -> None:
         """Serve the scripted answers from now on (a project is replaced, never changed)."""
-        scenario = {name: tuple(answers) for name, answers in self._scenario.items()}
-        project = _Recording(PROJECT, scenario, self._generate)
-        project.calls = self.calls
-        self._projects[self.api_key] = project
-
-    @property
-    def app(self) -> Any:
-        """The ASGI app (Starlette) that answers."""
-        return self._app
-
-    @property
-    def transport(self) -> httpx.BaseTransport:
-        """An ``httpx`` transport that hands each request to :attr:`app` in-process, for
-        ``Client(transport=...)``; closed at the end of the test."""
-        if self._transport is None:
-            self._transport = _SyncAppTransport(self._app)
-        return self._transport  # type: ignore[no-any-return]
-
-    @property
-    def async_transport(self) -> httpx.AsyncBaseTransport:
-        """An ``httpx.ASGITransport`` of :attr:`app`, for ``AsyncClient(transport=...)``."""
-        if self._async_transport is None:
-            self._async_transport = httpx.ASGITransport(app=self._app)
-        return self._async_transport  # type: ignore[no-any-return]
+        scenario = {name: tuple(answers.values()) for name, answers in self._scenario.items()}
+        self._projects[self.api_key] = MockProject(PROJECT, scenario, self._generate, self.calls)
 
     def client(self, cls: type | None = None, **options: Any) -> Any:
-        """A typed client of the mock, in-process (default class
-        :class:`projectops.client.OperationsServiceClient`; `options` go to it, ``timeout``
-        30 s unless given); close it, or use it in ``with``."""
-        from projectops.client import OperationsServiceClient
-
-        options.setdefault("timeout", 30.0)
-        return (cls or OperationsServiceClient)(
-            base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=self.transport, **options
-        )
+        """A typed client of the mock, in-process: `cls` (default
+        :class:`projectops.client.OperationsServiceClient`) with `options` (``timeout`` 30 s
+        unless given); close it, or use it in ``with``."""
+        return self._client(cls or OperationsServiceClient, self.transport, options)
 
     def async_client(self, cls: type | None = None, **options: Any) -> Any:
         """:meth:`client` of :class:`projectops.client.AsyncOperationsServiceClient`."""
-        from projectops.client import AsyncOperationsServiceClient
+        return self._client(cls or AsyncOperationsServiceClient, self.async_transport, options)
 
+    def _client(self, cls: type, transport: Any, options: dict[str, Any]) -> Any:
         options.setdefault("timeout", 30.0)
-        return (cls or AsyncOperationsServiceClient)(
-            base_url=_IN_PROCESS_URL,
-            api_key=self.api_key,
-            transport=self.async_transport,
-            **options,
-        )
+        return cls(base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=transport, **options)
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT`` serving :attr:`app`, started on first use.
+        """``http://127.0.0.1:PORT`` serving :attr:`app` (uvicorn in a thread), started on first
+        use and stopped by :meth:`close`.
 
         Raises:
             RuntimeError: the server did not start within 20 s.
         """
         if self._base_url is None:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            sock.listen(128)
-            config = uvicorn.Config(
-                self._app, log_level="warning", lifespan="off", access_log=False
-            )
+            sock = listen("127.0.0.1", 0)
+            config = uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False)
             self._server = server = uvicorn.Server(config)
             self._thread = threading.Thread(
                 target=server.run, kwargs={"sockets": [sock]}, name="projectops-mock", daemon=True
@@ -217,7 +154,7 @@ class MockServer:
 
     @property
     def env(self) -> dict[str, str]:
-        """``SERVICE_BACKEND_URL`` (:attr:`base_url`, started) and ``SERVICE_API_KEY``, the
+        """``SERVICE_BACKEND_URL`` (:attr:`base_url`, started) and ``SERVICE_API_KEY``: the
         environment of a subprocess that calls the mock."""
         return {BASE_URL_ENV: self.base_url, API_KEY_ENV: self.api_key}
 
@@ -230,9 +167,7 @@ class MockServer:
                 self._server.force_exit = True
                 self._thread.join(_STOP_TIMEOUT)
             self._server = self._thread = None
-        if self._transport is not None:
-            self._transport.close()
-            self._transport = None
+        self.transport.close()
 
 
 def _json(message_type: type[Message], value: Message | Mapping[str, Any], what: str) -> Any:
@@ -254,8 +189,8 @@ def _error_response(error: ApiError | Code | str) -> ErrorResponse:
 
 
 class _SyncAppTransport(httpx.BaseTransport):
-    """A sync transport that runs the ASGI app on an event loop of its own thread (an anyio
-    blocking portal), so the sync client reaches it without a socket; delays wait there."""
+    """Runs the ASGI app on an event loop of its own thread (an anyio blocking portal, started
+    on first use), so the sync client reaches it without a socket; delays wait there."""
 
     def __init__(self, app: Any) -> None:
         self._inner = httpx.ASGITransport(app=app)
