@@ -24,6 +24,8 @@ import pytest
 import projectops
 from projectops import DeadlineExceeded, Unauthenticated, Unavailable
 from projectops.client import (
+    AnswerTimedOut,
+    AnswerTooLarge,
     AsyncClient,
     AsyncOperationsServiceClient,
     Client,
@@ -32,13 +34,9 @@ from projectops.client import (
     InvalidResponse,
     OperationsServiceClient,
     ServiceUnreachable,
-)
-from projectops.client.http import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    AnswerTimedOut,
-    AnswerTooLarge,
     UnexpectedRedirect,
 )
+from projectops.conventions import DEFAULT_MAX_RESPONSE_BYTES
 from tests.adversarial.hostile import (
     answer,
     echo_key,

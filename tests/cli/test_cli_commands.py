@@ -19,8 +19,7 @@ import projectops
 from projectops import Operation, mock, operation_path
 from projectops.cli import _operations as cli
 from projectops.cli._main import _all_commands, main
-from projectops.client.failures import failure
-from projectops.client.http import (
+from projectops.client import (
     AnswerTimedOut,
     InvalidRequest,
     InvalidResponse,
@@ -28,6 +27,7 @@ from projectops.client.http import (
     ServiceUnreachable,
     error_from_answer,
 )
+from projectops.client.failures import failure
 from projectops.commands import Command
 from projectops.v1 import release_pb2
 from tests.support import KEY, Recorder

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 import projectops
-from projectops.client import AsyncClient, Client, MissingBaseUrl
+from projectops.client import AsyncClient, Client, InvalidRequest, MissingBaseUrl
 from projectops.client._base import BaseClient, prepare_request, request_message
-from projectops.client.http import InvalidRequest
 from projectops.v1.operations_pb2 import GetReleaseDetailsRequest, ListRumEnvironmentsRequest
 from tests.support import KEY
 

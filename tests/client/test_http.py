@@ -32,12 +32,14 @@ from projectops import (
     Unimplemented,
     Unknown,
 )
-from projectops.client import AsyncClient, Client, MissingApiKey
-from projectops.client.http import (
+from projectops.client import (
     AnswerTimedOut,
     AnswerTooLarge,
+    AsyncClient,
+    Client,
     InvalidRequest,
     InvalidResponse,
+    MissingApiKey,
     ServiceUnreachable,
     UnexpectedRedirect,
 )

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from projectops.client._errors import MissingBaseUrl as MissingBaseUrl
     from projectops.client._errors import ServiceUnreachable as ServiceUnreachable
     from projectops.client._errors import UnexpectedRedirect as UnexpectedRedirect
+    from projectops.client._errors import error_from_answer as error_from_answer
     from projectops.client._errors import usable_api_key as usable_api_key
     from projectops.client._retry import DEFAULT_RETRIES as DEFAULT_RETRIES
     from projectops.client._services import (
@@ -54,7 +55,8 @@ _NAMES = {
     "OperationKey RequestHeaders RequestLike prepare_request",
     # No HTTP library behind these: the CLI's help and conformance's key check read them.
     "projectops.client._errors": "AnswerTimedOut AnswerTooLarge InvalidRequest InvalidResponse "
-    "MissingApiKey MissingBaseUrl ServiceUnreachable UnexpectedRedirect usable_api_key",
+    "MissingApiKey MissingBaseUrl ServiceUnreachable UnexpectedRedirect error_from_answer "
+    "usable_api_key",
     "projectops.client._retry": "DEFAULT_RETRIES",
     "projectops.client._services": "AsyncOperationsServiceClient OperationsServiceClient",
     "projectops.client._transport": "AsyncRawClient InvalidProxy RawAnswer RawClient",

@@ -5,6 +5,7 @@ its answer and the retry decision; everything but the waiting (:mod:`projectops.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from google.protobuf.message import Message
 import projectops
 from projectops._text import outside_text
 from projectops.client._errors import (
+    MAX_ERROR_BODY_BYTES,
     AnswerTimedOut,
     AnswerTooLarge,
     InvalidRequest,
@@ -40,26 +42,13 @@ from projectops.errors import ApiError, InvalidArgument
 from projectops.registry import Operation, operation
 from projectops.validation import validate
 
-__all__ = [
-    "AsyncCallNext",
-    "AsyncInterceptor",
-    "BaseClient",
-    "CallContext",
-    "CallNext",
-    "Interceptor",
-    "OperationKey",
-    "RequestHeaders",
-    "RequestLike",
-    "prepare_request",
-    "request_message",
-]
 #: What names an operation: operation name, tool name, path or the :class:`Operation` itself.
 OperationKey = str | Operation
 #: What a request can be given as: the request message, a JSON object, or ``None`` for ``{}``.
 RequestLike = Message | Mapping[str, Any] | None
 
-# Headers the client sets itself, beside the framing ones (check_header): the key in any
-# spelling (a CGI server reads Service_Api_Key as the key), the content type.
+# Set by the client itself beside the framing headers (check_header): the key in any spelling
+# (a CGI server reads Service_Api_Key as the key) and the content type.
 _OWN = frozenset({header_key(API_KEY_HEADER), header_key("Content-Type")})
 
 
@@ -72,10 +61,10 @@ def _check_extra(name: object, value: object) -> None:
 class RequestHeaders(MutableMapping[str, str]):
     """Extra request headers an interceptor adds (``context.headers``); names case-insensitive.
 
-    Raises ``ValueError`` naming the header, before anything is sent, for the API key header
-    in any spelling (``Service_Api_Key`` too), ``Content-Type``, the framing headers
-    (``Content-Length``, ``Transfer-Encoding``, ``Host``, ``Connection``,
-    ``Accept-Encoding``), a name that is no HTTP token, or a value with control characters.
+    Raises ``ValueError`` naming the header, before anything is sent, for the key header in any
+    spelling (``Service_Api_Key`` too), ``Content-Type``, the framing headers
+    (``Content-Length``, ``Transfer-Encoding``, ``Host``, ``Connection``, ``Accept-Encoding``),
+    a name that is no HTTP token, or a value with control characters.
     """
 
     def __init__(self) -> None:
@@ -131,9 +120,9 @@ AsyncInterceptor = Callable[[Message, CallContext, AsyncCallNext], Awaitable[Mes
 
 
 class BaseClient:
-    """Configuration and everything of a call but the waiting; `raw` is the exchange
-    (:class:`~projectops.client.RawClient` or its async twin) the subclass makes from
-    :attr:`_url`. Arguments and errors: :class:`~projectops.client.Client`."""
+    """Configuration and everything of a call but the waiting; the subclass makes `_raw`, its
+    exchange, from :attr:`_url` and :attr:`_limits`. Arguments and errors:
+    :class:`~projectops.client.Client`."""
 
     _raw: RawClient | AsyncRawClient
 
@@ -151,7 +140,6 @@ class BaseClient:
             raise TypeError("retries must be an int (extra attempts; 0 turns retries off)")
         if retries < 0:
             raise ValueError(f"retries must be 0 or more, not {retries}")
-        self._retries = retries
         if isinstance(interceptors, (str, bytes)) or not all(map(callable, interceptors)):
             raise TypeError("interceptors must be a sequence of callables")
         # An empty variable counts as unset; an explicit argument is checked as it is.
@@ -161,11 +149,17 @@ class BaseClient:
                 f"no base URL: {BASE_URL_ENV} is not set and none was given; set it to the "
                 "service's root, e.g. https://ops.example.com"
             )
-        self._url = url or ""
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        self._url, self._retries = url or "", retries
         self._api_key = key.strip() if key else None
         # The argument as given too: a key with surrounding blanks is still a secret.
         self._secrets = (self._api_key, api_key)
+        self._limits: dict[str, Any] = {
+            "timeout": timeout,
+            "max_response_bytes": max_response_bytes,
+            "max_error_bytes": MAX_ERROR_BODY_BYTES,
+            "secrets": self._secrets,
+        }
 
     @property
     def base_url(self) -> str:
@@ -224,7 +218,7 @@ class BaseClient:
             "accept": ("Accept", CONTENT_TYPE),
             "user-agent": ("User-Agent", f"projectops/{projectops.__version__}"),
         }
-        for name, value in context.headers.items():  # checked again: a plain dict may stand in
+        for name, value in context.headers.items():  # checked again: a dict may stand in
             _check_extra(name, value)
             headers[name.lower()] = (name, value)
         return to_json(message).encode(), [*headers.values(), (API_KEY_HEADER, self._api_key or "")]
@@ -241,65 +235,52 @@ class BaseClient:
     def _outcome(
         self, op: Operation, answer: RawAnswer | ApiError, context: CallContext
     ) -> Message | ApiError:
-        """The response message of an attempt, or the error it ends with (not raised)."""
+        """The response message of an attempt, or the error it ends with (returned when it
+        may be retried, raised when it may not)."""
         context.attempts += 1
         context.http_status = None
         if not isinstance(answer, RawAnswer):
             return mark_redacted(answer)  # the exchange redacted the peer's text
-        keys = self._secrets
-        where = f"the answer of {self.base_url}{op.path} (HTTP {answer.status})"
+        status, keys = answer.status, self._secrets
+        where = f"the answer of {self.base_url}{op.path} (HTTP {status})"
         encoding = (answer.header("Content-Encoding") or "identity").strip().lower()
         if encoding not in ("", "identity"):
+            shown = outside_text(encoding, 40, keys)
             raise mark_redacted(
                 InvalidResponse(
-                    f"{where} came with Content-Encoding: {outside_text(encoding, 40, keys)}, "
-                    "which this client did not ask for (it sends Accept-Encoding: identity); it "
-                    "was not decoded",
-                    http_status=answer.status,
+                    f"{where} came with Content-Encoding: {shown}, which this client did not "
+                    "ask for (it sends Accept-Encoding: identity); it was not decoded",
+                    http_status=status,
                 )
             )
-        if 200 <= answer.status < 300 and answer.truncated:
+        if 200 <= status < 300 and answer.truncated:
             length = answer.header("Content-Length") or ""
-            what = f"announces {int(length):,} bytes" if length.isdigit() else "is larger"
-            done = "not read" if length.isdigit() else "read no further"
-            raise mark_redacted(
-                AnswerTooLarge(
-                    f"{where} {what}, over the limit of {self.max_response_bytes:,} bytes "
-                    f"(max_response_bytes); it was {done}",
-                    http_status=answer.status,
-                )
+            what, done = (
+                (f"announces {int(length):,} bytes", "not read")
+                if length.isdigit()
+                else ("is larger", "read no further")
             )
-        context.http_status = answer.status
-        if 300 <= answer.status < 400:
-            where = outside_text(answer.header("Location") or "elsewhere", 300, keys)
+            limit = f"{self.max_response_bytes:,} bytes (max_response_bytes)"
+            text = f"{where} {what}, over the limit of {limit}; it was {done}"
+            raise mark_redacted(AnswerTooLarge(text, http_status=status))
+        context.http_status = status
+        if 300 <= status < 400:
+            to = outside_text(answer.header("Location") or "elsewhere", 300, keys)
+            text = f"HTTP {status}: redirect to {to} not followed (a POST is never redirected;"
             return mark_redacted(
-                UnexpectedRedirect(
-                    f"HTTP {answer.status}: redirect to {where} not followed (a POST is never "
-                    "redirected; check the base URL)",
-                    http_status=answer.status,
-                )
+                UnexpectedRedirect(f"{text} check the base URL)", http_status=status)
             )
-        if not 200 <= answer.status < 300:
+        if not 200 <= status < 300:
+            url, kind = self.base_url + op.path, answer.header("Content-Type")
             return mark_redacted(
-                error_from_answer(
-                    answer.status,
-                    answer.body,
-                    url=self.base_url + op.path,
-                    content_type=answer.header("Content-Type"),
-                    secrets=keys,
-                )
+                error_from_answer(status, answer.body, url=url, content_type=kind, secrets=keys)
             )
-        try:
-            # Not strict: a newer server may add fields this version does not know.
+        try:  # not strict: a newer server may add fields this version does not know
             return from_json(answer.body, op.response_type)
         except InvalidArgument as exc:
-            raise mark_redacted(
-                InvalidResponse(
-                    f"the answer of {op.path} is not a {op.response_type.__name__}: "
-                    + outside_text(exc.message, secrets=keys),
-                    http_status=answer.status,
-                )
-            ) from None
+            what = f"the answer of {op.path} is not a {op.response_type.__name__}"
+            text = f"{what}: {outside_text(exc.message, secrets=keys)}"
+            raise mark_redacted(InvalidResponse(text, http_status=status)) from None
 
     def _retry_wait(
         self,
@@ -307,23 +288,20 @@ class BaseClient:
         retry: int,
         answer: RawAnswer | ApiError,
         failure: ApiError,
-        left: float | None,
+        deadline: float | None,
     ) -> float:
         """Seconds to wait before retry number `retry` after `failure`; raises the error the
-        call ends with when there is no retry. `left`: the call's time left (``None``: no
-        limit); a wait that would use it all is not taken."""
+        call ends with when there is no retry. A wait that would pass `deadline` (a
+        ``time.monotonic()`` instant) is not taken."""
         answered = isinstance(answer, RawAnswer)
         status = answer.status if isinstance(answer, RawAnswer) else None
-        if (
-            isinstance(failure, AnswerTimedOut)
-            or retry >= self._retries
-            or not may_retry(op, status)
-        ):
+        if isinstance(failure, AnswerTimedOut) or retry >= self._retries:
             raise failure
-        wait = retry_delay(
-            retry, answer.header("Retry-After") if isinstance(answer, RawAnswer) else None
-        )
-        if left is not None and wait >= left:
+        if not may_retry(op, status):
+            raise failure
+        after = answer.header("Retry-After") if isinstance(answer, RawAnswer) else None
+        wait = retry_delay(retry, after)
+        if deadline is not None and wait >= deadline - time.monotonic():
             raise failure if answered else mark_redacted(self._raw._timed_out())
         return wait
 
@@ -338,13 +316,9 @@ def request_message(
         TypeError: both a request message and fields were given.
     """
     given = {name: value for name, value in fields.items() if value is not None}
-    if request is not None:
-        if given:
-            raise TypeError(
-                f"give the request message or its fields ({', '.join(given)}), not both"
-            )
-        return request
-    return operation(key).request_type(**given)
+    if request is not None and given:
+        raise TypeError(f"give the request message or its fields ({', '.join(given)}), not both")
+    return request if request is not None else operation(key).request_type(**given)
 
 
 def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
@@ -362,26 +336,20 @@ def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
             the message names it (``http_status=None``).
     """
     op = operation(key)
-    if request is None:
-        message = op.request_type()
-    elif isinstance(request, Message):
+    if isinstance(request, Message):
         if request.DESCRIPTOR.full_name != op.request_type.DESCRIPTOR.full_name:
             raise TypeError(
                 f"{op.name} takes a {op.request_type.__name__}, not a {type(request).__name__}"
             )
-        message = request
-    elif isinstance(request, Mapping):
-        try:
-            message = from_json(request, op.request_type, strict=True)
-        except InvalidArgument as exc:
-            raise InvalidRequest(exc.message, exc.violations) from None
-    else:
+    elif request is not None and not isinstance(request, Mapping):
         raise TypeError(
             f"a request is a {op.request_type.__name__}, a mapping or None, "
             f"not {type(request).__name__}"
         )
     try:
-        validate(message)
+        if not isinstance(request, Message):
+            request = from_json(request or {}, op.request_type, strict=True)
+        validate(request)
     except InvalidArgument as exc:
         raise InvalidRequest(exc.message, exc.violations) from None
-    return message
+    return request

@@ -21,11 +21,9 @@ import re
 import threading
 import time
 import urllib.request
-from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
-from contextlib import aclosing
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from types import TracebackType
 from typing import Any, NamedTuple, Self
 from urllib.parse import urlsplit
 
@@ -40,17 +38,6 @@ from projectops.conventions import (
     DEFAULT_MAX_RESPONSE_BYTES,
     normalize_base_url,
 )
-
-__all__ = [
-    "AsyncRawClient",
-    "InvalidProxy",
-    "RawAnswer",
-    "RawClient",
-    "check_header",
-    "environment_proxy",
-]
-
-# --- the environment's proxy ----------------------------------------------------------------
 
 _PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 
@@ -81,17 +68,11 @@ def environment_proxy(url: str) -> httpx2.Proxy | None:
     except (ValueError, httpx2.InvalidURL):
         raise InvalidProxy(f"{what} is not a valid URL") from None
     if proxy is None:
-        raise InvalidProxy(
-            f"{what} has the scheme {scheme!r}; use one of {', '.join(_PROXY_SCHEMES)}"
-        )
+        raise InvalidProxy(f"{what} has the scheme {scheme!r}; use one of http, https, socks5")
     if scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
-        raise InvalidProxy(
-            f"{what} is a SOCKS proxy, which needs the socksio package: pip install 'httpx2[socks]'"
-        )
+        raise InvalidProxy(f"{what} is SOCKS, which needs socksio: pip install 'httpx2[socks]'")
     return proxy
 
-
-# --- the sync deadline ----------------------------------------------------------------------
 
 #: ``time.monotonic()`` by which the sync exchange running in this context must be done.
 _DEADLINE: ContextVar[float | None] = ContextVar("projectops_deadline", default=None)
@@ -109,7 +90,7 @@ def _left(timeout: float | None, error: type[httpcore2.TimeoutException]) -> flo
     return left if timeout is None else min(timeout, left)
 
 
-class _DeadlineStream(httpcore2.NetworkStream):
+class _DeadlineStream(httpcore2.NetworkStream):  # every wait bounded by _DEADLINE
     def __init__(self, stream: httpcore2.NetworkStream) -> None:
         self._stream = stream
 
@@ -161,23 +142,14 @@ class _DeadlineTransport(httpx2.BaseTransport):
     on :class:`_DeadlineBackend`. Raises httpcore2's exceptions, which the exchange reads."""
 
     def __init__(self, base_url: str) -> None:
-        proxy = environment_proxy(base_url)
-        # Loading the CA bundle costs tens of ms of start-up: only for https.
+        env = environment_proxy(base_url)
+        proxy = (
+            None if env is None else httpcore2.Proxy(str(env.url), env.raw_auth, env.headers.raw)
+        )
         self._pool = httpcore2.ConnectionPool(
+            # Loading the CA bundle costs tens of ms of start-up: only for https.
             ssl_context=httpx2.create_ssl_context() if base_url.startswith("https:") else None,
-            proxy=None
-            if proxy is None
-            else httpcore2.Proxy(
-                url=httpcore2.URL(
-                    scheme=proxy.url.raw_scheme,
-                    host=proxy.url.raw_host,
-                    port=proxy.url.port,
-                    target=proxy.url.raw_path,
-                ),
-                auth=proxy.raw_auth,
-                headers=proxy.headers.raw,
-                ssl_context=proxy.ssl_context,
-            ),
+            proxy=proxy,
             max_connections=100,
             max_keepalive_connections=20,
             keepalive_expiry=5.0,
@@ -186,29 +158,25 @@ class _DeadlineTransport(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
+        target = httpcore2.URL(
+            scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+        )
         answer = self._pool.handle_request(
             httpcore2.Request(
-                method=request.method,
-                url=httpcore2.URL(
-                    scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
-                ),
+                request.method,
+                target,
                 headers=request.headers.raw,
                 content=request.stream,
                 extensions=request.extensions,
             )
         )
+        body = _PoolBody(answer.stream)
         return httpx2.Response(
-            answer.status,
-            headers=answer.headers,
-            stream=_PoolBody(answer.stream),
-            extensions=answer.extensions,
+            answer.status, headers=answer.headers, stream=body, extensions=answer.extensions
         )
 
     def close(self) -> None:
         self._pool.close()
-
-
-# --- the exchange ---------------------------------------------------------------------------
 
 
 class RawAnswer(NamedTuple):
@@ -236,14 +204,13 @@ class RawAnswer(NamedTuple):
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE = re.compile(r"[\x20-\x7e\t]*")
-# The request's framing and encoding, compared without case or punctuation (Transfer_Encoding
-# too): the exchange writes them.
+# What frames the request, and its encoding: the exchange writes them.
 _FRAMING = frozenset({"contentlength", "transferencoding", "host", "connection", "acceptencoding"})
 
 
 def header_key(name: str) -> str:
-    """`name` lower-cased without its punctuation: what servers that read ``_`` as ``-`` (CGI)
-    or ignore case see as one header."""
+    """`name` lower-cased without punctuation: one header to servers that read ``_`` as ``-``
+    (CGI) and ignore case."""
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
@@ -259,65 +226,67 @@ def check_header(name: object, value: object) -> None:
         raise ValueError(f"the value of header {name} must be text without control characters")
 
 
-HeaderPairs = Mapping[str, str] | Iterable[tuple[str, str]]
-
-
-def check_limits(
-    timeout: float | None, max_response_bytes: int, max_error_bytes: int | None
-) -> int:
-    """The error bodies' cap (`max_error_bytes`, default `max_response_bytes`).
-
-    Raises:
-        ValueError: `timeout` not positive, a cap below 1.
-        TypeError: a cap that is no int.
-    """
+def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | None) -> int:
+    """The error bodies' cap (`max_error_bytes`, default `max_bytes`); ``ValueError`` for a
+    `timeout` not positive or a cap below 1, ``TypeError`` for a cap that is no int."""
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
-    error_cap = max_response_bytes if max_error_bytes is None else max_error_bytes
-    for name, cap in (("max_response_bytes", max_response_bytes), ("max_error_bytes", error_cap)):
+    error_cap = max_bytes if max_error_bytes is None else max_error_bytes
+    for name, cap in (("max_response_bytes", max_bytes), ("max_error_bytes", error_cap)):
         if isinstance(cap, bool) or not isinstance(cap, int):
             raise TypeError(f"{name} must be an int (bytes)")
         if cap < 1:
             raise ValueError(f"{name} must be at least 1, not {cap}")
-    return error_cap
+    return min(max_bytes, error_cap)
+
+
+# What a failed exchange raises, httpx2's and (from the deadline transport) httpcore2's.
+_TIMEOUTS = (httpx2.TimeoutException, httpcore2.TimeoutException)
+_FAILURES = (
+    *(httpx2.RequestError, httpcore2.NetworkError, httpcore2.ProtocolError),
+    *(httpcore2.ProxyError, httpcore2.UnsupportedProtocol),
+)
+
+
+class _Late(Exception):
+    """The deadline passed between two chunks of a caller's transport."""
 
 
 class _Exchange:
     """What the sync and async exchanges share: configuration, the request, the cap."""
 
-    _http: httpx2.Client | httpx2.AsyncClient
+    _http_class: Any = httpx2.Client
 
     def __init__(
         self,
         base_url: str,
-        timeout: float | None,
-        max_response_bytes: int,
-        max_error_bytes: int | None,
-        secrets: Iterable[str | None],
+        *,
+        timeout: float | None = DEFAULT_CALL_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_error_bytes: int | None = None,
+        transport: Any = None,
+        secrets: Iterable[str | None] = (),
     ) -> None:
-        error_cap = check_limits(timeout, max_response_bytes, max_error_bytes)
-        self._secrets = tuple(secrets)
+        self._max_error = check_limits(timeout, max_response_bytes, max_error_bytes)
         self.base_url = normalize_base_url(base_url)
-        self.timeout = timeout
-        self.max_response_bytes = max_response_bytes
-        self._max_error = min(max_response_bytes, error_cap)
-
-    def _client(self, cls: type[Any], transport: Any) -> Any:
-        http = cls(
-            timeout=self.timeout,
-            transport=transport,
+        self.timeout, self.max_response_bytes = timeout, max_response_bytes
+        self._secrets = tuple(secrets)
+        self._own = transport is None
+        self._http = self._http_class(
+            timeout=timeout,
+            transport=transport or self._transport(),
             follow_redirects=False,
             # No domain allowed: every Set-Cookie is refused, so none rides along later.
             cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
             trust_env=False,  # the proxy is the transport's; no .netrc
         )
-        for name in list(http.headers):  # httpx2's defaults: only the caller's headers go out
-            del http.headers[name]
-        return http
+        for name in list(self._http.headers):  # httpx2's defaults: only the caller's go out
+            del self._http.headers[name]
 
-    def _request(
-        self, method: str, path: str, body: bytes | None, headers: HeaderPairs
-    ) -> httpx2.Request:
+    def _transport(self) -> Any:
+        return _DeadlineTransport(self.base_url)
+
+    def _request(self, method: str, path: str, body: bytes | None, headers: Any) -> Any:
         pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
         for name, value in pairs:
             check_header(name, value)
@@ -338,15 +307,15 @@ class _Exchange:
 
     @staticmethod
     def _take(body: bytearray, chunk: bytes, cap: int) -> bool:
-        """Append `chunk` up to `cap`; False once the body passed it (stop reading)."""
-        room = cap - len(body)
-        body += chunk[:room]
-        return len(chunk) <= room
+        """Append `chunk` up to one byte past `cap`; False once it is there (stop reading)."""
+        body += chunk[: cap + 1 - len(body)]
+        return len(body) <= cap
 
     @staticmethod
-    def _answer(response: httpx2.Response, body: bytes, truncated: bool) -> RawAnswer:
+    def _answer(response: httpx2.Response, body: bytearray, cap: int) -> RawAnswer:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
-        return RawAnswer(response.status_code, headers, body, truncated)
+        truncated = not cap or len(body) > cap
+        return RawAnswer(response.status_code, headers, bytes(body[:cap]), truncated)
 
     def _timed_out(self) -> AnswerTimedOut:
         limit = "" if self.timeout is None else f" of {self.timeout:g} s"
@@ -356,21 +325,6 @@ class _Exchange:
         reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
         reason = outside_text(reason, 300, self._secrets)
         return ServiceUnreachable(f"cannot reach {self.base_url}: {reason[:1].lower()}{reason[1:]}")
-
-
-# What a failed exchange raises, httpx2's and (from the deadline transport) httpcore2's.
-_TIMEOUTS = (httpx2.TimeoutException, httpcore2.TimeoutException)
-_FAILURES = (
-    httpx2.RequestError,
-    httpcore2.NetworkError,
-    httpcore2.ProtocolError,
-    httpcore2.ProxyError,
-    httpcore2.UnsupportedProtocol,
-)
-
-
-class _Late(Exception):
-    """The deadline passed between two chunks of a caller's transport."""
 
 
 class RawClient(_Exchange):
@@ -383,6 +337,7 @@ class RawClient(_Exchange):
         max_error_bytes: the most bytes of another answer's body read (default: as a 2xx's).
         transport: an ``httpx2.BaseTransport`` instead of the network (no environment proxy
             then); the deadline still holds, the exchange waiting for it in a daemon thread.
+        secrets: keys to redact from the peer's text an error quotes.
 
     Raises:
         projectops.InvalidBaseUrl: (a ``ValueError``) see :func:`~projectops.normalize_base_url`.
@@ -390,36 +345,18 @@ class RawClient(_Exchange):
         ValueError, TypeError: a time-out or cap that cannot work.
     """
 
-    _http: httpx2.Client
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        timeout: float | None = DEFAULT_CALL_TIMEOUT,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        max_error_bytes: int | None = None,
-        transport: httpx2.BaseTransport | None = None,
-        secrets: Iterable[str | None] = (),
-    ) -> None:
-        super().__init__(base_url, timeout, max_response_bytes, max_error_bytes, secrets)
-        self._own = transport is None
-        self._http = self._client(httpx2.Client, transport or _DeadlineTransport(self.base_url))
-
     def send(
         self,
         method: str,
         path: str,
         body: bytes | None = None,
-        headers: HeaderPairs = (),
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
         *,
         deadline: float | None = None,
     ) -> RawAnswer:
         """One exchange: `method` to ``base_url + path`` with `body` and exactly `headers`
-        (plus ``Host``, ``Content-Length``, ``Accept-Encoding: identity``).
-
-        Args:
-            deadline: a ``time.monotonic()`` instant that bounds it too (e.g. a whole call's).
+        (plus ``Host``, ``Content-Length``, ``Accept-Encoding: identity``); `deadline`, a
+        ``time.monotonic()`` instant, bounds it too (e.g. a whole call's).
 
         Raises:
             ValueError: a header is no HTTP token or value, or frames the request
@@ -428,39 +365,32 @@ class RawClient(_Exchange):
             ServiceUnreachable: no complete answer (refused, reset, the name not found).
         Neither is chained to the HTTP library's exception, which holds the request.
         """
-        request = self._request(method, path, body, headers)
-        end = self._end(deadline)
+        request, end = self._request(method, path, body, headers), self._end(deadline)
+        result: RawAnswer | BaseException
         if self._own or end is None:
             token = _DEADLINE.set(end)
             try:
                 result = self._read(request, end, None)
             finally:
                 _DEADLINE.reset(token)
-        else:
-            result = self._bounded(request, end)
-        if isinstance(result, Exception):
+        else:  # a caller's transport knows no deadline: the exchange stops waiting for it
+            done: list[RawAnswer | BaseException] = []
+            stop = threading.Event()
+
+            def work() -> None:
+                try:
+                    done.append(self._read(request, end, stop))
+                except BaseException as exc:  # handed to the calling thread
+                    done.append(exc)
+
+            worker = threading.Thread(target=work, name="projectops-exchange", daemon=True)
+            worker.start()
+            worker.join(max(0.0, end - time.monotonic()))
+            stop.set()  # a late worker drops its answer
+            result = done[0] if done else self._timed_out()
+        if isinstance(result, BaseException):
             raise result  # outside any handler: no __context__ holding the request
         return result
-
-    def _bounded(self, request: httpx2.Request, end: float) -> RawAnswer | Exception:
-        done: list[RawAnswer | BaseException] = []
-        stop = threading.Event()
-
-        def work() -> None:
-            try:
-                done.append(self._read(request, end, stop))
-            except BaseException as exc:  # handed to the calling thread
-                done.append(exc)
-
-        worker = threading.Thread(target=work, name="projectops-exchange", daemon=True)
-        worker.start()
-        worker.join(max(0.0, end - time.monotonic()))
-        if not done:
-            stop.set()  # the worker drops the answer when it comes
-            return self._timed_out()
-        if isinstance(done[0], BaseException):
-            raise done[0]
-        return done[0]
 
     def _read(
         self, request: httpx2.Request, end: float | None, stop: threading.Event | None
@@ -468,15 +398,16 @@ class RawClient(_Exchange):
         try:
             response = self._http.send(request, stream=True)
             try:
-                cap, body = self._cap(response), bytearray()
-                truncated = not cap
-                for chunk in _raw_chunks(response) if cap else ():
+                body, cap = bytearray(), self._cap(response)
+                consumed = response.is_stream_consumed  # an in-memory answer, read already
+                for chunk in (
+                    ((response.content,) if consumed else response.iter_raw()) if cap else ()
+                ):
                     if not self._take(body, chunk, cap):
-                        truncated = True
                         break
                     if (end is not None and time.monotonic() > end) or (stop and stop.is_set()):
                         raise _Late  # a caller's transport: checked between chunks
-                return self._answer(response, bytes(body), truncated)
+                return self._answer(response, body, cap)
             finally:
                 response.close()
         except (*_TIMEOUTS, _Late):
@@ -500,42 +431,28 @@ class AsyncRawClient(_Exchange):
     ``httpx2.AsyncBaseTransport``), answers and errors; an anyio cancel scope bounds each
     exchange, whatever the transport."""
 
-    _http: httpx2.AsyncClient
+    _http_class = httpx2.AsyncClient
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        timeout: float | None = DEFAULT_CALL_TIMEOUT,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        max_error_bytes: int | None = None,
-        transport: httpx2.AsyncBaseTransport | None = None,
-        secrets: Iterable[str | None] = (),
-    ) -> None:
-        super().__init__(base_url, timeout, max_response_bytes, max_error_bytes, secrets)
-        if transport is None:
-            transport = httpx2.AsyncHTTPTransport(proxy=environment_proxy(self.base_url))
-        self._http = self._client(httpx2.AsyncClient, transport)
+    def _transport(self) -> Any:
+        return httpx2.AsyncHTTPTransport(proxy=environment_proxy(self.base_url))
 
     async def send(
         self,
         method: str,
         path: str,
         body: bytes | None = None,
-        headers: HeaderPairs = (),
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
         *,
         deadline: float | None = None,
     ) -> RawAnswer:
         """:meth:`RawClient.send`; `deadline` is a ``time.monotonic()`` instant too."""
-        request = self._request(method, path, body, headers)
-        end = self._end(deadline)
+        request, end = self._request(method, path, body, headers), self._end(deadline)
         result: RawAnswer | Exception | None = None
         # anyio's clock is the event loop's: the deadline moves onto it.
         scope_end = math.inf if end is None else anyio.current_time() + end - time.monotonic()
         with anyio.CancelScope(deadline=scope_end):
             result = await self._read(request)
-        if result is None:  # cancelled at the deadline
-            result = self._timed_out()
+        result = self._timed_out() if result is None else result  # None: cancelled at the end
         if isinstance(result, Exception):
             raise result
         return result
@@ -544,15 +461,14 @@ class AsyncRawClient(_Exchange):
         try:
             response = await self._http.send(request, stream=True)
             try:
-                cap, body = self._cap(response), bytearray()
-                truncated = not cap
-                if cap:
-                    async with aclosing(_araw_chunks(response)) as chunks:
-                        async for chunk in chunks:
-                            if not self._take(body, chunk, cap):
-                                truncated = True
-                                break
-                return self._answer(response, bytes(body), truncated)
+                body, cap = bytearray(), self._cap(response)
+                if response.is_stream_consumed:  # an in-memory answer, read already
+                    self._take(body, response.content, cap)
+                elif cap:
+                    async for chunk in response.aiter_raw():
+                        if not self._take(body, chunk, cap):
+                            break
+                return self._answer(response, body, cap)
             finally:
                 await response.aclose()
         except _TIMEOUTS:
@@ -567,27 +483,5 @@ class AsyncRawClient(_Exchange):
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def _raw_chunks(response: httpx2.Response) -> Iterator[bytes]:
-    """The body as it arrives, never decoded; one chunk if a transport already read it
-    (``httpx2.MockTransport``)."""
-    try:
-        yield response.content
-    except httpx2.ResponseNotRead:
-        yield from response.iter_raw()
-
-
-async def _araw_chunks(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
-    try:
-        yield response.content
-    except httpx2.ResponseNotRead:
-        async for chunk in response.aiter_raw():
-            yield chunk
