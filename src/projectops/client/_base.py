@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,36 +58,19 @@ def _check_extra(name: object, value: object) -> None:
         raise ValueError(f"the client sets {name} itself; an interceptor cannot set it")
 
 
-class RequestHeaders(MutableMapping[str, str]):
-    """Extra request headers an interceptor adds (``context.headers``); names case-insensitive.
+class RequestHeaders(dict[str, str]):
+    """Extra request headers an interceptor adds (``context.headers``).
 
-    Raises ``ValueError`` naming the header, before anything is sent, for the key header in any
-    spelling (``Service_Api_Key`` too), ``Content-Type``, the framing headers
-    (``Content-Length``, ``Transfer-Encoding``, ``Host``, ``Connection``, ``Accept-Encoding``),
-    a name that is no HTTP token, or a value with control characters.
+    Raises ``ValueError`` naming the header, before anything is sent (checked again when the
+    request is built, whatever mapping stands here), for the key header in any spelling
+    (``Service_Api_Key`` too), ``Content-Type``, the framing headers (``Content-Length``,
+    ``Transfer-Encoding``, ``Host``, ``Connection``, ``Accept-Encoding``), a name that is no
+    HTTP token, or a value with control characters.
     """
-
-    def __init__(self) -> None:
-        self._items: dict[str, tuple[str, str]] = {}
 
     def __setitem__(self, name: str, value: str) -> None:
         _check_extra(name, value)
-        self._items[name.lower()] = (name, value)
-
-    def __getitem__(self, name: str) -> str:
-        return self._items[name.lower()][1]
-
-    def __delitem__(self, name: str) -> None:
-        del self._items[name.lower()]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([name for name, _ in self._items.values()])
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __repr__(self) -> str:
-        return f"RequestHeaders({dict(self.items())!r})"
+        super().__setitem__(name, value)
 
 
 @dataclass

@@ -25,19 +25,6 @@ from projectops.errors import (
     Unknown,
 )
 
-__all__ = [
-    "AnswerTimedOut",
-    "AnswerTooLarge",
-    "InvalidRequest",
-    "InvalidResponse",
-    "MissingApiKey",
-    "MissingBaseUrl",
-    "ServiceUnreachable",
-    "UnexpectedRedirect",
-    "error_from_answer",
-    "usable_api_key",
-]
-
 
 class MissingApiKey(Unauthenticated):
     """No usable API key (docs/contract.md §2.5): none given, blank, or not a header value;

@@ -8,8 +8,6 @@ from collections.abc import Callable
 
 from projectops.registry import Operation
 
-__all__ = ["DEFAULT_RETRIES", "MAX_RETRY_AFTER", "RETRY_STATUSES", "may_retry", "retry_delay"]
-
 #: Extra attempts after the first that a call of a retryable operation makes by default.
 DEFAULT_RETRIES = 2
 #: Statuses that ask to try again later; no other answer is retried.

@@ -31,22 +31,6 @@ from projectops.errors import (
     Unauthenticated,
 )
 
-__all__ = [
-    "EXIT_BAD_REQUEST",
-    "EXIT_CONFORMANCE_FAILED",
-    "EXIT_FAILURE",
-    "EXIT_INTERNAL",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_UNAUTHENTICATED",
-    "EXIT_USAGE",
-    "FAILURES",
-    "MAX_MESSAGE_CHARS",
-    "Failure",
-    "UsageError",
-    "failure",
-]
-
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
@@ -102,6 +86,8 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
+# Local mistakes (arguments, input, a bad base URL, no such tool): the message says it all.
+_LOCAL = Failure(EXIT_USAGE, "{message}", "{message}")
 _REJECTED = Failure(
     EXIT_BAD_REQUEST,
     "{status} {code}: {message}",
@@ -113,19 +99,16 @@ _NO_ANSWER = Failure(
     "The service did not answer: {message}; " + BASE_URL_ENV + " sets its base URL",
 )
 
-#: Exception class -> how it is reported (most specific classes first, for reading).
-# The one line for a missing base URL: the library names the variable, this adds how to try
-# the bundled mock server at its own address.
+# A missing base URL: the library names the variable, this adds how to try the mock server.
 _TRY_THE_MOCK = (
     "{message}; to try the mock server, run `projectops mock-server` and set "
     f"{BASE_URL_ENV}={DEFAULT_BASE_URL}"
 )
 
-
+#: Exception class -> how it is reported (most specific classes first, for reading).
 FAILURES: Mapping[type[BaseException], Failure] = {
-    UsageError: Failure(EXIT_USAGE, "{message}", "{message}"),
-    # A busy or foreign --host/--port of mock-server or mcp --http: fixed by another flag value.
-    CannotListen: Failure(EXIT_USAGE, "{message}", "{message}"),
+    UsageError: _LOCAL,
+    CannotListen: _LOCAL,  # a busy or foreign --host/--port: fixed by another flag value
     MissingApiKey: Failure(
         EXIT_USAGE,
         "{message}",
@@ -159,10 +142,9 @@ FAILURES: Mapping[type[BaseException], Failure] = {
         "{status} {code}: {message}",
         "The service failed ({status} {code}): {message}",
     ),
-    # Local mistakes of the caller: a bad base URL, a request of the wrong type, no such tool.
-    ValueError: Failure(EXIT_USAGE, "{message}", "{message}"),
-    TypeError: Failure(EXIT_USAGE, "{message}", "{message}"),
-    LookupError: Failure(EXIT_USAGE, "{message}", "{message}"),
+    ValueError: _LOCAL,
+    TypeError: _LOCAL,
+    LookupError: _LOCAL,
 }
 
 _UNEXPECTED = Failure(
@@ -174,19 +156,15 @@ _UNEXPECTED = Failure(
 
 def failure(exc: BaseException) -> Failure:
     """The row of :data:`FAILURES` for `exc` (its class's nearest ancestor in the table), or
-    the row of an unexpected failure (exit 1).
-
-    An :class:`~projectops.ApiError` the server answered with a non-2xx, non-3xx status is
-    reported by that status where the exit code is promised by status: a 401 takes the
-    ``Unauthenticated`` row (exit 3) and a 400 the rejected-request row (exit 4), whatever
-    code the body carried; any other status never takes those two exit codes (exit 5).
-    """
+    that of an unexpected failure (exit 1). An error the server answered is reported by its
+    status where the exit code is promised by status: 401 -> exit 3 and 400 -> exit 4,
+    whatever code the body carried; no other status takes those two exit codes (exit 5)."""
     status = exc.http_status if isinstance(exc, ApiError) else None
     if status == 401:
         return FAILURES[Unauthenticated]
     if status == 400:
         return _REJECTED
-    row = _by_class(exc)
+    row = next((FAILURES[c] for c in type(exc).__mro__ if c in FAILURES), _UNEXPECTED)
     if (
         status is not None
         and not 200 <= status < 400
@@ -194,11 +172,3 @@ def failure(exc: BaseException) -> Failure:
     ):
         return FAILURES[ApiError]
     return row
-
-
-def _by_class(exc: BaseException) -> Failure:
-    for cls in type(exc).__mro__:
-        row = FAILURES.get(cls)
-        if row is not None:
-            return row
-    return _UNEXPECTED
