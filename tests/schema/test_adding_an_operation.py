@@ -1,8 +1,9 @@
 """One proto edit adds an operation everywhere (issue 25 item 1, ARCHITECTURE.md "Adding an
 operation"): in a copy of the repository with an rpc planted in operations.proto and
 scripts/generate run, the in-process suite passes with no other edit, and the new operation is
-listed, served by the mock with a generated answer, documented, a CLI command and checked by
-the conformance runner.
+listed, served by the mock with a generated answer, documented, a CLI command, checked by the
+conformance runner, and mypy still accepts everything it checks (tests/typing's one-rpc server
+among it).
 
 The copy's own package is imported (``PYTHONPATH=<copy>/src``); the suite being registry-driven,
 most of what the new operation gets is asserted there, and only a few facts here by name.
@@ -70,6 +71,11 @@ def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
 
     probe = _run(root, "-c", PROBE, src)
     assert probe.returncode == 0 and "probe ok" in probe.stdout, probe.stdout + probe.stderr
+
+    # A server written against the handler base (tests/typing) still type-checks, and so does
+    # everything else mypy checks (pyproject's files: the copy's src, where its bindings are).
+    typed = _run(root, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache"))
+    assert typed.returncode == 0, typed.stdout[-4000:] + typed.stderr[-2000:]
 
     # The whole in-process suite of the copy, the copy's package imported (its conftest would
     # not know otherwise: it is checked first).
