@@ -5,8 +5,9 @@ build), with the build backend of the dev environment (``pip install -e .`` prov
 build every run). The wheel is installed, not editable, into a fresh venv with protobuf,
 googleapis-common-protos and httpx at the floors pyproject.toml declares; there the CLI answers,
 `projectops operations` shows the proto comments (so the descriptor set with source info is in
-the wheel), and the README's Python example runs as written. The example runs again in a venv
-of its own with the newest protobuf and googleapis-common-protos the range admits.
+the wheel), and the Python API's first example (docs/python.md) runs as written. The example
+runs again in a venv of its own with the newest protobuf and googleapis-common-protos the range
+admits.
 
 Each test stands alone (pytest-xdist may run them on different workers); the build is once per
 worker.
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+
+import projectops
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -122,21 +125,28 @@ def test_the_wheel_works_at_the_floors(tmp_path: Path, wheel: Path) -> None:
     )
     listing = run(venv / "bin" / "projectops", "operations", cwd=venv)
     # The proto comments come from the descriptor set with source info shipped in the wheel.
-    assert "List the RUM environments of the project." in listing
-    assert "/api/mcp/get_release_details" in listing
+    for op in projectops.operations():
+        assert op.tool_name in listing and op.path in listing, op.name
+    assert projectops.operations()[0].summary in listing
 
     check_example(venv)
 
 
-def readme_example() -> str:
-    readme = (REPO / "README.md").read_text()
-    example = re.search(r"## The Python API\n\n```python\n(.*?)```", readme, re.S)
-    assert example
+def python_block(page: str, heading: str) -> str:
+    """The first ```python block (```python test too) of `page` after the line `heading`."""
+    text = (REPO / page).read_text()
+    example = re.search(rf"^{re.escape(heading)}\n.*?```python[^\n]*\n(.*?)```", text, re.S | re.M)
+    assert example, (page, heading)
     return example.group(1)
 
 
+def readme_example() -> str:
+    """The Python API's first example: messages, the registry and the codec."""
+    return python_block("docs/python.md", "## Messages, the registry and the codec")
+
+
 def check_example(venv: Path) -> None:
-    """The README's Python example runs as written with the venv's python."""
+    """The Python API's first example (docs/python.md) runs as written with the venv's python."""
     # cwd is the checkout (the example opens a golden file), which has no importable
     # `projectops` at its top: the import below is the installed wheel's.
     where = "import projectops, sys; print(projectops.__file__, file=sys.stderr)\n"
@@ -168,15 +178,8 @@ def test_the_readme_example_runs_on_the_newest_protobuf(tmp_path: Path, wheel: P
 
 
 def readme_plugin_example() -> str:
-    """The README's example test of the pytest plugin (section "the pytest plugin")."""
-    readme = (REPO / "README.md").read_text()
-    example = re.search(
-        r"### Testing code that calls the API: the pytest plugin\n.*?```python\n(.*?)```",
-        readme,
-        re.S,
-    )
-    assert example
-    return example.group(1)
+    """The README's example test of the pytest plugin."""
+    return python_block("README.md", "## Test code that calls the API")
 
 
 def test_the_testing_extra_registers_the_pytest_plugin(tmp_path: Path, wheel: Path) -> None:
