@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
 
@@ -37,7 +37,14 @@ from projectops.client._transport import (
 )
 from projectops.client.redaction import mark_redacted
 from projectops.codec import from_json, to_json
-from projectops.conventions import API_KEY_ENV, API_KEY_HEADER, BASE_URL_ENV, CONTENT_TYPE
+from projectops.conventions import (
+    API_KEY_ENV,
+    API_KEY_HEADER,
+    BASE_URL_ENV,
+    CONTENT_TYPE,
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_RESPONSE_BYTES,
+)
 from projectops.errors import ApiError, InvalidArgument
 from projectops.registry import Operation, operation
 from projectops.validation import validate
@@ -102,21 +109,27 @@ AsyncCallNext = Callable[[Message, CallContext], Awaitable[Message]]
 AsyncInterceptor = Callable[[Message, CallContext, AsyncCallNext], Awaitable[Message]]
 
 
-class BaseClient:
-    """Configuration and everything of a call but the waiting; the subclass makes `_raw`, its
-    exchange, from :attr:`_url` and :attr:`_limits`. Arguments and errors:
-    :class:`~projectops.client.Client`."""
+Icpt = TypeVar("Icpt")  # the interceptors' type
+T = TypeVar("T")  # the transport's type
 
+
+class BaseClient(Generic[Icpt, T]):
+    """Configuration and everything of a call but the waiting, on the exchange `_exchange`.
+    Arguments and errors: :class:`~projectops.client.Client`."""
+
+    _exchange: type[RawClient | AsyncRawClient]
     _raw: RawClient | AsyncRawClient
 
     def __init__(
         self,
-        base_url: str | None,
-        api_key: str | None,
-        timeout: float | None,
-        max_response_bytes: int,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = DEFAULT_CALL_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retries: int = DEFAULT_RETRIES,
-        interceptors: Sequence[Callable[..., Any]] = (),
+        interceptors: Sequence[Icpt] = (),
+        transport: T | None = None,
     ) -> None:
         check_limits(timeout, max_response_bytes, None)
         if isinstance(retries, bool) or not isinstance(retries, int):
@@ -133,16 +146,18 @@ class BaseClient:
                 "service's root, e.g. https://ops.example.com"
             )
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
-        self._url, self._retries = url or "", retries
+        self._retries, self._interceptors = retries, tuple(interceptors)
         self._api_key = key.strip() if key else None
         # The argument as given too: a key with surrounding blanks is still a secret.
         self._secrets = (self._api_key, api_key)
-        self._limits: dict[str, Any] = {
-            "timeout": timeout,
-            "max_response_bytes": max_response_bytes,
-            "max_error_bytes": MAX_ERROR_BODY_BYTES,
-            "secrets": self._secrets,
-        }
+        self._raw = self._exchange(
+            url or "",
+            timeout=timeout,
+            max_response_bytes=max_response_bytes,
+            max_error_bytes=MAX_ERROR_BODY_BYTES,
+            transport=transport,
+            secrets=self._secrets,
+        )
 
     @property
     def base_url(self) -> str:

@@ -1,16 +1,10 @@
-"""The bounded raw HTTP exchange under both clients, the conformance runner and the proxy: one
-request out, :class:`RawAnswer` back.
+"""The bounded raw HTTP exchange under both clients, the conformance runner and the proxy.
 
-Every exchange: `timeout` bounds it as a whole (connect, send, the head and the body), not each
-socket read, so a peer that trickles a byte a second is cut off; the body is read raw up to a
-cap; ``Accept-Encoding: identity`` is sent and nothing is ever decoded; no cookie is kept or
-sent; redirects are answers, never followed; the proxy is the environment's
-(:func:`environment_proxy`); headers are read in time linear in their number.
-
-How the deadline holds: the sync exchange's own transport is httpcore2's connection pool on a
-network backend whose every wait gets at most what is left of the call (:data:`_DEADLINE`); a
-caller's transport runs in a daemon thread that the exchange stops waiting for at the deadline.
-The async exchange runs in an anyio cancel scope.
+`timeout` bounds each exchange as a whole (connect, send, head, body), not each socket read; the
+body is read raw up to a cap; ``Accept-Encoding: identity``, nothing decoded; no cookie kept or
+sent; no redirect followed; the environment's proxy; headers read in linear time. The sync
+exchange's own transport gives every socket wait what is left of the time (:data:`_DEADLINE`), a
+caller's runs in a daemon thread it stops waiting for; the async one runs in a cancel scope.
 """
 
 from __future__ import annotations
@@ -249,7 +243,7 @@ _FAILURES = (
 
 
 class _Late(Exception):
-    """The deadline passed between two chunks of a caller's transport."""
+    """The exchange stopped waiting for a caller's transport."""
 
 
 class _Exchange:
@@ -370,7 +364,7 @@ class RawClient(_Exchange):
         if self._own or end is None:
             token = _DEADLINE.set(end)
             try:
-                result = self._read(request, end, None)
+                result = self._read(request, None)
             finally:
                 _DEADLINE.reset(token)
         else:  # a caller's transport knows no deadline: the exchange stops waiting for it
@@ -379,7 +373,7 @@ class RawClient(_Exchange):
 
             def work() -> None:
                 try:
-                    done.append(self._read(request, end, stop))
+                    done.append(self._read(request, stop))
                 except BaseException as exc:  # handed to the calling thread
                     done.append(exc)
 
@@ -392,9 +386,7 @@ class RawClient(_Exchange):
             raise result  # outside any handler: no __context__ holding the request
         return result
 
-    def _read(
-        self, request: httpx2.Request, end: float | None, stop: threading.Event | None
-    ) -> RawAnswer | Exception:
+    def _read(self, request: httpx2.Request, stop: threading.Event | None) -> RawAnswer | Exception:
         try:
             response = self._http.send(request, stream=True)
             try:
@@ -405,8 +397,8 @@ class RawClient(_Exchange):
                 ):
                     if not self._take(body, chunk, cap):
                         break
-                    if (end is not None and time.monotonic() > end) or (stop and stop.is_set()):
-                        raise _Late  # a caller's transport: checked between chunks
+                    if stop is not None and stop.is_set():
+                        raise _Late  # the exchange stopped waiting for a caller's transport
                 return self._answer(response, body, cap)
             finally:
                 response.close()

@@ -1,15 +1,9 @@
-"""The HTTP client of the API, synchronous and asynchronous.
+"""The HTTP client of the API, sync and async (docs/python.md; the wire: docs/contract.md §1-2).
 
-One call is ``POST {base_url}/api/mcp/<operation_name>``, the request message as JSON (the
-protobuf JSON mapping), the key in ``Service-Api-Key``; the answer is the response message, or
-the :class:`~projectops.ApiError` of its ``ErrorResponse``. Retries (``retries=``, default 2)
-only for an rpc marked ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT``, when no complete answer came or it
-is 429, 502, 503 or 504, with full jitter or ``Retry-After``; ``timeout`` covers every attempt
-and wait. Interceptors (``interceptors=[...]``, first outermost) wrap each call, retries
-included: ``interceptor(request, context, call_next) -> response`` (``async def`` for
-:class:`AsyncClient`); one may raise, or pass on another request or return another response of
-the operation's types. Errors beside :mod:`projectops.errors` (``http_status`` ``None`` when
-nothing was sent or no whole answer came)::
+Retries (``retries=``, default 2): only an rpc marked ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT``,
+when no complete answer came or it is 429, 502, 503 or 504; ``timeout`` covers every attempt
+and wait. Interceptors (first outermost) wrap each call, retries included. Errors beside
+:mod:`projectops.errors` (``http_status`` ``None`` when no whole answer came)::
 
     ApiError
     ├── InvalidArgument
@@ -25,16 +19,14 @@ nothing was sent or no whole answer came)::
     └── DeadlineExceeded
         └── AnswerTimedOut        no complete answer within the time-out
 
-Every peer is hostile: the exchange (:class:`~projectops.client.RawClient`) bounds the whole
-call by ``timeout``, caps the answer (error bodies at 1 MiB), decodes no ``Content-Encoding``,
-keeps no cookie, follows no redirect; outside text is escaped, cut and has the key redacted
-before it enters an exception; any other exception of a call is scrubbed of the key.
+Every peer is hostile: the exchange (:class:`~projectops.client.RawClient`) bounds and caps
+the call (error bodies at 1 MiB); outside text is escaped, cut and has the key redacted before
+it enters an exception; any other exception of a call is scrubbed of the key.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Self, TypeVar, overload
 
 import anyio
@@ -57,10 +49,8 @@ from projectops.client._errors import (
     AnswerTimedOut,
     ServiceUnreachable,
 )
-from projectops.client._retry import DEFAULT_RETRIES
 from projectops.client._transport import AsyncRawClient, RawAnswer, RawClient
 from projectops.client.redaction import scrub_exception
-from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
 from projectops.errors import ApiError
 
 __all__ = ["AsyncClient", "Client", "request_message"]  # the generated clients import these
@@ -70,7 +60,7 @@ R = TypeVar("R", bound=Message)
 _OFF_LOOP_BYTES = 64 * 1024
 
 
-class Client(BaseClient):
+class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
     """Synchronous client of the API; use it in ``with``, or :meth:`close` it.
 
     Args:
@@ -92,22 +82,8 @@ class Client(BaseClient):
         ValueError, TypeError: a time-out, limit, retries or interceptor that cannot work.
     """
 
+    _exchange = RawClient
     _raw: RawClient
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float | None = DEFAULT_CALL_TIMEOUT,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        retries: int = DEFAULT_RETRIES,
-        interceptors: Sequence[Interceptor] = (),
-        transport: httpx2.BaseTransport | None = None,
-    ) -> None:
-        super().__init__(base_url, api_key, timeout, max_response_bytes, retries, interceptors)
-        self._interceptors = tuple(interceptors)
-        self._raw = RawClient(self._url, transport=transport, **self._limits)
 
     @overload
     def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
@@ -185,27 +161,13 @@ def _async_wrap(interceptor: AsyncInterceptor, call_next: AsyncCallNext) -> Asyn
     return lambda request, context: interceptor(request, context, call_next)
 
 
-class AsyncClient(BaseClient):
+class AsyncClient(BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
     """:class:`Client` with ``await client.call(...)``: the same arguments, retries and
     errors; `transport` is an ``httpx2.AsyncBaseTransport``, `interceptors` are ``async def``.
     Use in ``async with``, or ``await aclose()``."""
 
+    _exchange = AsyncRawClient
     _raw: AsyncRawClient
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float | None = DEFAULT_CALL_TIMEOUT,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        retries: int = DEFAULT_RETRIES,
-        interceptors: Sequence[AsyncInterceptor] = (),
-        transport: httpx2.AsyncBaseTransport | None = None,
-    ) -> None:
-        super().__init__(base_url, api_key, timeout, max_response_bytes, retries, interceptors)
-        self._interceptors = tuple(interceptors)
-        self._raw = AsyncRawClient(self._url, transport=transport, **self._limits)
 
     @overload
     async def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
