@@ -60,6 +60,7 @@ _SHOWN_CHARS = 60
 _DEFAULT = ("default_fixtures.json",)  # package data of projectops
 _CODES = frozenset(code.value for code in Code)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device"}
 
 
 class FixtureError(ValueError):
@@ -92,27 +93,21 @@ class FixtureProject:
 
 def read_fixtures_file(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a regular file of at most :data:`MAX_FIXTURES_BYTES`, opened without
-    blocking (a FIFO with no writer) and checked with ``fstat`` before a byte is read.
-
-    Raises:
-        FixtureError: ``cannot read the file: <why>``; never names `path`.
-    """
+    blocking (a FIFO with no writer) and checked with ``fstat`` before a byte is read. Raises
+    FixtureError: ``cannot read the file: <why>`` (never naming `path`)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            kind = stat.S_IFMT(os.fstat(fd).st_mode)
+            if kind != stat.S_IFREG:
+                what = _KINDS.get(kind, "not a file")
+                raise FixtureError(f"cannot read the file: not a regular file ({what})")
+            with os.fdopen(fd, "rb", closefd=False) as file:
+                data = file.read(MAX_FIXTURES_BYTES + 1)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise FixtureError(f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kinds = [("DIR", "a directory"), ("FIFO", "a FIFO"), ("CHR", "a character device")]
-            kind = next((n for k, n in kinds if getattr(stat, f"S_IS{k}")(mode)), "not a file")
-            raise FixtureError(f"cannot read the file: not a regular file ({kind})")
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(MAX_FIXTURES_BYTES + 1)
-    except OSError as exc:
-        raise FixtureError(f"cannot read the file: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
     if len(data) > MAX_FIXTURES_BYTES:
         raise FixtureError(f"cannot read the file: larger than {MAX_FIXTURES_BYTES >> 20} MiB")
     return data
@@ -130,12 +125,8 @@ def default_fixtures() -> tuple[FixtureProject, ...]:
 
 def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProject, ...]:
     """Decode and check fixtures given as JSON text or a parsed object (module docstring).
-
-    Raises:
-        FixtureError: ``<field path>: <what is wrong>``, e.g.
-            ``projects[0].operations.get_release_details[0].request.version: is required``;
-            for text whose decoding would cost too much, what it would cost.
-    """
+    Raises FixtureError: ``<field path>: <what is wrong>``, e.g. ``projects[0].operations.
+    get_release_details[0].request.version: is required``, or what decoding would cost."""
     duplicates: list[tuple[int, str]] = []
     if isinstance(data, str | bytes):
         try:  # before parsing: 15 MiB of "{}," would cost gigabytes
@@ -184,19 +175,12 @@ def _raise_at_duplicate(data: Any, repeated: dict[int, str]) -> None:
 
 def _path(where: Any) -> str:
     """The field path of a `where` chain (``a.b[0]["x y"]``), at most 120 characters."""
-    steps: list[str | int] = []
+    steps: list[str] = []
     while where is not None:
         where, step = where
-        steps.append(step)
-    path = ""
-    for step in reversed(steps):
-        if isinstance(step, int):
-            path += f"[{step}]"
-        elif _NAME.fullmatch(step):
-            path += f".{step}" if path else step
-        else:
-            path += f"[{_quoted(step)}]"
-    path = path or "the top level"
+        name = isinstance(step, str) and _NAME.fullmatch(step)
+        steps.append(f".{step}" if name else f"[{_quoted(step) if name is None else step}]")
+    path = "".join(reversed(steps)).removeprefix(".") or "the top level"
     return path if len(path) <= 120 else f"{path[:60]}...{path[-57:]}"
 
 
@@ -237,18 +221,15 @@ def _parse(data: Any) -> tuple[FixtureProject, ...]:
                     f"{op_path}: unknown operation {op_name!r}; known operations: "
                     f"{', '.join(by_name)}"
                 )
-            found: dict[tuple[bool, str], int] = {}
-            decoded = []
+            decoded: dict[tuple[bool, str], tuple[int, FixtureAnswer]] = {}
             for j, item in enumerate(data["projects"][i]["operations"][op_name] or ()):
                 answer = decode_answer(op, item, f"{op_path}[{j}]")
-                if (answer.partial, answer.key) in found:
+                first = decoded.setdefault((answer.partial, answer.key), (j, answer))[0]
+                if first != j:
                     raise FixtureError(
-                        f"{op_path}[{j}].request: the same request as "
-                        f"{op_path}[{found[(answer.partial, answer.key)]}]"
+                        f"{op_path}[{j}].request: the same request as {op_path}[{first}]"
                     )
-                found[(answer.partial, answer.key)] = j
-                decoded.append(answer)
-            answers[op_name] = tuple(decoded)
+            answers[op_name] = tuple(answer for _, answer in decoded.values())
         projects.append(FixtureProject(entry.project, entry.api_key, answers))
     return tuple(projects)
 
@@ -274,10 +255,7 @@ def _header_problem(key: str) -> str:
 
 def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
     """One answer of `op` in the JSON mapping of ``MockAnswer`` (module docstring), checked.
-
-    Raises:
-        FixtureError: ``<path>.<field>: <what is wrong>``.
-    """
+    Raises FixtureError: ``<path>.<field>: <what is wrong>``."""
     envelope = item
     if isinstance(item, dict):  # request and response are decoded as the operation's messages
         envelope = {k: v for k, v in item.items() if k not in ("request", "response")}
@@ -305,15 +283,12 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
         else op.response_type()
     )
     delay = answer.delay.seconds + answer.delay.nanos / 1e9
-    if delay < 0:
-        raise FixtureError(f"{here}delay: a delay cannot be negative")
-    if delay > MAX_DELAY_SECONDS:
-        raise FixtureError(
-            f"{here}delay: {delay:g}s is longer than the longest delay, {MAX_DELAY_SECONDS:g}s"
-        )
-    error_or_none = error if has_error else None
+    if delay < 0 or delay > MAX_DELAY_SECONDS:
+        longest = f"{delay:g}s is longer than the longest delay, {MAX_DELAY_SECONDS:g}s"
+        raise FixtureError(f"{here}delay: {'a delay cannot be negative' if delay < 0 else longest}")
+    key = request_key(request)
     return FixtureAnswer(
-        request, response, request_key(request), error_or_none, delay, answer.partial
+        request, response, key, error if has_error else None, delay, answer.partial
     )
 
 
@@ -334,20 +309,16 @@ def _under(path: str, name: str, text: str) -> str:
     return f"{where}: {text}"
 
 
-def trimmed(request: Message) -> dict[str, Any]:
-    """`request` in the JSON mapping (fields without presence included) with the surrounding
-    white space of every string removed: what matching compares."""
-    return _trimmed(to_dict(request))  # type: ignore[no-any-return]
-
-
-def _trimmed(value: Any) -> Any:
+def trimmed(value: Any) -> Any:
+    """`value` (a message: its JSON mapping, fields without presence included) with the
+    surrounding white space of every string removed: what matching compares."""
+    if isinstance(value, Message):
+        value = to_dict(value)
     if isinstance(value, str):
         return value.strip()
     if isinstance(value, dict):
-        return {k: _trimmed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_trimmed(v) for v in value]
-    return value
+        return {k: trimmed(v) for k, v in value.items()}
+    return [trimmed(v) for v in value] if isinstance(value, list) else value
 
 
 def request_key(request: Message) -> str:

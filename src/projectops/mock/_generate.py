@@ -1,13 +1,12 @@
-"""Generated messages: schema-valid, the same for the same seed, derived from the descriptors.
+"""Generated messages, derived from the descriptors: schema-valid, the same for the same seed.
 
 The mock answers an operation its fixtures do not list with :func:`generated_answer`, so an rpc
 added to the proto is served before anyone writes a fixture. Down to :data:`MAX_DEPTH` levels
 every singular message field is set (of a ``oneof``, one member), other fields at random, lists
-and maps with up to :data:`MAX_REPEATED` elements; below it only REQUIRED fields (a string of
-visible text, a list of at least one element), so :func:`projectops.validate` passes. Enums take
-non-zero values, a third of the 64-bit integers lie beyond ``2**53`` (what a JSON number would
-round), floats are exact in 32 bits, timestamps fall in 2020-2030 in whole microseconds,
-durations under a day; a ``google.protobuf.Any`` stays unset (it needs a type).
+and maps with up to :data:`MAX_REPEATED` elements; below it only REQUIRED fields (visible text,
+at least one element), so :func:`projectops.validate` passes. Enums are non-zero, a third of the
+64-bit integers beyond ``2**53``, floats exact in 32 bits, times in 2020-2030 in whole
+microseconds, durations under a day; ``Any`` and ``Value`` stay unset unless REQUIRED.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ _HARD_DEPTH = 32
 # How often a field that is no singular message and not REQUIRED is set.
 _SET_CHANCE = 0.8
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
-_YEAR_2020, _YEAR_2030 = 1577836800, 1893456000
 
 
 def generate(message_type: type[M], seed: bytes | str) -> M:
@@ -65,40 +63,33 @@ def _fill(message: Message, rng: random.Random, depth: int) -> None:
     # A proto3 `optional` is a oneof of one: a plain field here.
     chosen = {o.name: rng.choice(o.fields) for o in descriptor.oneofs if len(o.fields) > 1}
     for fd in descriptor.fields:
-        oneof = fd.containing_oneof
+        oneof, kind, required = fd.containing_oneof, fd.message_type, is_required(fd)
         if oneof is not None and chosen.get(oneof.name, fd) is not fd:
             continue
-        required = is_required(fd)
-        if fd.message_type is not None and fd.message_type.full_name in _UNSET and not required:
+        if kind is not None and kind.full_name in _UNSET and not required:
             continue
-        always = fd.message_type is not None and not fd.is_repeated
-        if required or (depth < MAX_DEPTH and (always or rng.random() < _SET_CHANCE)):
-            _set(message, fd, rng, depth, required)
-
-
-def _set(
-    message: Message, fd: FieldDescriptor, rng: random.Random, depth: int, required: bool
-) -> None:
-    target = getattr(message, fd.name)
-    if not fd.is_repeated:
-        if fd.message_type is None:
-            setattr(message, fd.name, _scalar(fd, rng))
-        else:
-            target.SetInParent()
-            _fill(target, rng, depth + 1)
-        return
-    entry = fd.message_type if fd.message_type and fd.message_type.GetOptions().map_entry else None
-    for _ in range(rng.randint(1 if required else 0, MAX_REPEATED)):
-        if entry is not None:
-            key, value_fd = _scalar(entry.fields_by_name["key"], rng), entry.fields_by_name["value"]
-            if value_fd.message_type is not None:
-                _fill(target[key], rng, depth + 1)
+        always = kind is not None and not fd.is_repeated
+        if not (required or (depth < MAX_DEPTH and (always or rng.random() < _SET_CHANCE))):
+            continue
+        target = getattr(message, fd.name)
+        if not fd.is_repeated:
+            if kind is None:
+                setattr(message, fd.name, _scalar(fd, rng))
             else:
-                target[key] = _scalar(value_fd, rng)
-        elif fd.message_type is not None:
-            _fill(target.add(), rng, depth + 1)
-        else:
-            target.append(_scalar(fd, rng))
+                target.SetInParent()
+                _fill(target, rng, depth + 1)
+            continue
+        for _ in range(rng.randint(1 if required else 0, MAX_REPEATED)):
+            if kind is not None and kind.GetOptions().map_entry:
+                key, value = _scalar(kind.fields_by_name["key"], rng), kind.fields_by_name["value"]
+                if value.message_type is not None:
+                    _fill(target[key], rng, depth + 1)
+                else:
+                    target[key] = _scalar(value, rng)
+            elif kind is not None:
+                _fill(target.add(), rng, depth + 1)
+            else:
+                target.append(_scalar(fd, rng))
 
 
 def _scalar(fd: FieldDescriptor, rng: random.Random) -> Any:
@@ -121,7 +112,7 @@ def _scalar(fd: FieldDescriptor, rng: random.Random) -> Any:
 
 
 _TIMES = {  # the range of their seconds: a random int64 would not be a valid time
-    "google.protobuf.Timestamp": (_YEAR_2020, _YEAR_2030),
+    "google.protobuf.Timestamp": (1577836800, 1893456000),  # 2020 to 2030
     "google.protobuf.Duration": (0, 86_400),
 }
 # Set empty: their JSON is free-form.

@@ -25,10 +25,6 @@ from projectops.v1.error_pb2 import ErrorResponse
 
 __all__ = ["Call", "MockProject", "Reply", "load_fixtures"]
 
-# Matched requests remembered by their wire bytes, so a repeated one skips the JSON walk: short
-# ones only, and a bounded number, so a client cannot grow the cache with requests it makes up.
-_CACHE_SIZE = 4096
-_CACHE_REQUEST_BYTES = 1024
 _SHOWN_CHARS = 60
 
 
@@ -65,7 +61,6 @@ class MockProject:
         # Operation -> names a partial answer sets -> their values' JSON -> its index.
         self._partial: dict[str, dict[tuple[str, ...], dict[str, int]]] = {}
         self._encoded: dict[tuple[str, int], bytes] = {}
-        self._seen: dict[tuple[str, bytes], int] = {}
         for op_name, answers in scenario.items():
             exact = self._exact[op_name] = {}
             partial = self._partial[op_name] = {}
@@ -77,27 +72,16 @@ class MockProject:
                 else:
                     exact.setdefault(answer.key, i)
 
-    def __repr__(self) -> str:
-        return f"MockProject({self.name!r})"
-
     def reply(self, op: Operation, request: Message) -> Reply:
         """What `request` of `op` gets: the matching answer's JSON (encoded once) or error, or a
-        generated response when the project lists no answer of `op` and `generate` holds.
-
-        Raises:
-            FailedPrecondition: no answer matches, e.g. ``project demo has no
-                get_release_details answer for version "9.9.9"``.
-        """
+        generated response when the project lists no answer of `op` and `generate` holds. Raises
+        FailedPrecondition when none matches (``project demo has no get_release_details answer
+        for version "9.9.9"``)."""
         if self.calls is not None:
             self.calls.append(Call(op.name, request))
-        wire = (op.name, request.SerializeToString(deterministic=True))
-        found = self._seen.get(wire)
+        found = self._find(op, request)
         if found is None:
-            found = self._find(op, request)
-            if found is None:
-                return Reply(to_json(generated_answer(op, request)).encode())
-            if len(wire[1]) <= _CACHE_REQUEST_BYTES and len(self._seen) < _CACHE_SIZE:
-                self._seen[wire] = found
+            return Reply(to_json(generated_answer(op, request)).encode())
         answer = self.scenario[op.name][found]
         if answer.error is not None:
             return Reply(b"", _error(answer.error), answer.delay)
@@ -157,11 +141,8 @@ def load_fixtures(
     path: str | os.PathLike[str] | None = None, *, generate: bool = True
 ) -> dict[str, MockProject]:
     """API key -> :class:`MockProject` of a fixtures file (``None``: the embedded default);
-    `generate`: an operation without answers gets a generated response, else 400.
-
-    Raises:
-        FixtureError: one line, ``<file>: <field path>: <what is wrong>``.
-    """
+    `generate`: an operation without answers gets a generated response, else 400. Raises
+    FixtureError, one line: ``<file>: <field path>: <what is wrong>``."""
     if path is None:
         decoded = fixtures.default_fixtures()
     else:

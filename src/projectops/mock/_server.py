@@ -24,7 +24,6 @@ from projectops.fixtures import FixtureAnswer, FixtureError, decode_answer
 from projectops.mock._app import create_mock_app
 from projectops.mock._matching import Call, MockProject
 from projectops.registry import Operation, operation
-from projectops.v1.error_pb2 import ErrorResponse
 
 __all__ = ["API_KEY", "PROJECT", "MockServer"]
 
@@ -39,17 +38,11 @@ _START_TIMEOUT, _STOP_TIMEOUT = 20.0, 10.0
 
 
 class MockServer:
-    """The mock of one test: one project (key :data:`API_KEY`) with the answers the test scripts
-    (:meth:`answer`), generated ones for the rest, served by the mock server's app: requests
-    are checked as by any ``create_app`` server and matched as by the mock server.
-
-    Attributes:
-        api_key: the project's key; any other gets 401.
-        calls: every request that reached an answer, in order (:class:`Call`).
-        app: the ASGI app (Starlette).
-        transport, async_transport: ``httpx2`` transports that hand requests to `app`
-            in-process, for ``Client(transport=...)`` and ``AsyncClient(transport=...)``.
-    """
+    """The mock of one test: the mock server's app with one project, the answers the test
+    scripts (:meth:`answer`) and generated ones for the rest. `api_key` selects the project
+    (any other key gets 401); `calls` lists every request that reached an answer (:class:`Call`);
+    `app` is the ASGI app, `transport` and `async_transport` hand requests to it in-process
+    (``httpx2`` transports, for a client's ``transport=``)."""
 
     def __init__(self) -> None:
         self.api_key = API_KEY
@@ -59,8 +52,12 @@ class MockServer:
         self._projects: dict[str, MockProject] = {}
         self._rebuild()
         self.app = create_mock_app(self._projects, docs=False)
-        self.transport = _SyncAppTransport(self.app)
         self.async_transport = httpx.ASGITransport(app=self.app)
+        self.transport = httpx.MockTransport(self._in_portal)
+        # The sync transport's event loop, in a thread of its own, started on first use.
+        self._portal: BlockingPortal | None = None
+        self._portal_stack = contextlib.ExitStack()
+        self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._base_url: str | None = None
@@ -96,8 +93,11 @@ class MockServer:
             "request": _json(op.request_type, request or {}, "request"),
             "partial": request is None if partial is None else partial,
         }
-        if error is not None:
-            item["error"] = to_dict(_error_response(error))
+        if isinstance(error, ApiError):
+            item["error"] = to_dict(error.to_proto())
+        elif error is not None:
+            code = error.value if isinstance(error, Code) else error
+            item["error"] = {"code": code, "message": f"mock {code} answer"}
         if response is not None or error is None:
             item["response"] = _json(op.response_type, response or {}, "response")
         if delay is not None:
@@ -125,6 +125,19 @@ class MockServer:
     def _client(self, cls: type, transport: Any, options: dict[str, Any]) -> Any:
         options.setdefault("timeout", 30.0)
         return cls(base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=transport, **options)
+
+    def _in_portal(self, request: httpx.Request) -> httpx.Response:
+        """`request` answered by the app on the portal's loop (delays wait there), so the sync
+        client reaches the app without a socket."""
+        with self._lock:
+            if self._portal is None:
+                self._portal = self._portal_stack.enter_context(start_blocking_portal())
+        return self._portal.call(self._send, request)
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        answer = await self.async_transport.handle_async_request(request)
+        content = b"".join([chunk async for chunk in answer.aiter_raw()])
+        return httpx.Response(answer.status_code, headers=answer.headers.raw, content=content)
 
     @property
     def base_url(self) -> str:
@@ -167,7 +180,9 @@ class MockServer:
                 self._server.force_exit = True
                 self._thread.join(_STOP_TIMEOUT)
             self._server = self._thread = None
-        self.transport.close()
+        with self._lock:
+            self._portal_stack.close()
+            self._portal = None
 
 
 def _json(message_type: type[Message], value: Message | Mapping[str, Any], what: str) -> Any:
@@ -179,46 +194,3 @@ def _json(message_type: type[Message], value: Message | Mapping[str, Any], what:
             f"got a {value.DESCRIPTOR.full_name}"
         )
     return to_dict(value)
-
-
-def _error_response(error: ApiError | Code | str) -> ErrorResponse:
-    if isinstance(error, ApiError):
-        return error.to_proto()
-    code = error.value if isinstance(error, Code) else str(error)
-    return ErrorResponse(code=code, message=f"mock {code} answer")
-
-
-class _SyncAppTransport(httpx.BaseTransport):
-    """Runs the ASGI app on an event loop of its own thread (an anyio blocking portal, started
-    on first use), so the sync client reaches it without a socket; delays wait there."""
-
-    def __init__(self, app: Any) -> None:
-        self._inner = httpx.ASGITransport(app=app)
-        self._stack = contextlib.ExitStack()
-        self._portal: BlockingPortal | None = None
-        self._lock = threading.Lock()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        inner = httpx.Request(
-            request.method, request.url, headers=request.headers, content=request.read()
-        )
-
-        async def send() -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-            answer = await self._inner.handle_async_request(inner)
-            try:
-                content = b"".join([chunk async for chunk in answer.aiter_raw()])
-                return answer.status_code, answer.headers.raw, content
-            finally:
-                await answer.aclose()
-
-        with self._lock:
-            if self._portal is None:
-                self._portal = self._stack.enter_context(start_blocking_portal())
-            portal = self._portal
-        status, headers, content = portal.call(send)
-        return httpx.Response(status, headers=headers, content=content, request=request)
-
-    def close(self) -> None:
-        with self._lock:
-            self._stack.close()
-            self._portal = None
