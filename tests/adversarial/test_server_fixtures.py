@@ -22,28 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.protobuf.descriptor import FieldDescriptor
 
 import projectops
 from projectops.errors import FailedPrecondition
 from projectops.fixtures import MAX_FIXTURES_BYTES, FixtureAnswer, request_key
 from projectops.mock import MockProject
-from projectops.validation import is_required
 from tests.support import RunCli
+from tests.synthetic import with_required_string
 
 #: Address space the server may use while it rejects a file (unbounded reads would exceed it).
 MEMORY_LIMIT = 1536 * 1024 * 1024
 
 
-def _required_string(op: projectops.Operation) -> FieldDescriptor | None:
-    fields = op.request_type.DESCRIPTOR.fields
-    return next((fd for fd in fields if is_required(fd) and fd.type == fd.TYPE_STRING), None)
-
-
 #: An operation whose request has a REQUIRED string field, and that field.
-OP, FIELD = next(
-    (op, fd) for op in projectops.operations() if (fd := _required_string(op)) is not None
-)
+OP, FIELD = with_required_string()
 ANSWER = {"request": {FIELD.json_name: "1.0.0"}, "response": {}}
 
 

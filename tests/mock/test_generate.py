@@ -13,7 +13,7 @@ from google.protobuf.message import Message
 import projectops
 from projectops.mock import generate, generated_answer
 from projectops.mock._generate import MAX_DEPTH
-from projectops.validation import is_required
+from tests.synthetic import required_string
 
 OPERATIONS = projectops.operations()
 SEEDS = [str(i) for i in range(5)]
@@ -109,16 +109,11 @@ def test_generated_answers_hold_int64s_beyond_2_53(op: projectops.Operation) -> 
     assert any(value > 2**53 for value in values)
 
 
-def _required_string(op: projectops.Operation) -> FieldDescriptor | None:
-    fields = op.request_type.DESCRIPTOR.fields
-    return next((fd for fd in fields if is_required(fd) and fd.type == fd.TYPE_STRING), None)
-
-
 @pytest.mark.parametrize(
-    "op", [op for op in OPERATIONS if _required_string(op)], ids=lambda op: op.name
+    "op", [op for op in OPERATIONS if required_string(op)], ids=lambda op: op.name
 )
 def test_generated_answers_differ_for_different_requests(op: projectops.Operation) -> None:
-    name = _required_string(op).name  # type: ignore[union-attr]
+    name = required_string(op).name  # type: ignore[union-attr]
     answers = {
         projectops.to_json(generated_answer(op, op.request_type(**{name: v})))
         for v in ("1", "2", "3")
