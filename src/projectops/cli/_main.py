@@ -14,7 +14,7 @@ from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 import projectops
-from projectops import conformance, mock
+from projectops import conformance, mcp, mock
 from projectops.cli import _operations as cli
 from projectops.client import failures
 from projectops.client.failures import UsageError
@@ -162,6 +162,7 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
 def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
     return [
         *cli.commands(transport),
+        mcp.command(),
         conformance.command(),
         conformance.proxy_command(),
         *mock.commands(),

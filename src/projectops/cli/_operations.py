@@ -1,7 +1,7 @@
 """The commands of the operations (docs/cli.md): one per operation of the registry, named by its
 tool name, with a flag per top-level scalar, enum or repeated-scalar request field and
 ``--json-input`` for the whole request (merged over the flags, JSON winning); and
-``operations``, ``describe``, ``schema``, ``openapi``, ``completion`` and ``mcp``.
+``operations``, ``describe``, ``schema``, ``openapi`` and ``completion``.
 
 stdout carries the answer's JSON and nothing else. This module imports neither httpx nor the
 ``mcp`` SDK: a command imports what it needs when it runs, so the core-only ones work without.
@@ -26,11 +26,10 @@ from projectops._text import REDACTED, _unsafe, escape, escape_lines, redact_sec
 from projectops.client import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.codec import describe_value
-from projectops.commands import DEFAULT_DRAIN_TIMEOUT, Command, port, warn_if_every_interface, whole
+from projectops.commands import Command, whole
 from projectops.conventions import (
     API_KEY_ENV,
     API_KEY_HEADER,
-    BASE_URL_ENV,
     MAX_BODY_BYTES,
     base_url_hint,
 )
@@ -41,10 +40,7 @@ if TYPE_CHECKING:
     import httpx2 as httpx
     from google.protobuf.message import Message
 
-__all__ = ["DEFAULT_MCP_HOST", "DEFAULT_MCP_PORT", "add_retries", "commands"]
-
-#: Address and TCP port ``projectops mcp --http`` listens on by default: loopback only.
-DEFAULT_MCP_HOST, DEFAULT_MCP_PORT = "127.0.0.1", 8765
+__all__ = ["add_retries", "commands"]
 
 _FIELD_DEST = "field:"  # argparse dest prefix of request fields: cannot clash with options
 # An operation command's own options: a request field with one of these flags has none.
@@ -85,14 +81,6 @@ def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
             _shell,
             _run_completion,
             extra="client",
-        ),
-        Command(
-            "mcp",
-            "run the MCP tool server (one tool per operation) over stdio or HTTP",
-            _configure_mcp,
-            _run_mcp,
-            connection=True,
-            extra="mcp",
         ),
     ]
 
@@ -297,7 +285,7 @@ def _dry_run_transport() -> httpx.BaseTransport:
     return httpx2.MockTransport(refuse)
 
 
-# --- operations, describe, schema, openapi, completion, mcp -----------------------------------
+# --- operations, describe, schema, openapi, completion -----------------------------------------
 
 
 def _json(parser: argparse.ArgumentParser) -> None:
@@ -387,46 +375,3 @@ def _run_completion(args: argparse.Namespace) -> int:
 
     sys.stdout.write(shellcode(["projectops"], shell=args.shell))
     return EXIT_OK
-
-
-def _configure_mcp(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--http", action="store_true", help="serve Streamable HTTP on HOST:PORT, not stdio")
-    add("--host", help=f"address of --http (default: {DEFAULT_MCP_HOST}, loopback only)")
-    add("--port", type=port, help=f"TCP port of --http (default: {DEFAULT_MCP_PORT})")
-    add("--max-result-bytes", metavar="BYTES", type=whole, help="the largest tool result (1 MiB)")
-    add(
-        "--drain-timeout",
-        metavar="SECONDS",
-        type=partial(whole, lowest=0),
-        help=f"seconds --http gives calls in flight on SIGTERM (default: {DEFAULT_DRAIN_TIMEOUT})",
-    )
-    add_retries(parser)
-    parser.epilog = (
-        f"Tool calls send {API_KEY_ENV} to {BASE_URL_ENV}; without a key the server still "
-        "lists its tools, and calls fail saying so. Logs go to stderr."
-    )
-
-
-def _run_mcp(args: argparse.Namespace) -> int:
-    from projectops import mcp
-
-    if not args.http:
-        for flag in ("--host", "--port", "--drain-timeout"):
-            if getattr(args, flag[2:].replace("-", "_")) is not None:
-                raise UsageError(f"{flag} applies only with --http (stdio has no address)")
-    host = DEFAULT_MCP_HOST if args.host is None else args.host
-    if args.http:
-        warn_if_every_interface(host)
-    given = args.max_result_bytes
-    return mcp.run(
-        http=args.http,
-        host=host,
-        port=DEFAULT_MCP_PORT if args.port is None else args.port,
-        base_url=args.base_url,
-        timeout=args.timeout,
-        max_response_bytes=args.max_response_bytes,
-        retries=_retries(args),
-        max_result_bytes=mcp.DEFAULT_MAX_RESULT_BYTES if given is None else given,
-        drain_timeout=DEFAULT_DRAIN_TIMEOUT if args.drain_timeout is None else args.drain_timeout,
-    )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from projectops.mcp._command import command
     from projectops.mcp._server import (
         DEFAULT_MAX_RESULT_BYTES,
         call_operation_tool,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
     "call_operation_tool",
+    "command",
     "configure_logging",
     "create_server",
     "operation_tools",
@@ -34,4 +36,5 @@ __all__ = [
 if not TYPE_CHECKING:
     _WHERE = dict.fromkeys(__all__, "projectops.mcp._server")
     _WHERE["serve_stdio"] = "projectops.mcp._stdio"
+    _WHERE["command"] = "projectops.mcp._command"
     __getattr__ = lazy_attributes(__name__, _WHERE)

@@ -1,0 +1,73 @@
+"""``projectops mcp``: the tool server's command, which :mod:`projectops.cli` composes into the
+program (docs/mcp.md). It imports the ``mcp`` SDK only when it runs."""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+
+from projectops.client import DEFAULT_RETRIES
+from projectops.client.failures import UsageError
+from projectops.commands import DEFAULT_DRAIN_TIMEOUT, Command, port, warn_if_every_interface, whole
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "command"]
+
+#: Address and TCP port ``projectops mcp --http`` listens on by default: loopback only.
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
+_HTTP_ONLY = ("--host", "--port", "--drain-timeout")
+
+
+def command() -> Command:
+    """``projectops mcp``: stdio, or Streamable HTTP with ``--http``; it calls the service
+    (``--base-url``, ``--timeout``, ``--max-response-bytes`` and ``--retries``)."""
+    what = "run the MCP tool server (one tool per operation) over stdio or HTTP"
+    return Command("mcp", what, _configure, _run, connection=True, extra="mcp")
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--http", action="store_true", help="serve Streamable HTTP on HOST:PORT, not stdio")
+    add("--host", help=f"address of --http (default: {DEFAULT_HOST}, loopback only)")
+    add("--port", type=port, help=f"TCP port of --http (default: {DEFAULT_PORT})")
+    add("--max-result-bytes", metavar="BYTES", type=whole, help="the largest tool result (1 MiB)")
+    add(
+        "--drain-timeout",
+        metavar="SECONDS",
+        type=partial(whole, lowest=0),
+        help=f"seconds --http gives calls in flight on SIGTERM (default: {DEFAULT_DRAIN_TIMEOUT})",
+    )
+    add(
+        "--retries",
+        metavar="N",
+        type=partial(whole, lowest=0),
+        default=argparse.SUPPRESS,  # not to reset a value given before the command
+        help=f"extra attempts of a call that may be retried (default: {DEFAULT_RETRIES})",
+    )
+    parser.epilog = (
+        f"Tool calls send {API_KEY_ENV} to {BASE_URL_ENV}; without a key the server still "
+        "lists its tools, and calls fail saying so. Logs go to stderr."
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from projectops.mcp._server import DEFAULT_MAX_RESULT_BYTES, run
+
+    for flag in () if args.http else _HTTP_ONLY:
+        if getattr(args, flag[2:].replace("-", "_")) is not None:
+            raise UsageError(f"{flag} applies only with --http (stdio has no address)")
+    host = DEFAULT_HOST if args.host is None else args.host
+    if args.http:
+        warn_if_every_interface(host)
+    retries = getattr(args, "retries", None)
+    return run(
+        http=args.http,
+        host=host,
+        port=DEFAULT_PORT if args.port is None else args.port,
+        base_url=args.base_url,
+        timeout=args.timeout,
+        max_response_bytes=args.max_response_bytes,
+        retries=DEFAULT_RETRIES if retries is None else retries,
+        max_result_bytes=args.max_result_bytes or DEFAULT_MAX_RESULT_BYTES,
+        drain_timeout=DEFAULT_DRAIN_TIMEOUT if args.drain_timeout is None else args.drain_timeout,
+    )
