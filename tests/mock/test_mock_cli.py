@@ -9,35 +9,106 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
 import pytest
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 import projectops
 from projectops.cli import main
 from projectops.conventions import API_KEY_HEADER
+from projectops.mock import generate
+from tests.synthetic import with_required_string, without_request_fields
 
-GET = projectops.operation("get_release_details")
-LIST = projectops.operation("list_rum_environments")
+#: An operation whose request has a REQUIRED string field, and one whose request is empty.
+GET, FIELD = with_required_string()
+LIST = without_request_fields()
 LISTENING = re.compile(r"^projectops mock server listening on (http://127\.0\.0\.1:(\d+))$")
+AT = f"projects[0].operations.{GET.name}[0]"
 
 
 def release_answer(**response: Any) -> dict[str, Any]:
-    return {"request": {"version": "1.0.0"}, "response": response}
+    return {"request": {FIELD.json_name: "1.0.0"}, "response": response}
 
 
 def fixtures(operations: dict[str, Any] | None = None, **project: Any) -> dict[str, Any]:
     entry = {
         "project": "p",
         "apiKey": "p-key",
-        "operations": {"get_release_details": [release_answer()]}
-        if operations is None
-        else operations,
+        "operations": {GET.name: [release_answer()]} if operations is None else operations,
     }
     entry.update(project)
     return {"projects": [entry]}
+
+
+def path_to(wanted: Callable[[FieldDescriptor], bool]) -> list[FieldDescriptor] | None:
+    """The fields from GET's response down to the first field `wanted` accepts, or None."""
+
+    def walk(descriptor: Descriptor, seen: frozenset[str]) -> list[FieldDescriptor] | None:
+        for fd in descriptor.fields:
+            if wanted(fd):
+                return [fd]
+        for fd in descriptor.fields:
+            kind = fd.message_type
+            if kind is None or kind.full_name.startswith("google.") or kind.full_name in seen:
+                continue
+            if not kind.GetOptions().map_entry:
+                rest = walk(kind, seen | {descriptor.full_name})
+                if rest:
+                    return [fd, *rest]
+        return None
+
+    return walk(GET.response_type.DESCRIPTOR, frozenset())
+
+
+def response_setting(fields: list[FieldDescriptor], leaf: Any) -> tuple[dict[str, Any], str]:
+    """The response JSON that sets `leaf` at `fields` (a list holds one element), and its path."""
+    value = leaf
+    for fd in reversed(fields):
+        value = {fd.json_name: [value] if fd.is_repeated else value}
+    path = ".".join(f"{fd.json_name}[0]" if fd.is_repeated else fd.json_name for fd in fields)
+    return value, path
+
+
+INT64 = path_to(lambda fd: fd.cpp_type in (fd.CPPTYPE_INT64, fd.CPPTYPE_UINT64))
+ENUM = path_to(lambda fd: fd.enum_type is not None and len(fd.enum_type.values) > 1)
+RESPONSE_FIELDS = [fd.json_name for fd in GET.response_type.DESCRIPTOR.fields]
+
+
+def schema_cases() -> list[tuple[str, Any, str]]:
+    """Bad responses that only the response's schema tells apart, where it has such fields."""
+    cases = [
+        (
+            "response-unknown-field",
+            fixtures({GET.name: [release_answer(unknownField={})]}),
+            f"{AT}.response.unknownField: expected a known field of "
+            f"{GET.response_type.DESCRIPTOR.name} ({', '.join(RESPONSE_FIELDS)}), "
+            "got an unknown field",
+        )
+    ]
+    if INT64:
+        response, path = response_setting(INT64, "many")
+        cases.append(
+            (
+                "response-bad-int64",
+                fixtures({GET.name: [release_answer(**response)]}),
+                f"{AT}.response.{path}: expected a 64-bit integer (a string of digits or a "
+                'whole number), got the string "many"',
+            )
+        )
+    if ENUM:
+        response, path = response_setting(ENUM, "NO_SUCH_NAME")
+        cases.append(
+            (
+                "response-unknown-enum",
+                fixtures({GET.name: [release_answer(**response)]}),
+                f"{AT}.response.{path}: expected one of the names ",
+            )
+        )
+    return cases
 
 
 BAD_FIXTURES: list[tuple[str, Any, str]] = [
@@ -72,84 +143,48 @@ BAD_FIXTURES: list[tuple[str, Any, str]] = [
     ),
     (
         "unknown-operation",
-        fixtures({"get-release-details": []}),
-        "projects[0].operations.get-release-details: unknown operation 'get-release-details'; "
+        fixtures({GET.tool_name: []}),
+        f"projects[0].operations.{GET.tool_name}: unknown operation '{GET.tool_name}'; "
         "known operations: " + ", ".join(op.name for op in projectops.operations()),
     ),
     (
         "answers-not-list",
-        fixtures({"list_rum_environments": {}}),
-        'projects[0].operations["list_rum_environments"]: expected a JSON array, got an object',
+        fixtures({LIST.name: {}}),
+        f'projects[0].operations["{LIST.name}"]: expected a JSON array, got an object',
     ),
     (
         "answer-not-object",
-        fixtures({"list_rum_environments": [7]}),
-        "projects[0].operations.list_rum_environments[0]: expected a JSON object, got the number 7",
+        fixtures({LIST.name: [7]}),
+        f"projects[0].operations.{LIST.name}[0]: expected a JSON object, got the number 7",
     ),
     (
         "answer-without-response",
-        fixtures({"list_rum_environments": [{"request": {}}]}),
-        "projects[0].operations.list_rum_environments[0].response: is required",
+        fixtures({LIST.name: [{"request": {}}]}),
+        f"projects[0].operations.{LIST.name}[0].response: is required",
     ),
     (
         "unknown-answer-key",
-        fixtures({"list_rum_environments": [{"response": {}, "reply": {}}]}),
-        "projects[0].operations.list_rum_environments[0].reply: expected a known field of "
+        fixtures({LIST.name: [{"response": {}, "reply": {}}]}),
+        f"projects[0].operations.{LIST.name}[0].reply: expected a known field of "
         "MockAnswer (request, response, error, delay, partial), got an unknown field",
     ),
+    *schema_cases(),
     (
-        "response-bad-int64",
-        fixtures(
-            {
-                "get_release_details": [
-                    release_answer(summary={"testCounts": [{"environment": "QA", "total": "many"}]})
-                ]
-            }
-        ),
-        "projects[0].operations.get_release_details[0].response.summary.testCounts[0].total: "
-        'expected a 64-bit integer (a string of digits or a whole number), got the string "many"',
-    ),
-    (
-        "response-unknown-field",
-        fixtures({"get_release_details": [release_answer(summry={})]}),
-        "projects[0].operations.get_release_details[0].response.summry: expected a known field "
-        "of GetReleaseDetailsResponse (summary, detailedResults), got an unknown field",
-    ),
-    (
-        "response-unknown-enum",
-        fixtures(
-            {
-                "get_release_details": [
-                    release_answer(detailedResults={"issues": [{"status": "OPEN"}]})
-                ]
-            }
-        ),
-        "projects[0].operations.get_release_details[0].response.detailedResults.issues[0].status: "
-        "expected one of the names ACTIVE, ",
-    ),
-    (
-        "request-blank-version",
-        fixtures({"get_release_details": [{"request": {"version": " "}, "response": {}}]}),
-        "projects[0].operations.get_release_details[0].request.version: is required",
+        "request-blank-field",
+        fixtures({GET.name: [{"request": {FIELD.json_name: " "}, "response": {}}]}),
+        f"{AT}.request.{FIELD.json_name}: is required",
     ),
     (
         "request-not-object",
-        fixtures({"get_release_details": [{"request": [], "response": {}}]}),
-        "projects[0].operations.get_release_details[0].request: expected a JSON object, "
-        "got an array",
+        fixtures({GET.name: [{"request": [], "response": {}}]}),
+        f"{AT}.request: expected a JSON object, got an array",
     ),
     (
         "duplicate-request",
         fixtures(
-            {
-                "get_release_details": [
-                    release_answer(),
-                    {"request": {"version": " 1.0.0"}, "response": {}},
-                ]
-            }
+            {GET.name: [release_answer(), {"request": {FIELD.json_name: " 1.0.0"}, "response": {}}]}
         ),
-        "projects[0].operations.get_release_details[1].request: the same request as "
-        "projects[0].operations.get_release_details[0]",
+        f"projects[0].operations.{GET.name}[1].request: the same request as {AT}",
     ),
     (
         "duplicate-key",
@@ -195,14 +230,7 @@ def test_unreadable_fixtures_file(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_bad_fixtures_stop_the_real_program_before_it_listens(tmp_path: Path) -> None:
     path = tmp_path / "fixtures.json"
     secret = "fixture-secret-key-1234"
-    bad = fixtures(
-        {
-            "get_release_details": [
-                release_answer(summary={"testCounts": [{"environment": "QA", "total": 1.5}]})
-            ]
-        },
-        apiKey=secret,
-    )
+    bad = fixtures({GET.name: [{"request": {FIELD.json_name: 1.5}, "response": {}}]}, apiKey=secret)
     path.write_text(json.dumps(bad))
     done = subprocess.run(
         [sys.executable, "-m", "projectops", "mock-server", "--port", "0", "--fixtures", str(path)],
@@ -212,10 +240,7 @@ def test_bad_fixtures_stop_the_real_program_before_it_listens(tmp_path: Path) ->
     )
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr.startswith(
-        f"error: {path}: projects[0].operations.get_release_details[0].response.summary."
-        "testCounts[0].total: expected a 64-bit integer"
-    )
+    assert done.stderr.startswith(f"error: {path}: {AT}.request.{FIELD.json_name}: expected a")
     assert done.stderr.endswith(", got the number 1.5\n")
     assert done.stderr.count("\n") == 1
     assert secret not in done.stderr
@@ -226,35 +251,21 @@ def test_custom_fixtures_are_served_and_matched_after_trimming(
     tmp_path: Path, start_mock_server: Any
 ) -> None:
     path = tmp_path / "fixtures.json"
-    path.write_text(
-        json.dumps(
-            fixtures(
-                {
-                    "get_release_details": [
-                        {
-                            "request": {"version": " 2.0 "},
-                            "response": {
-                                "summary": {"release": {"version": "2.0", "focusAreas": ["a"]}}
-                            },
-                        }
-                    ]
-                }
-            )
-        )
-    )
+    response = generate(GET.response_type, "custom")
+    answer = {"request": {FIELD.json_name: " 2.0 "}, "response": projectops.to_dict(response)}
+    path.write_text(json.dumps(fixtures({GET.name: [answer]})))
     # --no-generate: an operation the file does not mention is not answered with a made-up one.
     server = start_mock_server(path, ["--no-generate"])
     headers = {API_KEY_HEADER: "p-key"}
     with httpx.Client(base_url=server.base_url) as client:
-        found = client.post(GET.path, json={"version": "2.0"}, headers=headers)
+        found = client.post(GET.path, json={FIELD.json_name: "2.0"}, headers=headers)
         assert found.status_code == 200
-        assert found.json()["summary"]["release"]["focusAreas"] == ["a"]
+        assert projectops.from_json(found.content, GET.response_type, strict=True) == response
         # An operation the project lists no answer for answers no request.
         none = client.post(LIST.path, content=b"", headers=headers)
         assert none.status_code == 400
         assert (
-            none.json()["message"]
-            == "project p has no list_rum_environments answer for the empty request"
+            none.json()["message"] == f"project p has no {LIST.name} answer for the empty request"
         )
         # The default fixtures are not loaded beside a file.
         assert (
@@ -270,7 +281,7 @@ def test_stop_signals_exit_0_and_output_only_the_listening_line(
     server = start_mock_server()
     with httpx.Client(base_url=server.base_url) as client:
         for key in ("demo-key", "other-key", "guessed-key-5555"):
-            client.post(GET.path, json={"version": "1.0.0"}, headers={API_KEY_HEADER: key})
+            client.post(GET.path, json={FIELD.json_name: "1.0.0"}, headers={API_KEY_HEADER: key})
             client.post(GET.path, content=b"[", headers={API_KEY_HEADER: key})
     server.process.send_signal(sig)
     assert server.process.wait(10) == 0
@@ -284,11 +295,11 @@ def test_access_log_never_shows_an_api_key(start_mock_server: Any) -> None:
     keys = ["demo-key", "other-key", "guessed-key-5555"]
     with httpx.Client(base_url=server.base_url) as client:
         for key in keys:
-            client.post(GET.path, json={"version": "1.0.0"}, headers={API_KEY_HEADER: key})
+            client.post(GET.path, json={FIELD.json_name: "1.0.0"}, headers={API_KEY_HEADER: key})
             client.post(LIST.path + "?key=" + "q", headers={API_KEY_HEADER: key})
     assert server.stop() == 0
     output = server.stdout() + server.stderr()
-    assert "POST /api/mcp/get_release_details" in output  # the log is on
+    assert f"POST {GET.path}" in output  # the log is on
     assert not [key for key in keys if key in output]
 
 

@@ -12,17 +12,31 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from google.protobuf.message import Message
 
 import projectops
 from projectops.cli import main
-from projectops.codec import from_json, to_json
+from projectops.codec import to_json
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import FailedPrecondition
 from projectops.fixtures import request_key
-from projectops.mock import load_fixtures
+from projectops.mock import generate, load_fixtures
+from tests.synthetic import with_required_string, without_request_fields
 
-LIST = projectops.operation("list_rum_environments")
-GET = projectops.operation("get_release_details")
+#: An operation whose request has a REQUIRED string field, and one whose request is empty.
+GET, FIELD = with_required_string()
+LIST = without_request_fields()
+
+
+def fixture_value() -> str:
+    """FIELD's value in the demo project's first exact answer of GET (default fixtures)."""
+    answers = load_fixtures()["demo-key"].scenario[GET.name]
+    value: str = getattr(next(a for a in answers if not a.partial).request, FIELD.name)
+    return value
+
+
+def get(value: str) -> Message:
+    return GET.request_type(**{FIELD.name: value})
 
 
 @pytest.mark.slow
@@ -58,6 +72,9 @@ def worker_pids(parent: int) -> set[int]:
     return {int(pid) for pid in out.stdout.split()}
 
 
+W = generate(LIST.response_type, "w")
+
+
 @pytest.mark.slow
 def test_workers_serve_the_given_fixtures_from_n_processes(
     start_mock_server: Any, tmp_path: Path
@@ -67,11 +84,7 @@ def test_workers_serve_the_given_fixtures_from_n_processes(
             {
                 "project": "w",
                 "apiKey": "w-key",
-                "operations": {
-                    "list_rum_environments": [
-                        {"request": {}, "response": {"environments": [{"environment": "W"}]}}
-                    ]
-                },
+                "operations": {LIST.name: [{"request": {}, "response": projectops.to_dict(W)}]},
             }
         ]
     }
@@ -83,7 +96,7 @@ def test_workers_serve_the_given_fixtures_from_n_processes(
         with httpx.Client(base_url=server.base_url, timeout=10) as client:
             answers.append(client.post(LIST.path, json={}, headers={API_KEY_HEADER: "w-key"}))
     assert {a.status_code for a in answers} == {200}
-    assert {a.json()["environments"][0]["environment"] for a in answers} == {"W"}
+    assert {a.content for a in answers} == {projectops.to_json(W).encode()}
     assert len(worker_pids(server.process.pid)) >= 2
     started = time.monotonic()
     assert server.stop() == 0
@@ -110,8 +123,7 @@ def test_bad_limit_flags_are_usage_errors(
 
 def test_an_answer_is_encoded_once_and_equals_the_codec_output() -> None:
     project = load_fixtures()["demo-key"]
-    request = from_json({"version": "1.0.0"}, GET.request_type)
-    spaced = from_json({"version": "  1.0.0 "}, GET.request_type)
+    request, spaced = get(fixture_value()), get(f"  {fixture_value()} ")
     first = project.reply(GET, request).body
     [answer] = [a for a in project.scenario[GET.name] if a.key == request_key(request)]
     assert first == to_json(answer.response).encode()
@@ -127,10 +139,10 @@ def test_requests_a_client_makes_up_do_not_grow_the_mock_server() -> None:
     try:
         before = tracemalloc.get_traced_memory()[0]
         for i in range(200):
-            unknown = from_json({"version": f"{i}" + "x" * 50_000}, GET.request_type)
+            unknown = get(f"{i}" + "x" * 50_000)
             with pytest.raises(FailedPrecondition):
                 project.reply(GET, unknown)
-        spaced = from_json({"version": " " * 50_000 + "1.0.0"}, GET.request_type)
+        spaced = get(" " * 50_000 + fixture_value())
         project.reply(GET, spaced)
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:

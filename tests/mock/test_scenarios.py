@@ -24,12 +24,16 @@ from projectops.cli import main
 from projectops.client import AsyncOperationsServiceClient, OperationsServiceClient
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER
 from projectops.fixtures import FixtureError, decode_fixtures
-from projectops.mock import create_mock_app, generated_answer, load_fixtures
-from projectops.v1 import operations_pb2 as ops
+from projectops.mock import MockProject, create_mock_app, generate, generated_answer, load_fixtures
+from tests.synthetic import with_required_string, without_request_fields
 
-GET = projectops.operation("get_release_details")
-LIST = projectops.operation("list_rum_environments")
+#: An operation whose request has a REQUIRED string field, and one whose request is empty.
+GET, FIELD = with_required_string()
+LIST = without_request_fields()
+FLAG = "--" + FIELD.name.replace("_", "-")  # the field's CLI flag
 KEY = "s-key"
+#: The partial answer's response.
+ANY = generate(GET.response_type, "any")
 
 SCENARIOS: dict[str, Any] = {
     "projects": [
@@ -37,23 +41,24 @@ SCENARIOS: dict[str, Any] = {
             "project": "s",
             "apiKey": KEY,
             "operations": {
-                "get_release_details": [
+                GET.name: [
                     {
-                        "request": {"version": "9.9.9"},
+                        "request": {FIELD.json_name: "9.9.9"},
                         "error": {"code": "not_found", "message": "no release 9.9.9"},
                     },
-                    {"request": {"version": "slow"}, "delay": "0.3s", "response": {}},
-                    # Partial: any version; the exact answers above win over it.
-                    {
-                        "request": {},
-                        "partial": True,
-                        "response": {"summary": {"release": {"version": "any"}}},
-                    },
+                    {"request": {FIELD.json_name: "slow"}, "delay": "0.3s", "response": {}},
+                    # Partial: any value; the exact answers above win over it.
+                    {"request": {}, "partial": True, "response": projectops.to_dict(ANY)},
                 ],
             },
         }
     ]
 }
+
+
+def call(client: Any, value: str) -> Any:
+    """GET through a typed client, with FIELD set to `value`."""
+    return getattr(client, GET.name)(**{FIELD.name: value})
 
 
 def _serve(app: Any) -> Iterator[str]:
@@ -98,7 +103,7 @@ def test_an_error_answer_has_its_codes_status_through_the_typed_client(
     client: OperationsServiceClient,
 ) -> None:
     with pytest.raises(projectops.NotFound) as caught:
-        client.get_release_details(version="9.9.9")
+        call(client, "9.9.9")
     assert caught.value.http_status == 404
     assert caught.value.message == "no release 9.9.9"
 
@@ -106,56 +111,56 @@ def test_an_error_answer_has_its_codes_status_through_the_typed_client(
 def test_exact_answers_win_and_a_partial_one_answers_the_rest(
     client: OperationsServiceClient,
 ) -> None:
-    assert client.get_release_details(version="1.2.3").summary.release.version == "any"
-    assert client.get_release_details(version=" other ").summary.release.version == "any"
-    assert not client.get_release_details(version="slow").HasField("summary")
+    assert call(client, "1.2.3") == ANY
+    assert call(client, " other ") == ANY
+    assert call(client, "slow") == GET.response_type()
 
 
 def test_a_delay_is_waited(client: OperationsServiceClient) -> None:
     start = time.monotonic()
-    client.get_release_details(version="slow")
+    call(client, "slow")
     assert 0.3 <= time.monotonic() - start < 20
     with pytest.raises(projectops.DeadlineExceeded):
         with OperationsServiceClient(base_url=client.base_url, api_key=KEY, timeout=0.2) as fast:
-            fast.get_release_details(version="slow")
+            call(fast, "slow")
 
 
 def test_an_operation_without_fixtures_gets_a_generated_valid_deterministic_answer(
     client: OperationsServiceClient,
 ) -> None:
-    first = client.list_rum_environments()
-    assert client.list_rum_environments() == first
+    first = getattr(client, LIST.name)()
+    assert getattr(client, LIST.name)() == first
     projectops.validate(first)
     jsonschema.validate(projectops.to_dict(first), json_schema.output_schema(LIST))
-    assert first == generated_answer(LIST, ops.ListRumEnvironmentsRequest())
+    assert first == generated_answer(LIST, LIST.request_type())
 
 
 def test_the_async_client_gets_the_same_answers(base_url: str) -> None:
     async def calls() -> tuple[Any, Any]:
         async with AsyncOperationsServiceClient(base_url=base_url, api_key=KEY) as c:
-            partial = await c.get_release_details(version="x")
-            return partial, await c.list_rum_environments()
+            partial = await call(c, "x")
+            return partial, await getattr(c, LIST.name)()
 
     partial, listed = asyncio.run(calls())
-    assert partial.summary.release.version == "any"
-    assert listed == generated_answer(LIST, ops.ListRumEnvironmentsRequest())
+    assert partial == ANY
+    assert listed == generated_answer(LIST, LIST.request_type())
 
 
 def test_the_cli_shows_scenario_answers(
     base_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(API_KEY_ENV, KEY)
-    assert main(["get-release-details", "--version", "4.0", "--base-url", base_url]) == 0
+    assert main([GET.tool_name, FLAG, "4.0", "--base-url", base_url]) == 0
     out, _ = capsys.readouterr()
-    assert json.loads(out)["summary"]["release"]["version"] == "any"
-    code = main(["get-release-details", "--version", "9.9.9", "--base-url", base_url])
+    assert projectops.from_json(out, GET.response_type) == ANY
+    code = main([GET.tool_name, FLAG, "9.9.9", "--base-url", base_url])
     out, err = capsys.readouterr()
     assert code != 0 and out == ""
     assert err.count("\n") == 1 and "no release 9.9.9" in err
-    assert main(["list-rum-environments", "--base-url", base_url]) == 0
+    assert main([LIST.tool_name, "--base-url", base_url]) == 0
     out, _ = capsys.readouterr()
-    expected = generated_answer(LIST, ops.ListRumEnvironmentsRequest())
-    assert projectops.from_json(out, ops.ListRumEnvironmentsResponse) == expected
+    expected = generated_answer(LIST, LIST.request_type())
+    assert projectops.from_json(out, LIST.response_type) == expected
 
 
 def test_no_generate_answers_failed_precondition(tmp_path: Path) -> None:
@@ -164,7 +169,7 @@ def test_no_generate_answers_failed_precondition(tmp_path: Path) -> None:
         assert answer.status_code == 400
         assert answer.json() == {
             "code": "failed_precondition",
-            "message": "project s has no list_rum_environments answer for the empty request",
+            "message": f"project s has no {LIST.name} answer for the empty request",
             "violations": [],
         }
 
@@ -175,49 +180,35 @@ def test_mock_server_has_a_no_generate_flag(capsys: pytest.CaptureFixture[str]) 
 
 
 def _one(answer: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "projects": [
-            {"project": "p", "apiKey": "k", "operations": {"get_release_details": [answer]}}
-        ]
-    }
+    return {"projects": [{"project": "p", "apiKey": "k", "operations": {GET.name: [answer]}}]}
+
+
+AT = f"projects[0].operations.{GET.name}[0]"
+ONE = {FIELD.json_name: "1"}
 
 
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
         (
-            {"request": {"version": "1"}, "delay": "61s", "response": {}},
-            "projects[0].operations.get_release_details[0].delay: 61s is longer than the "
-            "longest delay, 60s",
+            {"request": ONE, "delay": "61s", "response": {}},
+            f"{AT}.delay: 61s is longer than the longest delay, 60s",
         ),
         (
-            {"request": {"version": "1"}, "delay": "-1s", "response": {}},
-            "projects[0].operations.get_release_details[0].delay: a delay cannot be negative",
+            {"request": ONE, "delay": "-1s", "response": {}},
+            f"{AT}.delay: a delay cannot be negative",
         ),
         (
-            {"request": {"version": "1"}, "error": {"code": "nope", "message": "x"}},
-            'projects[0].operations.get_release_details[0].error.code: "nope" is no error code',
+            {"request": ONE, "error": {"code": "nope", "message": "x"}},
+            f'{AT}.error.code: "nope" is no error code',
         ),
+        ({"request": ONE, "error": {"code": "not_found"}}, f"{AT}.error.message: is required"),
         (
-            {"request": {"version": "1"}, "error": {"code": "not_found"}},
-            "projects[0].operations.get_release_details[0].error.message: is required",
+            {"request": ONE, "response": {}, "error": {"code": "internal", "message": "x"}},
+            f"{AT}: set one of response and error",
         ),
-        (
-            {
-                "request": {"version": "1"},
-                "response": {},
-                "error": {"code": "internal", "message": "x"},
-            },
-            "projects[0].operations.get_release_details[0]: set one of response and error",
-        ),
-        (
-            {"request": {"version": "1"}},
-            "projects[0].operations.get_release_details[0].response: is required",
-        ),
-        (
-            {"request": {}, "response": {}},
-            "projects[0].operations.get_release_details[0].request.version: is required",
-        ),
+        ({"request": ONE}, f"{AT}.response: is required"),
+        ({"request": {}, "response": {}}, f"{AT}.request.{FIELD.json_name}: is required"),
     ],
 )
 def test_bad_scenarios_are_refused_at_load_time(answer: dict[str, Any], message: str) -> None:
@@ -227,21 +218,30 @@ def test_bad_scenarios_are_refused_at_load_time(answer: dict[str, Any], message:
 
 
 def test_a_partial_request_may_omit_required_fields_and_exact_and_partial_may_coexist() -> None:
-    (project,) = decode_fixtures(
-        {
-            "projects": [
-                {
-                    "project": "p",
-                    "apiKey": "k",
-                    "operations": {
-                        "get_release_details": [
-                            {"request": {}, "partial": True, "response": {}},
-                            {"request": {"version": "1"}, "response": {}},
-                            {"request": {"version": "1"}, "partial": True, "response": {}},
-                        ]
-                    },
-                }
-            ]
+    answers = [
+        {"request": {}, "partial": True, "response": {}},
+        {"request": ONE, "response": {}},
+        {"request": ONE, "partial": True, "response": {}},
+    ]
+    fixtures = {"projects": [{"project": "p", "apiKey": "k", "operations": {GET.name: answers}}]}
+    (project,) = decode_fixtures(fixtures)
+    assert [a.partial for a in project.answers[GET.name]] == [True, False, True]
+
+
+def test_the_first_partial_answer_in_file_order_wins_whatever_the_fields_it_names() -> None:
+    wide = {"request": {}, "partial": True, "response": projectops.to_dict(ANY)}
+    narrow = {"request": ONE, "partial": True, "response": {}}
+    for answers, expected in (([wide, narrow], ANY), ([narrow, wide], GET.response_type())):
+        fixtures = {
+            "projects": [{"project": "p", "apiKey": "k", "operations": {GET.name: answers}}]
         }
-    )
-    assert [a.partial for a in project.answers["get_release_details"]] == [True, False, True]
+        project = load_fixtures_from(fixtures)["k"]
+        body = project.reply(GET, GET.request_type(**{FIELD.name: " 1 "})).body
+        assert projectops.from_json(body, GET.response_type) == expected
+        other = project.reply(GET, GET.request_type(**{FIELD.name: "2"})).body
+        assert projectops.from_json(other, GET.response_type) == ANY
+
+
+def load_fixtures_from(data: dict[str, Any]) -> dict[str, MockProject]:
+    (decoded,) = decode_fixtures(data)
+    return {decoded.api_key: MockProject(decoded.name, decoded.answers)}

@@ -18,107 +18,107 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
+from google.protobuf.message import Message
 
 import projectops
 from _projectops_pytestplugin import projectops_mock  # noqa: F401 (the fixture)
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER, BASE_URL_ENV
 from projectops.fixtures import FixtureError
-from projectops.mock import Call, MockServer, generated_answer
-from projectops.v1 import operations_pb2 as ops
+from projectops.mock import Call, MockServer, generate, generated_answer
+from tests.synthetic import with_required_string, without_request_fields
 
 REPO = Path(__file__).resolve().parents[2]
-GET = projectops.operation("get_release_details")
-LIST = projectops.operation("list_rum_environments")
+#: An operation whose request has a REQUIRED string field, and one whose request is empty.
+GET, FIELD = with_required_string()
+LIST = without_request_fields()
+#: Scripted responses: generated, so every field of the schema is in play.
+RESPONSE = generate(GET.response_type, "scripted")
+LISTED = generate(LIST.response_type, "scripted")
+
+
+def get(value: str) -> Message:
+    """GET's request with FIELD set to `value`."""
+    return GET.request_type(**{FIELD.name: value})
 
 
 def test_scripted_answers_reach_the_typed_client(projectops_mock: MockServer) -> None:
-    projectops_mock.answer(
-        "get_release_details",
-        {"version": "1.0.0"},
-        response={"summary": {"release": {"version": "1.0.0"}}},
-    )
-    projectops_mock.answer(
-        "/api/mcp/get_release_details",
-        ops.GetReleaseDetailsRequest(version="2.0.0"),
-        error=projectops.NotFound("no release 2.0.0"),
-    )
-    projectops_mock.answer("get-release-details", {"version": "3"}, error="permission_denied")
+    projectops_mock.answer(GET.name, {FIELD.json_name: "1.0.0"}, response=RESPONSE)
+    projectops_mock.answer(GET.path, get("2.0.0"), error=projectops.NotFound("no release 2.0.0"))
+    projectops_mock.answer(GET.tool_name, {FIELD.json_name: "3"}, error="permission_denied")
     with projectops_mock.client() as client:
-        assert client.get_release_details(version=" 1.0.0 ").summary.release.version == "1.0.0"
+        call = getattr(client, GET.name)
+        assert call(**{FIELD.name: " 1.0.0 "}) == RESPONSE
         with pytest.raises(projectops.NotFound) as not_found:
-            client.get_release_details(version="2.0.0")
+            call(**{FIELD.name: "2.0.0"})
         assert (not_found.value.http_status, not_found.value.message) == (404, "no release 2.0.0")
         with pytest.raises(projectops.PermissionDenied):
-            client.get_release_details(version="3")
+            call(**{FIELD.name: "3"})
         with pytest.raises(projectops.FailedPrecondition):
-            client.get_release_details(version="4")
-    assert projectops_mock.calls == [
-        Call("get_release_details", ops.GetReleaseDetailsRequest(version=v))
-        for v in (" 1.0.0 ", "2.0.0", "3", "4")
-    ]
+            call(**{FIELD.name: "4"})
+    assert projectops_mock.calls == [Call(GET.name, get(v)) for v in (" 1.0.0 ", "2.0.0", "3", "4")]
 
 
 def test_request_none_answers_every_request_and_exact_answers_win(
     projectops_mock: MockServer,
 ) -> None:
-    projectops_mock.answer("get_release_details", response={"summary": {}})
-    projectops_mock.answer("get_release_details", {"version": "x"}, response={})
+    projectops_mock.answer(GET.name, response=RESPONSE)
+    projectops_mock.answer(GET.name, {FIELD.json_name: "x"}, response={})
     with projectops_mock.client() as client:
-        assert client.get_release_details(version="anything").HasField("summary")
-        assert not client.get_release_details(version="x").HasField("summary")
+        call = getattr(client, GET.name)
+        assert call(**{FIELD.name: "anything"}) == RESPONSE
+        assert call(**{FIELD.name: "x"}) == GET.response_type()
     # A later answer for the same request replaces the earlier one.
-    projectops_mock.answer("get_release_details", {"version": "x"}, error=projectops.Code.ABORTED)
+    projectops_mock.answer(GET.name, {FIELD.json_name: "x"}, error=projectops.Code.ABORTED)
     with projectops_mock.client() as client, pytest.raises(projectops.Aborted):
-        client.get_release_details(version="x")
+        getattr(client, GET.name)(**{FIELD.name: "x"})
 
 
 def test_unscripted_operations_are_generated_unless_turned_off(
     projectops_mock: MockServer,
 ) -> None:
     with projectops_mock.client() as client:
-        assert client.list_rum_environments() == generated_answer(
-            LIST, ops.ListRumEnvironmentsRequest()
-        )
+        call = getattr(client, LIST.name)
+        assert call() == generated_answer(LIST, LIST.request_type())
         projectops_mock.generate = False
         with pytest.raises(projectops.FailedPrecondition):
-            client.list_rum_environments()
+            call()
 
 
 def test_a_delay_is_waited_in_process(projectops_mock: MockServer) -> None:
-    projectops_mock.answer("list_rum_environments", delay=timedelta(seconds=0.3))
+    projectops_mock.answer(LIST.name, delay=timedelta(seconds=0.3))
     with projectops_mock.client() as client:
         start = time.monotonic()
-        client.list_rum_environments()
+        getattr(client, LIST.name)()
         assert 0.3 <= time.monotonic() - start < 20
 
 
 def test_the_async_client(projectops_mock: MockServer) -> None:
-    projectops_mock.answer(
-        "list_rum_environments", response={"environments": [{"environment": "e"}]}
-    )
+    projectops_mock.answer(LIST.name, response=LISTED)
 
-    async def call() -> ops.ListRumEnvironmentsResponse:
+    async def call() -> Message:
         async with projectops_mock.async_client() as client:
-            return await client.list_rum_environments()
+            answer: Message = await getattr(client, LIST.name)()
+            return answer
 
-    assert [e.environment for e in asyncio.run(call()).environments] == ["e"]
+    assert asyncio.run(call()) == LISTED
 
 
 def test_base_url_serves_a_real_port(projectops_mock: MockServer) -> None:
-    projectops_mock.answer("get_release_details", {"version": "1"}, response={"summary": {}})
+    projectops_mock.answer(GET.name, {FIELD.json_name: "1"}, response=RESPONSE)
     url = projectops_mock.base_url
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
     assert projectops_mock.env == {BASE_URL_ENV: url, API_KEY_ENV: projectops_mock.api_key}
     answer = httpx.post(
         f"{url}{GET.path}",
-        json={"version": "1"},
+        json={FIELD.json_name: "1"},
         headers={API_KEY_HEADER: projectops_mock.api_key},
         timeout=30,
     )
-    assert answer.status_code == 200 and "summary" in answer.json()
+    assert answer.status_code == 200
+    assert projectops.from_json(answer.content, GET.response_type, strict=True) == RESPONSE
     refused = httpx.post(f"{url}{GET.path}", json={}, headers={API_KEY_HEADER: "x"}, timeout=30)
     assert refused.status_code == 401
-    assert [c.operation for c in projectops_mock.calls] == ["get_release_details"]
+    assert [c.operation for c in projectops_mock.calls] == [GET.name]
 
 
 def test_the_port_is_stopped_at_close() -> None:
@@ -129,24 +129,29 @@ def test_the_port_is_stopped_at_close() -> None:
         httpx.post(f"{url}{LIST.path}", json={}, timeout=5)
 
 
+#: A value no field of any type accepts (not an object, a scalar, a list of scalars or objects).
+UNFIT = [[[]]]
+A_RESPONSE_FIELD = GET.response_type.DESCRIPTOR.fields[0].json_name
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"request": {"version": ""}}, "request.version: is required"),
+        ({"request": {FIELD.json_name: ""}}, f"request.{FIELD.json_name}: is required"),
         ({"request": {"bogus": 1}}, "bogus"),
-        ({"response": {"summary": 7}}, "summary"),
+        ({"response": {A_RESPONSE_FIELD: UNFIT}}, f"response.{A_RESPONSE_FIELD}"),
         ({"error": "nope"}, '"nope" is no error code'),
         ({"response": {}, "error": "internal"}, "not both"),
         ({"delay": 61}, "delay: 61s is longer than the longest delay, 60s"),
         ({"delay": -1}, "delay: a delay cannot be negative"),
-        ({"request": ops.ListRumEnvironmentsRequest()}, "expected a"),
+        ({"request": LIST.request_type()}, "expected a"),
     ],
 )
 def test_bad_scripts_raise_at_once(
     projectops_mock: MockServer, kwargs: dict[str, object], message: str
 ) -> None:
     with pytest.raises(FixtureError, match=re.escape(message)):
-        projectops_mock.answer("get_release_details", **kwargs)  # type: ignore[arg-type]
+        projectops_mock.answer(GET.name, **kwargs)  # type: ignore[arg-type]
 
 
 def _readme_test() -> str:
