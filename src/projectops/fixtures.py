@@ -178,8 +178,10 @@ def _path(where: Any) -> str:
     steps: list[str] = []
     while where is not None:
         where, step = where
-        name = isinstance(step, str) and _NAME.fullmatch(step)
-        steps.append(f".{step}" if name else f"[{_quoted(step) if name is None else step}]")
+        bare = isinstance(step, str) and _NAME.fullmatch(step)
+        steps.append(
+            f".{step}" if bare else f"[{step if isinstance(step, int) else _quoted(step)}]"
+        )
     path = "".join(reversed(steps)).removeprefix(".") or "the top level"
     return path if len(path) <= 120 else f"{path[:60]}...{path[-57:]}"
 
@@ -247,7 +249,7 @@ def _header_problem(key: str) -> str:
     space and refuses control characters), or ``""``."""
     if key != key.strip(" \t"):
         return "has white space around it"
-    bad = next((char for char in key if not " " <= char <= "~"), "~")
+    bad = next((char for char in key if not " " <= char <= "~"), "~")  # "~": none
     if bad < " " or "\x7f" <= bad <= "\x9f":
         return "holds a control character"
     return "holds a non-ASCII character" if bad > "~" else ""
