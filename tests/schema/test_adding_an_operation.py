@@ -33,10 +33,13 @@ op = projectops.operation({OPERATION!r})
 assert op.path in document()["paths"], "the OpenAPI document lacks the path"
 assert hasattr(OperationsServiceHandler, op.name), "the handler base lacks the method"
 mock = MockServer()
-with mock.client() as client:
-    answer = getattr(client, op.name)()  # the typed client's method
-assert answer == generated_answer(op, op.request_type()), answer
-report = run_checks("http://mock.invalid", mock.api_key, transport=mock.transport)
+try:
+    with mock.client() as client:
+        answer = getattr(client, op.name)()  # the typed client's method
+    assert answer == generated_answer(op, op.request_type()), answer
+    report = run_checks("http://mock.invalid", mock.api_key, transport=mock.transport)
+finally:
+    mock.close()
 checked = [c for c in report.checks if c.operation == op.name]
 assert checked and all(c.status != "failed" for c in checked), checked
 print("probe ok")
