@@ -36,27 +36,17 @@ __all__ = ["build_parser", "main"]
 EXIT_CODES = {
     failures.EXIT_OK: "success",
     failures.EXIT_INTERNAL: "unexpected failure of the program itself",
-    failures.EXIT_USAGE: f"usage error or invalid local input (also: {API_KEY_ENV} not set, "
-    "or the --host/--port of a server cannot be bound; nothing was sent)",
+    failures.EXIT_USAGE: f"usage or local input ({API_KEY_ENV} unset, a port busy): nothing sent",
     failures.EXIT_UNAUTHENTICATED: "the server answered 401 (API key missing or invalid)",
     failures.EXIT_BAD_REQUEST: "the server answered 400 (validation or business rule)",
     failures.EXIT_FAILURE: "no answer (network failure, time-out) or any other status",
-    failures.EXIT_CONFORMANCE_FAILED: "conformance: a 'must' check failed, or --deadline "
-    "stopped the run",
+    failures.EXIT_CONFORMANCE_FAILED: "conformance: a 'must' check failed, or --deadline hit",
     failures.EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
-#: Where to read more, as the help's epilog lists it: page -> what it covers.
-DOCS = {
-    "README.md": "first steps: a call, the typed client, a server, a test, MCP",
-    "docs/cli.md": "this program: commands, flags, output, exit codes",
-    "docs/python.md": "the Python clients and their errors",
-    "docs/server.md": "the server adapter, and running it in production",
-    "docs/mock.md": "the mock server and testing: fixtures, the pytest plugin",
-    "docs/conformance.md": "checking any server against the contract, in CI too",
-    "docs/mcp.md": "the MCP tool server",
-    "docs/schema.md": "the schema: adding an operation, stability",
-}
+#: Where to read more, as the help's epilog lists it (in the projectops sources).
+_PAGES = "cli python server mock conformance mcp schema".split()
+DOCS = ("README.md", *(f"docs/{page}.md" for page in _PAGES))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,24 +91,11 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
     """On the program and on each command that calls the service; a command's own flag has no
     default, so that it does not reset a value given before it (:func:`_check_options`)."""
     add = partial(parser.add_argument, default=None if top_level else argparse.SUPPRESS)
-    add(
-        "--base-url",
-        metavar="URL",
-        help=f"the service's root, without /api/mcp (default: ${BASE_URL_ENV}; the mock server "
-        f"listens on {DEFAULT_BASE_URL})",
-    )
-    add(
-        "--timeout",
-        metavar="SECONDS",
-        type=seconds,
-        help=f"seconds a call may take, answer included (default: {DEFAULT_CALL_TIMEOUT:g})",
-    )
-    add(
-        "--max-response-bytes",
-        metavar="BYTES",
-        type=whole,
-        help=f"the largest answer read (default: {DEFAULT_MAX_RESPONSE_BYTES}, 32 MiB)",
-    )
+    add("--base-url", metavar="URL", help=f"the service's root (default: ${BASE_URL_ENV})")
+    timeout = f"seconds a call may take, answer included (default: {DEFAULT_CALL_TIMEOUT:g})"
+    add("--timeout", metavar="SECONDS", type=seconds, help=timeout)
+    largest = f"the largest answer read (default: {DEFAULT_MAX_RESPONSE_BYTES}, 32 MiB)"
+    add("--max-response-bytes", metavar="BYTES", type=whole, help=largest)
 
 
 def _why_ignored(flag: str, command: Command, sub: argparse.ArgumentParser) -> str | None:
@@ -153,10 +130,9 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
         why = _why_ignored(flag, command, sub) if given else None
         if why is not None:
             raise UsageError(f"{flag} does nothing for '{command.name}': {why}")
-    if command.connection:
-        args.timeout = DEFAULT_CALL_TIMEOUT if args.timeout is None else args.timeout
-        if args.max_response_bytes is None:
-            args.max_response_bytes = DEFAULT_MAX_RESPONSE_BYTES
+    if command.connection:  # both are positive when given
+        args.timeout = args.timeout or DEFAULT_CALL_TIMEOUT
+        args.max_response_bytes = args.max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES
 
 
 def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
@@ -180,7 +156,8 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
         "\nexit codes:",
         *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),
         "\nread more (in the projectops sources):",
-        *(f"  {page:<20} {what}" for page, what in DOCS.items()),
+        f"  {DOCS[0]} first, then {', '.join(DOCS[1:5])},",
+        f"  {', '.join(DOCS[5:])}",
     ]
     parser = _Parser(
         prog="projectops",

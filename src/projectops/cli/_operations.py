@@ -1,11 +1,7 @@
-"""The commands of the operations (docs/cli.md): one per operation of the registry, named by its
-tool name, with a flag per top-level scalar, enum or repeated-scalar request field and
-``--json-input`` for the whole request (merged over the flags, JSON winning); and
-``operations``, ``describe``, ``schema``, ``openapi`` and ``completion``.
-
-stdout carries the answer's JSON and nothing else. This module imports neither httpx nor the
-``mcp`` SDK: a command imports what it needs when it runs, so the core-only ones work without.
-"""
+"""The program's own commands (docs/cli.md): one per operation of the registry (a flag per
+top-level scalar, enum or repeated-scalar field; ``--json-input`` for the whole request, winning
+over the flags; stdout: the answer's JSON only), ``operations``, ``describe``, ``schema``,
+``openapi`` and ``completion``. No httpx at import: the core-only commands work without it."""
 
 from __future__ import annotations
 
@@ -51,8 +47,8 @@ _OWN_FLAGS = frozenset(
 
 
 def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
-    """The commands of this module, in the order of ``projectops --help``; `transport`: what
-    the operation commands send through instead of the network (tests)."""
+    """In the order of ``projectops --help``; `transport`: what the operation commands send
+    through instead of the network (tests)."""
     return [
         *(
             Command(
@@ -68,19 +64,12 @@ def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
         ),
         Command("operations", "list every operation: tool name, path, summary", _json, _listing),
         Command(
-            "describe",
-            "show an operation's reference (path, fields, comments), or list the operations",
-            partial(_tool_argument, optional=True),
-            _run_describe,
+            "describe", "show an operation's reference, or list them", _tool_or_none, _describe
         ),
         Command("schema", "print the JSON Schema of a tool's input (or output)", _tool, _schema),
         Command("openapi", "print the OpenAPI 3.1 document of the API", _openapi, _run_openapi),
         Command(
-            "completion",
-            'print the shell completion script: eval "$(projectops completion bash)"',
-            _shell,
-            _run_completion,
-            extra="client",
+            "completion", "print the shell's completion script", _shell, _completion, extra="client"
         ),
     ]
 
@@ -128,25 +117,16 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
         if "choices" not in options and options.get("action") is not argparse.BooleanOptionalAction:
             options["metavar"] = fd.name.upper()
         group.add_argument(_flag(fd), **options)
-    group.add_argument(
-        "--json-input",
-        metavar="JSON",
-        help="the request as a JSON object, inline or @file (@- reads stdin); merged over the "
-        "flags, its fields win",
-    )
+    what = "the request as a JSON object, inline or @file (@- reads stdin), over the flags"
+    group.add_argument("--json-input", metavar="JSON", help=what)
     add_retries(parser)
-    output = parser.add_argument_group("output")
-    output.add_argument("--compact", action="store_true", help="print the answer on one line")
-    output.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the HTTP request that would be sent (the API key redacted); send nothing",
-    )
+    output = parser.add_argument_group("output").add_argument
+    output("--compact", action="store_true", help="print the answer on one line")
+    output("--dry-run", action="store_true", help="print the request (key redacted), send none")
 
 
 def add_retries(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
-    """``--retries N``, on the program and on each command that retries its calls; a
-    command's own flag has no default, so it does not reset a value given before it."""
+    """``--retries N``; a command's own has no default, not to reset one given before it."""
     parser.add_argument(
         "--retries",
         metavar="N",
@@ -243,8 +223,7 @@ def _write_json(message: Message, *, indent: int | None) -> None:
     text (several times the answer's size, indented) is never held whole."""
     from projectops.codec import iter_json
 
-    for piece in iter_json(message, indent=indent):
-        sys.stdout.write(inert_json(piece))
+    sys.stdout.writelines(map(inert_json, iter_json(message, indent=indent)))
     sys.stdout.write("\n")
 
 
@@ -319,7 +298,11 @@ def _tool_argument(parser: argparse.ArgumentParser, *, optional: bool = False) -
     )
 
 
-def _run_describe(args: argparse.Namespace) -> int:
+def _tool_or_none(parser: argparse.ArgumentParser) -> None:
+    _tool_argument(parser, optional=True)
+
+
+def _describe(args: argparse.Namespace) -> int:
     from projectops import reference
 
     # A terminal narrower than 100 columns gets its width; a pipe or file always 100.
@@ -367,10 +350,11 @@ def _run_openapi(args: argparse.Namespace) -> int:
 
 def _shell(parser: argparse.ArgumentParser) -> None:
     shells = ("bash", "zsh", "fish")
-    parser.add_argument("shell", metavar="SHELL", choices=shells, help=", ".join(shells))
+    how = 'e.g. eval "$(projectops completion bash)" in ~/.bashrc'
+    parser.add_argument("shell", metavar="SHELL", choices=shells, help=f"{shells}: {how}")
 
 
-def _run_completion(args: argparse.Namespace) -> int:
+def _completion(args: argparse.Namespace) -> int:
     from argcomplete.shell_integration import shellcode
 
     sys.stdout.write(shellcode(["projectops"], shell=args.shell))
