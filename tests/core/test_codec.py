@@ -1,7 +1,6 @@
 """The JSON codec against golden fixtures and the rules of the protobuf JSON mapping."""
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,8 @@ from projectops.v1.operations_pb2 import (
     GetReleaseDetailsResponse,
 )
 from tests import golden
+from tests.golden import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 CASES = {stem: golden.message_type(stem) for stem in golden.stems()}
 
 

@@ -21,7 +21,6 @@ import json
 import math
 import random
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,6 +46,7 @@ from projectops import _fastcodec
 from projectops._wire import is_map, value_form
 from projectops.v1 import error_pb2, operations_pb2, release_pb2, rum_environment_pb2
 from tests import golden
+from tests.golden import GOLDEN
 from tests.hypothesis_profiles import examples
 
 SETTINGS = settings(
@@ -54,7 +54,6 @@ SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 OPTIONS_OUT: dict[str, Any] = {
     "preserving_proto_field_name": False,
     "always_print_fields_with_no_presence": True,

@@ -4,7 +4,6 @@ decoding would cost more memory than it may (many JSON objects per byte)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from google.protobuf.message import Message
@@ -14,8 +13,8 @@ from hypothesis import strategies as st
 from projectops import InvalidArgument, codec
 from projectops.v1 import operations_pb2 as ops
 from tests.core.test_codec_differential import ALL_TYPES, SETTINGS, any_message
+from tests.golden import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 INDENTS = [None, 0, 2, 4]
 
 
