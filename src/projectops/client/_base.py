@@ -255,7 +255,7 @@ class BaseClient(Generic[Icpt, T]):
             length = answer.header("Content-Length") or ""
             what, done = (
                 (f"announces {int(length):,} bytes", "not read")
-                if length.isdigit()
+                if length.isascii() and length.isdigit()
                 else ("is larger", "read no further")
             )
             limit = f"{self.max_response_bytes:,} bytes (max_response_bytes)"

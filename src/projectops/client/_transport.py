@@ -296,7 +296,7 @@ class _Exchange:
         if not 200 <= response.status_code < 300:
             return self._max_error
         length = response.headers.get("Content-Length", "")
-        over = length.isdigit() and int(length) > self.max_response_bytes
+        over = length.isascii() and length.isdigit() and int(length) > self.max_response_bytes
         return 0 if over else self.max_response_bytes
 
     @staticmethod
