@@ -341,18 +341,6 @@ def test_cli_retries_flag_refuses_what_is_no_count(run_cli: RunCli, value: str) 
     assert proc.returncode == 2 and "--retries" in proc.stderr and proc.stdout == ""
 
 
-def test_mcp_takes_retries(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("mcp")
-    import projectops.mcp
-
-    seen: list[dict[str, Any]] = []
-    monkeypatch.setattr(projectops.mcp, "run", lambda **kwargs: seen.append(kwargs) or 0)
-    assert run_cli("mcp", "--retries", "5", base_url="http://127.0.0.1:1").returncode == 0
-    assert run_cli("mcp", base_url="http://127.0.0.1:1").returncode == 0
-    assert run_cli("--retries", "0", "mcp", base_url="http://127.0.0.1:1").returncode == 0
-    assert [kwargs["retries"] for kwargs in seen] == [5, 2, 0]
-
-
 # --- a caller's transport keeps the whole-call time-out --------------------------------------
 
 
