@@ -1,10 +1,9 @@
 """The bounded raw HTTP exchange under both clients, the conformance runner and the proxy.
 
-`timeout` bounds each exchange as a whole (connect, send, head, body), not each socket read; the
-body is read raw up to a cap; ``Accept-Encoding: identity``, nothing decoded; no cookie kept or
-sent; no redirect followed; the environment's proxy; headers read in linear time. The sync
-exchange's own transport gives every socket wait what is left of the time (:data:`_DEADLINE`), a
-caller's runs in a daemon thread it stops waiting for; the async one runs in a cancel scope.
+`timeout` bounds each exchange as a whole, not each socket read; the body is read raw up to a
+cap (``Accept-Encoding: identity``); no cookie, no redirect; the environment's proxy. The sync
+exchange's own transport cuts every socket wait to what is left (:data:`_DEADLINE`), a caller's
+runs in a daemon thread it stops waiting for; the async one runs in a cancel scope.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import re
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any, NamedTuple, Self
@@ -37,17 +36,15 @@ _PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 
 
 class InvalidProxy(ValueError):
-    """The environment's proxy for the base URL cannot be used; its address (which may hold a
-    password) is never quoted."""
+    """The environment's proxy cannot be used; its address (maybe with a password) is not quoted."""
 
 
 def environment_proxy(url: str) -> httpx2.Proxy | None:
-    """The proxy ``HTTP_PROXY``, ``HTTPS_PROXY`` or ``ALL_PROXY`` (any case; ``NO_PROXY``
-    exempts hosts) names for `url`, read as the standard library reads them; ``None``: direct.
+    """The proxy ``HTTP(S)_PROXY`` / ``ALL_PROXY`` (any case; ``NO_PROXY`` exempts) names for
+    `url`, as the standard library reads them; ``None``: direct.
 
     Raises:
-        InvalidProxy: not a URL, a scheme other than http, https, socks5(h), or SOCKS without
-            the ``socksio`` package.
+        InvalidProxy: not a URL, a scheme other than http(s) or socks5(h), or SOCKS without socksio.
     """
     proxies = urllib.request.getproxies_environment()
     parts = urlsplit(url)
@@ -84,7 +81,7 @@ def _left(timeout: float | None, error: type[httpcore2.TimeoutException]) -> flo
     return left if timeout is None else min(timeout, left)
 
 
-class _DeadlineStream(httpcore2.NetworkStream):  # every wait bounded by _DEADLINE
+class _DeadlineStream(httpcore2.NetworkStream):
     def __init__(self, stream: httpcore2.NetworkStream) -> None:
         self._stream = stream
 
@@ -120,70 +117,29 @@ class _DeadlineBackend(httpcore2.SyncBackend):
         return _DeadlineStream(super().connect_tcp(host, port, left, local_address, socket_options))
 
 
-class _PoolBody(httpx2.SyncByteStream):
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._stream
-
-    def close(self) -> None:
-        self._stream.close()
-
-
-class _DeadlineTransport(httpx2.BaseTransport):
-    """httpcore2's connection pool (through the environment's proxy, as httpx2 would mount it)
-    on :class:`_DeadlineBackend`. Raises httpcore2's exceptions, which the exchange reads."""
+class _DeadlineTransport(httpx2.HTTPTransport):
+    """httpx2's transport on a pool of :class:`_DeadlineBackend` (its own ``__init__`` takes no
+    network backend), through the environment's proxy."""
 
     def __init__(self, base_url: str) -> None:
         env = environment_proxy(base_url)
-        proxy = (
-            None if env is None else httpcore2.Proxy(str(env.url), env.raw_auth, env.headers.raw)
-        )
         self._pool = httpcore2.ConnectionPool(
             # Loading the CA bundle costs tens of ms of start-up: only for https.
             ssl_context=httpx2.create_ssl_context() if base_url.startswith("https:") else None,
-            proxy=proxy,
+            proxy=None
+            if env is None
+            else httpcore2.Proxy(str(env.url), env.raw_auth, env.headers.raw),
             max_connections=100,
             max_keepalive_connections=20,
             keepalive_expiry=5.0,
             network_backend=_DeadlineBackend(),
         )
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        url = request.url
-        target = httpcore2.URL(
-            scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
-        )
-        answer = self._pool.handle_request(
-            httpcore2.Request(
-                request.method,
-                target,
-                headers=request.headers.raw,
-                content=request.stream,
-                extensions=request.extensions,
-            )
-        )
-        body = _PoolBody(answer.stream)
-        return httpx2.Response(
-            answer.status, headers=answer.headers, stream=body, extensions=answer.extensions
-        )
-
-    def close(self) -> None:
-        self._pool.close()
-
 
 class RawAnswer(NamedTuple):
-    """An answer as it came.
-
-    Attributes:
-        status: the HTTP status.
-        headers: ``(name, value)`` pairs in the order received, names as sent, both decoded
-            as Latin-1.
-        body: the body's bytes, never decoded; at most the exchange's cap.
-        truncated: the body was longer than the cap: it was read no further (and not at all
-            for a 2xx answer whose ``Content-Length`` announced more).
-    """
+    """An answer as it came: `headers` are ``(name, value)`` pairs in order, as Latin-1;
+    `body` at most the cap, never decoded; `truncated`: there was more (not read, or for a 2xx
+    whose ``Content-Length`` announced more, not read at all)."""
 
     status: int
     headers: list[tuple[str, str]]
@@ -198,7 +154,7 @@ class RawAnswer(NamedTuple):
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE = re.compile(r"[\x20-\x7e\t]*")
-# What frames the request, and its encoding: the exchange writes them.
+# The exchange writes these itself.
 _FRAMING = frozenset({"contentlength", "transferencoding", "host", "connection", "acceptencoding"})
 
 
@@ -209,9 +165,8 @@ def header_key(name: str) -> str:
 
 
 def check_header(name: object, value: object) -> None:
-    """Raise ``ValueError`` naming the header unless `name` is an HTTP token that is no framing
-    header (``Content-Length``, ``Transfer-Encoding``, ``Host``, ``Connection``,
-    ``Accept-Encoding``, in any spelling) and `value` is visible ASCII, spaces and tabs."""
+    """Raise ``ValueError`` naming the header unless `name` is an HTTP token that is none of
+    :data:`_FRAMING` (any spelling) and `value` is visible ASCII, spaces and tabs."""
     if not isinstance(name, str) or not _TOKEN.fullmatch(name):
         raise ValueError(f"not an HTTP header name: {outside_text(str(name), 100)}")
     if header_key(name) in _FRAMING:
@@ -234,21 +189,11 @@ def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | N
     return min(max_bytes, error_cap)
 
 
-# What a failed exchange raises, httpx2's and (from the deadline transport) httpcore2's.
-_TIMEOUTS = (httpx2.TimeoutException, httpcore2.TimeoutException)
-_FAILURES = (
-    *(httpx2.RequestError, httpcore2.NetworkError, httpcore2.ProtocolError),
-    *(httpcore2.ProxyError, httpcore2.UnsupportedProtocol),
-)
-
-
 class _Late(Exception):
     """The exchange stopped waiting for a caller's transport."""
 
 
 class _Exchange:
-    """What the sync and async exchanges share: configuration, the request, the cap."""
-
     _http_class: Any = httpx2.Client
 
     def __init__(
@@ -322,16 +267,10 @@ class _Exchange:
 
 
 class RawClient(_Exchange):
-    """Bounded raw HTTP exchanges with one service, as the clients make them (module docstring).
-
-    Args:
-        base_url: absolute http(s) URL every path is appended to (normalised).
-        timeout: seconds one exchange may take as a whole; ``None``: no limit.
-        max_response_bytes: the most bytes of a 2xx answer's body read.
-        max_error_bytes: the most bytes of another answer's body read (default: as a 2xx's).
-        transport: an ``httpx2.BaseTransport`` instead of the network (no environment proxy
-            then); the deadline still holds, the exchange waiting for it in a daemon thread.
-        secrets: keys to redact from the peer's text an error quotes.
+    """Bounded raw HTTP exchanges with one service (module docstring). `base_url` is
+    normalised; `timeout` in seconds per exchange (``None``: none); `max_response_bytes` caps a
+    2xx body, `max_error_bytes` another (default: the same); `transport` an
+    ``httpx2.BaseTransport`` instead of the network (no proxy); `secrets` redacted from quotes.
 
     Raises:
         projectops.InvalidBaseUrl: (a ``ValueError``) see :func:`~projectops.normalize_base_url`.
@@ -349,15 +288,12 @@ class RawClient(_Exchange):
         deadline: float | None = None,
     ) -> RawAnswer:
         """One exchange: `method` to ``base_url + path`` with `body` and exactly `headers`
-        (plus ``Host``, ``Content-Length``, ``Accept-Encoding: identity``); `deadline`, a
-        ``time.monotonic()`` instant, bounds it too (e.g. a whole call's).
+        (plus the framing ones); `deadline`, a ``time.monotonic()`` instant, bounds it too.
 
         Raises:
-            ValueError: a header is no HTTP token or value, or frames the request
-                (:func:`check_header`); nothing was sent.
-            AnswerTimedOut: no complete answer by the deadline.
-            ServiceUnreachable: no complete answer (refused, reset, the name not found).
-        Neither is chained to the HTTP library's exception, which holds the request.
+            ValueError: a header :func:`check_header` refuses; nothing was sent.
+            AnswerTimedOut, ServiceUnreachable: no complete answer (timed out; refused, reset,
+                no such name); never chained to the HTTP library's exception.
         """
         request, end = self._request(method, path, body, headers), self._end(deadline)
         result: RawAnswer | BaseException
@@ -402,9 +338,9 @@ class RawClient(_Exchange):
                 return self._answer(response, body, cap)
             finally:
                 response.close()
-        except (*_TIMEOUTS, _Late):
+        except (httpx2.TimeoutException, _Late):
             return self._timed_out()
-        except _FAILURES as exc:
+        except httpx2.RequestError as exc:
             return self._unreachable(exc)
 
     def close(self) -> None:
@@ -419,9 +355,8 @@ class RawClient(_Exchange):
 
 
 class AsyncRawClient(_Exchange):
-    """:class:`RawClient` for ``await``: the same arguments (`transport` an
-    ``httpx2.AsyncBaseTransport``), answers and errors; an anyio cancel scope bounds each
-    exchange, whatever the transport."""
+    """:class:`RawClient` for ``await`` (`transport` an ``httpx2.AsyncBaseTransport``); a
+    cancel scope bounds each exchange."""
 
     _http_class = httpx2.AsyncClient
 
@@ -463,9 +398,9 @@ class AsyncRawClient(_Exchange):
                 return self._answer(response, body, cap)
             finally:
                 await response.aclose()
-        except _TIMEOUTS:
+        except httpx2.TimeoutException:
             return self._timed_out()
-        except _FAILURES as exc:
+        except httpx2.RequestError as exc:
             return self._unreachable(exc)
 
     async def aclose(self) -> None:
