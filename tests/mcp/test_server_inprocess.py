@@ -338,3 +338,31 @@ def test_a_log_line_quoting_outside_text_is_escaped_and_cut(
     assert "failed unexpectedly" in log and "Traceback" in log
     assert "\\x1b]0;pwned\\x07" in log and "\x1b" not in log and "\x07" not in log
     assert len(log) < 8000
+
+
+def test_a_one_letter_key_leaves_our_sentences_whole_and_is_redacted_from_outside_text(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25.4: the key is redacted from outside text where it enters, never from the tool
+    server's own sentences or log lines (a key "A" once made "SERVICE_B***CKEND_URL")."""
+    from projectops.mcp import configure_logging
+
+    for logger in (logging.getLogger(), logging.getLogger("projectops")):  # restored after
+        monkeypatch.setattr(logger, "handlers", list(logger.handlers))
+        monkeypatch.setattr(logger, "level", logger.level)
+    monkeypatch.setenv(API_KEY_ENV, "A")
+    configure_logging()
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused: the key was A")
+
+    server = create_server(factory(refused, key="A"))
+    text = text_of(call(server, NO_ARGUMENTS.tool_name, {}))
+    assert text.startswith("The service did not answer: cannot reach ")
+    assert f"the key w***s ***; {BASE_URL_ENV} sets its base URL." in text
+    body = {"code": "unauthenticated", "message": "key a is unknown"}
+    text = text_of(call(create_server(factory(answer(401, body), key="A")), TOOL, ARGUMENTS))
+    assert text.startswith(f"The API key is missing or invalid: set {API_KEY_ENV} to ")
+    assert "key *** is unknown" in text
+    log = capsys.readouterr().err
+    assert f"{BASE_URL_ENV} sets its base URL" in log and f"set {API_KEY_ENV} to " in log

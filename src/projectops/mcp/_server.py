@@ -102,7 +102,8 @@ async def call_operation_tool(
         row = failure(exc)
         if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
             _log.exception("tool %s failed unexpectedly", name)
-        result, outcome = _failed(redact(row.format(exc, op.tool_name)[1]))
+        # The client put outside text into `exc` redacted: the sentence is never rewritten.
+        result, outcome = _failed(row.format(exc, op.tool_name)[1])
     else:
         result, outcome = await anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
         del response  # the message may be large: not kept while the result is sent
@@ -181,10 +182,20 @@ def create_server(
 
 
 class _SafeFormatter(logging.Formatter):
+    """Redacts the key from outside text only: a library's message and exception text (our
+    own records quote outside text redacted where it entered, docs/contract.md §9); then every
+    line is escaped and cut, the whole at most a few KiB, as the server's (§6)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        if record.name != "projectops" and not record.name.startswith("projectops."):
+            record.message = redact(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:
+        return redact(super().formatException(ei))
+
     def format(self, record: logging.LogRecord) -> str:
-        # Lines may quote outside text: each redacted, escaped and cut, the whole (a traceback
-        # included) at most a few KiB, as the server's (docs/contract.md §6).
-        text = "\n".join(outside_text(redact(line)) for line in super().format(record).split("\n"))
+        text = "\n".join(outside_text(line) for line in super().format(record).split("\n"))
         return text if len(text) <= 4000 else f"{text[:2000]}\n... [cut] ...\n{text[-2000:]}"
 
 
