@@ -1,10 +1,7 @@
 """The checks of ``projectops conformance`` that need no HTTP: the catalogue, the judging of one
-answer (:func:`judge_answer`, which the runner and the proxy share), and the request variants.
-Everything is derived from the descriptors; no operation, path or field is named here.
-
-The JSON-mapping checks (``docs/contract.md`` §3.1) read the answer as parsed JSON, not as a
-decoded message, since a lenient decoder accepts the very forms they refuse. The answer is
-parsed only after the codec's decode-cost guard, and no regular expression runs over it.
+answer (:func:`judge_answer`, shared by the runner and the proxy), and the request variants, all
+derived from the descriptors. The JSON-mapping checks (§3.1) read the parsed JSON, not a decoded
+message: a lenient decoder accepts the very forms they refuse.
 """
 
 from __future__ import annotations
@@ -28,8 +25,8 @@ from projectops.registry import Operation
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import BLANK, is_required
 
-__all__ = ["BLANK_TRIES", "CHECKS", "JSON_CHECKS", "CheckSpec", "Verdict", "error_problem"]
-__all__ += ["int64_as_numbers", "judge_answer", "mapping_problems", "proto_names"]
+__all__ = ["BLANK_TRIES", "CHECKS", "DECODES", "ERRORS", "JSON_CHECKS", "CheckSpec", "Verdict"]
+__all__ += ["error_problem", "int64_as_numbers", "judge_answer", "mapping_problems", "proto_names"]
 __all__ += ["required_fields", "rfc3339_utc", "unknown_field_name"]
 
 #: How binding a check is: ``must`` (the contract) or ``should`` (this package's design).
@@ -45,9 +42,8 @@ BLANK_TRIES = (" ", BLANK[: len(BLANK) // 2], BLANK[len(BLANK) // 2 :])
 
 @dataclass(frozen=True)
 class CheckSpec:
-    """One check: its `id` (``auth.no-key``), `level`, the `rule` it holds the server to (one
-    sentence with the contract's section), and whether it judges 200 answers
-    (`needs_success`: skipped for an operation without a request known to succeed)."""
+    """One check: `id`, `level`, the `rule` (with the contract's section), and whether it
+    judges 200 answers (`needs_success`)."""
 
     id: str
     level: Level
@@ -85,7 +81,7 @@ request.unknown-fields should 200 a request with an unknown field gets the answe
 without it (§3.3)
 http.method should - any method but POST gets 405 with Allow: POST (§5.4)
 http.unknown-path should - a path under /api/mcp/ that is no operation's gets 404 (§5.4)
-http.body-limit should - a body over the size limit gets 413 (§6)
+http.body-limit should - a body over the server's body limit gets 413 (§6)
 """
 
 #: Check id -> its spec, in the order a report lists them per operation.
@@ -99,7 +95,8 @@ CHECKS: Mapping[str, CheckSpec] = {
     )
 }
 
-_DECODES, _ERRORS = "response.decodes", "errors.error-response"
+#: The checks judged on every answer besides :data:`JSON_CHECKS`.
+DECODES, ERRORS = "response.decodes", "errors.error-response"
 #: The ids of the JSON-mapping checks :func:`mapping_problems` reports on.
 JSON_CHECKS = tuple(check for check in CHECKS if check.startswith("json."))
 _CAMEL, _INT64, _ENUM, _TIME, _ZERO = JSON_CHECKS
@@ -135,14 +132,10 @@ def _kind(fd: FieldDescriptor) -> str | None:
 def mapping_problems(
     data: Any, descriptor: Descriptor, examined: set[str] | None = None
 ) -> dict[str, list[str]]:
-    """What in the parsed JSON `data` of a `descriptor` message breaks the JSON mapping.
-
-    Returns check id of :data:`JSON_CHECKS` (every id present) -> up to :data:`MAX_PROBLEMS`
-    problems, each ``"<field path>: <what>"`` in the answer's own names. A key that is no
-    field (by either name) is skipped: a newer server may add fields (§3.3); values of the
-    wrong JSON type are the decoder's to report. `examined` gets the ids `data` held something
-    for (an int64 value, a field whose two names differ, ...).
-    """
+    """Check id of :data:`JSON_CHECKS` (each present) -> up to :data:`MAX_PROBLEMS` problems
+    ``"<field path>: <what>"`` of the parsed JSON `data` of a `descriptor` message. Unknown keys
+    (§3.3) and wrong JSON types (the decoder's) are skipped. `examined` gets the ids `data` held
+    something for."""
     found: dict[str, list[str]] = {check: [] for check in JSON_CHECKS}
     seen = set() if examined is None else examined
 
@@ -202,14 +195,7 @@ _ALLOWED_ERRORS = frozenset(
 )
 
 
-def error_problem(status: int, body: bytes | str) -> str | None:
-    """Why a non-2xx answer of `status` with `body` breaks ``errors.error-response`` (§5.1,
-    §5.2, §5.4): not an ErrorResponse, an unknown code, or a code answered with another
-    status; ``None`` when it keeps the rule."""
-    return _error_problem(status, read_error_body(body))
-
-
-def _error_problem(status: int, error: ErrorResponse | None) -> str | None:
+def error_problem(status: int, error: ErrorResponse | None) -> str | None:
     if error is None:
         return "not an ErrorResponse"
     if error.code not in _CODES:
@@ -221,11 +207,9 @@ def _error_problem(status: int, error: ErrorResponse | None) -> str | None:
 
 @dataclass
 class Verdict:
-    """What one answer showed (:func:`judge_answer`): the `problems` per check id (only ids
-    with one), the ids it `examined` (a check passes only on an answer that examined it), a 200
-    answer's `message` decoded leniently (``None``: it does not decode), a non-2xx answer's
-    `error` (``ErrorResponse`` or ``None``), and a `digest` of its JSON in a canonical form (of
-    its bytes when not JSON), to tell whether two answers are the same."""
+    """What one answer showed: `problems` per check id, the ids it `examined`, a 200's
+    `message` (decoded leniently), a non-2xx's `error`, and a `digest` of its canonical JSON (of
+    its bytes when not JSON) to tell two answers apart."""
 
     problems: dict[str, list[str]] = field(default_factory=dict)
     examined: set[str] = field(default_factory=set)
@@ -235,31 +219,30 @@ class Verdict:
 
 
 def judge_answer(response_type: type[Message], status: int, body: bytes) -> Verdict:
-    """Judge one whole answer (`status`, `body`) to an operation whose response message is
-    `response_type`: ``response.decodes`` and :data:`JSON_CHECKS` for a 200, ``errors.error-
-    response`` for any other status but 2xx. Parses the body at most once, after the codec's
-    decode-cost guard (a refused body is a ``response.decodes`` problem). Never raises."""
+    """Judge one whole answer: ``response.decodes`` and :data:`JSON_CHECKS` for a 200,
+    ``errors.error-response`` for a non-2xx. Parses `body` once, after the codec's decode-cost
+    guard. Never raises."""
     verdict = Verdict(digest=hashlib.sha256(body).hexdigest())
     if status != 200:
         if not 200 <= status < 300:
-            verdict.examined.add(_ERRORS)
+            verdict.examined.add(ERRORS)
             verdict.error = read_error_body(body)
-            problem = _error_problem(status, verdict.error)
+            problem = error_problem(status, verdict.error)
             if problem is not None:
-                verdict.problems[_ERRORS] = [problem]
+                verdict.problems[ERRORS] = [problem]
         return verdict
-    verdict.examined.add(_DECODES)
+    verdict.examined.add(DECODES)
     name = response_type.__name__
     try:
         data = parse_json(body, response_type)
     except InvalidArgument as exc:
-        verdict.problems[_DECODES] = [f"not a {name}: {exc.message}"]
+        verdict.problems[DECODES] = [f"not a {name}: {exc.message}"]
         return verdict
     verdict.digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     try:
         verdict.message = from_json(data, response_type, strict=True)
     except InvalidArgument as exc:
-        verdict.problems[_DECODES] = [f"not a {name}: {exc.message}"]
+        verdict.problems[DECODES] = [f"not a {name}: {exc.message}"]
         try:
             verdict.message = from_json(data, response_type)
         except InvalidArgument:
@@ -277,8 +260,7 @@ def _shown(value: Any) -> str:
 
 
 def rfc3339_utc(text: str) -> bool:
-    """Whether `text` is a timestamp as §3.1 writes it: ``YYYY-MM-DDTHH:MM:SS``, then no
-    fraction or one of 3, 6 or 9 digits, then ``Z``, naming a real date and time."""
+    """Whether `text` is a timestamp as §3.1 writes it (UTC, ``Z``, 0/3/6/9 fraction digits)."""
     whole, fraction = text[:19], text[19:-1]
     if len(text) > 30 or not text.endswith("Z") or len(whole) != 19:
         return False
@@ -298,8 +280,7 @@ def rfc3339_utc(text: str) -> bool:
 
 
 def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:
-    """The top-level request fields of `op` marked REQUIRED (a nested one is required only
-    once its parent is set, which no generic request does)."""
+    """The top-level REQUIRED request fields of `op` (a nested one needs its parent set)."""
     descriptor = cast(Descriptor, op.request_type.DESCRIPTOR)
     return tuple(fd for fd in descriptor.fields if is_required(fd))
 
@@ -314,9 +295,8 @@ def unknown_field_name(descriptor: Descriptor) -> str:
 
 
 def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> tuple[Any, int]:
-    """The canonical JSON object `data` of a `descriptor` message with fields named by their
-    proto names (`proto`) and 64-bit integers as JSON numbers (`numbers`); and how many names
-    or values changed."""
+    """`data` with proto field names (`proto`) and 64-bit integers as numbers (`numbers`); and
+    how many names or values changed."""
     changed, out = 0, {}
     by_json, _ = _fields(descriptor)
     for key, value in data.items():
@@ -351,12 +331,10 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
 
 
 def proto_names(request: Message) -> tuple[dict[str, Any], int]:
-    """`request`'s JSON object with every field named by its proto name (``detailed_results``,
-    not ``detailedResults``); and how many names differ from the canonical form."""
+    """`request`'s JSON object with proto field names; and how many names changed."""
     return _rewrite(to_dict(request), cast(Descriptor, request.DESCRIPTOR), True, False)
 
 
 def int64_as_numbers(request: Message) -> tuple[dict[str, Any], int]:
-    """`request`'s JSON object with every 64-bit integer as a JSON number; and how many
-    values changed (0: the request sets no 64-bit integer)."""
+    """`request`'s JSON object with 64-bit integers as numbers; and how many changed."""
     return _rewrite(to_dict(request), cast(Descriptor, request.DESCRIPTOR), False, True)

@@ -1,7 +1,6 @@
-"""The requests of ``projectops conformance``: raw (the checks send invalid bodies, no key, a
-wrong key), through the clients' bounded exchange (each within the time-out, the answer read up
-to the cap, headers in linear time, nothing decoded, no redirect followed, no cookie kept), all
-within the run's deadline; and what each exchange was, for a failure's detail."""
+"""The requests of ``projectops conformance``: raw (invalid bodies, no key, a wrong key) through
+the clients' bounded exchange, all within the run's deadline; and what each exchange was, for a
+failure's detail."""
 
 from __future__ import annotations
 
@@ -44,9 +43,8 @@ class DeadlinePassed(BudgetSpent):
 
 @dataclass
 class Exchange:
-    """One request and what came back, as a report needs it: `status` (``None``: no answer,
-    `problem` says why), lower-cased `headers` (repeated ones joined by ``,``), and `excerpt`,
-    the body's start escaped, cut and with the key redacted; `truncated`: over the cap."""
+    """One request and what came back: `status` (``None``: no answer, `problem` says why),
+    lower-cased `headers` (repeats joined), `excerpt` (outside text, key redacted)."""
 
     sent: str
     status: int | None = None
@@ -56,17 +54,15 @@ class Exchange:
     problem: str = ""
 
     def shown(self) -> str:
-        """``sent ...; got <status> <excerpt>`` (or ``no answer: ...``), safe to print."""
+        """``sent ...; got <status> <excerpt>`` (or ``no answer: ...``)."""
         if self.status is None:
             return f"sent {self.sent}; no answer: {self.problem}"
         return f"sent {self.sent}; got {self.status} {self.excerpt}"
 
 
 class Sender:
-    """Raw requests to `base_url` with the key header (or without), each bounded by `timeout`
-    seconds and read up to `max_response_bytes`; `run_deadline` (a :func:`time.monotonic`
-    instant or ``None``) bounds them all: none is sent after it, and one under way is cut
-    short and raises :class:`DeadlinePassed`."""
+    """Raw requests to `base_url`, each within `timeout` s and `max_response_bytes`, all before
+    `run_deadline` (a :func:`time.monotonic` instant or ``None``)."""
 
     def __init__(
         self,
@@ -91,7 +87,6 @@ class Sender:
         self.close = self._raw.close
 
     def check_deadline(self) -> None:
-        """Raise :class:`DeadlinePassed` when the run's deadline has passed."""
         if self._run_deadline is not None and time.monotonic() >= self._run_deadline:
             raise DeadlinePassed
 
@@ -104,13 +99,12 @@ class Sender:
         key: KeyUse = "own",
         headers: Mapping[str, str] | None = None,
     ) -> tuple[Exchange, bytes]:
-        """Send one request: the exchange and the answer's body (at most the cap). Never
-        raises for what the server does (no answer, a time-out, a foreign encoding).
+        """Send one request: the exchange and the answer's body. Never raises for what the
+        server does.
 
         Raises:
             BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
-            DeadlinePassed: the run's deadline passed before the request was sent, or before
-                its answer was complete (then it is not judged).
+            DeadlinePassed: the deadline passed before the request or its whole answer.
         """
         from projectops.client import AnswerTimedOut, ServiceUnreachable
 

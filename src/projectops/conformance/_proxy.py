@@ -1,19 +1,8 @@
 """``projectops proxy``: a validation proxy in front of any server of this API
-(docs/conformance.md).
-
-Each call is forwarded to the upstream as it came, the key header included, and answered with
-exactly what the upstream answered (status, headers, body). Only what HTTP/1.1 rules make
-per-connection is not passed on (``Connection``, ``Host``, ``Content-Length``, ...), and
-``Accept-Encoding`` is ``identity``: the proxy must read the answer to check it. The request
-and the answer of an operation are checked with the conformance catalogue's checks of one
-answer (:mod:`projectops.conformance._catalogue`): strict decoding, the JSON mapping (§3.1) and
-the ``ErrorResponse`` rule (§5); each violation is a :class:`Drift`. The 200 answers can be
-recorded as mock fixtures (:class:`Recording`), under the stand-in key :data:`STAND_IN_KEY`.
-
-Bounds: a request body over :data:`~projectops.conventions.MAX_BODY_BYTES` gets the 413 every
-server answers (it is not forwarded); the upstream's answer is read up to a cap within a
-time-out, else the caller gets 503 ``unavailable`` or 504 ``deadline_exceeded``; a recording
-keeps at most a number of answers and of bytes.
+(docs/conformance.md). Calls are forwarded as they came and answered with what the upstream
+answered; the request and answer of an operation are judged with the catalogue's checks of one
+answer (:func:`~projectops.conformance._catalogue.judge_answer`), each violation a
+:class:`Drift`; 200 answers can be recorded as mock fixtures (:class:`Recording`).
 """
 
 from __future__ import annotations
@@ -41,43 +30,34 @@ from projectops.answers import ALLOWED_METHOD, BODY_TOO_LARGE
 from projectops.client import AsyncRawClient
 from projectops.client.redaction import redact
 from projectops.codec import dump, error_body, to_dict
-from projectops.conformance._catalogue import judge_answer
+from projectops.conformance._catalogue import DECODES, judge_answer
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
 from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, Code, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
 from projectops.registry import Operation, operations
 from projectops.validation import validate
 
-__all__ = [
-    "STAND_IN_KEY",
-    "Drift",
-    "Recording",
-    "create_proxy_app",
-    "drift",
-]
+__all__ = ["STAND_IN_KEY", "Drift", "Recording", "create_proxy_app", "drift"]
 
-#: The ``apiKey`` of the recorded fixtures' first project (``-2``, ``-3``, ... for the projects
-#: of other keys): set it to the key your tests send.
+#: The ``apiKey`` of the recorded fixtures' first project (then ``-2``, ``-3``, ...).
 STAND_IN_KEY = "recorded-key"
-#: Which side of a call a :class:`Drift` is in.
 Side = Literal["request", "answer"]
-# Headers that belong to one connection (RFC 9110 §7.6.1), or that the proxy sets itself.
+# Headers of one connection (RFC 9110 §7.6.1), or that the proxy sets: it reads the answer, so
+# it asks for identity encoding.
 _HOP_BY_HOP = frozenset(
     "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer "
     "transfer-encoding upgrade host content-length accept-encoding".split()
 )
 _DETAIL_CHARS = 200
 _log = logging.getLogger("projectops.proxy")
-_DECODES = "response.decodes"
 _OFF_LOOP_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
 class Drift:
-    """One place where a request or an answer breaks the contract: the `operation`, the `side`,
-    the catalogue's `check` id (``request.decodes`` for a request that does not decode
-    strictly), the `field` path (``""``: the body as a whole) and what is wrong. Field and
-    detail are outside text: escaped and cut, the caller's key redacted."""
+    """Where a request or an answer breaks the contract: the catalogue's `check` id
+    (``request.decodes`` for a request), the `field` path (``""``: the whole body) and the
+    `detail`; both outside text, the caller's key redacted."""
 
     operation: str
     side: Side
@@ -98,12 +78,9 @@ class Drift:
 def drift(
     op: Operation, side: Side, body: bytes, *, status: int = 200, key: str = ""
 ) -> tuple[list[Drift], Message | None]:
-    """What in `body`, a request of `op` or its answer of `status`, breaks the contract: the
-    problems :func:`~projectops.conformance._catalogue.judge_answer` finds, a request judged
-    as a 200 answer would be (but for ``json.zero-values``: a request may leave fields out).
-    A field named by a JSON-mapping check is not named again by the decoding check; `key` is
-    redacted from field and detail. Also the message `body` decodes to strictly (``None``:
-    it does not, or it is an error answer)."""
+    """The drifts of `body`, a request of `op` (judged as a 200 answer but for
+    ``json.zero-values``) or its answer of `status`, with `key` redacted; and the message it
+    decodes to strictly (``None``: it does not, or it is an error answer)."""
     message_type = op.request_type if side == "request" else op.response_type
     # An empty request is {} (§1.2).
     verdict = judge_answer(
@@ -112,7 +89,7 @@ def drift(
     problems = verdict.problems
     if side == "request":
         problems = {
-            ("request.decodes" if check == _DECODES else check): found
+            ("request.decodes" if check == DECODES else check): found
             for check, found in problems.items()
             if check != "json.zero-values"
         }
@@ -127,14 +104,13 @@ def drift(
             named.add(field)
             field, what = (outside_text(redact(t, [key]), _DETAIL_CHARS) for t in (field, what))
             out.append(Drift(op.name, side, check, field, what))
-    strict = _DECODES not in verdict.problems
+    strict = DECODES not in verdict.problems
     return out, verdict.message if strict else None
 
 
 def _split(problem: str) -> tuple[str, str]:
-    """``(field path, what)`` of a ``"<path>: <what>"`` problem, or ``("", problem)`` when it
-    starts with no path (``the body is not valid JSON: ...``). A path holds no space but in a
-    map key, a JSON string (``labels["a: b"]``) that may hold anything."""
+    """``(field path, what)`` of a ``"<path>: <what>"`` problem, else ``("", problem)``. A path
+    holds no space but in a map key, a JSON string (``labels["a: b"]``)."""
     if problem.startswith("the body: "):
         return "", problem[len("the body: ") :]
     at, decoder = 0, json.JSONDecoder()
@@ -149,15 +125,10 @@ def _split(problem: str) -> tuple[str, str]:
 
 
 class Recording:
-    """The 200 answers the proxy saw, as a mock fixtures file (:mod:`projectops.fixtures`).
-
-    One project per API key, in the order the keys came: ``recorded``/:data:`STAND_IN_KEY`,
-    then ``recorded-2``/``recorded-key-2``, ...; the keys themselves are kept only as hashes.
-    For one request (:func:`~projectops.fixtures.request_key`) the latest answer wins. An
-    answer is left out when its request or response does not decode strictly (or the request
-    is invalid: the mock could not serve it), when either holds the key in any spelling, or
-    when it would pass `max_answers` answers or `max_bytes` bytes of JSON.
-    """
+    """The 200 answers seen, as a mock fixtures file: one project per key (kept only as a
+    hash), ``recorded``/:data:`STAND_IN_KEY`, then ``recorded-2``/``recorded-key-2``, ...; the
+    latest answer of one request wins. Left out: an invalid request, an answer holding the key,
+    one past `max_answers` answers or `max_bytes` bytes of JSON."""
 
     def __init__(self, *, max_answers: int, max_bytes: int) -> None:
         self._max_answers, self._max_bytes = max_answers, max_bytes
@@ -167,8 +138,7 @@ class Recording:
         self._lock = threading.Lock()
 
     def add(self, op: Operation, key: str, request: Message, response: Message) -> None:
-        """Keep `response`, the 200 answer of `op` to `request` sent with `key`, both decoded
-        strictly. Thread-safe."""
+        """Keep the 200 answer of `op` to `request` sent with `key`. Thread-safe."""
         try:
             validate(request)  # the mock could not serve an invalid request
             entry = {"request": to_dict(request), "response": to_dict(response)}
@@ -211,11 +181,7 @@ class Recording:
         }
 
     def write(self, path: str) -> None:
-        """Write :meth:`fixtures` to `path` (a temporary file beside it, then renamed).
-
-        Raises:
-            OSError: the file cannot be written.
-        """
+        """Write :meth:`fixtures` to `path` (atomically). Raises OSError."""
         temporary = f"{path}.{os.getpid()}.tmp"
         with open(temporary, "w", encoding="utf-8") as file:
             file.write(dump(self.fixtures(), indent=2) + "\n")
@@ -236,9 +202,8 @@ def create_proxy_app(
     report: Callable[[Drift], None],
     recording: Recording | None = None,
 ) -> Starlette:
-    """The proxy's ASGI app: every path and method is sent on through `upstream` (the client's
-    bounded exchange, which the caller closes); the drifts of each call of an operation go to
-    `report`, in order, and its 200 answers to `recording`."""
+    """The proxy's ASGI app: every call is sent on through `upstream` (the caller closes it);
+    the drifts of an operation's call go to `report`, its 200 answers to `recording`."""
     by_path = {op.path: op for op in operations()}
 
     async def proxy(request: Request) -> Response:

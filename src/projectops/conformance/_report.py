@@ -1,5 +1,4 @@
-"""The report of ``projectops conformance``: each check's result, the run's counts, and what the
-command writes: lines, JSON, and JUnit XML as pytest writes it."""
+"""The report of ``projectops conformance``: lines, JSON, and JUnit XML as pytest writes it."""
 
 from __future__ import annotations
 
@@ -20,10 +19,8 @@ Status = Literal["passed", "failed", "skipped"]
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The outcome of one check for one operation: the check `id`
-    (:data:`projectops.conformance.CHECKS`), the `operation` name, the check's `level`, its
-    `status`, and the `detail` of a failure (what was sent, what came back) or of a skip;
-    ``""`` when it passed. Escaped, cut and with the key redacted."""
+    """One check (:data:`~projectops.conformance.CHECKS`) for one operation; `detail` (outside
+    text, key redacted) says what failed or why it was skipped."""
 
     id: str
     operation: str
@@ -38,9 +35,8 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Report:
-    """Every check of a run: one result per check and operation, the `requests` sent, the
-    deadline in seconds that `stopped` the run (``None``: complete), the operations answered 501
-    ``unimplemented``, and how many `seconds` the run took."""
+    """A run: one result per check and operation, the `requests` sent, the deadline (s) that
+    `stopped` it (``None``: complete), the operations answered 501, and its `seconds`."""
 
     checks: tuple[CheckResult, ...]
     requests: int
@@ -49,12 +45,11 @@ class Report:
     seconds: float = 0.0
 
     def count(self, status: Status) -> int:
-        """How many checks have `status`."""
         return sum(1 for check in self.checks if check.status == status)
 
     @property
     def must_failed(self) -> bool:
-        """Whether a ``must`` check failed (the server breaks the contract)."""
+        """Whether a ``must`` check failed."""
         return any(c.status == "failed" and c.level == "must" for c in self.checks)
 
     def as_json(self) -> dict[str, Any]:
@@ -71,8 +66,7 @@ class Report:
 
 
 def write_report(report: Report, as_json: bool, base_url: str) -> None:
-    """Write `report` to standard output: with `as_json` the JSON of :meth:`Report.as_json`,
-    else one line per check and a summary naming `base_url` (escaped)."""
+    """Write `report` to stdout: :meth:`Report.as_json`, or a line per check and a summary."""
     write = sys.stdout.write
     if as_json:
         write(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")
@@ -95,15 +89,13 @@ def write_report(report: Report, as_json: bool, base_url: str) -> None:
 
 
 def _xml(text: str) -> str:
-    """`text` escaped so that XML 1.0 can hold it (controls and lone surrogates by
-    :func:`~projectops._text.escape`; the two non-characters besides)."""
+    """`text` escaped so that XML 1.0 can hold it."""
     return escape(text).replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
 
 
 def junit_xml(report: Report, base_url: str) -> bytes:
-    """`report` as JUnit XML in pytest's form (``<testsuites><testsuite>``, one ``<testcase
-    classname="<operation>" name="<check id>">`` per check, ``<failure message>`` and
-    ``<skipped message>`` with the detail), UTF-8 with an XML declaration."""
+    """`report` as UTF-8 JUnit XML in pytest's form: a ``<testcase classname="<operation>"
+    name="<check id>">`` per check."""
     name = "projectops conformance"
     suites = ElementTree.Element("testsuites", name=name)
     suite = ElementTree.SubElement(

@@ -1,18 +1,9 @@
-"""``projectops conformance``: the API contract (``docs/contract.md``) as checks run against any
-server of this API (``docs/conformance.md``).
+"""``projectops conformance``: the contract's checks run against any server of this API
+(docs/conformance.md, which states the requests sent, the skips and the bounds).
 
-For each operation it sends requests derived from the descriptors and the catalogue, and judges
-each answer once, as it comes (:func:`~projectops.conformance._catalogue.judge_answer`), keeping
-only what a report needs. A check passes only when it examined what it checks; otherwise it is
-``skipped``, saying why. The requests known to succeed are the ``--fixtures`` requests of the
-project whose ``apiKey`` is the key in use, else ``{}`` for an operation whose request has no
-REQUIRED field. An operation answered 501 ``unimplemented`` is reported as such, its checks
-not yet run skipped.
-
-Bounds: at most ``32 + 4 x (REQUIRED top-level fields)`` requests per operation and
-:data:`MAX_REQUESTS` in all; each within ``timeout``, read up to ``max_response_bytes``; the
-run, judging included, within ``deadline``: past it no request is sent, the one under way is
-not judged, and the checks not run are ``skipped`` (the report says it was stopped).
+Each answer is judged once, as it comes (:func:`~projectops.conformance._catalogue.judge_answer`);
+a check passes only when it examined what it checks, else it is ``skipped``, saying why. At
+most ``32 + 4 x (REQUIRED top-level fields)`` requests per operation, :data:`MAX_REQUESTS` in all.
 """
 
 from __future__ import annotations
@@ -31,7 +22,7 @@ from projectops._text import outside_text
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue as catalogue
 from projectops.conformance import _http
-from projectops.conformance._catalogue import CHECKS, Verdict
+from projectops.conformance._catalogue import CHECKS, DECODES, ERRORS, Verdict
 from projectops.conformance._http import DEFAULT_DEADLINE, MAX_REQUESTS, Exchange, Sender
 from projectops.conformance._report import CheckResult, Report, Status
 from projectops.fixtures import FixtureProject
@@ -46,16 +37,15 @@ __all__ = ["DEFAULT_DEADLINE", "MAX_FIXTURE_REQUESTS", "run_checks"]
 MAX_FIXTURE_REQUESTS = 20
 
 _PASS: tuple[Status, str] = ("passed", "")
-_DECODES, _ERRORS = "response.decodes", "errors.error-response"
 # The checks judged on every answer, and what a 200 answer must hold to examine each.
 _HELD = {
-    _DECODES: "",
+    DECODES: "",
     "json.camel-case": "a field whose JSON name differs from its proto name",
     "json.int64-strings": "a 64-bit integer",
     "json.enum-names": "an enum value",
     "json.timestamps": "a timestamp",
     "json.zero-values": "a field without presence",
-    _ERRORS: "",
+    ERRORS: "",
 }
 _401 = answers.UNAUTHENTICATED.http_status
 _MALFORMED = answers.MALFORMED_BODY.http_status
@@ -68,7 +58,7 @@ def _fail(*parts: str) -> tuple[Status, str]:
 
 
 class _Unimplemented(Exception):
-    """The operation answered 501 ``unimplemented`` to a request with the key in use."""
+    """501 ``unimplemented`` to a request with the key in use."""
 
 
 class _OperationRun:
@@ -120,8 +110,8 @@ class _OperationRun:
             return exchange, None
         if exchange.truncated:
             if exchange.status == 200:
-                self._examined.add(_DECODES)
-                self._note(_DECODES, ["larger than --max-response-bytes"], exchange)
+                self._examined.add(DECODES)
+                self._note(DECODES, ["larger than --max-response-bytes"], exchange)
             return exchange, None
         self._sender.check_deadline()  # judging counts within the deadline too
         verdict = catalogue.judge_answer(self._op.response_type, exchange.status, body)
@@ -171,7 +161,6 @@ class _OperationRun:
         )
 
     def run(self) -> list[CheckResult]:
-        """Run every check of the catalogue for the operation."""
         sample = to_json(self._good[0][0]).encode() if self._good else b"{}"
         steps: tuple[tuple[str, Callable[[], tuple[Status, str] | None]], ...] = (
             ("auth.no-key", lambda: self._status(self._post(sample, key="none")[0], _401)),
@@ -205,7 +194,7 @@ class _OperationRun:
                 continue  # a pass, or a skip for want of an answer, would claim too much
             elif check_id in self._examined:
                 self._results[check_id] = _PASS
-            elif check_id == _ERRORS:
+            elif check_id == ERRORS:
                 self._results[check_id] = ("skipped", "no answer but 2xx came")
             elif not self._got_200:
                 self._results[check_id] = self._no_success()
@@ -272,7 +261,6 @@ class _OperationRun:
         return _fail(*failures) if failures else _PASS
 
     def _known_good(self) -> tuple[Status, str]:
-        """Send each request known to succeed; compare a fixture's answer with its response."""
         if not self._good:
             return self._no_success()
         failures: list[str] = []
@@ -365,12 +353,9 @@ def run_checks(
     deadline: float | None = DEFAULT_DEADLINE,
     of: Sequence[Operation] | None = None,
 ) -> Report:
-    """Run every check against the server at `base_url` with `api_key` (module docstring);
-    `project`: the fixtures project whose ``apiKey`` is `api_key`; `timeout`: seconds per
-    request; `max_response_bytes`: the most of an answer read; `transport`: an
-    ``httpx.BaseTransport`` instead of the network; `deadline`: seconds for the whole run
-    (``None``: no bound but `timeout` and :data:`MAX_REQUESTS`); `of`: the operations to check
-    (default: the registry's; one of another schema is checked from its descriptors alike).
+    """Run every check against `base_url` with `api_key`; `project`: the fixtures project of
+    that key; `timeout`: seconds per request; `deadline`: seconds for the whole run (``None``:
+    unbounded but for `timeout` and :data:`MAX_REQUESTS`); `of`: the operations (default: all).
 
     Raises:
         projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.
