@@ -1,22 +1,18 @@
-"""OpenTelemetry spans and duration histograms of rpcs (extra ``otel``): one interceptor a side,
-put first: ``Client(interceptors=[ClientTelemetry()])`` (``AsyncClientTelemetry``) and
-``create_app(..., interceptors=[ServerTelemetry()])``. Each looks its tracer and histogram up
-once, through OpenTelemetry's public API, from the providers given or the global ones (the API's
-proxies until an SDK sets them). Without ``opentelemetry-api`` they only call on; while no tracer
-provider is configured a call costs a clock read and a dropped measurement.
+"""OpenTelemetry spans and duration histograms of rpcs (extra ``otel``, docs/python.md): one
+interceptor a side, put first. Each looks its tracer and histogram up once, through the public API,
+from the providers given or the global ones; without ``opentelemetry-api`` it only calls on.
 
-Per rpc (RPC semantic conventions v1.37): a span ``<service>/<Rpc>``, CLIENT or SERVER, with
-``rpc.system`` (``projectops``: the listed systems name wire protocols this API does not speak),
-``rpc.service``, ``rpc.method``, ``http.response.status_code`` and, for a failed call,
-``projectops.error_code`` and ``error.type`` (the code; the client marks any failure an error,
-the server a 5xx only); a histogram ``rpc.<side>.duration`` (ms), same ``rpc.*`` attributes and
-code. The client sends its span context in the global propagator's headers (W3C
-``traceparent``); the server's span continues it and holds the handler, for calls past the key
-check and decoding (docs/contract.md §2.4). Never recorded: the key, a header, a body, a message.
+Per rpc (RPC semantic conventions v1.37): a CLIENT or SERVER span ``<service>/<Rpc>`` with
+``rpc.system``, ``rpc.service``, ``rpc.method``, ``http.response.status_code`` and, if failed,
+``projectops.error_code`` and ``error.type`` (the code; the client marks any failure an error, the
+server a 5xx only); a histogram ``rpc.<side>.duration`` (ms), same attributes and code. The span
+context travels in the global propagator's headers (W3C ``traceparent``). Never recorded: the
+key, a header, a body, a message.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RPC_SYSTEM", "AsyncClientTelemetry", "ClientTelemetry", "ServerTelemetry", "available"]
 
-RPC_SYSTEM = "projectops"  # the rpc.system of every span and measurement
+# The listed rpc.system values name wire protocols this API does not speak.
+RPC_SYSTEM = "projectops"
 _ERROR_CODE = "projectops.error_code"  # the projectops.Code of a failed call
 
 _AVAILABLE: bool | None = None
@@ -39,12 +36,7 @@ def available() -> bool:
     """Whether ``opentelemetry-api`` can be imported (looked up once per process)."""
     global _AVAILABLE
     if _AVAILABLE is None:
-        try:
-            from opentelemetry import context, metrics, propagate, trace  # noqa: F401
-
-            _AVAILABLE = True
-        except ImportError:
-            _AVAILABLE = False
+        _AVAILABLE = importlib.util.find_spec("opentelemetry.trace") is not None
     return _AVAILABLE
 
 
@@ -126,9 +118,7 @@ class _Call:
                 span.set_status(self._owner._trace.StatusCode.ERROR, code)
             span.end()
             self._owner._context.detach(self._token)
-        measured = self._attributes
-        if code is not None:
-            measured = {**measured, _ERROR_CODE: code}
+        measured = self._attributes if code is None else {**self._attributes, _ERROR_CODE: code}
         self._owner._histogram.record(elapsed_ms, measured)
 
 
@@ -145,13 +135,11 @@ def _client_finish(call: _Call, context: Any, failure: BaseException | None) -> 
 
 class ClientTelemetry(_Telemetry):
     """Interceptor of :class:`~projectops.client.Client`: a CLIENT span and
-    ``rpc.client.duration`` per call (retries included), its context sent in the call's
-    headers. ``http.response.status_code``: the failing answer's status, else the last
-    answer's; unset when no answer came."""
+    ``rpc.client.duration`` per call (retries included). ``http.response.status_code``: the
+    failing answer's status, else the last answer's; unset when no answer came."""
 
     def _client_start(self, context: Any) -> _Call:
-        """Start the call; its span context goes in the headers (a name they refuse is left
-        out, ``ValueError``)."""
+        """Start the call; its span context goes in the headers (a name they refuse: left out)."""
         call = self._start(context.operation)
         found: dict[str, str] = {}
         if call.span is not None:
@@ -194,9 +182,9 @@ class AsyncClientTelemetry(ClientTelemetry):
 
 class ServerTelemetry(_Telemetry):
     """Interceptor of :func:`projectops.server.create_app`: a SERVER span, child of the
-    caller's, around the other interceptors and the handler, and ``rpc.server.duration``. A
-    failure's status is its code's (:data:`projectops.HTTP_STATUS_BY_CODE`); any other
-    exception is the adapter's 500 ``internal``."""
+    caller's, around the other interceptors and the handler (calls past the key check and
+    decoding, docs/contract.md §2.4), and ``rpc.server.duration``. Any exception other than an
+    ApiError is the adapter's 500 ``internal``."""
 
     _side = "server"
 
