@@ -1,6 +1,4 @@
-"""What the sync and async clients share: configuration, the request of a call, the reading of
-its answer and the retry decision; everything but the waiting (:mod:`projectops.client.http`).
-"""
+"""What the sync and async clients (:mod:`projectops.client.http`) share: all but the waiting."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ OperationKey = str | Operation
 #: What a request can be given as: the request message, a JSON object, or ``None`` for ``{}``.
 RequestLike = Message | Mapping[str, Any] | None
 
-# Set by the client itself beside the framing headers (check_header): the key in any spelling
-# (a CGI server reads Service_Api_Key as the key) and the content type.
+# The client's own beside the framing ones; any spelling (CGI reads Service_Api_Key as the key).
 _OWN = frozenset({header_key(API_KEY_HEADER), header_key("Content-Type")})
 
 
@@ -66,14 +63,8 @@ def _check_extra(name: object, value: object) -> None:
 
 
 class RequestHeaders(dict[str, str]):
-    """Extra request headers an interceptor adds (``context.headers``).
-
-    Raises ``ValueError`` naming the header, before anything is sent (checked again when the
-    request is built, whatever mapping stands here), for the key header in any spelling
-    (``Service_Api_Key`` too), ``Content-Type``, the framing headers (``Content-Length``,
-    ``Transfer-Encoding``, ``Host``, ``Connection``, ``Accept-Encoding``), a name that is no
-    HTTP token, or a value with control characters.
-    """
+    """Extra request headers an interceptor adds (``context.headers``); ``ValueError`` naming
+    the header for the key or ``Content-Type`` (any spelling), one :func:`check_header` refuses."""
 
     def __setitem__(self, name: str, value: str) -> None:
         _check_extra(name, value)
@@ -82,16 +73,8 @@ class RequestHeaders(dict[str, str]):
 
 @dataclass
 class CallContext:
-    """What an interceptor knows of the call it wraps, beside the request message.
-
-    Attributes:
-        operation: the :class:`~projectops.Operation` called.
-        headers: extra request headers to send (:class:`RequestHeaders`).
-        attempts: HTTP attempts made so far (0 before the call goes out).
-        http_status: the status of the last attempt's answer once it came whole and usable;
-            ``None`` before, and when that attempt got none (refused, reset, timed out, too
-            large, an encoding not asked for).
-    """
+    """What an interceptor knows of the call it wraps: `attempts` made so far; `http_status`
+    of the last one's answer once it came whole and usable, else ``None``."""
 
     operation: Operation
     headers: RequestHeaders = field(default_factory=RequestHeaders)
@@ -109,13 +92,12 @@ AsyncCallNext = Callable[[Message, CallContext], Awaitable[Message]]
 AsyncInterceptor = Callable[[Message, CallContext, AsyncCallNext], Awaitable[Message]]
 
 
-Icpt = TypeVar("Icpt")  # the interceptors' type
-T = TypeVar("T")  # the transport's type
+Icpt = TypeVar("Icpt")
+T = TypeVar("T")
 
 
 class BaseClient(Generic[Icpt, T]):
-    """Configuration and everything of a call but the waiting, on the exchange `_exchange`.
-    Arguments and errors: :class:`~projectops.client.Client`."""
+    """Arguments and errors: :class:`~projectops.client.Client`."""
 
     _exchange: type[RawClient | AsyncRawClient]
     _raw: RawClient | AsyncRawClient
@@ -138,7 +120,6 @@ class BaseClient(Generic[Icpt, T]):
             raise ValueError(f"retries must be 0 or more, not {retries}")
         if isinstance(interceptors, (str, bytes)) or not all(map(callable, interceptors)):
             raise TypeError("interceptors must be a sequence of callables")
-        # An empty variable counts as unset; an explicit argument is checked as it is.
         url = base_url if base_url is not None else os.environ.get(BASE_URL_ENV)
         if not url and base_url is None:
             raise MissingBaseUrl(
@@ -161,12 +142,12 @@ class BaseClient(Generic[Icpt, T]):
 
     @property
     def base_url(self) -> str:
-        """The base URL every path is appended to: absolute http(s), no trailing slash."""
+        """Absolute http(s), no trailing slash."""
         return self._raw.base_url
 
     @property
     def timeout(self) -> float | None:
-        """Seconds a whole call may take, retries included; ``None``: no limit."""
+        """Seconds a whole call may take; ``None``: no limit."""
         return self._raw.timeout
 
     @property
@@ -207,8 +188,7 @@ class BaseClient(Generic[Icpt, T]):
     def _build(
         self, op: Operation, message: Message, given: Message, context: CallContext
     ) -> tuple[bytes, list[tuple[str, str]]]:
-        """Body and headers of a call; a message an interceptor passes on instead of `given`
-        (validated already) is validated in its turn."""
+        """Body and headers of a call; `message`, if not `given`, is validated first."""
         if message is not given:
             message = prepare_request(op, message)
         headers = {
@@ -222,7 +202,6 @@ class BaseClient(Generic[Icpt, T]):
         return to_json(message).encode(), [*headers.values(), (API_KEY_HEADER, self._api_key or "")]
 
     def _checked(self, op: Operation, response: object) -> Message:
-        """The interceptors' result: the operation's response message, or TypeError."""
         if not isinstance(response, op.response_type):
             raise TypeError(
                 f"an interceptor returned a {type(response).__name__}, not the "
@@ -233,8 +212,7 @@ class BaseClient(Generic[Icpt, T]):
     def _outcome(
         self, op: Operation, answer: RawAnswer | ApiError, context: CallContext
     ) -> Message | ApiError:
-        """The response message of an attempt, or the error it ends with (returned when it
-        may be retried, raised when it may not)."""
+        """The response message of an attempt, or its error (returned if retryable, else raised)."""
         context.attempts += 1
         context.http_status = None
         if not isinstance(answer, RawAnswer):
@@ -288,14 +266,15 @@ class BaseClient(Generic[Icpt, T]):
         failure: ApiError,
         deadline: float | None,
     ) -> float:
-        """Seconds to wait before retry number `retry` after `failure`; raises the error the
-        call ends with when there is no retry. A wait that would pass `deadline` (a
-        ``time.monotonic()`` instant) is not taken."""
+        """Seconds to wait before retry number `retry`; raises the error the call ends with
+        when there is none, or its wait would pass `deadline`."""
         answered = isinstance(answer, RawAnswer)
         status = answer.status if isinstance(answer, RawAnswer) else None
-        if isinstance(failure, AnswerTimedOut) or retry >= self._retries:
-            raise failure
-        if not may_retry(op, status):
+        if (
+            isinstance(failure, AnswerTimedOut)
+            or retry >= self._retries
+            or not may_retry(op, status)
+        ):
             raise failure
         after = answer.header("Retry-After") if isinstance(answer, RawAnswer) else None
         wait = retry_delay(retry, after)
@@ -307,12 +286,8 @@ class BaseClient(Generic[Icpt, T]):
 def request_message(
     key: OperationKey, request: Message | None, fields: Mapping[str, Any]
 ) -> Message:
-    """The request of a typed per-rpc method: `request` itself, or one built from the keyword
-    `fields` that are not ``None`` (not validated here).
-
-    Raises:
-        TypeError: both a request message and fields were given.
-    """
+    """`request`, or one built from the `fields` not ``None`` (not validated); ``TypeError``
+    if both are given."""
     given = {name: value for name, value in fields.items() if value is not None}
     if request is not None and given:
         raise TypeError(f"give the request message or its fields ({', '.join(given)}), not both")
@@ -320,18 +295,13 @@ def request_message(
 
 
 def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
-    """The validated request message of one call, without any I/O.
-
-    Args:
-        key: the operation (name, tool name, path or :class:`~projectops.Operation`).
-        request: its request message; a JSON object, decoded strictly (unknown fields are a
-            mistake of local input); or ``None`` for ``{}``.
+    """The validated request message of one call: `request` a message, a JSON object
+    (decoded strictly) or ``None`` for ``{}``.
 
     Raises:
         projectops.UnknownOperationError: no such operation.
         TypeError: a message of another type, or neither a message nor a mapping.
-        InvalidRequest: a field of the wrong form, unknown, or REQUIRED and missing or blank;
-            the message names it (``http_status=None``).
+        InvalidRequest: a field of the wrong form, unknown, or REQUIRED and missing; named.
     """
     op = operation(key)
     if isinstance(request, Message):

@@ -1,8 +1,5 @@
-"""The client's own errors and the exception an answer stands for (no HTTP library needed).
-
-The hierarchy is drawn in :mod:`projectops.client.http`. Every text taken from an answer is
-escaped and cut (:func:`projectops._text.outside_text`) before it enters an exception.
-"""
+"""The client's own errors (docs/python.md "Errors") and the exception an answer stands for;
+no HTTP library needed. Text from an answer goes through :func:`~projectops._text.outside_text`."""
 
 from __future__ import annotations
 
@@ -27,51 +24,43 @@ from projectops.errors import (
 
 
 class MissingApiKey(Unauthenticated):
-    """No usable API key (docs/contract.md §2.5): none given, blank, or not a header value;
-    raised before anything is sent (``http_status=None``)."""
+    """No usable API key (docs/contract.md §2.5); nothing was sent."""
 
 
 class MissingBaseUrl(InvalidBaseUrl):
-    """Neither ``base_url=`` nor a non-empty ``SERVICE_BACKEND_URL``: a client never guesses
-    the address, which could send the key to whatever listens there."""
+    """Neither ``base_url=`` nor a non-empty ``SERVICE_BACKEND_URL``: a client never guesses."""
 
 
 class InvalidRequest(InvalidArgument):
-    """The request is invalid, found before anything was sent (``http_status=None``);
-    ``violations`` name the fields."""
+    """The request is invalid, found before anything was sent; ``violations`` name the fields."""
 
 
 class InvalidResponse(Internal):
-    """A 2xx answer that is not the operation's response message, or an answer in a
-    ``Content-Encoding`` not asked for (``http_status`` is the answer's)."""
+    """A 2xx answer that is not the response message, or in a ``Content-Encoding`` not asked for."""
 
 
 class AnswerTooLarge(InvalidResponse):
-    """A 2xx answer over ``max_response_bytes``, not read to its end. Not a
-    ``ResourceExhausted``: that is the server's 413 for a request body."""
+    """A 2xx answer over ``max_response_bytes``, not read to its end."""
 
 
 class ServiceUnreachable(Unavailable):
-    """No complete answer: refused, reset, or the name does not resolve (``http_status=None``;
-    an *answered* 503 is a plain :class:`~projectops.Unavailable`)."""
+    """No complete answer: refused, reset, or the name does not resolve."""
 
 
 class AnswerTimedOut(DeadlineExceeded):
-    """No complete answer within the time-out (``http_status=None``)."""
+    """No complete answer within the time-out."""
 
 
 class UnexpectedRedirect(ApiError):
     """A 3xx answer, never followed: a POST must not silently become a GET."""
 
 
-#: A key travels as a header value: visible ASCII only, checked before any HTTP library could
-#: quote an unusable key in its own message.
+# Checked before an HTTP library could quote an unusable key in its own message.
 _KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
 
 
 def usable_api_key(key: str | None) -> str:
-    """`key` itself if it can be sent as the ``Service-Api-Key`` header: not empty, visible
-    ASCII only (docs/contract.md §2.5).
+    """`key` itself if it can be sent as the key header: visible ASCII (docs/contract.md §2.5).
 
     Raises:
         MissingApiKey: it is ``None``, empty or holds another character; never quoted.
@@ -102,8 +91,7 @@ _CODE_BY_HTTP_STATUS: Mapping[int, Code] = {
 # A proxy's or web server's error page, not an answer of this API.
 _MARKUP = re.compile(r"\s*<(?:!doctype|html|head|body|\?xml|[a-z]+[\s>/])", re.IGNORECASE)
 _MAX_FIELD_CHARS = 200
-#: Bytes of an error body parsed as an ``ErrorResponse`` (its message is cut to 1,000
-#: characters anyway); a longer body is shown by its head.
+#: Bytes of an error body parsed as an ``ErrorResponse``; a longer one is shown by its head.
 MAX_ERROR_BODY_BYTES = 1024 * 1024
 
 
@@ -117,14 +105,9 @@ def error_from_answer(
 ) -> ApiError:
     """The exception a non-2xx answer stands for; never raises.
 
-    The class is that of the body's ``ErrorResponse.code`` when it is a known code, whatever
-    the status; otherwise the status's (400 ``InvalidArgument``, 401 ``Unauthenticated``, 503
-    ``Unavailable``, ...; else ``Unknown``). ``http_status`` is `status`. Message, fields and
-    descriptions are escaped and cut (1,000 characters; 200 for a field path), `secrets`
-    redacted from them. A body that is
-    no ``ErrorResponse`` gives its text, or ``HTTP <status>``; an HTML or XML page (by
-    `content_type` or its first characters) one line naming the status, `url` (the request's)
-    and ``SERVICE_BACKEND_URL``.
+    The class is the body's known ``ErrorResponse.code``'s, else the status's (docs/contract.md
+    §5), else ``Unknown``. Texts are escaped, cut and have `secrets` redacted. A body that is no
+    ``ErrorResponse`` gives its text or ``HTTP <status>``; a web page, one line naming `url`.
     """
     proto = read_error_body(body) if len(body) <= MAX_ERROR_BODY_BYTES else None
     violations: tuple[FieldViolation, ...] = ()

@@ -1,11 +1,5 @@
-"""How a failed call is reported: the CLI's exit code and line, the tool server's sentence.
-
-One table, :data:`FAILURES`, keyed by exception class; :func:`failure` takes the row of the
-nearest class in an exception's MRO. An error the server *answered* is reported by its status
-where the README promises an exit code by status (401 -> 3, 400 -> 4, others -> 5). Every line
-and sentence is one line: escaped and cut to :data:`MAX_MESSAGE_CHARS` (outside text in it was
-redacted where it entered, :mod:`projectops.client.redaction`).
-"""
+"""How a failed call is reported: the CLI's exit code and line, the tool server's sentence,
+from one table keyed by exception class (:data:`FAILURES`)."""
 
 from __future__ import annotations
 
@@ -41,8 +35,7 @@ EXIT_FAILURE = 5
 EXIT_CONFORMANCE_FAILED = 6
 EXIT_INTERRUPTED = 130
 
-#: Characters of an exception's text kept in a line or sentence (its message and violations;
-#: texts from an answer were already cut to 1,000 each).
+#: Characters of an exception's text kept in a line or sentence.
 MAX_MESSAGE_CHARS = 2000
 
 
@@ -52,16 +45,9 @@ class UsageError(Exception):
 
 @dataclass(frozen=True)
 class Failure:
-    """How one class of failure is reported.
-
-    Attributes:
-        exit_code: the CLI's exit code.
-        line: the CLI's stderr line (after ``error: ``), a ``str.format`` template.
-        sentence: the tool server's ``isError`` result text, a ``str.format`` template.
-
-    Template fields: ``{tool}``, ``{status}``, ``{code}``, ``{message}``
-    (:meth:`~projectops.ApiError.describe`, escaped and cut to :data:`MAX_MESSAGE_CHARS`).
-    """
+    """How one class of failure is reported: the CLI's exit code and stderr `line` (after
+    ``error: ``), the tool server's ``isError`` `sentence`; both ``str.format`` templates of
+    ``{tool}``, ``{status}``, ``{code}``, ``{message}`` (escaped, cut)."""
 
     exit_code: int
     line: str
@@ -86,7 +72,7 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
-# Local mistakes (arguments, input, a bad base URL, no such tool): the message says it all.
+# Local mistakes: the message says it all.
 _LOCAL = Failure(EXIT_USAGE, "{message}", "{message}")
 _REJECTED = Failure(
     EXIT_BAD_REQUEST,
@@ -99,13 +85,12 @@ _NO_ANSWER = Failure(
     "The service did not answer: {message}; " + BASE_URL_ENV + " sets its base URL",
 )
 
-# A missing base URL: the library names the variable, this adds how to try the mock server.
 _TRY_THE_MOCK = (
     "{message}; to try the mock server, run `projectops mock-server` and set "
     f"{BASE_URL_ENV}={DEFAULT_BASE_URL}"
 )
 
-#: Exception class -> how it is reported (most specific classes first, for reading).
+#: Exception class -> how it is reported.
 FAILURES: Mapping[type[BaseException], Failure] = {
     UsageError: _LOCAL,
     CannotListen: _LOCAL,  # a busy or foreign --host/--port: fixed by another flag value
@@ -155,10 +140,8 @@ _UNEXPECTED = Failure(
 
 
 def failure(exc: BaseException) -> Failure:
-    """The row of :data:`FAILURES` for `exc` (its class's nearest ancestor in the table), or
-    that of an unexpected failure (exit 1). An error the server answered is reported by its
-    status where the exit code is promised by status: 401 -> exit 3 and 400 -> exit 4,
-    whatever code the body carried; no other status takes those two exit codes (exit 5)."""
+    """The row of :data:`FAILURES` for `exc`'s nearest class, else exit 1. An answered error's
+    status decides where the README promises it: 401 -> 3, 400 -> 4, no other status either."""
     status = exc.http_status if isinstance(exc, ApiError) else None
     if status == 401:
         return FAILURES[Unauthenticated]

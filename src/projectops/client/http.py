@@ -1,27 +1,8 @@
 """The HTTP client of the API, sync and async (docs/python.md; the wire: docs/contract.md §1-2).
 
-Retries (``retries=``, default 2): only an rpc marked ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT``,
-when no complete answer came or it is 429, 502, 503 or 504; ``timeout`` covers every attempt
-and wait. Interceptors (first outermost) wrap each call, retries included. Errors beside
-:mod:`projectops.errors` (``http_status`` ``None`` when no whole answer came)::
-
-    ApiError
-    ├── InvalidArgument
-    │   └── InvalidRequest        the request is invalid, found locally; nothing was sent
-    ├── Unauthenticated
-    │   └── MissingApiKey         no usable key configured; nothing was sent
-    ├── Internal
-    │   └── InvalidResponse       a 2xx answer that is not the response message
-    │       └── AnswerTooLarge    an answer over max_response_bytes; not read to its end
-    ├── UnexpectedRedirect        a 3xx answer (never followed: a POST must not become a GET)
-    ├── Unavailable
-    │   └── ServiceUnreachable    no answer: the service could not be reached
-    └── DeadlineExceeded
-        └── AnswerTimedOut        no complete answer within the time-out
-
-Every peer is hostile: the exchange (:class:`~projectops.client.RawClient`) bounds and caps
-the call (error bodies at 1 MiB); outside text is escaped, cut and has the key redacted before
-it enters an exception; any other exception of a call is scrubbed of the key.
+Retries: only an idempotent rpc, on no complete answer or 429, 502, 503, 504; ``timeout`` covers
+every attempt and wait. Interceptors (first outermost) wrap each call, retries included. The
+errors: docs/python.md "Errors"; none holds the key (:mod:`projectops.client.redaction`).
 """
 
 from __future__ import annotations
@@ -45,10 +26,7 @@ from projectops.client._base import (
     RequestLike,
     request_message,
 )
-from projectops.client._errors import (
-    AnswerTimedOut,
-    ServiceUnreachable,
-)
+from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
 from projectops.client._transport import AsyncRawClient, RawAnswer, RawClient
 from projectops.client.redaction import scrub_exception
 from projectops.errors import ApiError
@@ -64,17 +42,13 @@ class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
     """Synchronous client of the API; use it in ``with``, or :meth:`close` it.
 
     Args:
-        base_url: the service's root (``https://ops.example.com``); default
-            ``SERVICE_BACKEND_URL``; none at all: :class:`MissingBaseUrl`.
-        api_key: the project API key; default ``SERVICE_API_KEY``. Missing is no error until
-            :meth:`call` (:class:`MissingApiKey`); never shown by ``repr``.
-        timeout: seconds a whole call may take, connect to last byte, retries and waits
-            included; ``None``: no limit.
+        base_url: the service's root; default ``SERVICE_BACKEND_URL``.
+        api_key: default ``SERVICE_API_KEY``; missing raises :class:`MissingApiKey` at :meth:`call`.
+        timeout: seconds a whole call may take, retries and waits included; ``None``: no limit.
         max_response_bytes: the largest answer body read (default 32 MiB).
         retries: extra attempts of a retryable call; 0: none.
         interceptors: ``(request, context, call_next) -> response`` callables.
-        transport: an ``httpx2.BaseTransport`` instead of the network (``MockTransport``);
-            the time-out still bounds each call. Without it, the environment's proxy is used.
+        transport: an ``httpx2.BaseTransport`` instead of the network and its proxy.
 
     Raises:
         MissingBaseUrl, projectops.InvalidBaseUrl, InvalidProxy: (``ValueError``) no base URL,
@@ -100,21 +74,15 @@ class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
         *,
         response_type: type[Message] | None = None,
     ) -> Message:
-        """Call one operation and return its response message (fields of a newer server
-        ignored).
-
-        Args:
-            operation: operation name, tool name, path or :class:`~projectops.Operation`.
-            request: the request message, a JSON object or ``None`` (:func:`prepare_request`).
-            response_type: the operation's response class, to type the result.
+        """Call one operation (:data:`OperationKey`) with `request` (:func:`prepare_request`)
+        and return its response message; `response_type` types the result.
 
         Raises:
             projectops.UnknownOperationError: no such operation.
             TypeError: a request, `response_type` or interceptor result of another type.
             ValueError: a header an interceptor may not set (:class:`RequestHeaders`).
-            projectops.ApiError: a non-2xx answer (:func:`error_from_answer`; after retries,
-                the last one's), or one of the module docstring's errors.
-            Whatever an interceptor raises. None of them, nor those chained, holds the key.
+            projectops.ApiError: the last attempt's non-2xx answer (:func:`error_from_answer`)
+                or no usable answer. Whatever an interceptor raises. None holds the key.
         """
         try:
             op, message = self._prepare(operation, request, response_type)
@@ -162,9 +130,8 @@ def _async_wrap(interceptor: AsyncInterceptor, call_next: AsyncCallNext) -> Asyn
 
 
 class AsyncClient(BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
-    """:class:`Client` with ``await client.call(...)``: the same arguments, retries and
-    errors; `transport` is an ``httpx2.AsyncBaseTransport``, `interceptors` are ``async def``.
-    Use in ``async with``, or ``await aclose()``."""
+    """:class:`Client` for ``await`` and ``async with``: `transport` an
+    ``httpx2.AsyncBaseTransport``, `interceptors` ``async def``."""
 
     _exchange = AsyncRawClient
     _raw: AsyncRawClient
