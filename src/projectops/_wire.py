@@ -1,13 +1,8 @@
-"""The shape of a protobuf field, as the protobuf JSON mapping defines it, and the one tree walk.
+"""The JSON form of a protobuf field (docs/contract.md §3) and the one walk over field values.
 
-This is the one table of "what a value of this field looks like in JSON": the codec uses its
-`expected` sentences in error messages, the JSON Schema generator uses its `schema` fragments.
-Messages other than the well-known types are left to the caller (they recurse).
-
-It is also the one place that branches on a field's shape (map, list or single value) and formats
-field paths (``summary.testCounts[0].total``, ``labels["k"]``): the codec's error locator,
-validation, the mock server's matcher and the JSON Schema builder all walk through
-:func:`shape` and :func:`elements`.
+Each field's :class:`ValueForm` gives the codec its error sentences and the JSON Schema builder its
+fragments; :func:`shape` and :func:`elements` are the one branch on map/list/single and the one
+format of field paths (§4.4), for the codec, validation, the mock matcher and the schemas.
 """
 
 from __future__ import annotations
@@ -43,10 +38,8 @@ def _at_most(limit: int) -> str:
     return "|".join(parts)
 
 
-# Exact text patterns of what the codec reads, so that no schema accepts what the codec refuses:
-# integers in range, without leading zeros (the codec's own output form). `$(?!\n)` because
-# Python's `$` (jsonschema's `re.search`) also matches before a final newline; ECMA-262's
-# does not, and the lookahead is a no-op there.
+# Patterns no wider than what the codec reads: integers in range, without leading zeros.
+# `$(?!\n)`: Python's `$` also matches before a final newline; ECMA-262's does not.
 _END = r"$(?!\n)"
 _INT64_PATTERN = f"^(?:0|{_at_most(2**63 - 1)}|-(?:{_at_most(2**63)})){_END}"
 _UINT64_PATTERN = f"^(?:0|{_at_most(2**64 - 1)}){_END}"
@@ -59,89 +52,65 @@ _DATE = (
     "|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
     f"|{_LEAP_YEAR}-02-29)"
 )
-#: RFC 3339 as the codec reads it: real dates (leap years too), hours 00..23, no leap second,
-#: 1 to 9 fractional digits, `Z` or an offset up to 23:59. The lookahead keeps times that an
-#: offset would move outside 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z: on those two days,
-#: only offsets towards the inside (a subset of what the codec takes, never more).
+# RFC 3339 as the codec reads it (real dates, no leap second); the lookahead refuses offsets
+# that would move the first or last day out of 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
 _TIMESTAMP_PATTERN = (
     r"^(?!0001-01-01T[^Z]*\+|9999-12-31T[^Z]*-)"
     f"{_DATE}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
     r"(?:\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])" + _END
 )
-#: Whole seconds up to 315,576,000,000 (about 10,000 years) either way, 1 to 9 fractional
-#: digits below that bound (the codec refuses going past it).
+# Up to 315,576,000,000 seconds (about 10,000 years) either way.
 _DURATION_PATTERN = (
     f"^-?(?:(?:0|{_at_most(315_576_000_000 - 1)})" + r"(?:\.[0-9]{1,9})?|315576000000)s" + _END
 )
+_T = FieldDescriptor
+_SIGNED_64 = (_INT64_PATTERN, "a 64-bit integer")
+_UNSIGNED_64 = (_UINT64_PATTERN, "an unsigned 64-bit integer")
 _INT_TYPES_64 = {
-    FieldDescriptor.TYPE_INT64: (_INT64_PATTERN, "a 64-bit integer"),
-    FieldDescriptor.TYPE_SINT64: (_INT64_PATTERN, "a 64-bit integer"),
-    FieldDescriptor.TYPE_SFIXED64: (_INT64_PATTERN, "a 64-bit integer"),
-    FieldDescriptor.TYPE_UINT64: (_UINT64_PATTERN, "an unsigned 64-bit integer"),
-    FieldDescriptor.TYPE_FIXED64: (_UINT64_PATTERN, "an unsigned 64-bit integer"),
+    **dict.fromkeys((_T.TYPE_INT64, _T.TYPE_SINT64, _T.TYPE_SFIXED64), _SIGNED_64),
+    **dict.fromkeys((_T.TYPE_UINT64, _T.TYPE_FIXED64), _UNSIGNED_64),
 }
+_SIGNED_32 = ((-(2**31), 2**31 - 1), "a 32-bit integer")
+_UNSIGNED_32 = ((0, 2**32 - 1), "an unsigned 32-bit integer")
 _INT_TYPES_32 = {
-    FieldDescriptor.TYPE_INT32: ((-(2**31), 2**31 - 1), "a 32-bit integer"),
-    FieldDescriptor.TYPE_SINT32: ((-(2**31), 2**31 - 1), "a 32-bit integer"),
-    FieldDescriptor.TYPE_SFIXED32: ((-(2**31), 2**31 - 1), "a 32-bit integer"),
-    FieldDescriptor.TYPE_UINT32: ((0, 2**32 - 1), "an unsigned 32-bit integer"),
-    FieldDescriptor.TYPE_FIXED32: ((0, 2**32 - 1), "an unsigned 32-bit integer"),
+    **dict.fromkeys((_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32), _SIGNED_32),
+    **dict.fromkeys((_T.TYPE_UINT32, _T.TYPE_FIXED32), _UNSIGNED_32),
 }
 
-# Well-known types with a special JSON form (protobuf JSON mapping, "JSON Mapping" table).
-_WELL_KNOWN: dict[str, tuple[dict[str, Any], str]] = {
-    "google.protobuf.Timestamp": (
-        # The pattern too: format is only an annotation unless a validator opts in.
+# Well-known types with a special JSON form (the "JSON Mapping" table of protobuf). The Timestamp
+# pattern too: "format" alone is only an annotation.
+_WELL_KNOWN_FORMS: dict[str, tuple[dict[str, Any], str]] = {
+    "Timestamp": (
         {"type": "string", "format": "date-time", "pattern": _TIMESTAMP_PATTERN},
         'an RFC 3339 timestamp string such as "2026-01-31T09:30:00Z"',
     ),
-    "google.protobuf.Duration": (
+    "Duration": (
         {"type": "string", "pattern": _DURATION_PATTERN},
         'a duration string in seconds such as "3.5s"',
     ),
-    "google.protobuf.FieldMask": (
-        {"type": "string"},
-        'a field mask string such as "summary,detailedResults"',
-    ),
-    "google.protobuf.Struct": ({"type": "object"}, "a JSON object"),
-    "google.protobuf.ListValue": ({"type": "array"}, "a JSON array"),
-    "google.protobuf.Value": ({}, "any JSON value"),
-    "google.protobuf.Empty": ({"type": "object", "additionalProperties": False}, "{}"),
-    "google.protobuf.StringValue": ({"type": "string"}, "a string"),
-    "google.protobuf.BoolValue": ({"type": "boolean"}, "true or false"),
-    "google.protobuf.DoubleValue": ({"type": "number"}, "a number"),
-    "google.protobuf.FloatValue": ({"type": "number"}, "a number"),
-    "google.protobuf.BytesValue": (
-        {"type": "string", "contentEncoding": "base64"},
-        "a base64 string",
-    ),
-    "google.protobuf.Int32Value": ({"type": "integer"}, "a 32-bit integer"),
-    "google.protobuf.UInt32Value": (
-        {"type": "integer", "minimum": 0},
-        "an unsigned 32-bit integer",
-    ),
-    "google.protobuf.Int64Value": (
-        {"type": "string", "pattern": _INT64_PATTERN},
-        "a 64-bit integer",
-    ),
-    "google.protobuf.UInt64Value": (
-        {"type": "string", "pattern": _UINT64_PATTERN},
-        "an unsigned 64-bit integer",
-    ),
+    "FieldMask": ({"type": "string"}, 'a field mask string such as "summary,detailedResults"'),
+    "Struct": ({"type": "object"}, "a JSON object"),
+    "ListValue": ({"type": "array"}, "a JSON array"),
+    "Value": ({}, "any JSON value"),
+    "Empty": ({"type": "object", "additionalProperties": False}, "{}"),
+    "StringValue": ({"type": "string"}, "a string"),
+    "BoolValue": ({"type": "boolean"}, "true or false"),
+    "DoubleValue": ({"type": "number"}, "a number"),
+    "FloatValue": ({"type": "number"}, "a number"),
+    "BytesValue": ({"type": "string", "contentEncoding": "base64"}, "a base64 string"),
+    "Int32Value": ({"type": "integer"}, "a 32-bit integer"),
+    "UInt32Value": ({"type": "integer", "minimum": 0}, "an unsigned 32-bit integer"),
+    "Int64Value": ({"type": "string", "pattern": _INT64_PATTERN}, _SIGNED_64[1]),
+    "UInt64Value": ({"type": "string", "pattern": _UINT64_PATTERN}, _UNSIGNED_64[1]),
 }
+_WELL_KNOWN = {f"google.protobuf.{name}": form for name, form in _WELL_KNOWN_FORMS.items()}
 
 
 @dataclass(frozen=True)
 class ValueForm:
-    """The JSON form of one value of a field (one element, for a repeated field).
-
-    Attributes:
-        expected: what a value must be, as an English phrase for error messages.
-        schema: the JSON Schema (2020-12) fragment of the value on output; empty for messages
-            that are not well-known types (the caller refers to their definition).
-        input_schema: the fragment accepted on input (64-bit integers also as numbers).
-        message: the message descriptor when the value is a message without a special form.
-    """
+    """The JSON form of one value of a field (one element, for a repeated field): `expected`,
+    an English phrase for error messages; the JSON Schema fragment on output (`schema`) and on
+    input (`input_schema`), both empty for a `message` without a special form."""
 
     expected: str
     schema: dict[str, Any] = field(default_factory=dict)
@@ -154,7 +123,6 @@ def is_map(fd: FieldDescriptor) -> bool:
     return fd.message_type is not None and fd.message_type.GetOptions().map_entry
 
 
-#: How a field holds its values: a map, a list (repeated), or one value.
 Shape = Literal["map", "list", "single"]
 
 
@@ -171,14 +139,9 @@ def join(path: str, name: str) -> str:
 
 
 def elements(fd: FieldDescriptor, value: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
-    """``(path, key, element)`` for each value that `fd` holds in `value`.
-
-    `value` is the field's value as a message holds it (map, repeated container or value) or as
-    JSON holds it (object, list or value; the caller has checked that a map is a ``Mapping`` and
-    a list a ``list``). `path` is the field's own path. Maps yield ``path["key"]`` (the key as a
-    JSON string) and the key as given; lists ``path[i]`` and the index; a single value `path`
-    itself and ``None``.
-    """
+    """``(path, key, element)`` for each value that `fd` holds in `value` (as a message or as
+    JSON holds it; a map already checked to be a ``Mapping``, a list a ``list``) under the
+    field's `path`: ``path["key"]`` and the key, ``path[i]`` and i, or `path` and ``None``."""
     kind = shape(fd)
     if kind == "map":
         for key, item in value.items():
@@ -194,10 +157,7 @@ def elements(fd: FieldDescriptor, value: Any, path: str) -> Iterator[tuple[str, 
 
 @cache
 def value_form(fd: FieldDescriptor) -> ValueForm:
-    """The JSON form of one value of `fd` (for a map field: of one map value).
-
-    Cached per descriptor; callers copy the schema dicts before changing them.
-    """
+    """The JSON form of one value of `fd` (of a map value); cached: copy its schemas to change."""
     if is_map(fd):
         fd = fd.message_type.fields_by_name["value"]  # type: ignore[union-attr]  # is_map
     kind = fd.type

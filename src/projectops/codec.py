@@ -1,22 +1,9 @@
-"""The JSON codec of the API: the protobuf JSON mapping with this API's options, in one place.
+"""The JSON codec of the API: the protobuf JSON mapping with this API's options (docs/contract.md
+§3). Input is lenient by default (unknown fields and enum names ignored), ``strict=True`` refuses
+them; every failure raises :class:`~projectops.errors.InvalidArgument` naming the field path.
 
-Output (``to_json``/``to_dict``): lowerCamelCase names, enum values as their names, 64-bit
-integers as strings, Timestamp as RFC 3339 and Duration as ``"<seconds>s"``. Fields without
-presence are always written, so a count of zero reads ``"failed": "0"`` rather than being absent
-and every enum carries a name (`*_UNSPECIFIED` when unset).
-
-Input (``from_json``): lowerCamelCase or original proto names, 64-bit integers as strings or
-numbers (exact beyond 2**53), enum names. Unknown fields are ignored (forward compatibility, as
-Connect and grpc-gateway servers do), and so are unknown enum names, which read as the enum's
-zero value (``*_UNSPECIFIED``: "not known to this version of the schema") as protojson's
-DiscardUnknown does, so adding an enum value never breaks an older reader. ``strict=True``
-rejects unknown fields, unknown enum names and integer enum values. Every failure raises
-:class:`~projectops.errors.InvalidArgument` whose message and single violation name the field
-path (camelCase, ``a.b[0].c``) and what was expected.
-
-This module and its fast path :mod:`projectops._fastcodec` (per-message plans that agree with
-``json_format`` on every input they accept; anything else goes to ``json_format`` here) are the
-only callers of ``json_format``; nothing else sets mapping options.
+This module and its fast path :mod:`projectops._fastcodec` are the only callers of
+``json_format``; what the fast path does not take goes to ``json_format`` here.
 """
 
 from __future__ import annotations
@@ -51,57 +38,35 @@ __all__ = [
 
 M = TypeVar("M", bound=Message)
 
-#: What decoding may cost: JSON text of N bytes may take at most this many bytes of memory per
-#: byte to turn into messages (besides ``json.loads``' own objects), and never less than
-#: :data:`DECODE_BYTES_FLOOR` in all. Real payloads cost 1 to 3 bytes per byte; 3 bytes of
-#: ``{},`` cost about 180 (a Python dict of constructor arguments and a upb message), so an
-#: answer made of empty objects would cost 60 times its size.
+#: Bytes of memory that decoding may take per byte of JSON text (besides ``json.loads``' own
+#: objects): real payloads cost 1 to 3, but ``{},`` costs about 180 for its 3 bytes.
 DECODE_BYTES_PER_BYTE: Final = 24
 #: The least that decoding may cost, in bytes (16 MiB): a small body is never refused.
 DECODE_BYTES_FLOOR: Final = 16 * 1024 * 1024
-# What one JSON object may cost to decode at most, in bytes: 150 to 185 measured for the
-# API's message types (dict of constructor arguments, upb message, list slot), with room.
-_OBJECT_COST: Final = 256
-# What one JSON array costs json.loads at most, in bytes: a list object with room for four
-# items and its slot in its parent (arrays nested in arrays cost 45 bytes per byte of text).
-_ARRAY_COST: Final = 104
+_OBJECT_COST: Final = 256  # bytes per JSON object decoded, at most (150 to 185 measured)
+_ARRAY_COST: Final = 104  # bytes per JSON array for json.loads: a list with room for four items
 
 
 def to_dict(message: Message) -> dict[str, Any]:
-    """The JSON object of `message` as Python values (64-bit integers as ``str``).
-
-    Keys follow the order of the fields in the proto, at every level.
-    """
+    """The JSON object of `message` as Python values (64-bit integers as ``str``), keys in
+    proto field order at every level."""
     return _fastcodec.to_dict(message)
 
 
 def to_json(message: Message, *, indent: int | None = None) -> str:
-    """Encode `message` as JSON text in the protobuf JSON mapping.
-
-    Args:
-        message: any generated message.
-        indent: spaces per level for human output (the CLI uses 2); ``None`` writes compact
-            JSON, the form sent on the wire.
-    """
+    """`message` as JSON text; `indent` spaces per level, or compact (the wire form) if None."""
     return dump(to_dict(message), indent=indent)
 
 
 def iter_json(message: Message, *, indent: int | None = None) -> Iterator[str]:
     """:func:`to_json`'s text of `message` in pieces of about 64 Ki characters, built as they
-    are consumed: for writing a large message to a stream without holding its text (or its
-    :func:`to_dict` object) whole. ``"".join(iter_json(m, indent=i)) == to_json(m, indent=i)``.
-
-    Raises:
-        ValueError: what :func:`to_dict` raises, possibly after some pieces were yielded.
-    """
+    are consumed (a large message is never held whole). Raises ValueError as :func:`to_dict`
+    does, possibly after some pieces were yielded."""
     return _fastcodec.iter_json(message, indent)
 
 
 def dump(data: Mapping[str, Any], *, indent: int | None = None) -> str:
-    """JSON text of a :func:`to_dict` result, formatted as :func:`to_json` formats it.
-
-    For callers that need both forms of one message without encoding it twice.
-    """
+    """JSON text of a :func:`to_dict` result, formatted as :func:`to_json` formats it."""
     separators = (",", ": ") if indent is not None else (",", ":")
     return json.dumps(data, indent=indent, separators=separators, ensure_ascii=False)
 
@@ -112,24 +77,13 @@ def from_json(
     *,
     strict: bool = False,
 ) -> M:
-    """Decode a JSON object into a new `message_type` message.
-
-    Args:
-        data: JSON text (``str``, or UTF-8 ``bytes``), or an already parsed JSON object.
-        message_type: the generated message class, e.g. ``GetReleaseDetailsRequest``.
-        strict: reject unknown fields, integer enum values (numbers or digit strings such as
-            ``"1"``) and unknown enum names instead of ignoring them (unknown names read as the
-            zero value otherwise).
-
-    Returns:
-        The decoded message (REQUIRED fields are not checked here; see ``validate``).
+    """Decode JSON text (``str`` or UTF-8 ``bytes``) or a parsed JSON object into a new
+    `message_type` message (REQUIRED fields unchecked: see ``validate``). `strict` refuses
+    unknown fields, unknown enum names and enum numbers (also ``"1"``), docs/contract.md §3.4.
 
     Raises:
-        InvalidArgument: the text is not JSON, not an object, or a field has the wrong form;
-            the message names the field path and what was expected. Also, before anything is
-            parsed, when the text holds so many JSON objects that building the messages would
-            cost more than what decoding may cost (:data:`DECODE_BYTES_PER_BYTE` per byte of
-            text, at least :data:`DECODE_BYTES_FLOOR`); the message says so.
+        InvalidArgument: not JSON, not an object, or a field of the wrong form (§3.5); or the
+            text would cost more than :data:`DECODE_BYTES_PER_BYTE` per byte to decode.
     """
     if isinstance(data, (bytes, bytearray, str)):
         data = parse_json(data, message_type)
@@ -156,12 +110,8 @@ def from_json(
 
 
 def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> Any:
-    """`text` parsed as JSON (any value), after the decode-cost guard of :func:`from_json` for
-    `message_type`: what reads an answer as JSON without decoding it (conformance, the proxy).
-
-    Raises:
-        InvalidArgument: the text would cost too much to decode, is not UTF-8, or not JSON.
-    """
+    """`text` parsed as JSON (any value), after :func:`from_json`'s decode-cost guard for
+    `message_type`. Raises InvalidArgument: too costly, not UTF-8, or not JSON."""
     _check_decode_cost(text, message_type)
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -180,13 +130,8 @@ def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> An
 
 
 def _check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]) -> None:
-    """Refuse `text` when decoding it into `message_type` would cost more than it may.
-
-    Each ``{`` may open an object that becomes a message, and each ``[`` an array: a cheap
-    upper bound on what is built, counted at memchr speed before anything is parsed (one
-    inside a string only over-counts). Under a Struct, Value or ListValue every value is a
-    message, so commas count as objects too.
-    """
+    """Refuse `text` when decoding it would cost more than it may: each ``{`` and ``[`` counted
+    at memchr speed is an upper bound; under a Struct or Value, commas count as objects too."""
     if len(text) * _OBJECT_COST <= DECODE_BYTES_FLOOR:
         return  # even a text of nothing but braces is allowed: no need to count
     brace, comma, bracket = ("{", ",", "[") if isinstance(text, str) else (b"{", b",", b"[")
@@ -225,11 +170,7 @@ def _holds_values(descriptor: Descriptor) -> bool:
     return descriptor.full_name in _VALUE_TYPES
 
 
-_VALUE_TYPES: Final = {
-    "google.protobuf.Struct",
-    "google.protobuf.Value",
-    "google.protobuf.ListValue",
-}
+_VALUE_TYPES: Final = {f"google.protobuf.{name}" for name in ("Struct", "Value", "ListValue")}
 
 
 def _raise_if_misplaced(
@@ -240,11 +181,8 @@ def _raise_if_misplaced(
     strict: bool,
     leaves: bool = True,
 ) -> None:
-    """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field.
-
-    With ``leaves=False`` only the structure and (when strict) integer enum values are checked,
-    not each scalar's form: the cheap pass after json_format has accepted the input.
-    """
+    """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field
+    (with ``leaves=False``, not each scalar's form: the pass after json_format accepted it)."""
     fields: dict[str, FieldDescriptor] = {}
     for f in descriptor.fields:
         fields[f.name] = f
@@ -332,9 +270,8 @@ def _cut(text: str, limit: int = 40) -> str:
 
 
 def describe_value(value: Any) -> str:
-    """A decoded JSON value in JSON's words, for error messages: ``the string "1.0"``, ``the
-    number 3``, ``the boolean true``, ``an object``, ``an array``, ``null`` (RFC 8259 section
-    3). Strings and numbers are cut to 40 characters: a message never echoes a long value."""
+    """A JSON value in JSON's words for error messages (``the string "1.0"``, ``an object``),
+    cut to 40 characters."""
     if isinstance(value, bool):
         return f"the boolean {json.dumps(value)}"
     if isinstance(value, (int, float)):
@@ -359,10 +296,7 @@ def _invalid(path: str, expected: str, got: str) -> InvalidArgument:
 
 
 def error_body(error: ApiError) -> str:
-    """The JSON body of `error`: its ``ErrorResponse`` in the protobuf JSON mapping (compact).
-
-    A message holding a lone surrogate (from a handler) is escaped, never a failure.
-    """
+    """The compact JSON of `error`'s ``ErrorResponse``; a lone surrogate is escaped."""
     if _is_utf8(error.message):
         return to_json(error.to_proto())
     escaped = error.message.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -370,8 +304,7 @@ def error_body(error: ApiError) -> str:
 
 
 def read_error_body(body: bytes | str) -> ErrorResponse | None:
-    """The ``ErrorResponse`` an answer's body holds, or ``None`` when it holds none (not JSON,
-    not an object, wrong field types, or no ``message``). Never raises."""
+    """The ``ErrorResponse`` an answer's body holds, or ``None`` (no ``message``). Never raises."""
     try:
         proto = from_json(body, ErrorResponse)
     except InvalidArgument:
