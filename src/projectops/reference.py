@@ -1,14 +1,8 @@
-"""The text of ``projectops describe``: a reference of the operations from the descriptors alone.
-
-:func:`describe` renders one operation (tool name and title, ``POST`` path, what its rpc options
-promise, its comment), then its request and response bodies as an indented tree of fields: JSON
-name, JSON type (from :func:`projectops._wire.value_form`, the table the codec and the JSON
-Schema use; the proto type where JSON alone would lose it, e.g. ``string (int64 as decimal
-digits)``; enums with every name; well-known types as their JSON form; ``array of X``; ``object of
-string -> X``), ``REQUIRED`` (AIP-203) and the proto comment. A message met again in a body reads
-``(fields shown above)`` and is not expanded again. :func:`index` lists the operations. Every
-line fits `width` columns; comments are outside text, escaped (:func:`projectops._text.escape`).
-"""
+"""The text of ``projectops describe`` (docs/cli.md), from the descriptors alone: :func:`describe`
+renders one operation and the field tree of its bodies (JSON name, JSON type as
+:func:`projectops._wire.value_form` reads it, ``REQUIRED``, comment; a message met again reads
+``(fields shown above)``); :func:`index` lists the operations. Every line fits `width` columns;
+comments are outside text, escaped."""
 
 from __future__ import annotations
 
@@ -53,25 +47,22 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
     if found.description:
         out.blank()
         out.paragraphs(escape_lines(found.description), 0)
-    for title, message_type, request in (
-        ("Request body", found.request_type, True),
-        ("Response body", found.response_type, False),
-    ):
-        message = cast(Descriptor, message_type.DESCRIPTOR)
+    for title, body in (("Request", found.request_type), ("Response", found.response_type)):
+        message = cast(Descriptor, body.DESCRIPTOR)
         out.blank()
-        out.wrap(f"{title}: {_name(message)}", 0, _STEP)
-        if description(message):
-            out.paragraphs(escape_lines(description(message)), _STEP)
+        out.wrap(f"{title} body: {_name(message)}", 0, _STEP)
+        out.paragraphs(escape_lines(description(message)), _STEP)  # none: a blank line
         if not message.fields:
             out.blank()
             out.wrap("No fields: the body is the empty JSON object {}.", _STEP, _STEP)
-        _fields(out, message, _STEP, (message.full_name,), {message.full_name}, request)
+        path = (message.full_name,)
+        _fields(out, message, _STEP, path, {*path}, request=title == "Request")
     return out.text()
 
 
 def index(*, width: int = 100) -> str:
-    """The operations, in service order, each with its title (``projectops describe``
-    without a tool); lines of at most `width` columns, ending with ``\\n``.
+    """The operations with their titles (``projectops describe`` without a tool), as
+    :func:`describe` wraps them.
 
     Raises:
         ValueError: `width` is below :data:`MIN_WIDTH`.
@@ -157,9 +148,7 @@ def _fields(
         kind = {"map": "object of string -> ", "list": "array of "}.get(shape(fd), "")
         required = ", REQUIRED" if is_required(fd) else ""
         out.wrap(f"{fd.json_name}: {kind}{value}{required}", indent, indent + 2 * _STEP)
-        text = escape_lines(description(fd))
-        if text:
-            out.paragraphs(text, indent + _STEP)
+        out.paragraphs(escape_lines(description(fd)), indent + _STEP)
         if nested is not None and expand:
             shown.add(nested.full_name)
             _fields(out, nested, indent + _STEP, (*path, nested.full_name), shown, request)
@@ -198,13 +187,8 @@ def _value_type(fd: FieldDescriptor, path: tuple[str, ...], expand: bool, reques
 
 
 def _json_type(schema: dict[str, Any]) -> str:
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return kind
-    for branch in schema.get("anyOf", ()):  # floats: a number, or "NaN"/"Infinity" strings
-        if isinstance(branch.get("type"), str):
-            return str(branch["type"])
-    return "any JSON value"
+    kinds = [schema, *schema.get("anyOf", ())]  # floats: a number, or "NaN"/"Infinity" strings
+    return next((str(k["type"]) for k in kinds if isinstance(k.get("type"), str)), "any JSON value")
 
 
 def _proto_type(fd: FieldDescriptor) -> str:
