@@ -1,9 +1,6 @@
-"""The seam the ``projectops`` program is composed through: :class:`Command`.
-
-Each layer lists its own commands (``projectops.cli._operations.commands()``,
-``projectops.mock._command.commands()``); :mod:`projectops.cli._main`, the layer above both,
-builds one parser from them. No registry, no import-time registration.
-"""
+"""The seam the ``projectops`` program is composed through: each layer lists its own
+:class:`Command` objects, :mod:`projectops.cli._main` builds one parser from them; plus the
+argument types and listening helpers the serving commands share."""
 
 from __future__ import annotations
 
@@ -36,30 +33,19 @@ __all__ = [
 ]
 
 
-#: Connections a listening socket of ``mock-server`` or ``mcp --http`` queues before they are
-#: accepted (the ``backlog`` of :func:`listen`, uvicorn's default too).
+#: Connections a listening socket queues before they are accepted (uvicorn's default too).
 DEFAULT_BACKLOG = 2048
-#: Whole seconds ``mock-server`` and ``mcp --http`` let requests in flight finish after SIGTERM or
-#: SIGINT before cutting them (``--drain-timeout``, uvicorn's ``timeout_graceful_shutdown``).
+#: Seconds requests in flight may take after SIGTERM/SIGINT (uvicorn's timeout_graceful_shutdown).
 DEFAULT_DRAIN_TIMEOUT = 10
 
 
 @dataclass(frozen=True)
 class Command:
-    """One subcommand of ``projectops``.
-
-    Attributes:
-        name: the subcommand, e.g. ``"mock-server"``; unique in the program.
-        help: one line for the command listing of ``projectops --help``.
-        configure: adds the subcommand's arguments to its parser.
-        run: runs the command with the parsed arguments; returns the exit code. It imports the
-            optional dependencies it needs itself; an ``ImportError`` is reported as one line
-            naming `extra`, exit 2.
-        description: the text of ``projectops <name> --help`` (default: `help`).
-        connection: whether the command calls the service, so it takes ``--base-url`` and
-            ``--timeout`` (after parsing: ``args.base_url``, ``args.timeout``).
-        extra: the install extra the command needs (``client``, ``server``, ``mcp``), or ``""``.
-    """
+    """One subcommand of ``projectops``: `help` is its line in ``projectops --help``,
+    `description` its ``--help`` text (default: `help`); `configure` adds its arguments;
+    `run(args)` returns the exit code and imports its optional dependencies itself (an
+    ``ImportError`` is one line naming `extra`, exit 2); `connection`: it takes ``--base-url``
+    and ``--timeout``."""
 
     name: str
     help: str
@@ -71,11 +57,7 @@ class Command:
 
 
 def whole(text: str, *, lowest: int = 1) -> int:
-    """A whole number of at least `lowest` from the command line (argparse ``type``).
-
-    Raises:
-        argparse.ArgumentTypeError: not a whole number, or less than `lowest`.
-    """
+    """argparse ``type``: a whole number of at least `lowest` (else ArgumentTypeError)."""
     try:
         value = int(text)
     except ValueError:
@@ -86,12 +68,8 @@ def whole(text: str, *, lowest: int = 1) -> int:
 
 
 def seconds(text: str, *, below: float = math.inf) -> float:
-    """A number of seconds, more than 0 and less than `below` (finite), from the command line
-    (argparse ``type``).
-
-    Raises:
-        argparse.ArgumentTypeError: not a number, not positive, not finite, or not below `below`.
-    """
+    """argparse ``type``: seconds, finite, more than 0 and less than `below` (else
+    ArgumentTypeError)."""
     try:
         value = float(text)
     except ValueError:
@@ -103,14 +81,11 @@ def seconds(text: str, *, below: float = math.inf) -> float:
 
 
 def port(text: str, *, lowest: int = 1) -> int:
-    """A TCP port from the command line (argparse ``type``); `lowest` 0 allows "any free one".
-
-    Raises:
-        argparse.ArgumentTypeError: not a whole number from `lowest` to 65535.
-    """
+    """argparse ``type``: a TCP port from `lowest` (0: any free one) to 65535 (else
+    ArgumentTypeError)."""
     try:
-        value = whole(text, lowest=lowest)
-    except argparse.ArgumentTypeError:
+        value = int(text)
+    except ValueError:
         value = -1
     if not lowest <= value <= 65535:
         raise argparse.ArgumentTypeError(
@@ -120,38 +95,27 @@ def port(text: str, *, lowest: int = 1) -> int:
 
 
 class CannotListen(OSError):
-    """The address of ``mock-server`` or ``mcp --http`` cannot be bound (busy port, address not
-    on this host, no permission). Both commands report it as one line with the same exit code.
-    """
+    """An address cannot be bound (busy port, not on this host, no permission): one line."""
 
 
 def listen(host: str, port: int, *, backlog: int = DEFAULT_BACKLOG) -> socket.socket:
-    """A listening TCP socket on `host`:`port` (IPv4 or IPv6, whichever `host` resolves to
-    first) with a queue of `backlog` connections (:data:`DEFAULT_BACKLOG`), inheritable so
-    that worker processes can share it.
-
-    Binding before the server starts lets a command report a busy port in one line and print
-    its URL only once connections are accepted (they wait in the backlog meanwhile).
-
-    Raises:
-        CannotListen: the address cannot be resolved or bound; ``str()`` is one line naming it.
-    """
+    """A listening, inheritable (workers share it) TCP socket on `host`:`port`, the first
+    address `host` resolves to. Bound before the server starts, so a busy port is one line and
+    connections wait in the backlog until it serves. Raises CannotListen."""
+    sock: socket.socket | None = None
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
         sock = socket.socket(family, kind, proto)
-    except OSError as exc:
-        raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family in (socket.AF_INET, socket.AF_INET6):
-            # Accepted connections inherit it, however the socket is handed to uvicorn.
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Accepted connections inherit it, however the socket is handed to uvicorn.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(address)
         sock.listen(backlog)
     except OSError as exc:
-        sock.close()
+        if sock is not None:
+            sock.close()
         raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(True)
     return sock
@@ -165,8 +129,7 @@ def listen_url(sock: socket.socket) -> str:
 
 
 def warn_if_every_interface(host: str) -> None:
-    """Print one warning line to stderr if `host` (a ``--host`` value) is the unspecified
-    address (``0.0.0.0``, ``::``), so the server is reachable from other machines."""
+    """One warning line on stderr if `host` is unspecified (``0.0.0.0``, ``::``, empty)."""
     try:
         every = not host or ipaddress.ip_address(host.strip("[]")).is_unspecified
     except ValueError:
@@ -182,9 +145,8 @@ def warn_if_every_interface(host: str) -> None:
 
 @contextmanager
 def stop_signals_interrupt() -> Iterator[None]:
-    """While the block runs (on the main thread), SIGTERM raises ``KeyboardInterrupt`` as SIGINT
-    does. uvicorn re-raises the stop signal it caught once its graceful stop is over; the caller
-    catches the ``KeyboardInterrupt`` and exits 0."""
+    """While the block runs (main thread only), SIGTERM raises ``KeyboardInterrupt`` as SIGINT
+    does: uvicorn re-raises the signal after its graceful stop, the caller exits 0."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -198,13 +160,8 @@ def stop_signals_interrupt() -> Iterator[None]:
 def serve_uvicorn(
     config: Any, sock: socket.socket, *, on_stop: Callable[[], None] | None = None
 ) -> bool:
-    """Serve a ``uvicorn.Config`` on the listening `sock` (from :func:`listen`) until SIGINT or
-    SIGTERM, then stop as uvicorn does: `sock` closes at once, requests in flight get
-    ``config.timeout_graceful_shutdown`` seconds. `on_stop()` is called when the stop begins.
-
-    Returns:
-        Whether the server started (a stop signal then ends it cleanly).
-    """
+    """Serve a ``uvicorn.Config`` on `sock` (:func:`listen`) until SIGINT/SIGTERM, then stop
+    as uvicorn does; `on_stop()` is called when the stop begins. Returns whether it started."""
     import uvicorn
 
     server = uvicorn.Server(config)

@@ -1,13 +1,6 @@
-"""The mock fixtures format, ``projectops.v1.MockFixtures`` in the protobuf JSON mapping
-(``mock_fixtures.proto`` states its rules; docs/mock.md shows a file), and its one decoder, read
-by the mock server, the OpenAPI document's examples and the conformance runner.
-
-Reading is strict and bounded: UTF-8 JSON within the codec's decode-cost guard (and the codec's
-nesting limit), no key repeated in an object; each answer's request and response decoded as
-its operation's messages from the JSON as written (a 64-bit number stays exact), the request
-validated unless the answer is partial; names and keys unique, a key that can travel in the
-``Service-Api-Key`` header, no two answers of an operation with the same request
-(:func:`request_key`) and partiality. Every error is one :class:`FixtureError` line naming the
+"""The mock fixtures format, ``projectops.v1.MockFixtures`` in the JSON mapping (its rules:
+``mock_fixtures.proto``, docs/mock.md), and its one strict, bounded decoder, shared by the mock,
+the OpenAPI examples and conformance. Every error is one :class:`FixtureError` line naming the
 field path, never a key.
 """
 
@@ -69,9 +62,8 @@ class FixtureError(ValueError):
 
 @dataclass(frozen=True)
 class FixtureAnswer:
-    """One answer of an operation: `request` and `response` are the operation's messages
-    (`response` empty when `error` is set), `key` the request's :func:`request_key`, `delay`
-    seconds to wait first, `partial`: matches every request holding the fields `request` sets."""
+    """One answer (``MockAnswer``) with `request` and `response` as the operation's messages
+    and `key` the request's :func:`request_key`."""
 
     request: Message
     response: Message
@@ -83,8 +75,7 @@ class FixtureAnswer:
 
 @dataclass(frozen=True)
 class FixtureProject:
-    """One project: its name, key (left out of the repr) and answers by operation name (names
-    sorted, answers in the file's order)."""
+    """One project; `answers` by operation name (sorted), each in the file's order."""
 
     name: str
     api_key: str = field(repr=False)
@@ -92,9 +83,8 @@ class FixtureProject:
 
 
 def read_fixtures_file(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file of at most :data:`MAX_FIXTURES_BYTES`, opened without
-    blocking (a FIFO with no writer) and checked with ``fstat`` before a byte is read. Raises
-    FixtureError: ``cannot read the file: <why>`` (never naming `path`)."""
+    """The bytes of a regular file of at most :data:`MAX_FIXTURES_BYTES` (checked before a
+    byte is read). Raises FixtureError: ``cannot read the file: <why>``, never naming `path`."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
@@ -114,8 +104,7 @@ def read_fixtures_file(path: str | os.PathLike[str]) -> bytes:
 
 
 def default_fixtures() -> tuple[FixtureProject, ...]:
-    """The embedded fixtures (projects ``demo``, key ``demo-key``, and ``other``, key
-    ``other-key``), decoded anew each call. Raises FixtureError (``default fixtures: ...``)."""
+    """The embedded fixtures (keys ``demo-key``, ``other-key``), decoded anew each call."""
     text = resources.files(__package__).joinpath(*_DEFAULT).read_text("utf-8")
     try:
         return decode_fixtures(text)
@@ -124,9 +113,8 @@ def default_fixtures() -> tuple[FixtureProject, ...]:
 
 
 def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProject, ...]:
-    """Decode and check fixtures given as JSON text or a parsed object (module docstring).
-    Raises FixtureError: ``<field path>: <what is wrong>``, e.g. ``projects[0].operations.
-    get_release_details[0].request.version: is required``, or what decoding would cost."""
+    """Decode and check fixtures, JSON text or a parsed object. Raises FixtureError:
+    ``<field path>: <what is wrong>``, or what decoding would cost."""
     duplicates: list[tuple[int, str]] = []
     if isinstance(data, str | bytes):
         try:  # before parsing: 15 MiB of "{}," would cost gigabytes
@@ -159,8 +147,6 @@ def _object(duplicates: list[tuple[int, str]], pairs: list[tuple[str, Any]]) -> 
 
 
 def _raise_at_duplicate(data: Any, repeated: dict[int, str]) -> None:
-    """Raise naming the path of an object of `data` with a repeated key (its id in `repeated`);
-    a walk without recursion that spells only the path it reports."""
     stack: list[tuple[Any, Any]] = [(data, None)]  # (value, (parent's where, key or index))
     while stack:
         value, where = stack.pop()
@@ -174,7 +160,6 @@ def _raise_at_duplicate(data: Any, repeated: dict[int, str]) -> None:
 
 
 def _path(where: Any) -> str:
-    """The field path of a `where` chain (``a.b[0]["x y"]``), at most 120 characters."""
     steps: list[str] = []
     while where is not None:
         where, step = where
@@ -192,7 +177,7 @@ def _quoted(text: str) -> str:
 
 
 def _parse(data: Any) -> tuple[FixtureProject, ...]:
-    # The answers are decoded from the JSON as written (by decode_answer), not as ListValues.
+    # Answers are decoded from the JSON as written (decode_answer), not as slow ListValues.
     hollow = data
     if isinstance(data, dict) and isinstance(data.get("projects"), list):
         hollow = {**data, "projects": [_without_answers(p) for p in data["projects"]]}
@@ -237,7 +222,6 @@ def _parse(data: Any) -> tuple[FixtureProject, ...]:
 
 
 def _without_answers(entry: Any) -> Any:
-    """A project entry whose answer lists are empty: decoding them as ListValues is slow."""
     ops = entry.get("operations") if isinstance(entry, dict) else None
     if not isinstance(ops, dict):
         return entry
@@ -245,8 +229,7 @@ def _without_answers(entry: Any) -> Any:
 
 
 def _header_problem(key: str) -> str:
-    """Why `key` can never arrive in an HTTP header as written (h11 strips surrounding white
-    space and refuses control characters), or ``""``."""
+    """Why `key` can never arrive in an HTTP header as written, or ``""``."""
     if key != key.strip(" \t"):
         return "has white space around it"
     bad = next((char for char in key if not " " <= char <= "~"), "~")  # "~": none
@@ -256,8 +239,8 @@ def _header_problem(key: str) -> str:
 
 
 def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
-    """One answer of `op` in the JSON mapping of ``MockAnswer`` (module docstring), checked.
-    Raises FixtureError: ``<path>.<field>: <what is wrong>``."""
+    """One answer of `op` in the JSON mapping of ``MockAnswer``, checked. Raises FixtureError:
+    ``<path>.<field>: <what is wrong>``."""
     envelope = item
     if isinstance(item, dict):  # request and response are decoded as the operation's messages
         envelope = {k: v for k, v in item.items() if k not in ("request", "response")}
@@ -295,7 +278,6 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
 
 
 def _decode(value: Any, message_type: type[M], path: str, *, validated: bool = True) -> M:
-    """`value` decoded strictly (and validated) as `message_type`; errors under `path`."""
     try:
         message = from_json(value, message_type, strict=True)
         if validated:
@@ -312,8 +294,8 @@ def _under(path: str, name: str, text: str) -> str:
 
 
 def trimmed(value: Any) -> Any:
-    """`value` (a message: its JSON mapping, fields without presence included) with the
-    surrounding white space of every string removed: what matching compares."""
+    """`value` (or a message's JSON mapping) with every string stripped: what matching
+    compares."""
     if isinstance(value, Message):
         value = to_dict(value)
     if isinstance(value, str):
@@ -324,8 +306,7 @@ def trimmed(value: Any) -> Any:
 
 
 def request_key(request: Message) -> str:
-    """The key under which `request` matches an exact answer: its :func:`trimmed` JSON, keys
-    sorted (``"{}"`` for a request that sets no field)."""
+    """The key an exact answer matches `request` by: its :func:`trimmed` JSON, keys sorted."""
     if not request.ListFields():
         return "{}"
     return json.dumps(trimmed(request), sort_keys=True, ensure_ascii=False)
