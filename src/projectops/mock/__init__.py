@@ -1,9 +1,6 @@
 """The mock server (extra ``server``): fixtures matched to requests, generated answers for the
-rest, the ``projectops mock-server`` command, and :class:`MockServer`, the API mocked for one
-test behind the pytest fixture ``projectops_mock`` (extra ``testing``); docs/mock.md.
-
-Names are imported on first use: importing the package imports neither Starlette nor uvicorn.
-"""
+rest, the ``mock-server`` command and :class:`MockServer` (the ``projectops_mock`` fixture);
+docs/mock.md. Names are imported on first use (no Starlette, no uvicorn at import)."""
 
 from __future__ import annotations
 

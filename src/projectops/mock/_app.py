@@ -1,12 +1,6 @@
-"""The mock server: ``projectops mock-server`` serves every operation of the registry from
-fixtures (:mod:`projectops.mock._matching`) through :func:`projectops.server.create_app`, plus
-``GET /openapi.json`` and ``GET /docs``, on uvicorn's public configuration (docs/mock.md).
-
-Once the port accepts connections it prints ``projectops mock server listening on
-http://HOST:PORT`` to stderr. SIGINT and SIGTERM stop it as uvicorn does (new connections refused,
-requests in flight get ``drain_timeout`` seconds), exit 0. A bad fixtures file or an address it
-cannot bind stops it before it listens (exit 2, one line).
-"""
+"""The mock server's app (every registry operation from fixtures, through
+:func:`projectops.server.create_app`, plus the reference page) and :func:`serve` on uvicorn
+(docs/mock.md)."""
 
 from __future__ import annotations
 
@@ -39,14 +33,13 @@ from projectops.server.docs import docs_routes
 
 __all__ = ["app_from_environment", "create_mock_app", "serve"]
 
-#: What worker processes serve (``serve(workers=N)``): JSON of fixtures, generate, access_log.
+# What worker processes serve (``serve(workers=N)``): JSON of fixtures, generate, access_log.
 _SETTINGS_ENV = "PROJECTOPS_MOCK_SETTINGS"
 _access = logging.getLogger("projectops.mock.access")
 
 
 class _MockService:
-    """Every rpc of the registry answered by :meth:`MockProject.reply`: its delay, then its body
-    or its error."""
+    """Every rpc of the registry answered by :meth:`MockProject.reply`."""
 
     def __init__(self) -> None:
         for op in operations():
@@ -65,9 +58,8 @@ class _MockService:
 
 
 def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -> Starlette:
-    """The mock server's app: every registry operation answered from `projects` (API key ->
-    project, as :func:`~projectops.mock._matching.load_fixtures` returns them); with `docs`,
-    also ``GET /openapi.json`` and ``GET /docs``."""
+    """Every registry operation answered from `projects` (API key -> project, as
+    :func:`load_fixtures` returns them); with `docs`, the reference page's routes too."""
 
     async def authenticate(api_key: str) -> MockProject | None:
         return projects.get(api_key)
@@ -79,7 +71,7 @@ def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -
 
 
 class _AccessLog:
-    """One log line per request: client, method, path (escaped, never the query string), status."""
+    """One log line per request: client, method, escaped path (never the query), status."""
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
@@ -112,11 +104,7 @@ def _app(fixtures: str | None, generate: bool, access_log: bool) -> ASGIApp:
 
 
 def app_from_environment() -> ASGIApp:
-    """The app of a worker process of ``serve(workers=N)`` (uvicorn's import-string factory).
-
-    Raises:
-        FixtureError: the fixtures file is unreadable or invalid.
-    """
+    """The app of a worker process of ``serve(workers=N)``. Raises FixtureError."""
     settings = json.loads(os.environ.get(_SETTINGS_ENV) or "{}")
     return _app(
         settings.get("fixtures"), settings.get("generate", True), settings.get("access_log", False)
@@ -135,22 +123,10 @@ def serve(
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
     **uvicorn_settings: Any,
 ) -> int:
-    """Run the mock server until SIGINT/SIGTERM; return the exit code (0; 1 if it did not start).
-
-    Args:
-        host, port: the address (``port`` 0: any free one).
-        fixtures: a fixtures file; ``None``: the embedded default fixtures.
-        generate: answer what a project lists no answer for with a generated response.
-        access_log: one line per request on stderr.
-        workers: processes sharing the listening socket (uvicorn's workers).
-        backlog, drain_timeout: uvicorn's ``backlog`` and ``timeout_graceful_shutdown``.
-        uvicorn_settings: more keyword arguments of ``uvicorn.Config`` (``timeout_keep_alive``,
-            ``limit_concurrency``, ``h11_max_incomplete_event_size``).
-
-    Raises:
-        FixtureError: the fixtures file is unreadable or invalid (before anything listens).
-        projectops.commands.CannotListen: `host`:`port` cannot be bound.
-    """
+    """Run the mock server (the ``mock-server`` flags) until SIGINT/SIGTERM; the exit code (0,
+    1 if it did not start). `drain_timeout` is uvicorn's ``timeout_graceful_shutdown``,
+    `uvicorn_settings` more ``uvicorn.Config`` arguments. Raises FixtureError (before anything
+    listens), CannotListen."""
     import uvicorn
 
     app = _app(fixtures, generate, access_log)  # a bad file fails here, before the bind
@@ -164,7 +140,6 @@ def serve(
         access_log=False,  # _AccessLog's instead: no query strings
         lifespan="off",
     )
-    # Connections made from now on wait in the socket's backlog.
     print(f"projectops mock server listening on {listen_url(sock)}", file=sys.stderr, flush=True)
     if workers == 1:
         return 0 if serve_uvicorn(uvicorn.Config(app, **settings), sock) else 1

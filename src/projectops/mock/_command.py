@@ -1,5 +1,4 @@
-"""The ``projectops mock-server`` command. Defining it imports only the core; running it imports
-:mod:`projectops.mock._app` (uvicorn, Starlette: the ``server`` extra)."""
+"""The ``projectops mock-server`` command; only running it imports uvicorn and Starlette."""
 
 from __future__ import annotations
 
@@ -24,8 +23,8 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "commands"]
 DEFAULT_HOST = urlsplit(DEFAULT_BASE_URL).hostname or "127.0.0.1"
 DEFAULT_PORT = urlsplit(DEFAULT_BASE_URL).port or 8787
 
-#: uvicorn's settings passed on as they are, in --help order: name (the flag in kebab-case) ->
-#: (parser, metavar, help, default; None: uvicorn's own).
+# uvicorn's settings passed on as they are, in --help order: name -> (type, metavar, help,
+# default; None: uvicorn's own).
 _UVICORN_FLAGS: dict[str, tuple[Callable[[str], int], str, str, int | None]] = {
     "timeout_keep_alive": (
         partial(whole, lowest=1),

@@ -1,13 +1,6 @@
-"""Generated messages, derived from the descriptors: schema-valid, the same for the same seed.
-
-The mock answers an operation its fixtures do not list with :func:`generated_answer`, so an rpc
-added to the proto is served before anyone writes a fixture. Down to :data:`MAX_DEPTH` levels
-every singular message field is set (of a ``oneof``, one member), other fields at random, lists
-and maps with up to :data:`MAX_REPEATED` elements; below it only REQUIRED fields (visible text,
-at least one element), so :func:`projectops.validate` passes. Enums are non-zero, a third of the
-64-bit integers beyond ``2**53``, floats exact in 32 bits, times in 2020-2030 in whole
-microseconds, durations under a day; ``Any`` and ``Value`` stay unset unless REQUIRED.
-"""
+"""Generated messages, derived from the descriptors: schema-valid (REQUIRED fields set, down
+to any depth), the same for the same seed; the mock's answer to an operation its fixtures do
+not list. Down to :data:`MAX_DEPTH` every singular message field is set, others at random."""
 
 from __future__ import annotations
 
@@ -38,17 +31,15 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 def generate(message_type: type[M], seed: bytes | str) -> M:
-    """A message of `message_type` filled from `seed` (any bytes or text) as the module
-    docstring says; its REQUIRED fields are all set."""
+    """A message of `message_type` filled from `seed` (any bytes or text)."""
     message = message_type()
     _fill(message, random.Random(seed), 0)
     return message
 
 
 def generated_answer(op: Operation, request: Message) -> Message:
-    """The response of `op` generated for `request`, seeded from the operation's name and the
-    request's :func:`~projectops.fixtures.request_key` (equal requests once trimmed get the same
-    response, different ones almost surely different ones)."""
+    """The response of `op` for `request`, seeded by the operation and its
+    :func:`~projectops.fixtures.request_key`."""
     return generate(op.response_type, f"{op.name}\n{request_key(request)}")
 
 

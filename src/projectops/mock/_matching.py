@@ -1,9 +1,6 @@
-"""Fixtures served (:mod:`projectops.fixtures` is the format): a request matches the exact
-answer whose request equals it, strings trimmed (:func:`~projectops.fixtures.request_key`), else
-the first partial answer in file order whose request's set fields it holds. Both are indexed once:
-exact answers by key, partial ones by the names of the fields they set, then those fields'
-values; a request costs one lookup per distinct set of names, never a scan of the answers.
-"""
+"""Fixtures served: the exact answer (by :func:`~projectops.fixtures.request_key`), else the
+first partial one in file order whose set fields the request holds (docs/mock.md). Indexed
+once, so a request costs one lookup per distinct set of partial names, never a scan."""
 
 from __future__ import annotations
 
@@ -73,10 +70,8 @@ class MockProject:
                     exact.setdefault(answer.key, i)
 
     def reply(self, op: Operation, request: Message) -> Reply:
-        """What `request` of `op` gets: the matching answer's JSON (encoded once) or error, or a
-        generated response when the project lists no answer of `op` and `generate` holds. Raises
-        FailedPrecondition when none matches (``project demo has no get_release_details answer
-        for version "9.9.9"``)."""
+        """The matching answer (its JSON encoded once), or a generated one when the project
+        lists no answer of `op` and `generate` holds. Raises FailedPrecondition: none matches."""
         if self.calls is not None:
             self.calls.append(Call(op.name, request))
         found = self._find(op, request)
@@ -91,7 +86,6 @@ class MockProject:
         return Reply(body, None, answer.delay)
 
     def _find(self, op: Operation, request: Message) -> int | None:
-        """The index of the answer `request` matches; ``None``: to be generated."""
         if not self.scenario.get(op.name):
             if self.generate:
                 return None
@@ -120,29 +114,25 @@ class MockProject:
 
 
 def _values(data: Mapping[str, object], names: tuple[str, ...]) -> str | None:
-    """The JSON of `data`'s values of `names`, or ``None`` when it lacks one of them."""
     if not all(name in data for name in names):
         return None
     return json.dumps([data[name] for name in names], sort_keys=True, ensure_ascii=False)
 
 
 def _shown(value: object) -> str:
-    """A request value as JSON (ASCII), cut to a short prefix."""
     text = json.dumps(value)
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
 def _error(error: ErrorResponse) -> ApiError:
-    """A new exception of an error answer (the decoder checked its code)."""
     return ERROR_CLASSES[Code(error.code)](error.message, error.violations)
 
 
 def load_fixtures(
     path: str | os.PathLike[str] | None = None, *, generate: bool = True
 ) -> dict[str, MockProject]:
-    """API key -> :class:`MockProject` of a fixtures file (``None``: the embedded default);
-    `generate`: an operation without answers gets a generated response, else 400. Raises
-    FixtureError, one line: ``<file>: <field path>: <what is wrong>``."""
+    """API key -> :class:`MockProject` of a fixtures file (``None``: the embedded default).
+    Raises FixtureError: ``<file>: <field path>: <what is wrong>``."""
     if path is None:
         decoded = fixtures.default_fixtures()
     else:

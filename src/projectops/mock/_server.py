@@ -1,5 +1,4 @@
-""":class:`MockServer`, the API mocked for one test: the ``projectops_mock`` fixture (extra
-``testing``, :mod:`_projectops_pytestplugin`); docs/mock.md."""
+""":class:`MockServer`, the API mocked for one test (the ``projectops_mock`` fixture)."""
 
 from __future__ import annotations
 
@@ -38,11 +37,9 @@ _START_TIMEOUT, _STOP_TIMEOUT = 20.0, 10.0
 
 
 class MockServer:
-    """The mock of one test: the mock server's app with one project, the answers the test
-    scripts (:meth:`answer`) and generated ones for the rest. `api_key` selects the project
-    (any other key gets 401); `calls` lists every request that reached an answer (:class:`Call`);
-    `app` is the ASGI app, `transport` and `async_transport` hand requests to it in-process
-    (``httpx2`` transports, for a client's ``transport=``)."""
+    """The mock of one test (docs/mock.md): one project answering what the test scripts
+    (:meth:`answer`), generated answers for the rest. `calls` lists the requests answered;
+    `transport` and `async_transport` (httpx2) hand requests to `app` in-process."""
 
     def __init__(self) -> None:
         self.api_key = API_KEY
@@ -64,8 +61,8 @@ class MockServer:
 
     @property
     def generate(self) -> bool:
-        """Whether an operation without scripted answers gets a generated response (default);
-        ``False``: 400 ``failed_precondition``, as a request no answer matches."""
+        """Whether an operation without scripted answers gets a generated response (default),
+        else 400 ``failed_precondition``."""
         return self._generate
 
     @generate.setter
@@ -83,11 +80,9 @@ class MockServer:
         delay: float | timedelta | None = None,
         partial: bool | None = None,
     ) -> None:
-        """Script an answer of an operation (name, tool name or path) as a fixtures file does
-        (docs/mock.md); it replaces one for the same request and partiality. `request` ``None``
-        (and `partial` unset) answers every request; `error` is an ``ApiError``, a ``Code`` or
-        its name; `delay` at most 60 s. Raises ``UnknownOperationError``, or ``FixtureError``
-        naming the field the fixtures decoder refuses (``request.version: is required``)."""
+        """Script an answer of an operation (name, tool name or path) as a fixtures file does,
+        replacing one for the same request and partiality; `request` ``None`` answers every
+        request. Raises UnknownOperationError, FixtureError (the field refused)."""
         op = operation(operation_key)
         item: dict[str, Any] = {
             "request": _json(op.request_type, request or {}, "request"),
@@ -108,14 +103,13 @@ class MockServer:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        """Serve the scripted answers from now on (a project is replaced, never changed)."""
+        # A project is replaced, never changed.
         scenario = {name: tuple(answers.values()) for name, answers in self._scenario.items()}
         self._projects[self.api_key] = MockProject(PROJECT, scenario, self._generate, self.calls)
 
     def client(self, cls: type | None = None, **options: Any) -> Any:
-        """A typed client of the mock, in-process: `cls` (default
-        :class:`projectops.client.OperationsServiceClient`) with `options` (``timeout`` 30 s
-        unless given); close it, or use it in ``with``."""
+        """An in-process client of the mock: `cls` (default ``OperationsServiceClient``) with
+        `options` (``timeout`` 30 s unless given)."""
         return self._client(cls or OperationsServiceClient, self.transport, options)
 
     def async_client(self, cls: type | None = None, **options: Any) -> Any:
@@ -127,8 +121,7 @@ class MockServer:
         return cls(base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=transport, **options)
 
     def _in_portal(self, request: httpx.Request) -> httpx.Response:
-        """`request` answered by the app on the portal's loop (delays wait there), so the sync
-        client reaches the app without a socket."""
+        # On the portal's loop (delays wait there): the sync client needs no socket.
         with self._lock:
             if self._portal is None:
                 self._portal = self._portal_stack.enter_context(start_blocking_portal())
@@ -142,11 +135,7 @@ class MockServer:
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT`` serving :attr:`app` (uvicorn in a thread), started on first
-        use and stopped by :meth:`close`.
-
-        Raises:
-            RuntimeError: the server did not start within 20 s.
-        """
+        use. Raises RuntimeError: it did not start within 20 s."""
         if self._base_url is None:
             sock = listen("127.0.0.1", 0)
             config = uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False)
@@ -167,8 +156,7 @@ class MockServer:
 
     @property
     def env(self) -> dict[str, str]:
-        """``SERVICE_BACKEND_URL`` (:attr:`base_url`, started) and ``SERVICE_API_KEY``: the
-        environment of a subprocess that calls the mock."""
+        """The environment (base URL, API key) of a subprocess that calls the mock."""
         return {BASE_URL_ENV: self.base_url, API_KEY_ENV: self.api_key}
 
     def close(self) -> None:
