@@ -15,9 +15,8 @@ ProjectT = TypeVar("ProjectT")
 
 @dataclass(frozen=True)
 class RequestContext(Generic[ProjectT]):
-    """The context of one request: `project`, what ``authenticate`` returned for the key
-    (docs/contract.md §2.2); `operation` served; `headers`, names in lower case, the key's
-    value ``***``."""
+    """One request's `project` (what ``authenticate`` returned), `operation`, and `headers`
+    (names in lower case, the key's value ``***``)."""
 
     project: ProjectT
     operation: Operation

@@ -53,7 +53,6 @@ _DECODE_OFF_LOOP_BYTES = 64 * 1024
 
 
 def _implementation(service: object, op: Operation) -> Callable[..., Any] | None:
-    """The service's method for `op`, or None when it does not override the generated base's."""
     method = getattr(service, op.name, None)
     stub = getattr(OperationsServiceHandler, op.name, None)
     if method is None or getattr(type(service), op.name, None) is stub:
@@ -85,7 +84,6 @@ class Endpoint:
         self._timeout = timeout
         self._pools = pools
         self._interceptors = interceptors
-        # Who failed, as logged, and what it is answered with: worked out once, not per request.
         self._handler_what = f"the handler of {op.name}"
         self._interceptor_what = f"an interceptor of {op.name}"
         serving = f"internal error while serving {op.name}"
@@ -109,7 +107,6 @@ class Endpoint:
             return answer(
                 WRONG_METHOD, f"method {method} is not allowed; every operation is {_POST}"
             )
-        # One pass over the headers (ASGI names are lower case) for what the checks need.
         keys: list[str] = []
         declared = b""
         for name, value in scope["headers"]:
@@ -235,9 +232,8 @@ class Endpoint:
 
 
 class _Contained:
-    """Around a call of the service's code (`what`: "authenticate", "the handler of X", ...):
-    an ``ApiError`` and a cancellation from outside pass; any other exception is logged and
-    ``failed()`` raised in its place."""
+    """Around the service's code: an ``ApiError`` or a cancellation from outside passes; any
+    other exception is logged and ``failed()`` raised instead."""
 
     __slots__ = ("_api_key", "_failed", "_what")
 
@@ -257,12 +253,8 @@ class _Contained:
 
 
 async def _read_body(receive: Receive, declared: bytes, limit: int) -> bytes:
-    """The body, read with a cap of `limit` bytes (Content-Length is only a hint).
-
-    Raises:
-        Refusal: 413, declared or actually larger than `limit`.
-        ClientDisconnect: the client went away first.
-    """
+    """The body, at most `limit` bytes (declared or read; else a 413 Refusal). Raises
+    ClientDisconnect."""
     if declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
     chunks: list[bytes] = []

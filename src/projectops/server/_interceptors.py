@@ -1,5 +1,4 @@
-"""Server interceptors (``create_app(..., interceptors=[...])``) and a handler's already encoded
-answer, :class:`PreEncoded`."""
+"""Server interceptors and a handler's already encoded answer, :class:`PreEncoded`."""
 
 from __future__ import annotations
 
@@ -12,17 +11,15 @@ from projectops.server._context import RequestContext
 
 __all__ = ["PreEncoded", "ServerCallNext", "ServerInterceptor", "check_interceptors", "wrap"]
 
-#: ``await call_next(request, context)`` runs the next interceptor, after the last the handler:
-#: the response message (or :class:`PreEncoded`), or an ``ApiError`` (a handler's unexpected
-#: failure as ``Internal``, one past ``handler_timeout`` as ``DeadlineExceeded``).
+#: ``await call_next(request, context)``: the next interceptor's (at last the handler's)
+#: response, or an ``ApiError`` (``Internal``, ``DeadlineExceeded`` past ``handler_timeout``).
 ServerCallNext = Callable[[Message, RequestContext[Any]], Awaitable["Message | PreEncoded"]]
 
 
 class ServerInterceptor(Protocol):
-    """``async def interceptor(request, context, call_next) -> response`` around every rpc's
-    handler, after the key check and decoding: it may raise an ``ApiError`` (answered with its
-    code's status), time the call, or pass on another request or return another response of the
-    operation's types. Any other exception, or a result of another type, is a logged 500."""
+    """``async def interceptor(request, context, call_next) -> response`` around every handler
+    (docs/server.md): it may raise an ``ApiError``, or pass on another request or return another
+    response of the operation's types. Any other exception or type is a logged 500."""
 
     async def __call__(
         self, request: Message, context: RequestContext[Any], call_next: ServerCallNext
@@ -30,8 +27,8 @@ class ServerInterceptor(Protocol):
 
 
 class PreEncoded:
-    """A handler's answer already encoded: `body`, the UTF-8 JSON of a response message as
-    :func:`projectops.codec.to_json` writes it, sent as it is, unchecked."""
+    """A handler's answer already encoded (`body`, UTF-8 JSON as ``to_json`` writes it), sent
+    unchecked."""
 
     __slots__ = ("body",)
 
@@ -40,8 +37,7 @@ class PreEncoded:
 
 
 def check_interceptors(interceptors: object) -> tuple[ServerInterceptor, ...]:
-    """`interceptors` as a tuple. Raises TypeError: not a sequence (a string counts as none),
-    or an item is not callable."""
+    """`interceptors` as a tuple. Raises TypeError: not a sequence of callables."""
     if isinstance(interceptors, str | bytes) or not isinstance(interceptors, Sequence):
         raise TypeError(
             "interceptors must be a sequence of async callables "
@@ -57,7 +53,6 @@ def check_interceptors(interceptors: object) -> tuple[ServerInterceptor, ...]:
 
 
 def wrap(interceptor: ServerInterceptor, call_next: ServerCallNext) -> ServerCallNext:
-    """`call_next` with `interceptor` around it."""
 
     async def wrapped(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
         return await interceptor(request, context, call_next)

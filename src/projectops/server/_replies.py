@@ -1,5 +1,5 @@
-"""The adapter's own answers (a row of :mod:`projectops.answers`), error bodies cut to size, the
-200 answer of encoded JSON, and the bounded log of a failure."""
+"""The adapter's answers: its refusals (rows of :mod:`projectops.answers`), error bodies cut to
+size, the 200 of encoded JSON; and the bounded log of a failure."""
 
 from __future__ import annotations
 
@@ -45,8 +45,7 @@ _MAX_LOG_CHARS = 4 * MAX_TEXT_CHARS
 
 
 async def http_exception(request: Request, exc: Exception) -> Response:
-    """Starlette's own errors (a path that is no operation's, a wrong method on /docs) as
-    ``ErrorResponse`` bodies."""
+    """Starlette's own errors (no such path, a wrong method on /docs) as ``ErrorResponse``."""
     status = exc.status_code if isinstance(exc, HTTPException) else INTERNAL_FAILURE.http_status
     if status == NO_OPERATION.http_status:
         return answer(
@@ -64,8 +63,8 @@ async def http_exception(request: Request, exc: Exception) -> Response:
 
 
 class Refusal(Exception):
-    """The adapter refuses the request with one of its rows (not an ``ApiError``, so no
-    ``except ApiError`` meant for handlers catches it)."""
+    """A refusal with one of the adapter's rows (no ``ApiError``: a handler's ``except``
+    cannot catch it)."""
 
     def __init__(self, case: ErrorCase, message: str) -> None:
         super().__init__(message)
@@ -74,8 +73,7 @@ class Refusal(Exception):
 
 
 def answer(case: ErrorCase, message: str, headers: Mapping[str, str] | None = None) -> Response:
-    """The answer of `case` (code, status, headers; `headers` replace the row's) saying
-    `message`."""
+    """The answer of `case` saying `message` (`headers` replace the row's)."""
     return error_response(
         case.error(message), case.http_status, case.headers if headers is None else headers
     )
@@ -84,8 +82,7 @@ def answer(case: ErrorCase, message: str, headers: Mapping[str, str] | None = No
 def error_response(
     error: ApiError, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> Response:
-    """The ``ErrorResponse`` of `error`, each text cut to 1,000 characters, with `status`
-    (default: its code's)."""
+    """The ``ErrorResponse`` of `error`, each text cut (``_text.MAX_TEXT_CHARS``)."""
     texts = [error.message, *(t for v in error.violations for t in (v.field, v.description))]
     if any(len(text) > MAX_TEXT_CHARS for text in texts):
         cut_violations = [
@@ -102,8 +99,7 @@ def error_response(
 
 
 class Json:
-    """The 200 answer of an encoded JSON body, as a plain ASGI app (the path of every request
-    that succeeds: nothing else is built)."""
+    """The 200 answer of an encoded JSON body, a bare ASGI app (the hot path)."""
 
     __slots__ = ("_body",)
     status_code = 200
@@ -121,18 +117,17 @@ class Json:
 
 
 def too_large(limit: int) -> Refusal:
-    """The refusal of a body over `limit` bytes (413)."""
     return Refusal(BODY_TOO_LARGE, f"the request body is larger than {limit} bytes")
 
 
 def quoted(path: str, limit: int = 100) -> str:
-    """`path` as a Python literal, cut to `limit` characters: a request value in a message."""
+    """`path` as a Python literal cut to `limit` characters, for a message."""
     return repr(path) if len(path) <= limit else f"{path[:limit]!r}... ({len(path)} characters)"
 
 
 def log_failure(what: str, exc: BaseException, api_key: str) -> None:
-    """Log `exc` and its traceback: each line redacted of `api_key`, escaped and cut to 1,000
-    characters, the whole at most 4,000 (the text may quote a request: docs/contract.md §6)."""
+    """Log `exc` and its traceback, each line redacted, escaped and cut, the whole bounded
+    (docs/contract.md §6)."""
     lines = [
         outside_text(line, secrets=[api_key])
         for text in traceback.format_exception(exc)

@@ -1,6 +1,5 @@
-"""Where the service's code runs: the thread pools of one app, :class:`Callee` (plain callables
-in a worker thread, ``async def`` ones on the loop), the thread a handler past its
-``handler_timeout`` is abandoned in, and which exception is a cancellation from outside."""
+"""Where the service's code runs: plain callables in worker threads (a handler past its
+``handler_timeout`` abandoned in its thread), ``async def`` ones on the loop."""
 
 from __future__ import annotations
 
@@ -53,10 +52,8 @@ class Pools:
 
 
 def cancelled_from_outside(exc: BaseException) -> bool:
-    """Whether `exc` is the cancellation of the request's own task (the client went away, the
-    server stops, ``handler_timeout``), which goes on up. Any other exception the service's
-    code raises, ``CancelledError``, ``SystemExit`` and ``KeyboardInterrupt`` included, is its
-    failure (docs/contract.md §5)."""
+    """Whether `exc` cancels the request's own task (client gone, server stopping,
+    ``handler_timeout``): it goes on up; anything else is the service's failure (§5)."""
     cancelled = anyio.get_cancelled_exc_class()
     if isinstance(exc, BaseExceptionGroup):
         if exc.subgroup(cancelled) is None:
@@ -71,8 +68,8 @@ def cancelled_from_outside(exc: BaseException) -> bool:
 
 
 class Callee:
-    """A plain or ``async def`` callable, called on the loop (async) or in a worker thread of
-    `limiter()` (plain; anyio's default limiter when None)."""
+    """A callable run on the loop (``async def``) or in a thread of `limiter()` (default:
+    anyio's)."""
 
     __slots__ = ("_function", "_limiter", "is_async")
 
@@ -95,8 +92,8 @@ class Callee:
         return (await result) if inspect.isawaitable(result) else result
 
     async def abandoning(self, *args: Any) -> Any:
-        """As a call, but a plain callable's thread is abandoned (it cannot be killed) when the
-        caller is cancelled; it keeps its place in the default limiter until it returns."""
+        """As a call, but a cancelled caller abandons the thread, which keeps its place in the
+        default limiter until it returns."""
         if self.is_async:
             return await self._function(*args)
         result = await _abandonable_thread(self._function, args)
@@ -144,8 +141,7 @@ async def _abandonable_thread(function: Callable[..., Any], args: tuple[Any, ...
 
 
 def _loop_caller() -> Callable[[Callable[[], object]], object]:
-    """Schedules a callable on the running loop from any thread without waiting (RuntimeError
-    once the loop is closed): asyncio's ``call_soon_threadsafe`` or trio's token."""
+    # Schedules a callable on the running loop from any thread (RuntimeError once it closed).
     try:
         return asyncio.get_running_loop().call_soon_threadsafe
     except RuntimeError:  # anyio's other backend

@@ -1,5 +1,4 @@
-"""The ASGI server adapter: :func:`create_app`, one Starlette app serving a service object at the
-registry's paths (docs/server.md; the order of its checks: docs/contract.md §2.4)."""
+""":func:`create_app`: one Starlette app serving a service at the registry's paths."""
 
 from __future__ import annotations
 
@@ -37,30 +36,19 @@ def create_app(
     operations: Sequence[Operation] | None = None,
     max_request_bytes: int = MAX_BODY_BYTES,
 ) -> Starlette:
-    """The ASGI app serving `service` at the registry's paths (docs/contract.md §1, §2, §5).
+    """A stateless Starlette app serving `service` at the registry's paths (docs/server.md;
+    the order of its checks: docs/contract.md §2.4).
 
     Args:
-        service: a subclass of the generated :class:`OperationsServiceHandler`; a method plain
-            (run in anyio's default thread pool, 40 threads) or ``async def``. An rpc it does
-            not override answers 501 ``unimplemented``.
-        authenticate: ``api_key -> project | None`` (plain, in a pool of its own, or ``async
-            def``), never called with an empty key; the project is ``context.project``. ``None``
-            or a ``LookupError`` answers 401, an ``ApiError`` itself, any other exception a
-            logged 500.
+        service: a subclass of :class:`OperationsServiceHandler`, methods plain (in anyio's
+            thread pool) or ``async def``; an rpc it does not override answers 501.
+        authenticate: ``api_key -> project | None`` (plain or ``async def``), never called
+            with an empty key; ``None`` or a ``LookupError`` answers 401.
         strict: unknown request fields and enum names are 400 instead of ignored.
-        handler_timeout: seconds a handler may take (its wait for a thread included), then
-            504 ``deadline_exceeded``. An ``async def`` handler is cancelled at its next
-            ``await``; a plain one's thread runs on, keeping its place in the pool, until it
-            returns. ``None``: no limit.
-        interceptors: :class:`ServerInterceptor` callables around every rpc's handler, the
-            first outermost (not bounded by `handler_timeout`).
+        handler_timeout: seconds a handler may take, then 504; ``None``: no limit.
+        interceptors: around every handler, the first outermost.
         operations: the operations to serve (default: :func:`projectops.operations`).
-        max_request_bytes: the largest request body, in bytes; a larger one is 413
-            ``resource_exhausted`` (by ``Content-Length`` or by the bytes read).
-
-    Returns:
-        A Starlette app without state between requests (several workers may serve it), to run
-        under any ASGI server or mount in a larger app.
+        max_request_bytes: the largest request body, in bytes, else 413.
 
     Raises:
         ValueError: `handler_timeout` or `max_request_bytes` is not positive.

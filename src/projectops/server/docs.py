@@ -1,11 +1,6 @@
-"""The OpenAPI document (``GET /openapi.json``) and a Swagger UI reference page (``GET /docs``,
-assets under ``/docs/static/``) as Starlette routes, for any app (docs/server.md).
-
-Swagger UI comes from the installed ``swagger-ui-py`` (nothing is fetched from the internet). The
-page holds the reader's API key once they use "Try it out", so nothing a request carries decides
-where it goes: ``servers`` is never built from ``Host`` or ``X-Forwarded-*``, and the page's
-Content-Security-Policy connects to its own origin and the configured base URL's only.
-"""
+"""``GET /openapi.json`` and a Swagger UI page (``GET /docs``, from the installed
+``swagger-ui-py``) as Starlette routes (docs/server.md). The page may hold the reader's key, so
+no request header decides where it connects: its CSP allows its origin and the base URL's."""
 
 from __future__ import annotations
 
@@ -27,12 +22,9 @@ from projectops.server._replies import error_response
 
 __all__ = ["DOCS_PATH", "OPENAPI_PATH", "docs_routes", "swagger_ui_assets"]
 
-#: Path of the OpenAPI document.
 OPENAPI_PATH = "/openapi.json"
-#: Path of the reference page; its assets are under ``DOCS_PATH + "/static/"``.
 DOCS_PATH = "/docs"
-
-#: The files of Swagger UI the page loads (nothing else of the package is served).
+# The files of Swagger UI the page loads (nothing else of the package is served).
 _ASSETS = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png", "favicon-16x16.png")
 _INIT = "init.js"
 _CSP = (
@@ -40,20 +32,14 @@ _CSP = (
     "img-src 'self' data:; connect-src {connect}; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'"
 )
-#: On every answer of these routes: no answer is read as another type than it says.
 _NOSNIFF = {"X-Content-Type-Options": "nosniff"}
-#: The host of a configured base URL that may enter the CSP: a DNS name, IPv4 or [IPv6]
-#: address, and port (character classes only, so no backtracking).
+# A base URL's host that may enter the CSP: DNS name, IPv4 or [IPv6], port; no backtracking.
 _CSP_HOST = re.compile(r"(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
 
 
 def swagger_ui_assets() -> Path:
-    """The folder of Swagger UI's files in ``swagger-ui-py``, found without importing it (its
-    import pulls in its web-framework adapters).
-
-    Raises:
-        RuntimeError: ``swagger-ui-py`` is not installed (install the ``server`` extra).
-    """
+    """The folder of Swagger UI's files, found without importing ``swagger-ui-py`` (it pulls
+    in web frameworks). Raises RuntimeError: not installed."""
     spec = importlib.util.find_spec("swagger_ui")
     locations = list(spec.submodule_search_locations or []) if spec else []
     for location in locations:
@@ -67,17 +53,9 @@ def swagger_ui_assets() -> Path:
 
 
 def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
-    """``GET /openapi.json``, ``GET /docs`` and its assets (module docstring).
-
-    Args:
-        base_url: the document's ``servers`` URL, an absolute http(s) URL (the page may connect
-            to its origin too); ``None``: the mount point's relative path (``/`` at the root).
-
-    Raises:
-        RuntimeError: Swagger UI is not installed (:func:`swagger_ui_assets`).
-        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is not an absolute http(s)
-            URL, or its host is not a plain DNS name or IP address.
-    """
+    """The routes; `base_url` is the document's ``servers`` URL (``None``: the mount path).
+    Raises RuntimeError: no Swagger UI; InvalidBaseUrl: `base_url` is no absolute http(s) URL
+    with a plain DNS name or IP address."""
     assets = swagger_ui_assets()
     connect = "'self'"
     if base_url is not None:
@@ -127,8 +105,7 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
 
 
 def _origin(base_url: str) -> str:
-    """The origin of a normalised `base_url`, for the CSP. Raises InvalidBaseUrl: its host is
-    no DNS name or IP address (a ``;`` or blank would add directives to the policy)."""
+    """The origin of a normalised `base_url` for the CSP (a ``;`` in it would add directives)."""
     parts = urlsplit(base_url)
     host = parts.netloc.lower()
     if not _CSP_HOST.fullmatch(host):
@@ -139,8 +116,7 @@ def _origin(base_url: str) -> str:
 
 
 def _mount_path(request: Request) -> str:
-    """The mount point (``root_path``, the app's own configuration) as a relative server:
-    percent-encoded and leading slashes collapsed, so it names a path on the page's origin."""
+    """The mount point (``root_path``) as a relative, percent-encoded server URL."""
     root = str(request.scope.get("root_path", "")).strip("/")
     return "/" + quote(root, safe="/!$&'()*+,;=:@-._~")
 
