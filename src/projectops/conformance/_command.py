@@ -1,11 +1,10 @@
-"""The ``conformance`` command of ``projectops``: its flags and help, apart from the checks,
-which :func:`_run` imports when it runs (so the program's other commands start without them).
-"""
+"""The ``conformance`` command of ``projectops``; :func:`_run` imports the checks when it runs."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 
     from projectops.fixtures import FixtureProject
 
-__all__ = ["command"]
+__all__ = ["command", "write_file"]
 
 
 def command() -> Command:
@@ -77,7 +76,6 @@ def _api_key() -> str:
 
 
 def _fixture_project(path: str, key: str) -> FixtureProject:
-    """The project of the fixtures file at `path` whose key is `key`; else UsageError."""
     from projectops.fixtures import FixtureError, decode_fixtures, read_fixtures_file
 
     shown = outside_text(path, 200)
@@ -119,10 +117,16 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         **limits,
     )
     write_report(report, args.json, base_url)
-    try:
-        if args.junit_xml is not None:
-            Path(args.junit_xml).write_bytes(junit_xml(report, base_url))
-    except OSError as exc:
-        why = f"{outside_text(args.junit_xml, 200)}: {outside_text(exc.strerror or str(exc))}"
-        raise UsageError(f"--junit-xml {why}") from None
+    if args.junit_xml is not None:
+        xml = junit_xml(report, base_url)
+        write_file("--junit-xml", args.junit_xml, lambda path: Path(path).write_bytes(xml))
     return EXIT_CONFORMANCE_FAILED if report.must_failed or report.stopped else EXIT_OK
+
+
+def write_file(flag: str, path: str, write: Callable[[str], object]) -> None:
+    """``write(path)``; an OSError is a UsageError naming `flag` (exit 2)."""
+    try:
+        write(path)
+    except OSError as exc:
+        why = f"{outside_text(path, 200)}: {outside_text(exc.strerror or str(exc))}"
+        raise UsageError(f"{flag} {why}") from None

@@ -1,6 +1,5 @@
-"""The ``proxy`` command of ``projectops``: its flags, and uvicorn serving
-:func:`projectops.conformance._proxy.create_proxy_app` (Starlette, uvicorn and httpx2 are
-imported when it runs)."""
+"""The ``proxy`` command of ``projectops``; Starlette, uvicorn and httpx2 are imported when it
+runs."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
-from projectops.client.failures import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
+from projectops.client.failures import EXIT_FAILURE, EXIT_OK, UsageError
 from projectops.commands import (
     DEFAULT_DRAIN_TIMEOUT,
     Command,
@@ -23,6 +22,7 @@ from projectops.commands import (
     warn_if_every_interface,
     whole,
 )
+from projectops.conformance._command import write_file
 from projectops.conventions import InvalidBaseUrl, normalize_base_url
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_PORT", "MAX_RECORDED_ANSWERS", "MAX_RECORDED_BYTES", "proxy_command"]
 
-#: Where the proxy listens by default: beside the mock server's port.
+#: Beside the mock server's port.
 DEFAULT_PORT = 8788
 #: Answers a recording keeps at most (``--record-max-answers``).
 MAX_RECORDED_ANSWERS = 1000
@@ -47,16 +47,13 @@ def proxy_command() -> Command:
         _configure,
         _run,
         description=(
-            "Listen on --host/--port and forward every call to --upstream as it came (the key "
-            "header included); answer with exactly what the upstream answered. Each request "
-            "and answer of an operation is checked against the schema with the conformance "
-            "checks of one answer (strict decoding, camelCase names, 64-bit integers as "
-            "strings, enum names, RFC 3339 times, ErrorResponse shape and status): one line "
-            "per violation on stderr ('drift: OPERATION request|answer CHECK FIELD: WHAT'), or "
-            "one JSON object per line on stdout with --json. With --record FILE, the 200 "
-            "answers seen are written on exit (Ctrl-C, SIGTERM) as a fixtures file for "
-            "`projectops mock-server --fixtures FILE`; the key is replaced by a stand-in "
-            "(recorded-key) and never written. Exit 0 after a stop signal, 2 for a usage error."
+            "Listen on --host/--port and forward every call to --upstream as it came; answer "
+            "with exactly what the upstream answered. Each request and answer of an operation "
+            "is checked with the conformance checks of one answer: one line per violation on "
+            "stderr ('drift: OPERATION request|answer CHECK FIELD: WHAT'), or one JSON object "
+            "per line on stdout with --json. With --record FILE, the 200 answers seen are "
+            "written on exit as a fixtures file for `projectops mock-server --fixtures FILE`, "
+            "the key replaced by a stand-in. Exit 0 after a stop signal, 2 for a usage error."
         ),
         connection=True,
         extra="server",
@@ -64,36 +61,31 @@ def proxy_command() -> Command:
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--upstream",
         metavar="URL",
         required=True,
         help="the server to forward to, its root without /api/mcp (never read from "
         "$SERVICE_BACKEND_URL: that may name this proxy)",
     )
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
-    )
-    parser.add_argument(
+    add("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    add(
         "--port",
         type=partial(port, lowest=0),
         default=DEFAULT_PORT,
         help="TCP port, 0 for any free one (default: %(default)s)",
     )
-    parser.add_argument(
-        "--json", action="store_true", help="write each drift as a JSON object on stdout"
-    )
-    parser.add_argument(
-        "--record", metavar="FILE", help="write the 200 answers seen to FILE on exit"
-    )
-    parser.add_argument(
+    add("--json", action="store_true", help="write each drift as a JSON object on stdout")
+    add("--record", metavar="FILE", help="write the 200 answers seen to FILE on exit")
+    add(
         "--record-max-answers",
         metavar="N",
         type=whole,
         default=MAX_RECORDED_ANSWERS,
         help="answers recorded at most; later new ones are left out (default: %(default)s)",
     )
-    parser.add_argument(
+    add(
         "--record-max-bytes",
         metavar="BYTES",
         type=whole,
@@ -141,8 +133,9 @@ def _run(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=DEFAULT_DRAIN_TIMEOUT,
     )
     started = serve_uvicorn(config, sock)
-    code = _write(recording, record) if record is not None else EXIT_OK
-    return code if started else EXIT_FAILURE
+    if record is not None:
+        _write(recording, record)
+    return EXIT_OK if started else EXIT_FAILURE
 
 
 def _reporter(as_json: bool) -> Callable[[Drift], None]:
@@ -155,20 +148,14 @@ def _reporter(as_json: bool) -> Callable[[Drift], None]:
     return report
 
 
-def _write(recording: Recording, path: str) -> int:
+def _write(recording: Recording, path: str) -> None:
     from projectops.conformance._proxy import STAND_IN_KEY
 
-    shown = outside_text(path, 200)
-    try:
-        recording.write(path)
-    except OSError as exc:
-        print(f"error: --record {shown}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+    write_file("--record", path, recording.write)
     left_out = f"; {recording.left_out} left out" if recording.left_out else ""
     print(
         f"projectops proxy recorded {recording.count} answer{'' if recording.count == 1 else 's'} "
-        f"to {shown}{left_out}; its "
+        f"to {outside_text(path, 200)}{left_out}; its "
         f"apiKey is the stand-in {STAND_IN_KEY!r}: set it to the key your tests send",
         file=sys.stderr,
     )
-    return EXIT_OK

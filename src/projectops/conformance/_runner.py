@@ -162,7 +162,7 @@ class _OperationRun:
 
     def run(self) -> list[CheckResult]:
         sample = to_json(self._good[0][0]).encode() if self._good else b"{}"
-        steps: tuple[tuple[str, Callable[[], tuple[Status, str] | None]], ...] = (
+        steps: tuple[tuple[str, Callable[[], tuple[Status, str]]], ...] = (
             ("auth.no-key", lambda: self._status(self._post(sample, key="none")[0], _401)),
             ("auth.wrong-key", lambda: self._status(self._post(sample, key="wrong")[0], _401)),
             ("auth.before-body", lambda: self._status(self._post(b"{", key="none")[0], _401)),
@@ -184,9 +184,7 @@ class _OperationRun:
             if self.stopped or self.unimplemented:
                 break
             with self._check(check_id):
-                outcome = step()
-                if outcome is not None:
-                    self._results[check_id] = outcome
+                self._results[check_id] = step()
         for check_id, held in _HELD.items():
             if self._failures[check_id]:
                 self._results[check_id] = _fail(*self._failures[check_id])
@@ -216,7 +214,7 @@ class _OperationRun:
     def _status(self, exchange: Exchange, wanted: int) -> tuple[Status, str]:
         return _PASS if exchange.status == wanted else _fail(f"expected {wanted}", exchange.shown())
 
-    def _required(self) -> tuple[Status, str] | None:
+    def _required(self) -> tuple[Status, str]:
         fields = catalogue.required_fields(self._op)
         if not fields:
             reason = f"the request of {self._op.name} has no REQUIRED field"
@@ -282,44 +280,44 @@ class _OperationRun:
         return _fail(*failures) if failures else _PASS
 
     def _same(
-        self, sent: tuple[Exchange, Verdict | None], digest: str, what: str
+        self,
+        label: str,
+        make: Callable[[Message], tuple[Any, int]],
+        *,
+        headers: Mapping[str, str] | None = None,
+        what: str = "",
     ) -> tuple[Status, str]:
-        exchange, verdict = sent
-        if exchange.status == 200 and verdict is not None and verdict.digest == digest:
-            return _PASS
-        return _fail(
-            f"{what}: expected the answer of the canonical request (200)", exchange.shown()
-        )
-
-    def _scope_headers(self) -> tuple[Status, str]:
-        if not self._answered:
-            return self._no_success()
-        other = f"not-{self._project.name}" if self._project else "another-project"
-        request, digest = self._answered[0]
-        headers = {"Project-Id": other, "Organization-Id": other}
-        sent = self._post(to_json(request).encode(), headers=headers)
-        return self._same(sent, digest, "with Project-Id/Organization-Id of another project")
-
-    def _variant(self, make: Callable[[Message], tuple[Any, int]], what: str) -> tuple[Status, str]:
+        """Send `make`'s form of the first request answered 200 that it changes; pass when the
+        answer is that request's."""
         if not self._answered:
             return self._no_success()
         for request, digest in self._answered:
             data, changed = make(request)
             if changed:
-                sent = self._post(json.dumps(data).encode())
-                return self._same(sent, digest, f"{what} in their other form")
+                exchange, verdict = self._post(json.dumps(data).encode(), headers=headers)
+                if exchange.status == 200 and verdict is not None and verdict.digest == digest:
+                    return _PASS
+                wanted = "expected the answer of the canonical request (200)"
+                return _fail(f"{label}: {wanted}", exchange.shown())
         return (
             "skipped",
             f"no request of {self._op.name} known to succeed has {what} with another form",
         )
 
+    def _scope_headers(self) -> tuple[Status, str]:
+        other = f"not-{self._project.name}" if self._project else "another-project"
+        return self._same(
+            "with Project-Id/Organization-Id of another project",
+            lambda request: (to_dict(request), 1),
+            headers={"Project-Id": other, "Organization-Id": other},
+        )
+
+    def _variant(self, make: Callable[[Message], tuple[Any, int]], what: str) -> tuple[Status, str]:
+        return self._same(f"{what} in their other form", make, what=what)
+
     def _unknown_field(self) -> tuple[Status, str]:
-        if not self._answered:
-            return self._no_success()
-        request, digest = self._answered[0]
-        data = to_dict(request)
-        data[catalogue.unknown_field_name(cast(Descriptor, self._op.request_type.DESCRIPTOR))] = "x"
-        return self._same(self._post(json.dumps(data).encode()), digest, "with an unknown field")
+        name = catalogue.unknown_field_name(cast(Descriptor, self._op.request_type.DESCRIPTOR))
+        return self._same("with an unknown field", lambda r: ({**to_dict(r), name: "x"}, 1))
 
     def _method(self) -> tuple[Status, str]:
         exchange, _ = self._post(None, method="GET")
