@@ -1,8 +1,5 @@
-"""Names of a package imported from their module on first use (PEP 562 module ``__getattr__``).
-
-The client and server packages re-export their public names this way, so importing the package
-(for the CLI's core-only commands, or one submodule) does not import httpx or Starlette.
-"""
+"""Names of a package imported from their module on first use (PEP 562), so importing a package
+does not import httpx2 or Starlette."""
 
 from __future__ import annotations
 
@@ -10,20 +7,10 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_attributes"]
-
 
 def lazy_attributes(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for `package`: ``name`` -> ``where[name]``'s attribute ``name``.
-
-    Args:
-        package: the package's ``__name__`` (for the error message).
-        where: public name -> dotted name of the module that defines it.
-
-    Returns:
-        The function to assign to the package's ``__getattr__``; it raises
-        ``AttributeError`` for a name not in `where`, as a module does.
-    """
+    """A module ``__getattr__`` for `package`: ``name`` -> ``where[name]``'s attribute ``name``
+    (`where` maps public names to modules); ``AttributeError`` for another name."""
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)

@@ -1,21 +1,9 @@
-"""Making text that came from outside this process safe to print, log or return, and
-redacting a secret from it: the one implementation both the client and the server layer use.
-
-Every text a peer controls (an error's ``message`` and violations, a raw body, a header, a
-protocol library's complaint about the bytes it got) goes through :func:`outside_text` before
-it reaches an exception's message, stderr, a tool result or a log line (docs/contract.md §9):
-
-- :func:`escape` turns every character that a terminal or a log reader would act on instead of
-  show (C0 and C1 controls such as ESC, BEL, CR and LF; DEL; line and paragraph separators;
-  format characters such as the bidi overrides and zero-width spaces; lone surrogates) into a
-  visible escape (``\\x1b``, ``\\u202e``), so one error is one line and cannot clear a screen,
-  retitle a terminal or reorder what a reader sees.
-- :func:`cut` keeps the first characters of a long text and says how many were left out.
-- :func:`redact_secrets` finds a secret (the API key) in the spellings an honest echo writes:
-  as it is, in any case of its ASCII letters, percent-encoded (``quote``, ``quote_plus``,
-  ``encodeURIComponent``), JSON- or Python-escaped (``json.dumps``, ``repr``, ``ascii``); in
-  time linear in the text. Only outside text is redacted: our own messages never hold the key,
-  so they are never rewritten.
+"""Making text from outside this process safe to print, log or return (docs/contract.md §9),
+and redacting a secret from it, for every layer: :func:`escape` writes every character a
+terminal or log reader would act on (controls, format characters such as bidi overrides, line
+separators, lone surrogates) as a visible escape; :func:`cut` shortens with a note;
+:func:`redact_secrets` finds a secret in the spellings an honest echo writes (as it is, in any
+ASCII case, percent-encoded, JSON- or Python-escaped), in linear time.
 """
 
 from __future__ import annotations
@@ -27,24 +15,11 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from urllib.parse import quote, quote_plus
 
-__all__ = [
-    "MAX_TEXT_CHARS",
-    "REDACTED",
-    "cut",
-    "escape",
-    "escape_lines",
-    "outside_text",
-    "redact_secrets",
-]
-
 #: Characters of an outside text kept in a message (the rest is cut, with a note).
 MAX_TEXT_CHARS = 1000
-#: What stands wherever the API key was, in both layers: messages, logs, tool results, the
-#: headers a handler sees and the CLI's ``--dry-run``.
+#: What stands wherever the API key was, in every layer.
 REDACTED = "***"
 
-# Unicode categories a reader's terminal acts on: controls, format characters (bidi overrides,
-# zero-width characters), line/paragraph separators and surrogates (never valid alone).
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 # Format characters above the BMP (Unicode 15): computed ranges would cost ~0.1 s per start.
 _ASTRAL_UNSAFE = (
@@ -74,11 +49,8 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def escape(text: str) -> str:
-    """`text` with every unsafe character written as a visible escape (module docstring).
-
-    ``"\\x1b]0;pwned\\x07"`` becomes ``"\\\\x1b]0;pwned\\\\x07"``; printable text, backslashes
-    included, is left as it is, so escaping twice changes nothing.
-    """
+    """`text` with every unsafe character written as a visible escape (``\\x1b``); printable
+    text, backslashes included, is kept, so escaping twice changes nothing."""
     return _unsafe().sub(_visible, text)
 
 
@@ -91,10 +63,9 @@ def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
 
 
 def outside_text(text: str, limit: int = MAX_TEXT_CHARS, secrets: Iterable[str | None] = ()) -> str:
-    """A text from outside, safe to show: each of `secrets` redacted (:func:`redact_secrets`),
-    escaped (:func:`escape`) and at most `limit` characters long once escaped, with a note of
-    about how many characters were cut. Time in proportion to `limit` (and the secrets'
-    length), not to ``len(text)``."""
+    """A text from outside, safe to show: `secrets` redacted, escaped, and at most `limit`
+    characters once escaped, with a note of about how many were cut. Time in proportion to
+    `limit`, not to ``len(text)``."""
     rest = 0
     keys = _keys(secrets)
     if keys:
@@ -120,8 +91,7 @@ def outside_text(text: str, limit: int = MAX_TEXT_CHARS, secrets: Iterable[str |
 
 
 def escape_lines(text: str) -> str:
-    """:func:`escape` of each line of a multi-line text (a traceback for a log), keeping its
-    line feeds: every other unsafe character is escaped."""
+    """:func:`escape` of each line of a multi-line text, keeping its line feeds."""
     return "\n".join(escape(line) for line in text.split("\n"))
 
 
@@ -132,13 +102,12 @@ _URL_SAFE = ("", "/", "-_.!~*'()")
 
 
 def _keys(secrets: Iterable[str | None]) -> list[str]:
-    """The secrets to look for: stripped, blank ones dropped, longest first."""
     return sorted({s.strip() for s in secrets if s and s.strip()}, key=len, reverse=True)
 
 
 @lru_cache(maxsize=64)
 def _spellings(secret: str) -> tuple[str, ...]:
-    """`secret` as an honest echo writes it, ASCII letters lower-cased (module docstring)."""
+    """`secret` as an honest echo writes it, ASCII letters lower-cased."""
     forms = {
         secret,
         json.dumps(secret)[1:-1],
@@ -153,8 +122,7 @@ def _spellings(secret: str) -> tuple[str, ...]:
     return tuple(sorted({form.translate(_ASCII_LOWER) for form in forms}, key=len, reverse=True))
 
 
-#: Spellings up to this long are searched for together, in one pass of a regular expression.
-_SHORT = 64
+_SHORT = 64  # spellings up to this long are found together, by one regular expression
 
 
 @lru_cache(maxsize=64)
@@ -167,11 +135,9 @@ def _pattern(secret: str) -> re.Pattern[str] | None:
 
 
 def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:
-    """`text` with every spelling of each of `secrets` (module docstring; blank and ``None``
-    ones skipped, surrounding white space ignored) replaced by `replacement`, the longest
-    secret first. Linear in ``len(text)``, whatever the text and the secret hold: spellings
-    of at most 64 characters are one alternation of literals (at most 18 of them), longer
-    ones are found with ``str.find`` (two-way search) in an ASCII-lower-cased copy."""
+    """`text` with every spelling of each of `secrets` (blank and ``None`` skipped, stripped)
+    replaced by `replacement`, the longest secret first. Linear in ``len(text)``: short
+    spellings are one alternation of literals, longer ones found by ``str.find`` (two-way)."""
     for key in _keys(secrets):
         if not text:
             break

@@ -1,33 +1,9 @@
-"""The HTTP conventions of the API (docs/contract.md §1 and §2), as constants and small helpers.
-
-Every operation is ``POST {base_url}/api/mcp/<operation_name>`` with a JSON object body and the
-API key in the ``Service-Api-Key`` header. Tool names are operation names in kebab-case.
-"""
+"""The HTTP conventions of the API (docs/contract.md §1 and §2), as constants and small helpers."""
 
 from __future__ import annotations
 
 import re
 from urllib.parse import urlsplit
-
-__all__ = [
-    "API_KEY_ENV",
-    "API_KEY_HEADER",
-    "BASE_URL_ENV",
-    "CONTENT_TYPE",
-    "DEFAULT_BASE_URL",
-    "DEFAULT_CALL_TIMEOUT",
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "DEFAULT_REQUEST_TIMEOUT",
-    "MAX_BODY_BYTES",
-    "PATH_PREFIX",
-    "InvalidBaseUrl",
-    "base_url_hint",
-    "normalize_base_url",
-    "operation_name",
-    "operation_path",
-    "rpc_operation_name",
-    "tool_name",
-]
 
 #: Request header that carries the project API key (docs/contract.md §2).
 API_KEY_HEADER = "Service-Api-Key"
@@ -39,19 +15,14 @@ BASE_URL_ENV = "SERVICE_BACKEND_URL"
 CONTENT_TYPE = "application/json"
 #: Path prefix of every operation (docs/contract.md §1.1).
 PATH_PREFIX = "/api/mcp/"
-#: Address of the bundled mock server (``projectops mock-server``). Not a client default: a
-#: client without a base URL raises ``projectops.client.MissingBaseUrl`` (docs/contract.md §1.4).
+#: Address of the bundled mock server; not a client default (docs/contract.md §1.4).
 DEFAULT_BASE_URL = "http://127.0.0.1:8787"
 #: Largest request body the server adapter accepts, in bytes (1 MiB); larger ones get 413.
 MAX_BODY_BYTES = 1024 * 1024
-#: Seconds a client call may take as a whole by default (connect, send, the whole answer):
-#: ``timeout`` of the clients, ``--timeout`` of the CLI and the tool server.
+#: Seconds a client call may take as a whole by default (``timeout``, ``--timeout``).
 DEFAULT_CALL_TIMEOUT = 30.0
 #: Largest answer body a client reads by default, in bytes (``max_response_bytes``, 32 MiB).
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
-#: Seconds a server waits for a whole request (head and body) once a connection waits for one
-#: (the mock server's ``--request-timeout``).
-DEFAULT_REQUEST_TIMEOUT = 10.0
 
 
 def operation_path(name: str) -> str:
@@ -61,8 +32,7 @@ def operation_path(name: str) -> str:
 
 def rpc_operation_name(rpc_name: str) -> str:
     """The snake_case operation name of an rpc's CamelCase name (``GetReleaseDetails`` ->
-    ``get_release_details``): the registry's operation names and the typed bindings' method
-    names both come from here."""
+    ``get_release_details``)."""
     return _WORD_START.sub("_", rpc_name).lower()
 
 
@@ -85,21 +55,15 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class InvalidBaseUrl(ValueError):
-    """A base URL that :func:`normalize_base_url` refuses (docs/contract.md §1.4). Its own
-    class, so a caller that names where the URL came from (a flag, an environment variable)
-    says so for this error only, and not for a bad time-out or a bad proxy."""
+    """A base URL that :func:`normalize_base_url` refuses (docs/contract.md §1.4)."""
 
 
 def normalize_base_url(url: str) -> str:
     """Check and normalise a base URL (docs/contract.md §1.4): absolute http(s), no trailing slash.
 
-    ``"http://127.0.0.1:8787//"`` becomes ``"http://127.0.0.1:8787"``.
-
     Raises:
-        InvalidBaseUrl: (a ValueError) the URL is not absolute, its host or port is
-            malformed, its scheme is not http or https, it carries a query or fragment, a
-            control character (a line break would split the request), or a user name or
-            password (the message never quotes a URL with one: it may hold a secret).
+        InvalidBaseUrl: (a ValueError) not an absolute http(s) URL; a malformed host or port, a
+            query or fragment, a control character, or a user or password (never quoted).
     """
     rest = url.strip().split("://", 1)[-1]
     if "@" in re.split(r"[/?#]", rest, maxsplit=1)[0]:
@@ -125,11 +89,8 @@ def normalize_base_url(url: str) -> str:
 
 
 def base_url_hint(base_url: str) -> str | None:
-    """A hint when `base_url` (normalised) looks like an operation's path rather than the
-    service's root: it ends in the path prefix ``/api/mcp`` (or holds it), so every call would
-    go to ``.../api/mcp/api/mcp/<operation>`` and be answered 404 (docs/contract.md §1.4).
-    None otherwise.
-    """
+    """A hint when `base_url` (normalised) holds the path prefix, so every call would be
+    answered 404 (docs/contract.md §1.4); else ``None``."""
     path = urlsplit(base_url).path
     prefix = PATH_PREFIX.rstrip("/")
     at = path.find(prefix + "/") if not path.endswith(prefix) else len(path) - len(prefix)
