@@ -1,16 +1,9 @@
-"""Decoding: a parsed JSON object to a message, along its plan, as ``json_format`` would.
+"""Decoding: a parsed JSON object to a message along its plan, as ``json_format`` would.
 
-:func:`from_dict` checks and converts a parsed JSON object along the type's plan into the
-keyword arguments of the generated class, whose constructor (upb, in C) builds the nested
-messages. Per message type it compiles one Python function (:func:`compile_decoder`), in which
-every field is a few inlined lines chosen by its kind; the value helpers below are what those
-lines call for the rarer forms. It accepts only inputs whose outcome it knows to be
-``json_format``'s success, and raises :class:`~projectops._fastcodec._plans.Unsupported` for
-everything else, so that the caller runs ``json_format``, which produces the result or names
-the error as before.
-
-A module of its own because nothing here is needed to write JSON: it reads plans (below it) and
-the time formats (below it), and nothing but the package's ``__init__`` reads it.
+Per message type one generated Python function (:func:`compile_decoder`) turns the object into
+the class's keyword arguments (upb builds the nested messages); the helpers below are what its
+lines call for the rarer forms. Whatever it is not sure ``json_format`` accepts, it raises
+:class:`~projectops._fastcodec._plans.Unsupported` for, and the codec runs ``json_format``.
 """
 
 from __future__ import annotations
@@ -69,14 +62,12 @@ _READY: dict[Descriptor, Plan] = {}  # plans whose decoder, and those of all bel
 
 
 def decoding_plan(descriptor: Descriptor) -> Plan:
-    """The plan of `descriptor` with its ``decode`` compiled, and that of every plan below it
-    (see :func:`projectops._fastcodec._plans.ready_plan`: once per type, thread-safe)."""
+    """The plan of `descriptor` with its ``decode`` (and those below it) compiled."""
     return ready_plan(descriptor, _READY, "decode", decode_unbuilt, compile_decoder)
 
 
 def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[str, Any]]:
-    """The decode function of `target`: (JSON object, depth, lenient) -> the keyword arguments
-    of its class; it raises Unsupported (or TypeError, ValueError) for what it does not take."""
+    """`target`'s decode function; it raises Unsupported, TypeError or ValueError."""
     namespace: dict[str, Any] = {**_HELPERS, "PLAN": target, "JSON_NAMES": target.json_names}
     lines = [
         "def decode(d, depth, lenient):",
@@ -173,22 +164,11 @@ def _decode_single(kind: int, i: int, name: str) -> list[str]:
 
 
 def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -> M:
-    """Decode a parsed JSON object into a new `message_type`, or raise :class:`Unsupported`.
-
-    Args:
-        data: the JSON object as ``json.loads`` returns it (``dict``, ``list``, ``str``,
-            ``int``, ``float``, ``bool`` and ``None`` inside; other types are not accepted).
-        message_type: the generated message class.
-        strict: refuse unknown fields, unknown enum names and enum numbers (the codec's strict
-            mode); otherwise ignore the first two and read numbers as json_format does.
-
-    Returns:
-        The message ``json_format.ParseDict(data, message_type(),
-        ignore_unknown_fields=not strict)`` builds.
+    """The message ``json_format.ParseDict(data, message_type(), ignore_unknown_fields=not
+    strict)`` builds from a ``json.loads`` object (strict also refuses enum numbers).
 
     Raises:
-        Unsupported: for any input the fast path does not accept, valid or not; the caller
-            then decodes it with json_format, which produces the result or the error.
+        Unsupported: any input the fast path does not accept, valid or not.
     """
     if type(data) is not dict:
         if not isinstance(data, Mapping):
@@ -199,9 +179,7 @@ def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -
         raise Unsupported
     try:
         kwargs = decoding_plan(descriptor).decode(data, 1, not strict)
-    # TypeError: a list or an object where an enum name belongs; ValueError: a time text
-    # the time formats refuse.
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # an unhashable enum value; a time text refused
         raise Unsupported from None
     try:
         return message_type(**kwargs)

@@ -1,19 +1,9 @@
-"""Encoding: a message to its JSON object (:func:`to_dict`) or text (:func:`iter_json`), along
-its plan, exactly as ``json_format`` with the codec's options writes it.
+"""Encoding: a message to its JSON object (:func:`to_dict`) or text (:func:`iter_json`) along
+its plan, as ``json_format`` with the codec's options writes it, keys in proto field order.
 
-:func:`to_dict` reads the fields of a message along its plan: per message type it compiles one
-Python function (:func:`compile_encoder`), in which every field is one inlined expression
-chosen by its kind. It returns exactly what ``json_format.MessageToDict(message,
-preserving_proto_field_name=False, always_print_fields_with_no_presence=True,
-use_integers_for_enums=False)`` returns, with the keys in proto field order at every level. For
-anything it does not model (extensions, groups, ``google.protobuf.NullValue`` fields, custom
-enum JSON names, an out-of-range Timestamp or Duration) it runs ``json_format`` itself, so it
-returns or raises what ``codec.to_dict`` does. :func:`iter_json` writes the same object as JSON
-text a piece at a time, for messages too large to hold twice.
-
-A module of its own because nothing here is needed to read JSON: it reads plans, the time
-formats and the float32 format (all below it), and nothing but the package's ``__init__``
-reads it.
+Per message type one generated Python function (:func:`compile_encoder`), each field one inlined
+expression. What it does not model (extensions, groups, NullValue, custom enum JSON names, an
+out-of-range Timestamp or Duration) goes to ``json_format``.
 """
 
 from __future__ import annotations
@@ -75,8 +65,7 @@ _READY: dict[Descriptor, Plan] = {}  # plans whose encoder, and those of all bel
 
 
 def encoding_plan(descriptor: Descriptor) -> Plan:
-    """The plan of `descriptor` with its ``encode`` compiled, and that of every plan below it
-    (see :func:`projectops._fastcodec._plans.ready_plan`: once per type, thread-safe)."""
+    """The plan of `descriptor` with its ``encode`` (and those below it) compiled."""
     return ready_plan(descriptor, _READY, "encode", encode_unbuilt, compile_encoder)
 
 
@@ -88,8 +77,7 @@ def _attribute(name: str) -> str:
 
 
 def compile_encoder(target: Plan) -> Callable[[Any], dict[str, Any]]:
-    """The encode function of `target`: message -> its JSON object; for a type it does not
-    model, one that raises _NoPlan (to_dict then runs json_format)."""
+    """`target`'s encode function (one raising _NoPlan for a type it does not model)."""
     if target.descriptor.extension_ranges or any(f.kind == OPAQUE for f in target.fields):
         return _no_plan  # extensions print as "[name]", NullValue as null: json_format's
     namespace: dict[str, Any] = dict(_HELPERS)
@@ -113,9 +101,8 @@ def compile_encoder(target: Plan) -> Callable[[Any], dict[str, Any]]:
     return cast(Callable[[Any], dict[str, Any]], encode)
 
 
-# The expression of one field's JSON value by shape and kind: `{v}` is the field read from
-# message `m`, `{i}` the field's number in its plan (its A/N/O names); a kind not listed goes
-# through VALUE_OUT.
+# One field's JSON value by shape and kind: `{v}` reads the field of `m`, `{i}` is its number in
+# the plan (its A/N/O names); other kinds go through VALUE_OUT.
 _EXPRESSIONS: Final[dict[int, dict[int, str]]] = {
     SINGLE: {
         STR: "{v}",
@@ -156,14 +143,7 @@ def _no_plan(message: Any) -> dict[str, Any]:
 
 
 def to_dict(message: Message) -> dict[str, Any]:
-    """The JSON object of `message` in the protobuf JSON mapping, keys in proto field order.
-
-    Equal to ``codec.to_dict``: lowerCamelCase keys, enum names, 64-bit integers as strings,
-    RFC 3339 timestamps, ``"<seconds>s"`` durations, base64 bytes, ``"NaN"``/``"Infinity"``
-    for non-finite floats; fields without presence always written, the others only when set.
-    What the plans do not model goes through json_format, so this returns or raises what
-    ``codec.to_dict`` does.
-    """
+    """``codec.to_dict(message)`` (docs/contract.md §3.1), raising what json_format raises."""
     descriptor = cast(Descriptor, message.DESCRIPTOR)
     if descriptor.file.name not in WKT_FILES:
         try:
@@ -243,18 +223,11 @@ _CHUNK: Final = 1 << 16  # characters iter_json gathers before it yields them
 
 
 def iter_json(message: Message, indent: int | None) -> Iterator[str]:
-    """The JSON text of `message`, in chunks of about 64 Ki characters whose concatenation is
-    ``json.dumps(to_dict(message), indent=indent, separators=..., ensure_ascii=False)`` as
-    ``codec.dump`` writes it.
+    """``codec.dump(to_dict(message), indent=indent)`` in chunks of about 64 Ki characters.
 
-    Only one batch of elements of a repeated field is held as Python values at a time, and
-    messages holding repeated fields are written field by field, so the memory this takes does
-    not grow with the message (a map field is still written whole). A message the plans do not
-    model is written whole, from ``to_dict``.
-
-    Raises:
-        ValueError: what ``to_dict`` raises (a Timestamp or Duration out of range), possibly
-            after some chunks were yielded.
+    One batch of a repeated field's elements is held at a time (a map field, or a message the
+    plans do not model, is written whole). Raises ValueError as ``to_dict`` does, possibly after
+    some chunks were yielded.
     """
     descriptor = cast(Descriptor, message.DESCRIPTOR)
     writer = _Writer(indent)
@@ -315,8 +288,7 @@ def _streamable(plan: Plan) -> bool:
 
 
 def _deep(plan: Plan) -> bool:
-    """Whether a message of `plan` can hold a repeated or map field at any depth: it is
-    written field by field instead of whole."""
+    """Whether `plan` holds a repeated or map field at any depth (written field by field)."""
     known = _DEEP.get(plan.descriptor)
     if known is None:
         known = _DEEP[plan.descriptor] = any(

@@ -1,16 +1,10 @@
-"""Plan compilation: what the fast path knows of each message type, built once from descriptors.
+"""Plans: what the fast path knows of each message type, built once from its descriptor.
 
-A *plan* is the fast path's view of one message type: its fields in proto order, each with a
-*kind* (the JSON form of one value: string, enum, 64-bit integer, Timestamp, nested message, ...)
-and a *shape* (single, repeated, map), the keys accepted on input, and the two functions
-generated for the type, which :mod:`projectops._fastcodec._decode` and
-:mod:`projectops._fastcodec._encode` compile into the plan's ``decode`` and ``encode`` slots on
-first use. This module knows nothing of JSON values; it only reads descriptors, so both
-directions import it and it imports neither of them (the package's layering: plans below
-decoding and encoding, the time and float formats below those, no circle).
-
-Plans are cached for the life of the process: one per message type, built with those of every
-type below it under one lock, so a recursive type meets its own plan while it is being built.
+A plan holds the type's fields in proto order, each with a *kind* (the JSON form of one value)
+and a *shape* (single, repeated, map), the keys accepted on input, and the ``decode``/``encode``
+functions that ``_decode`` and ``_encode`` compile on first use. Plans are cached for the life of
+the process, built with those of every type below under one lock (a recursive type meets its own
+plan while it is being built).
 """
 
 from __future__ import annotations
@@ -22,15 +16,11 @@ from typing import Any, Final, Literal, cast
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 
-from projectops._wire import is_map, value_form
+from projectops._wire import _INT_TYPES_32, _INT_TYPES_64, is_map, value_form
 
 
 class Unsupported(Exception):
-    """The fast path does not take this input: decode it with ``json_format`` instead.
-
-    Raised for every input ``json_format`` rejects and for the few valid forms the fast path
-    does not model; it does not say which of the two it is.
-    """
+    """The fast path does not take this input (invalid, or not modelled): use ``json_format``."""
 
 
 MAX_DEPTH: Final = 100  # json_format.ParseDict's max_recursion_depth default
@@ -61,27 +51,12 @@ _SCALAR_KINDS: Final = {
     FieldDescriptor.TYPE_BOOL: BOOL,
     FieldDescriptor.TYPE_DOUBLE: DOUBLE,
     FieldDescriptor.TYPE_FLOAT: FLOAT,
-    FieldDescriptor.TYPE_INT64: INT64,
-    FieldDescriptor.TYPE_UINT64: INT64,
-    FieldDescriptor.TYPE_SINT64: INT64,
-    FieldDescriptor.TYPE_FIXED64: INT64,
-    FieldDescriptor.TYPE_SFIXED64: INT64,
-    FieldDescriptor.TYPE_INT32: INT32,
-    FieldDescriptor.TYPE_UINT32: INT32,
-    FieldDescriptor.TYPE_SINT32: INT32,
-    FieldDescriptor.TYPE_FIXED32: INT32,
-    FieldDescriptor.TYPE_SFIXED32: INT32,
+    **dict.fromkeys(_INT_TYPES_64, INT64),
+    **dict.fromkeys(_INT_TYPES_32, INT32),
 }
-_OWN_WKT: Final = {
-    "google.protobuf.Timestamp": TIMESTAMP,
-    "google.protobuf.Duration": DURATION,
-}
+_OWN_WKT: Final = {"google.protobuf.Timestamp": TIMESTAMP, "google.protobuf.Duration": DURATION}
 _OTHER_WKT_FILES: Final = {
-    "google/protobuf/any.proto",
-    "google/protobuf/empty.proto",
-    "google/protobuf/field_mask.proto",
-    "google/protobuf/struct.proto",
-    "google/protobuf/wrappers.proto",
+    f"google/protobuf/{name}.proto" for name in ("any", "empty", "field_mask", "struct", "wrappers")
 }
 # At the top, a well-known type's JSON is not always an object: json_format's business.
 WKT_FILES: Final = {
@@ -110,9 +85,9 @@ class Enum:
 
 
 class Field:
-    """One field of a plan. ``aux`` is the nested plan, the enum, the class of a well-known type,
-    or for a map ``(key_kind, value_kind, value_aux, value_order)``; ``order`` is the message
-    whose field order codec.to_dict imposes on a well-known type's object (Any, Empty)."""
+    """One field of a plan. ``aux``: the nested plan, the enum, a well-known type's class, or
+    for a map ``(key_kind, value_kind, value_aux, value_order)``; ``order``: the message whose
+    field order to_dict imposes on a well-known type's object (Any, Empty)."""
 
     __slots__ = ("aux", "json_name", "kind", "name", "oneof", "order", "presence", "shape")
 
@@ -145,13 +120,8 @@ def encode_unbuilt(message: Any) -> dict[str, Any]:
 
 
 class Plan:
-    """One message type: its fields, the keys accepted on input, and its generated functions.
-
-    ``decode`` maps (JSON object, depth, lenient) to the constructor's keyword arguments;
-    ``encode`` maps a message to its JSON object. Each holds an ``*_unbuilt`` placeholder until
-    its module compiles it (``_decode.decoding_plan``, ``_encode.encoding_plan``, both through
-    :func:`ready_plan`).
-    """
+    """One message type. ``decode``: (JSON object, depth, lenient) -> constructor keywords;
+    ``encode``: message -> JSON object; each a placeholder until :func:`ready_plan` compiles it."""
 
     __slots__ = ("decode", "descriptor", "encode", "fields", "inputs", "json_names")
 
@@ -171,11 +141,7 @@ LOCK: Final = threading.RLock()
 
 
 def plan_of(descriptor: Descriptor) -> Plan:
-    """The plan of `descriptor`, built on first use with those of the types it refers to.
-
-    The returned plan and every plan below it have their fields; their ``decode`` and
-    ``encode`` slots may still be unbuilt (see :class:`Plan`).
-    """
+    """The plan of `descriptor` (fields filled, functions maybe unbuilt), built on first use."""
     found = _PLANS.get(descriptor)
     if found is not None:
         return found
@@ -217,13 +183,9 @@ def ready_plan(
     unbuilt: Callable[..., Any],
     compiler: Callable[[Plan], Any],
 ) -> Plan:
-    """The plan of `descriptor` with its `slot` (``"decode"`` or ``"encode"``) compiled by
-    `compiler`, and that of every plan below it; `ready` is the caller's cache of such plans
-    and `unbuilt` the slot's placeholder (:func:`decode_unbuilt` or :func:`encode_unbuilt`).
-
-    Compiled once per type, under :data:`LOCK`; a type enters `ready` only when all its nested
-    functions are compiled, so another thread never calls a placeholder.
-    """
+    """The plan of `descriptor` with its `slot` compiled by `compiler` in it and every plan below
+    it (once per type, under :data:`LOCK`). A type enters the caller's cache `ready` only when
+    all its nested functions are compiled, so another thread never calls an `unbuilt` one."""
     found = ready.get(descriptor)
     if found is not None:
         return found
@@ -237,8 +199,7 @@ def ready_plan(
 
 
 def compile_function(source: str, name: str, namespace: dict[str, Any]) -> Any:
-    """The function `name` defined by the generated `source`, run with `namespace` as its
-    globals (the names the generated code refers to)."""
+    """The function `name` that the generated `source` defines, with `namespace` as globals."""
     exec(compile(source, f"<projectops._fastcodec {name}>", "exec"), namespace)
     return namespace[name]
 

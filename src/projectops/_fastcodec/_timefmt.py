@@ -1,13 +1,7 @@
-"""Time formats: the JSON text of Timestamp and Duration, read and written as ``json_format``
-does (through ``Timestamp``/``Duration``'s ``FromJsonString`` and ``ToJsonString``), fast.
-
-A module of its own because both directions use it and it needs nothing of plans: it reads and
-writes only ``seconds``/``nanos``. The common forms are parsed here (a UTC timestamp whose hour
-was met before costs two dictionary lookups); every rarer form goes to the type's own
-``FromJsonString``, so what is accepted, and the result, are exactly json_format's.
-
-Input here is any ``str``: the parsers use no backtracking pattern (one fixed-width regular
-expression, ASCII only) and the caches are bounded (:data:`CACHE_SIZE` entries each).
+"""Timestamp and Duration JSON text, read and written as ``json_format`` does (through their
+``FromJsonString``/``ToJsonString``), fast: a UTC timestamp whose hour was met before costs two
+dictionary lookups, and every rarer form goes to ``FromJsonString`` itself. No backtracking
+pattern; the caches are bounded (:data:`CACHE_SIZE` entries each).
 """
 
 from __future__ import annotations
@@ -37,21 +31,9 @@ _HOUR_TEXT: dict[int, str] = {}  # hours since the epoch -> "YYYY-MM-DDTHH:"
 
 
 def parse_timestamp(value: str) -> dict[str, int]:
-    """``Timestamp.FromJsonString(value)`` (which json_format calls), as constructor arguments.
-
-    Args:
-        value: RFC 3339 text: ``YYYY-MM-DDTHH:MM:SS``, 0 to 9 fractional digits, then ``Z`` or
-            an offset ``+HH:MM``/``-HH:MM``.
-
-    Returns:
-        ``{"seconds": <seconds since the epoch, UTC>}``, plus ``"nanos"`` (0 to 999,999,999)
-        when the text has a fraction.
-
-    Raises:
-        ValueError: ``FromJsonString`` refuses `value`, or it names a time outside
-            0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
-    """
-    # The usual form first: UTC, an hour met before, whole or fractional seconds.
+    """``Timestamp.FromJsonString(value)`` as constructor arguments: ``seconds`` since the epoch,
+    ``nanos`` when the text has a fraction. Raises ValueError: refused, or out of range."""
+    # The usual form first: UTC, an hour met before.
     if value[-1:] == "Z" and len(value) >= 20:
         hour = _HOUR_SECONDS.get(value[:14])  # "YYYY-MM-DDTHH:"
         rest = _MINUTE_SECONDS.get(value[14:19])  # "MM:SS"
@@ -90,18 +72,8 @@ def parse_timestamp(value: str) -> dict[str, int]:
 
 
 def parse_duration(value: str) -> dict[str, int]:
-    """``Duration.FromJsonString(value)`` (which json_format calls), as constructor arguments.
-
-    Args:
-        value: ``<seconds>s``: an optional ``-``, whole seconds, 0 to 9 fractional digits.
-
-    Returns:
-        ``{"seconds": ..., "nanos": ...}``; both carry the sign of the text.
-
-    Raises:
-        ValueError: ``FromJsonString`` refuses `value`, or its seconds exceed
-            :data:`DURATION_SECONDS_MAX` either way.
-    """
+    """``Duration.FromJsonString(value)`` as constructor arguments (both with the text's sign).
+    Raises ValueError: refused, or beyond :data:`DURATION_SECONDS_MAX` either way."""
     whole, point, fraction = value[:-1].partition(".")
     negative = whole[:1] == "-"
     digits = whole[1:] if negative else whole
@@ -125,8 +97,7 @@ def parse_duration(value: str) -> dict[str, int]:
 
 
 def _nanos(fraction: str) -> int:
-    """Nanoseconds of 1 to 9 fractional digits: exactly FromJsonString's
-    ``round(float("0." + fraction) * 1e9)``, whose float error stays far below one half."""
+    """Nanoseconds of 1 to 9 fractional digits (FromJsonString's rounding gives the same)."""
     return int(fraction.ljust(9, "0"))
 
 
@@ -143,15 +114,8 @@ def _from_json_string(name: str, value: str) -> dict[str, int]:
 
 
 def format_timestamp(timestamp: Any) -> str:
-    """``Timestamp.ToJsonString``: UTC with ``Z``, and 0, 3, 6 or 9 fractional digits.
-
-    Args:
-        timestamp: anything with int ``seconds`` (since the epoch) and ``nanos`` attributes.
-
-    Raises:
-        ValueError: seconds outside 0001-01-01 .. 9999-12-31, or nanos outside
-            0 .. 999,999,999 (the encoder then lets json_format raise its own error).
-    """
+    """``Timestamp.ToJsonString`` of anything with ``seconds`` and ``nanos``. Raises ValueError:
+    out of range (the encoder then lets json_format raise its own error)."""
     seconds: int = timestamp.seconds
     nanos: int = timestamp.nanos
     if not TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX or not (
@@ -177,15 +141,8 @@ def format_timestamp(timestamp: Any) -> str:
 
 
 def format_duration(duration: Any) -> str:
-    """``Duration.ToJsonString``: a sign, whole seconds, 0, 3, 6 or 9 fractional digits, ``s``.
-
-    Args:
-        duration: anything with int ``seconds`` and ``nanos`` attributes.
-
-    Raises:
-        ValueError: seconds beyond :data:`DURATION_SECONDS_MAX` either way, nanos of
-            1,000,000,000 or more either way, or seconds and nanos of opposite signs.
-    """
+    """``Duration.ToJsonString`` of anything with ``seconds`` and ``nanos``. Raises ValueError:
+    out of range, or seconds and nanos of opposite signs."""
     seconds: int = duration.seconds
     nanos: int = duration.nanos
     if not -DURATION_SECONDS_MAX <= seconds <= DURATION_SECONDS_MAX:
