@@ -1,34 +1,15 @@
-"""The OpenAPI 3.1 document of the API, derived from the descriptors: nothing in it is written
-by hand. Paths, operation ids, summaries and descriptions come from the registry, schemas from
-:mod:`projectops.json_schema` (the builder of the MCP tool schemas), error answers from
-:data:`ERROR_CASES` (the adapter's own table), examples from the mock's default fixtures.
+"""The OpenAPI 3.1 document of the API, derived from the registry (paths, ids, texts),
+:mod:`projectops.json_schema` (schemas), :data:`ERROR_CASES` (error answers) and the default
+fixtures (examples). Choices:
 
-Shape: ``info`` (:data:`TITLE`, version, the service comment), one ``servers`` entry, ``tags``,
-one ``post`` per operation path (``operationId``, ``summary``, ``x-idempotency-level``,
-``x-read-only``, ``x-idempotent``, ``requestBody``, ``responses`` 200 and each error status,
-...), ``components`` (:data:`SECURITY_SCHEME`, a schema per message), and
-``x-answers-outside-operations``.
-
-Choices of this module:
-
-- Components are keyed by full proto name and hold every message of the package. A message
-  reached from an answer has its output form (what the codec writes: every field without
-  presence required), one reached only from requests its input form (64-bit integers also as
-  numbers; REQUIRED fields exclude what the server counts as missing); reached from both, the
-  input form is ``<full name>.input``. Request schemas forbid unknown properties only with
-  ``strict=True``, as ``create_app(strict=...)`` reads them.
-- An operation's tag is the stem of the proto file of its response's first message-typed
-  field (else of the rpc's file): operations are grouped by what they return.
-- ``requestBody.required`` is true when the request has a REQUIRED field (an empty body reads
-  as ``{}``). ``x-idempotency-level`` is the rpc's ``idempotency_level``; ``x-read-only`` and
-  ``x-idempotent`` are the MCP tools' ``readOnlyHint`` and ``idempotentHint``.
-- Error responses group :data:`ERROR_CASES` by status, each with an example body (the codec's
-  and ``validate``'s own error where there is one). The 404 of an unknown path and the 405 of
-  another method (:data:`OUTSIDE_OPERATIONS`) are no answers of a POST operation: they are
-  stated once, in ``info.description`` and ``x-answers-outside-operations``. ``code`` of
-  ``ErrorResponse`` lists the code names as its ``enum``.
-- Examples are every answer of the default fixtures (decoded strictly, requests validated)
-  re-encoded with ``to_dict``, on the media types (named by project) and the components.
+- Components are keyed by full proto name. A message reached from an answer has its output
+  form; one reached only from requests its input form; from both, the input form is
+  ``<full name>.input``. Request schemas forbid unknown properties only with ``strict=True``.
+- An operation's tag is the proto file stem of its response's first message field (else of the
+  rpc): operations are grouped by what they return.
+- Error responses group :data:`ERROR_CASES` by status; the 404 and 405 of no operation
+  (:data:`OUTSIDE_OPERATIONS`) are stated once, in ``info.description`` and
+  ``x-answers-outside-operations``.
 """
 
 from __future__ import annotations
@@ -60,13 +41,10 @@ from projectops.validation import is_required, violations
 __all__ = ["ERROR_CASES", "OPENAPI_VERSION", "OUTSIDE_OPERATIONS", "SECURITY_SCHEME", "TITLE"]
 __all__ += ["ErrorCase", "RenderError", "document", "render", "server_url"]
 
-#: The OpenAPI version of the document.
 OPENAPI_VERSION = "3.1.1"
-#: ``info.title``.
 TITLE = "Project-Scoped Operations API"
 #: Name of the API-key security scheme in ``components.securitySchemes``.
 SECURITY_SCHEME = "ServiceApiKey"
-#: Where components refer to each other.
 _REF_BASE = "#/components/schemas/"
 #: A relative server: a path of RFC 3986 path characters (one class, so no backtracking).
 _SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
@@ -83,14 +61,11 @@ class RenderError(ValueError):
 
 
 def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every operation of the registry (module docstring), a new
-    dict each call. `base_url` is ``servers[0].url``: an absolute http(s) URL (normalised), or a
-    path such as ``/ops`` (the origin the document is read from); ``None`` is ``/``. `strict`
-    describes a server of ``create_app(strict=True)``.
+    """The OpenAPI 3.1 document (a new dict each call); ``servers[0].url`` is
+    :func:`server_url` of `base_url`; `strict` describes ``create_app(strict=True)``.
 
     Raises:
-        projectops.InvalidBaseUrl: (a ``ValueError``) `base_url` is neither an absolute
-            http(s) URL nor a path.
+        projectops.InvalidBaseUrl: see :func:`server_url`.
     """
     doc = copy.deepcopy(_document(strict))
     doc["servers"] = [{"url": server_url(base_url)}]
@@ -98,13 +73,11 @@ def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -
 
 
 def server_url(base_url: str | None) -> str:
-    """``servers[0].url`` of :func:`document` for `base_url`. A path is kept only when it
-    cannot name another host: one leading ``/`` and URL path characters only (browsers read a
-    ``\\`` as ``/``: ``/\\evil.example`` would be another host), no trailing slash but ``/``.
+    """``servers[0].url`` for `base_url`: an absolute http(s) URL (normalised), or a path that
+    cannot name another host (browsers read ``/\\evil.example`` as one); ``None`` is ``/``.
 
     Raises:
-        projectops.InvalidBaseUrl: (a ``ValueError``) neither an absolute http(s) URL nor such
-            a path.
+        projectops.InvalidBaseUrl: (a ``ValueError``) neither such a URL nor such a path.
     """
     if base_url is None:
         return "/"
@@ -119,8 +92,7 @@ def server_url(base_url: str | None) -> str:
 
 
 def render(base_url: str | None = DEFAULT_BASE_URL, fmt: Format | str = "json") -> str:
-    """The document as text ending in a newline, for ``projectops openapi``: JSON indented by
-    two spaces, or YAML (needs PyYAML). `base_url` is :func:`document`'s.
+    """:func:`document` as JSON or YAML text (needs PyYAML), ending in a newline.
 
     Raises:
         RenderError: `fmt` is neither ``json`` nor ``yaml``, or PyYAML is not installed.
@@ -146,17 +118,12 @@ def _document(strict: bool) -> dict[str, Any]:
     schemas = _Components(strict)
     examples = _examples()
     paths: dict[str, Any] = {}
-    tags: list[str] = []
     for op in operations():
-        tag = _tag(op)
-        if tag not in tags:
-            tags.append(tag)
-        paths[op.path] = {"post": _operation(op, tag, schemas, examples.get(op.name, {}))}
-    for op in operations():
+        given = examples.get(op.name, {})
+        paths[op.path] = {"post": _operation(op, _tag(op), schemas, given)}
         for message, side in ((op.request_type, "request"), (op.response_type, "response")):
-            values = [example[side] for example in examples.get(op.name, {}).values()]
-            if values:
-                schemas.schema(_descriptor(message))["examples"] = values
+            if given:  # outputs are all added first: this is the component refs point to
+                schemas.schema(_descriptor(message))["examples"] = [e[side] for e in given.values()]
     return {
         "openapi": OPENAPI_VERSION,
         "info": {
@@ -165,7 +132,7 @@ def _document(strict: bool) -> dict[str, Any]:
             "description": description(SERVICE) + "\n\n" + _outside_text(),
         },
         "servers": [],
-        "tags": [{"name": tag} for tag in tags],
+        "tags": [{"name": tag} for tag in dict.fromkeys(_tag(op) for op in operations())],
         "paths": paths,
         "components": {
             "securitySchemes": {
@@ -184,7 +151,6 @@ def _document(strict: bool) -> dict[str, Any]:
 
 
 def _outside_text() -> str:
-    """The Markdown section of ``info.description`` on the answers of no operation."""
     lines = ["## Answers outside the operations", ""]
     for case in OUTSIDE_OPERATIONS:
         headers = "".join(
@@ -196,7 +162,6 @@ def _outside_text() -> str:
 
 
 def _outside_answer(case: ErrorCase) -> dict[str, Any]:
-    """One entry of ``x-answers-outside-operations``: status, code, situation, headers, body."""
     return {
         "status": case.http_status,
         "code": str(case.code),
@@ -213,9 +178,8 @@ def _first_sentence(text: str) -> str:
 def _error_example(
     case: ErrorCase, request_type: type[Message] | None = None
 ) -> dict[str, Any] | None:
-    """An ``ErrorResponse`` body of `case`: the codec's or ``validate``'s own error for a
-    malformed body (``[]``) or the empty `request_type` (``None`` when it has no REQUIRED
-    field), else the first sentence of the case's situation."""
+    """An ``ErrorResponse`` body of `case`: the codec's or ``validate``'s own error where there
+    is one (``None``: `request_type` has no REQUIRED field), else the situation's first sentence."""
     if request_type is not None and case == MALFORMED_BODY:
         try:
             from_json(b"[]", request_type, strict=True)
@@ -323,7 +287,6 @@ def _error_statuses() -> list[tuple[int, list[ErrorCase]]]:
 
 
 def _tag(op: Operation) -> str:
-    """The stem of the file of the response's first message-typed field, else the rpc's file."""
     file: FileDescriptor = op.method.containing_service.file
     for fd in _descriptor(op.response_type).fields:
         message = value_form(fd).message
@@ -349,7 +312,7 @@ class _Components:
         error["enum"] = [code.value for code in Code]
 
     def ref(self, message: Descriptor, direction: json_schema.Direction) -> dict[str, Any]:
-        """``{"$ref": ...}`` to the schema of `message` in `direction` (built on first use)."""
+        """``{"$ref": ...}`` to `message` in `direction` (built on first use)."""
         key = self._add(message, direction)
         return {"$ref": _REF_BASE + key}
 
@@ -358,7 +321,7 @@ class _Components:
         return self._schemas[message.full_name]
 
     def finish(self) -> dict[str, dict[str, Any]]:
-        """Every component, sorted by name, after adding the messages nothing reached."""
+        """Every component (the messages nothing reached too), sorted by name."""
         files = {op.method.containing_service.file for op in operations()}
         for message in _messages(files):
             self._add(message, "output")
@@ -402,8 +365,7 @@ def _by_name(root: Descriptor, full_name: str) -> Descriptor:
 
 
 def _messages(files: set[FileDescriptor]) -> Iterator[Descriptor]:
-    """Every message (nested ones too, map entries not) of `files` and the files they import
-    from the same package."""
+    """Every message but map entries of `files` and their imports of the same package."""
     package = next(iter(files)).package
     seen: set[str] = set()
     todo = list(files)
@@ -422,11 +384,7 @@ def _messages(files: set[FileDescriptor]) -> Iterator[Descriptor]:
 
 
 def _examples() -> dict[str, dict[str, dict[str, Any]]]:
-    """Operation name -> example name -> ``{"project": ..., "request": ..., "response": ...}``.
-
-    Raises:
-        projectops.fixtures.FixtureError: the default fixtures do not decode.
-    """
+    """Operation name -> example name -> ``{"project", "request", "response"}``."""
     found: dict[str, dict[str, dict[str, Any]]] = {}
     for project in default_fixtures():
         for op_name, given in project.answers.items():
