@@ -1,9 +1,6 @@
-"""The MCP tool server, ``projectops mcp`` (docs/mcp.md): one tool per operation of the registry.
-
-A call decodes its arguments strictly, once, and sends them with the server's one
-:class:`~projectops.client.AsyncClient`; every failure is an ``isError`` result of one sentence
-(:mod:`projectops.client.failures`). Results and logs (stderr only) have the API key redacted.
-"""
+"""The MCP tool server, ``projectops mcp`` (docs/mcp.md): one tool per operation of the registry,
+each call sent with the server's one :class:`~projectops.client.AsyncClient`; every failure is an
+``isError`` result of one sentence (:mod:`projectops.client.failures`)."""
 
 from __future__ import annotations
 
@@ -56,13 +53,11 @@ __all__ = [
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
 SERVER_NAME, HTTP_PATH = "projectops", "/mcp"  # the initialize answer's name; the HTTP path
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _log = logging.getLogger(__name__)
 
 
 def operation_tools() -> list[types.Tool]:
-    """The tools of the registry's operations, in its order: the rpc comment as title (first
-    sentence) and description, the JSON Schemas, hints from the rpc's ``idempotency_level``."""
+    """The tools of the registry's operations, in its order (docs/mcp.md)."""
     return [
         types.Tool(
             name=op.tool_name,
@@ -86,8 +81,8 @@ async def call_operation_tool(
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> types.CallToolResult:
     """Run the tool `name`: the response as JSON text and ``structuredContent``, or an
-    ``isError`` result of one sentence (so is a response over `max_result_bytes` as indented
-    JSON). Raises MCPError ``-32602`` if `name` is no operation's tool, as MCP asks."""
+    ``isError`` result of one sentence (also for a result over `max_result_bytes`). Raises
+    MCPError ``-32602`` if `name` is no operation's tool."""
     try:
         op = operation(name)
     except UnknownOperationError:
@@ -112,8 +107,8 @@ async def call_operation_tool(
 
 
 def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToolResult, str]:
-    """The tool result of `response` and the outcome to log (run in a worker thread). Its size
-    is counted as it is encoded: nothing is built whole to learn that it is too large."""
+    """The tool result of `response` and the outcome to log (in a worker thread); its size is
+    counted as it is encoded, not built whole."""
     pieces = iter_json(response, indent=2)
     size = sum(len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass")) for p in pieces)
     if size > limit:
@@ -127,9 +122,8 @@ def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToo
         data = _redact_strings(data)
         # A key that straddles two JSON tokens is caught by redacting the text whole.
         text = redact(dump(data, indent=2))
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)], structured_content=data
-    ), "ok"
+    result = types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+    return result, "ok"
 
 
 def _failed(sentence: str) -> tuple[types.CallToolResult, str]:
@@ -182,9 +176,8 @@ def create_server(
 
 
 class _SafeFormatter(logging.Formatter):
-    """Redacts the key from outside text only: a library's message and exception text (our
-    own records quote outside text redacted where it entered, docs/contract.md §9); then every
-    line is escaped and cut, the whole at most a few KiB, as the server's (§6)."""
+    """The key redacted from outside text only (a library's message, exception text: ours quote
+    outside text redacted on entry, docs/contract.md §9); every line escaped, the whole cut (§6)."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         if record.name != "projectops" and not record.name.startswith("projectops."):
@@ -200,8 +193,7 @@ class _SafeFormatter(logging.Formatter):
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """Log to stderr only, this package at `level` and libraries at WARNING, every line (of
-    tracebacks too) redacted of the API key, escaped and cut."""
+    """Log to stderr only, this package at `level` and libraries at WARNING (_SafeFormatter)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -213,20 +205,16 @@ def configure_logging(level: int = logging.INFO) -> None:
 def serve_http(
     server: Server[Any], sock: socket.socket, *, drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
 ) -> None:
-    """Serve `server` over Streamable HTTP at :data:`HTTP_PATH` on the listening socket `sock`
-    (:func:`projectops.commands.listen`) until SIGINT/SIGTERM, then return.
-
-    The SDK's DNS-rebinding protection answers a ``Host`` other than loopback or the bound
-    address (with its port) 421, and such an ``Origin`` 403. A stop signal closes `sock`, gives
-    the calls in flight (POST) `drain_timeout` seconds to answer, then ends the event streams.
-    """
+    """Serve `server` over Streamable HTTP at :data:`HTTP_PATH` on the listening `sock` until
+    SIGINT/SIGTERM (docs/mcp.md: a foreign ``Host`` gets 421, ``Origin`` 403; the calls in flight
+    get `drain_timeout` seconds)."""
     import uvicorn  # part of the mcp extra; only the HTTP transport needs it
 
     # sse-starlette would end every event stream, a POST's answer included, the moment uvicorn
     # starts to stop: _Drain ends them once the POSTs in flight are done instead.
     AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
     host, port = sock.getsockname()[:2]
-    names = [*_LOOPBACK_NAMES, f"[{host}]" if ":" in host else host]
+    names = ["127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{name}:{port}" for name in names],
@@ -248,8 +236,8 @@ def serve_http(
 
 
 class _Drain:
-    """ASGI wrapper: once :meth:`stop` was called and no POST is in flight, the event streams
-    end. Used on the event loop's thread only: plain attributes suffice."""
+    """Ends the event streams once :meth:`stop` was called and no POST is in flight (on the
+    event loop's thread only)."""
 
     def __init__(self, app: Any) -> None:
         self._app, self._calls, self._stopping = app, 0, False
@@ -282,9 +270,8 @@ def run(
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
 ) -> int:
-    """``projectops mcp``: serve the tools over stdio, or over Streamable HTTP on
-    `host`:`port` if `http`; 0 once the transport ends (stdin closed, SIGINT, SIGTERM). The other
-    arguments are the flags of docs/mcp.md, each checked before anything is served.
+    """``projectops mcp`` (docs/mcp.md): serve over stdio, or Streamable HTTP on `host`:`port`;
+    0 once the transport ends. Every argument is checked before anything is served.
 
     Raises:
         MissingBaseUrl: neither `base_url` nor ``SERVICE_BACKEND_URL``.
@@ -306,9 +293,7 @@ def run(
     where = f"{listen_url(sock)}{HTTP_PATH}" if sock is not None else "stdio"
     _log.info("serving %d tools on %s; service at %s", len(operations()), where, client.base_url)
     if not client.has_api_key:
-        _log.warning(
-            "%s is not set: tool calls will fail until it holds the project's API key", API_KEY_ENV
-        )
+        _log.warning("%s is not set: tool calls will fail until it holds the API key", API_KEY_ENV)
     if sock is not None:
         serve_http(server, sock, drain_timeout=drain_timeout)
     else:

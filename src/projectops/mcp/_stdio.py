@@ -1,11 +1,7 @@
-"""The MCP stdio transport, where every line on stdin gets an answer (docs/mcp.md).
-
-The SDK's ``stdio_server`` keeps the writing (one writer; fd 1 diverted, so stray prints miss
-the wire). Its reader is replaced: it drops lines it cannot parse, replaces bytes that are not
-UTF-8, reads lines of any length, and takes a request whose ``id`` is no string or integer for a
-notification. Here (JSON-RPC 2.0 §5.1) a line that is no JSON text gets ``-32700``, JSON that is
-no JSON-RPC message ``-32600``, ``id`` null unless the line's own can be echoed; each is logged.
-"""
+"""The MCP stdio transport, where every line on stdin gets an answer (docs/mcp.md, JSON-RPC 2.0
+§5.1). The SDK's ``stdio_server`` keeps the writing; its reader is replaced, since it drops lines
+it cannot parse, replaces bytes that are not UTF-8, reads lines of any length, and takes a request
+whose ``id`` is no string or integer for a notification."""
 
 from __future__ import annotations
 
@@ -119,9 +115,8 @@ async def serve_stdio(
     max_line_bytes: int = MAX_LINE_BYTES,
     drain_seconds: float = DRAIN_SECONDS,
 ) -> None:
-    """Serve `server` on `stdin` and `stdout` (default: the process's; nothing else may write
-    to stdout meanwhile) until stdin ends and every request read has been answered, or
-    `drain_seconds` more have passed. Lines over `max_line_bytes` are not read."""
+    """Serve `server` on `stdin` and `stdout` (default: the process's) until stdin ends and every
+    request read is answered, or `drain_seconds` more have passed."""
     # Our own reader of fd 0, never closed: the reading thread may hold its lock when the
     # interpreter exits, and closing sys.stdin (or this) would then wait for it.
     source = stdin if stdin is not None else open(os.dup(sys.stdin.fileno()), "rb")
