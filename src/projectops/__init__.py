@@ -1,8 +1,5 @@
-"""projectops: the protobuf-first schema of the Project-Scoped Operations API.
-
-The core every server and client package imports: the generated messages (``projectops.v1``),
-the operation registry derived from the proto service, the JSON codec (protobuf JSON mapping),
-REQUIRED-field validation, the error model and the HTTP conventions of the API (docs/contract.md).
+"""projectops: the protobuf-first schema of the Project-Scoped Operations API (docs/contract.md):
+the registry, the JSON codec, validation, the error model and the HTTP conventions.
 
     >>> import projectops
     >>> op = projectops.operation("get-release-details")
@@ -12,9 +9,6 @@ REQUIRED-field validation, the error model and the HTTP conventions of the API (
     >>> projectops.validate(request)
     >>> projectops.to_json(request)
     '{"version":"1.0.0"}'
-
-The HTTP client, CLI and MCP tool server live in ``projectops.client`` (extras ``client`` and
-``mcp``); the ASGI server adapter and the mock server in ``projectops.server`` (extra ``server``).
 """
 
 from projectops.codec import from_json, to_dict, to_json

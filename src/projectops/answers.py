@@ -1,9 +1,5 @@
-"""The error answers of the server adapter, each stated once: status, code, headers, situation.
-
-The adapter (:func:`projectops.server.create_app`) answers from these rows and the OpenAPI
-document (:mod:`projectops.openapi`) describes them; the order of the checks is docs/contract.md
-§2.4. A row's status is its code's (:data:`~projectops.errors.HTTP_STATUS_BY_CODE`) except
-:data:`WRONG_METHOD`'s 405, a transport answer outside that table.
+"""The error answers of the server adapter, each stated once (the order of the checks:
+docs/contract.md §2.4): the adapter answers from these rows and the OpenAPI document describes them.
 """
 
 from __future__ import annotations
@@ -35,15 +31,8 @@ ALLOWED_METHOD = "POST"
 
 @dataclass(frozen=True)
 class ErrorCase:
-    """One error answer.
-
-    Attributes:
-        code: its ``ErrorResponse.code`` (a :class:`~projectops.errors.Code` or its name).
-        situation: when the server answers so, as sentences (Markdown).
-        status: the HTTP status when it is not ``HTTP_STATUS_BY_CODE[code]``.
-        headers: response headers the answer always carries (name -> value).
-        when: a few words after "when" (``the method is not allowed``) describing `headers`.
-    """
+    """One error answer: its `code`, the `situation` (Markdown sentences), the `status` when it
+    is not the code's, the `headers` it always carries and `when` they are sent (a few words)."""
 
     code: str
     situation: str
@@ -59,8 +48,7 @@ class ErrorCase:
         return HTTP_STATUS_BY_CODE[Code(self.code)]
 
     def error(self, message: str, violations: Iterable[FieldViolation] = ()) -> ApiError:
-        """A new exception of this answer's code carrying `message` and `violations`. Raises
-        ValueError: `code` is no Code name."""
+        """A new exception of this answer's code. Raises ValueError: `code` is no Code name."""
         return ERROR_CLASSES[Code(self.code)](message, violations)
 
 

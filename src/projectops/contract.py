@@ -1,25 +1,9 @@
-"""The API contract check: what ``buf breaking`` cannot see, compared with the released schema.
+"""The API contract check (docs/contract.md §7.6): what ``buf breaking`` cannot see (custom
+options), comparing two ``FileDescriptorSet`` schemas operation by operation.
 
-``buf breaking`` guards names, numbers, types and JSON names, but not custom options. This module
-compares two schemas (each a ``FileDescriptorSet``: the released baseline and the working tree)
-operation by operation and reports every change that breaks a client of the released version:
-
-- a released operation is removed;
-- its HTTP method, path or body (``google.api.http``) changes;
-- its request gains a ``(google.api.field_behavior) = REQUIRED`` field, new or newly REQUIRED,
-  anywhere in the request tree that a released client can send (message fields, repeated fields
-  and map values, recursively; fields that are new are not descended into, since a released
-  client never sends them);
-- its response tree loses a field or an enum value that the released response carried.
-
-New operations, new optional request fields, new response fields, new enum values, dropping
-REQUIRED from a request field and comment edits all pass.
-
-Each schema is loaded into its own private :class:`~google.protobuf.descriptor_pool.DescriptorPool`
-(never the runtime pool of the generated code). Operations are derived by the registry's rule:
-the operation name is the rpc name in snake_case. Custom options are read by re-parsing each
+Each schema goes into its own private pool; custom options are read by re-parsing each
 descriptor's serialized options with the ``google.api`` extensions registered, so they are known
-whichever protobuf implementation built the private pool.
+whichever protobuf implementation built the pool.
 """
 
 from __future__ import annotations
@@ -41,7 +25,7 @@ from google.protobuf.descriptor import (
     ServiceDescriptor,
 )
 
-# The registry's naming rule, shared so that both can never disagree.
+from projectops._wire import join
 from projectops.conventions import rpc_operation_name
 
 __all__ = ["HttpBinding", "Operation", "check", "check_files", "load", "operations"]
@@ -139,12 +123,9 @@ def _own_files(data: bytes, prefix: str) -> tuple[descriptor_pool.DescriptorPool
 
 
 def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[str]:
-    """Every contract finding of `current` against `released`, one sentence each.
-
-    Both are serialized ``FileDescriptorSet`` images built with ``--include_imports``; only the
-    services of files whose name starts with `prefix` are compared. An empty list means the
-    working tree keeps the released contract.
-    """
+    """Every contract finding of `current` against `released` (``FileDescriptorSet`` images
+    built with ``--include_imports``), one sentence each, for the services of the files whose
+    name starts with `prefix`; empty when the released contract is kept."""
     old_pool, old_files = _own_files(released, prefix)
     new_pool, new_files = _own_files(current, prefix)
     old_ops = operations(old_pool, old_files)
@@ -176,9 +157,8 @@ def check_files(released: Path, current: Path, prefix: str = "projectops/") -> l
 
 
 def _pairs(old: Descriptor, new: Descriptor) -> Iterator[tuple[Descriptor, Descriptor, str]]:
-    """Pairs of (released, current) messages reachable from both roots through fields with the
-    same number, each with its shortest field path from the root, breadth first; each pair
-    once (the recursion guard)."""
+    """(released, current, shortest path) of each pair of messages reachable from both roots
+    through fields of the same number, once each."""
     seen: set[tuple[str, str]] = set()
     queue: deque[tuple[Descriptor, Descriptor, str]] = deque([(old, new, "")])
     while queue:
@@ -194,7 +174,7 @@ def _pairs(old: Descriptor, new: Descriptor) -> Iterator[tuple[Descriptor, Descr
                 and old_field.message_type is not None
                 and new_field.message_type is not None
             ):
-                step = f"{path}.{old_field.name}" if path else old_field.name
+                step = join(path, old_field.name)
                 queue.append((old_field.message_type, new_field.message_type, step))
 
 
@@ -206,7 +186,7 @@ def _request_findings(old: Operation, new: Operation) -> Iterator[str]:
             released = o.fields_by_number.get(field.number)
             if released is not None and _required(released):
                 continue
-            where = f"{path}.{field.name}" if path else field.name
+            where = join(path, field.name)
             was = "a new field" if released is None else "was optional"
             yield (
                 f"{field.full_name}: request of operation {old.name} gained a REQUIRED field "
@@ -218,7 +198,7 @@ def _response_findings(old: Operation, new: Operation) -> Iterator[str]:
     enums: set[tuple[str, str]] = set()
     for o, n, path in _pairs(old.method.output_type, new.method.output_type):
         for field in o.fields:
-            where = f"{path}.{field.name}" if path else field.name
+            where = join(path, field.name)
             current = n.fields_by_number.get(field.number)
             if current is None:
                 yield (

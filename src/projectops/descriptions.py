@@ -1,9 +1,6 @@
-"""The proto comments of the schema, as documentation at run time.
-
-Runtime descriptors carry no comments, so `scripts/generate` ships a descriptor set with source
-info (``projectops/v1/projectops.binpb``). This module reads it once and answers the leading
-comment of any element by its full name. The comments are the API's documentation: they become
-the CLI help, the MCP tool descriptions and the JSON Schema descriptions.
+"""The proto comments of the schema at run time (the CLI help, MCP tool and JSON Schema
+descriptions), read once from the descriptor set with source info that ``scripts/generate``
+ships as ``projectops/v1/projectops.binpb``.
 """
 
 from __future__ import annotations
@@ -45,12 +42,8 @@ _XREF = re.compile(r"\[([^\[\]]++)\]\[[\w.]*+\]")
 
 
 def description(element: AnyDescriptor) -> str:
-    """The leading comment of a message, field, enum, enum value, service or rpc.
-
-    Returns the comment as plain text: lines of a paragraph joined with spaces, paragraphs
-    separated by a blank line, cross-references reduced to their text. Returns ``""`` for
-    elements outside this package's schema (e.g. well-known types).
-    """
+    """The leading comment of `element` as plain text (paragraphs apart by a blank line,
+    cross-references reduced to their text); ``""`` outside this package's schema."""
     return _comments().get(_full_name(element), "")
 
 
@@ -77,11 +70,8 @@ def _comments() -> dict[str, str]:
 
 
 def comments(files: descriptor_pb2.FileDescriptorSet) -> dict[str, str]:
-    """Full name -> cleaned leading comment of every element of `files` that has one.
-
-    `files` must carry source info (``protoc --include_source_info``); the code generator uses
-    this on the set it has just built, :func:`description` on the packaged one.
-    """
+    """Full name -> cleaned leading comment of every element of `files` (built with
+    ``--include_source_info``) that has one."""
     out: dict[str, str] = {}
     for file in files.file:
         by_path = {

@@ -1,26 +1,5 @@
-"""The error model of the API: codes, HTTP statuses and the exception classes (docs/contract.md §5).
-
-:class:`Code` holds the Connect/gRPC code names; :data:`HTTP_STATUS_BY_CODE` is the one table
-that maps each code to the HTTP status a server answers with. There is one exception class per
-code, all under :class:`ApiError`::
-
-    ApiError                      code, message, violations, http_status
-    ├── InvalidArgument           400 (also a ValueError)
-    ├── FailedPrecondition        400
-    ├── OutOfRange                400
-    ├── Unauthenticated           401
-    ├── PermissionDenied          403
-    ├── NotFound                  404
-    ├── AlreadyExists, Aborted    409
-    ├── ResourceExhausted         413 (a body over the server's limit)
-    ├── Canceled                  499
-    ├── Internal, Unknown, DataLoss  500
-    ├── Unimplemented             501
-    ├── Unavailable               503 (clients: the service could not be reached)
-    └── DeadlineExceeded          504 (clients: no complete answer within the time-out)
-
-``http_status`` (§5.3) is the status of the answer that caused the error, ``None`` when no
-answer was involved.
+"""The error model of the API (docs/contract.md §5): :class:`Code`, the one table
+:data:`HTTP_STATUS_BY_CODE`, and one exception class per code, all under :class:`ApiError`.
 """
 
 from __future__ import annotations
@@ -76,8 +55,7 @@ class Code(StrEnum):
     UNAUTHENTICATED = "unauthenticated"
 
 
-#: Code -> HTTP status of the answer (docs/contract.md §5.2; Connect's table, except that
-#: ``resource_exhausted`` is this API's 413 for a body over the limit).
+#: Code -> HTTP status of the answer (§5.2: Connect's, but ``resource_exhausted`` is 413).
 HTTP_STATUS_BY_CODE: Mapping[Code, int] = {
     Code.CANCELED: 499,
     Code.UNKNOWN: 500,
@@ -99,17 +77,9 @@ HTTP_STATUS_BY_CODE: Mapping[Code, int] = {
 
 
 class ApiError(Exception):
-    """An error of the API, raised locally or built from an answer's ``ErrorResponse`` body.
-
-    Attributes:
-        code: the :class:`Code`; subclasses fix it, ``ApiError`` itself is ``unknown``.
-        message: the human-readable sentence; never contains an API key.
-        violations: one :class:`FieldViolation` (``field`` path in camelCase, ``description``)
-            per invalid field; empty when the error is not about a field.
-        http_status: the status of the HTTP answer that caused the error; ``None`` when no
-            answer was involved (raised locally, or nothing came back).
-
-    Construct subclasses from a message alone, e.g. ``InvalidArgument("version: is required")``.
+    """An error of the API (§5.1): its `code` (fixed by each subclass), `message`, `violations`
+    (one per invalid field) and `http_status` (of the answer that caused it, §5.3; else None).
+    Construct subclasses from a message alone: ``InvalidArgument("version: is required")``.
     """
 
     code: Code = Code.UNKNOWN

@@ -1,16 +1,7 @@
-"""JSON Schema (draft 2020-12) of the protobuf JSON form of any message, from its descriptor.
-
-The schema describes exactly what :mod:`projectops.codec` writes and reads: camelCase properties
-whose descriptions are the proto comments, enums as string enums of their names, 64-bit integers
-as strings of digits (numbers too, on input), ``Timestamp`` as a ``date-time`` string,
-``Duration`` as ``"<seconds>s"``, repeated fields as arrays, maps as objects, and nested or
-recursive messages through ``$defs``. ``required`` lists the fields marked
-``(google.api.field_behavior) = REQUIRED`` (AIP-203), and in output schemas also every field
-without presence, which the codec always writes (docs/contract.md §3.1), so generated types need
-no ``| undefined`` for them. Input schemas forbid unknown properties.
-
-The top level is always the object schema itself (``"type": "object"`` with ``$defs`` beside it),
-never a bare ``$ref``, as MCP requires of tool input and output schemas.
+"""JSON Schema (draft 2020-12) of the protobuf JSON form of any message, exactly what the codec
+writes and reads (docs/contract.md §3), descriptions from the proto comments. ``required`` lists
+the REQUIRED fields and, on output, every field without presence (always written, §3.1). The top
+level is the object schema itself, never a bare ``$ref`` (as MCP requires of tool schemas).
 """
 
 from __future__ import annotations
@@ -42,19 +33,14 @@ def message_schema(
     allow_unknown: bool = False,
     required_values: bool = False,
 ) -> dict[str, Any]:
-    """The JSON Schema of the JSON form of `message` (a message class or its descriptor): the
-    object schema, with ``$defs`` keyed by the full proto names of nested messages.
+    """The object schema of `message` (a class or descriptor), ``$defs`` keyed by full names.
 
     Args:
-        direction: ``"input"``, what a client may send (64-bit integers also as numbers,
-            unknown properties forbidden unless `allow_unknown`), or ``"output"``, what the
-            codec writes.
-        ref: the ``$ref`` URI of a message's definition, for documents that keep definitions
-            elsewhere (OpenAPI's ``components``): nested messages and the root's references to
-            itself become ``{"$ref": ref(descriptor)}``, ``$defs`` holds their schemas for the
-            caller to move, and there is no ``$schema``.
-        required_values: REQUIRED fields also exclude what :func:`projectops.validate` counts
-            as missing: a blank string (``pattern``), empty bytes, an empty list or map.
+        direction: ``"input"`` (64-bit integers also as numbers, unknown properties forbidden
+            unless `allow_unknown`) or ``"output"``.
+        ref: the ``$ref`` URI of a message's definition kept elsewhere (OpenAPI's components):
+            ``$defs`` then holds their schemas for the caller to move; no ``$schema``.
+        required_values: REQUIRED fields also exclude what ``validate`` counts as missing.
     """
     root = cast(Descriptor, message if isinstance(message, Descriptor) else message.DESCRIPTOR)
     builder = _Builder(root, direction, ref, allow_unknown, required_values)
@@ -66,14 +52,12 @@ def message_schema(
 
 
 def input_schema(op: str | Operation) -> dict[str, Any]:
-    """The input schema of an operation: its request message, ``direction="input"``, whose
-    REQUIRED fields also exclude blank values, so it accepts exactly what the codec's strict
-    decoding plus ``validate`` accept (the MCP tools' ``inputSchema``)."""
+    """The schema of what strict decoding plus ``validate`` accept of `op`'s request."""
     return message_schema(operation(op).request_type, "input", required_values=True)
 
 
 def output_schema(op: str | Operation) -> dict[str, Any]:
-    """The output schema of an operation: its response message, ``direction="output"``."""
+    """The output schema of `op`'s response message."""
     return message_schema(operation(op).response_type, "output")
 
 

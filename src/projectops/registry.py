@@ -1,11 +1,5 @@
-"""The operation registry, derived from the proto service at import time (never listed by hand).
-
-Each rpc of ``projectops.v1.OperationsService`` is one :class:`Operation`: its operation name is
-the rpc name in snake_case (``GetReleaseDetails`` -> ``get_release_details``), its path comes
-from the rpc's ``google.api.http`` option, its tool name is the operation name in kebab-case
-(docs/contract.md §1.6), and its description is the rpc's proto comment. What the rpc's
-standard options say of its behaviour (``idempotency_level``, ``deprecated``) is read from
-the same descriptor.
+"""The operation registry, derived from the proto service at import time (never listed by hand):
+one :class:`Operation` per rpc of ``projectops.v1.OperationsService`` (docs/contract.md §1, §8.2).
 """
 
 from __future__ import annotations
@@ -42,21 +36,10 @@ class UnknownOperationError(LookupError):
 
 @dataclass(frozen=True)
 class Operation:
-    """One operation of the API.
-
-    Attributes:
-        name: operation name in snake_case, e.g. ``get_release_details``.
-        tool_name: the CLI and MCP tool name in kebab-case, e.g. ``get-release-details``.
-        path: HTTP path from the rpc's ``google.api.http`` option, e.g.
-            ``/api/mcp/get_release_details``.
-        request_type: generated request message class (``<Rpc>Request``).
-        response_type: generated response message class (``<Rpc>Response``).
-        description: the rpc's proto comment, as plain text.
-        method: the rpc's method descriptor.
-
-    The properties :attr:`summary`/:attr:`title`, :attr:`idempotency`, :attr:`read_only`,
-    :attr:`idempotent` and :attr:`deprecated` are derived from `method` (its comment and its
-    standard options), so they never disagree with the proto.
+    """One operation of the API: `name` (``get_release_details``), `tool_name`
+    (``get-release-details``), `path` (``/api/mcp/get_release_details``), the generated
+    `request_type` and `response_type`, the rpc's comment as `description`, and its `method`
+    descriptor, from which the properties are derived.
     """
 
     name: str
@@ -69,33 +52,27 @@ class Operation:
 
     @property
     def summary(self) -> str:
-        """First sentence of :attr:`description`."""
+        """First sentence of :attr:`description` (also :attr:`title`)."""
         return summary(self.method)
 
-    @property
-    def title(self) -> str:
-        """A human title of the operation: the first sentence of the rpc comment (as
-        :attr:`summary`), e.g. ``"List the RUM environments of the project."``."""
-        return summary(self.method)
+    title = summary
 
     @property
     def idempotency(self) -> str:
-        """The rpc's ``idempotency_level`` option (``google/protobuf/descriptor.proto``) by its
-        enum name: ``"IDEMPOTENCY_UNKNOWN"`` (unset), ``"NO_SIDE_EFFECTS"`` or
-        ``"IDEMPOTENT"``."""
+        """The rpc's ``idempotency_level`` by name: ``"IDEMPOTENCY_UNKNOWN"`` (unset),
+        ``"NO_SIDE_EFFECTS"`` or ``"IDEMPOTENT"``."""
         level = self.method.GetOptions().idempotency_level
         return descriptor_pb2.MethodOptions.IdempotencyLevel.Name(level)
 
     @property
     def read_only(self) -> bool:
-        """Whether the rpc is marked ``NO_SIDE_EFFECTS``: calling it changes nothing (MCP's
-        ``readOnlyHint``)."""
+        """Whether the rpc is ``NO_SIDE_EFFECTS`` (MCP's ``readOnlyHint``)."""
         return self.idempotency == "NO_SIDE_EFFECTS"
 
     @property
     def idempotent(self) -> bool:
-        """Whether repeating a call has no effect beyond the first: the rpc is marked
-        ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT`` (MCP's ``idempotentHint``); a client may retry it."""
+        """Whether the rpc is ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT``: a client may retry it (MCP's
+        ``idempotentHint``)."""
         return self.idempotency in ("NO_SIDE_EFFECTS", "IDEMPOTENT")
 
     @property
@@ -105,11 +82,8 @@ class Operation:
 
 
 def operation_of(method: MethodDescriptor) -> Operation:
-    """The :class:`Operation` of one rpc, from its descriptor alone: name in snake_case,
-    kebab-case tool name (docs/contract.md §1.6), the path of its ``google.api.http`` post
-    binding (``/api/mcp/<name>`` of §1.1 when it has none, as an rpc of a test schema may), the
-    generated request and response classes, and its comment as description.
-    """
+    """The :class:`Operation` of one rpc, from its descriptor alone (the path of §1.1 when it
+    has no ``google.api.http`` post binding, as an rpc of a test schema may)."""
     name = rpc_operation_name(method.name)
     # googleapis-common-protos types its extensions as plain FieldDescriptors.
     path: str = method.GetOptions().Extensions[annotations_pb2.http].post  # type: ignore[index]
@@ -124,12 +98,9 @@ def operation_of(method: MethodDescriptor) -> Operation:
     )
 
 
-def _build(service: ServiceDescriptor) -> dict[str, Operation]:
-    ops = [operation_of(method) for method in service.methods]
-    return {op.name: op for op in ops}
-
-
-_BY_NAME: Mapping[str, Operation] = MappingProxyType(_build(SERVICE))
+_BY_NAME: Mapping[str, Operation] = MappingProxyType(
+    {op.name: op for op in map(operation_of, SERVICE.methods)}
+)
 _BY_KEY: Mapping[str, Operation] = MappingProxyType(
     {key: op for op in _BY_NAME.values() for key in (op.name, op.tool_name, op.path)}
 )
@@ -141,13 +112,10 @@ def operations() -> tuple[Operation, ...]:
 
 
 def operation(key: str | Operation) -> Operation:
-    """Look an operation up by operation name, tool name or path.
-
-    ``"get_release_details"``, ``"get-release-details"`` and ``"/api/mcp/get_release_details"``
-    all name the same operation; an :class:`Operation` is returned as it is.
+    """The operation of an operation name, tool name or path (an :class:`Operation` as it is).
 
     Raises:
-        UnknownOperationError: nothing matches; the message lists the known tool names.
+        UnknownOperationError: nothing matches; the message lists the known names.
     """
     if isinstance(key, Operation):
         return key

@@ -1,7 +1,5 @@
-"""Validation of messages against ``google.api.field_behavior = REQUIRED`` (AIP-203).
-
-protobuf itself does not enforce field behaviors; this module does, on the whole message tree,
-before a client sends a request and after a server decodes one.
+"""``google.api.field_behavior = REQUIRED`` (AIP-203) checked over a whole message tree
+(docs/contract.md §4): protobuf does not enforce it.
 """
 
 from __future__ import annotations
@@ -21,11 +19,8 @@ __all__ = ["BLANK", "NOT_BLANK_PATTERN", "is_blank", "is_required", "validate", 
 
 _REQUIRED = field_behavior_pb2.REQUIRED
 
-#: The characters a REQUIRED string may consist of and still count as missing: Python's white
-#: space (``str.isspace``, all that ``str.strip()`` removes), written out because regex
-#: dialects disagree on ``\s``: ECMA-262's (which OpenAPI tools use) lacks U+001C..U+001F and
-#: U+0085 and adds U+FEFF. ``tests/core/test_validation.py`` holds it to ``str.isspace`` over
-#: all of Unicode.
+#: White space (``str.isspace``) spelled out, since regex dialects disagree on ``\s`` (§4.2):
+#: a REQUIRED string made of these counts as missing.
 BLANK = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
     "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -48,14 +43,12 @@ def _not_blank_pattern(blank: str) -> str:
     return "[^" + "".join(parts) + "]"
 
 
-#: The JSON Schema ``pattern`` of a string that is not blank (one character outside
-#: :data:`BLANK`): the input schemas' form of :func:`is_blank`, derived from the same set.
+#: The JSON Schema ``pattern`` of a string that is not blank (the schemas' :func:`is_blank`).
 NOT_BLANK_PATTERN = _not_blank_pattern(BLANK)
 
 
 def is_blank(text: str) -> bool:
-    """Whether `text` is empty or only :data:`BLANK` characters (what a REQUIRED string may
-    not be)."""
+    """Whether `text` is empty or only :data:`BLANK` characters."""
     return not text.strip(BLANK)
 
 
@@ -67,15 +60,10 @@ def is_required(fd: FieldDescriptor) -> bool:
 
 
 def validate(message: Message) -> None:
-    """Check every REQUIRED field in the tree of `message`.
-
-    A REQUIRED field is missing when it is unset, an empty list or map, a zero number or enum
-    without explicit presence, or a string that is empty or only white space.
+    """Check every REQUIRED field in the tree of `message` (what is missing: §4.2).
 
     Raises:
-        InvalidArgument: one or more fields are missing; ``violations`` holds one
-            :class:`FieldViolation` per field (``field`` path in camelCase, e.g.
-            ``summary.release.version``; ``description`` ``"is required"``).
+        InvalidArgument: fields are missing; one violation each, ``"is required"`` (§4.3).
     """
     found = list(violations(message))
     if not found:
