@@ -49,8 +49,6 @@ _REF_BASE = "#/components/schemas/"
 #: A relative server: a path of RFC 3986 path characters (one class, so no backtracking).
 _SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
-Format = Literal["json", "yaml"]
-
 #: The adapter's answers of no operation (an unknown path, a method but POST): stated once, not
 #: among every POST's responses, where tools would offer them as outcomes of a call.
 OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (answers.NO_OPERATION, answers.WRONG_METHOD)
@@ -67,9 +65,7 @@ def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -
     Raises:
         projectops.InvalidBaseUrl: see :func:`server_url`.
     """
-    doc = copy.deepcopy(_document(strict))
-    doc["servers"] = [{"url": server_url(base_url)}]
-    return doc
+    return {**copy.deepcopy(_document(strict)), "servers": [{"url": server_url(base_url)}]}
 
 
 def server_url(base_url: str | None) -> str:
@@ -91,7 +87,7 @@ def server_url(base_url: str | None) -> str:
     return base_url.rstrip("/") or "/"
 
 
-def render(base_url: str | None = DEFAULT_BASE_URL, fmt: Format | str = "json") -> str:
+def render(base_url: str | None = DEFAULT_BASE_URL, fmt: str = "json") -> str:
     """:func:`document` as JSON or YAML text (needs PyYAML), ending in a newline.
 
     Raises:
@@ -146,7 +142,16 @@ def _document(strict: bool) -> dict[str, Any]:
             },
             "schemas": schemas.finish(),
         },
-        "x-answers-outside-operations": [_outside_answer(case) for case in OUTSIDE_OPERATIONS],
+        "x-answers-outside-operations": [
+            {
+                "status": case.http_status,
+                "code": str(case.code),
+                "situation": case.situation,
+                "headers": dict(case.headers or {}),
+                "example": _error_example(case),
+            }
+            for case in OUTSIDE_OPERATIONS
+        ],
     }
 
 
@@ -161,16 +166,6 @@ def _outside_text() -> str:
     return "\n".join(lines)
 
 
-def _outside_answer(case: ErrorCase) -> dict[str, Any]:
-    return {
-        "status": case.http_status,
-        "code": str(case.code),
-        "situation": case.situation,
-        "headers": dict(case.headers or {}),
-        "example": _error_example(case),
-    }
-
-
 def _first_sentence(text: str) -> str:
     return text.split(". ", 1)[0].rstrip(".") + "."
 
@@ -178,8 +173,7 @@ def _first_sentence(text: str) -> str:
 def _error_example(
     case: ErrorCase, request_type: type[Message] | None = None
 ) -> dict[str, Any] | None:
-    """An ``ErrorResponse`` body of `case`: the codec's or ``validate``'s own error where there
-    is one (``None``: `request_type` has no REQUIRED field), else the situation's first sentence."""
+    """`case`'s ``ErrorResponse``: our own where there is one (``None``: no REQUIRED field)."""
     if request_type is not None and case == MALFORMED_BODY:
         try:
             from_json(b"[]", request_type, strict=True)
@@ -209,20 +203,17 @@ def _operation(
     }
     if op.deprecated:
         item["deprecated"] = True
+    request, answer = _descriptor(op.request_type), _descriptor(op.response_type)
     item["requestBody"] = {
         # An empty body reads as `{}`: it is only wrong when a field is REQUIRED.
-        "required": any(is_required(fd) for fd in _descriptor(op.request_type).fields),
-        "description": description(_descriptor(op.request_type)),
-        "content": _content(
-            schemas.ref(_descriptor(op.request_type), "input"), examples, "request"
-        ),
+        "required": any(is_required(fd) for fd in request.fields),
+        "description": description(request),
+        "content": _content(schemas.ref(request, "input"), examples, "request"),
     }
     responses: dict[str, Any] = {
         "200": {
-            "description": description(_descriptor(op.response_type)),
-            "content": _content(
-                schemas.ref(_descriptor(op.response_type), "output"), examples, "response"
-            ),
+            "description": description(answer),
+            "content": _content(schemas.ref(answer, "output"), examples, "response"),
         }
     }
     error_ref = schemas.ref(_descriptor(ErrorResponse), "output")
@@ -279,9 +270,7 @@ def _content(
 
 def _error_statuses() -> list[tuple[int, list[ErrorCase]]]:
     by_status: dict[int, list[ErrorCase]] = {}
-    for case in ERROR_CASES:
-        if case in OUTSIDE_OPERATIONS:
-            continue
+    for case in (case for case in ERROR_CASES if case not in OUTSIDE_OPERATIONS):
         by_status.setdefault(case.http_status, []).append(case)
     return sorted(by_status.items())
 
@@ -297,8 +286,6 @@ def _tag(op: Operation) -> str:
 
 
 class _Components:
-    """``components.schemas``: one schema per message, built by :mod:`projectops.json_schema`."""
-
     def __init__(self, strict: bool) -> None:
         self._strict = strict
         self._schemas: dict[str, dict[str, Any]] = {}
@@ -313,11 +300,9 @@ class _Components:
 
     def ref(self, message: Descriptor, direction: json_schema.Direction) -> dict[str, Any]:
         """``{"$ref": ...}`` to `message` in `direction` (built on first use)."""
-        key = self._add(message, direction)
-        return {"$ref": _REF_BASE + key}
+        return {"$ref": _REF_BASE + self._add(message, direction)}
 
     def schema(self, message: Descriptor) -> dict[str, Any]:
-        """The component of `message` (its input form when only requests reach it)."""
         return self._schemas[message.full_name]
 
     def finish(self) -> dict[str, dict[str, Any]]:
@@ -350,18 +335,14 @@ class _Components:
         if direction == "output":
             self._output.update([message.full_name, *defs])
         self._schemas[key] = schema
+        pool = message.file.pool
         for name, nested in defs.items():
-            self._schemas.setdefault(self._key(_by_name(message, name), direction), nested)
+            self._schemas.setdefault(self._key(pool.FindMessageTypeByName(name), direction), nested)
         return key
 
 
 def _descriptor(message_type: type[Message]) -> Descriptor:
     return cast(Descriptor, message_type.DESCRIPTOR)
-
-
-def _by_name(root: Descriptor, full_name: str) -> Descriptor:
-    found: Descriptor = root.file.pool.FindMessageTypeByName(full_name)
-    return found
 
 
 def _messages(files: set[FileDescriptor]) -> Iterator[Descriptor]:
