@@ -136,13 +136,8 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
 
 
 def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
-    return [
-        *cli.commands(transport),
-        mcp.command(),
-        conformance.command(),
-        conformance.proxy_command(),
-        *mock.commands(),
-    ]
+    features = [mcp.command(), conformance.command(), conformance.proxy_command(), *mock.commands()]
+    return [*cli.commands(transport), *features]
 
 
 def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.ArgumentParser:

@@ -26,6 +26,7 @@ from projectops.commands import Command, whole
 from projectops.conventions import (
     API_KEY_ENV,
     API_KEY_HEADER,
+    DEFAULT_BASE_URL,
     MAX_BODY_BYTES,
     base_url_hint,
 )
@@ -137,11 +138,6 @@ def add_retries(parser: argparse.ArgumentParser, *, top_level: bool = False) -> 
     )
 
 
-def _retries(args: argparse.Namespace) -> int:
-    given = getattr(args, "retries", None)
-    return DEFAULT_RETRIES if given is None else int(given)
-
-
 def _read_json_input(text: str) -> dict[str, Any]:
     """The JSON object of ``--json-input`` (inline, ``@file`` or ``@-``), read with a cap of
     the server's body limit; a file that is not regular is refused before it is read."""
@@ -184,10 +180,8 @@ def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
         if value is None:
             continue
         if fd.name in data or fd.json_name in data:  # JSON wins, under either name
-            print(
-                f"notice: {_flag(fd)} is also set by --json-input; the --json-input value is used",
-                file=sys.stderr,
-            )
+            notice = f"{_flag(fd)} is also set by --json-input; the --json-input value is used"
+            print(f"notice: {notice}", file=sys.stderr)
         else:
             request[fd.json_name] = value
     return {**request, **data}
@@ -196,16 +190,19 @@ def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
 def _run_operation(
     op: Operation, transport: httpx.BaseTransport | None, args: argparse.Namespace
 ) -> int:
+    import httpx2
+
     from projectops.client.http import Client  # sync: no event loop to start
 
     request = _request_object(op, args)
+    retries = getattr(args, "retries", None)
     try:
         with Client(
             args.base_url,
             timeout=args.timeout,
             max_response_bytes=args.max_response_bytes,
-            retries=_retries(args),
-            transport=_dry_run_transport() if args.dry_run else transport,
+            retries=DEFAULT_RETRIES if retries is None else retries,
+            transport=httpx2.MockTransport(_refuse) if args.dry_run else transport,
         ) as client:
             hint = base_url_hint(client.base_url)
             if hint is not None:
@@ -219,8 +216,7 @@ def _run_operation(
 
 
 def _write_json(message: Message, *, indent: int | None) -> None:
-    """`message`'s JSON and a newline on stdout, written in pieces as it is encoded: the
-    text (several times the answer's size, indented) is never held whole."""
+    """`message`'s JSON and a newline on stdout, written in pieces as it is encoded."""
     from projectops.codec import iter_json
 
     sys.stdout.writelines(map(inert_json, iter_json(message, indent=indent)))
@@ -254,14 +250,9 @@ class _DryRun(Exception):
         self.text = "\n".join(lines) + "\n\n" + body + "\n"
 
 
-def _dry_run_transport() -> httpx.BaseTransport:
-    """A transport that sends nothing: it raises :class:`_DryRun` with the request as built."""
-    import httpx2
-
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise _DryRun(request)
-
-    return httpx2.MockTransport(refuse)
+def _refuse(request: httpx.Request) -> httpx.Response:
+    """The handler of ``--dry-run``'s transport: sends nothing, raises :class:`_DryRun`."""
+    raise _DryRun(request)
 
 
 # --- operations, describe, schema, openapi, completion -----------------------------------------
@@ -298,8 +289,7 @@ def _tool_argument(parser: argparse.ArgumentParser, *, optional: bool = False) -
     )
 
 
-def _tool_or_none(parser: argparse.ArgumentParser) -> None:
-    _tool_argument(parser, optional=True)
+_tool_or_none = partial(_tool_argument, optional=True)
 
 
 def _describe(args: argparse.Namespace) -> int:
@@ -325,8 +315,6 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _openapi(parser: argparse.ArgumentParser) -> None:
-    from projectops.conventions import DEFAULT_BASE_URL
-
     parser.add_argument(
         "--base-url",
         dest="server_url",  # not the connection option's dest: this one names, never calls
