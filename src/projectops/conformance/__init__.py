@@ -12,8 +12,7 @@ from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from projectops.conformance._catalogue import CHECKS, CheckSpec
-    from projectops.conformance._command import command
-    from projectops.conformance._proxy_command import proxy_command
+    from projectops.conformance._command import command, proxy_command
     from projectops.conformance._report import CheckResult, Report, write_report
     from projectops.conformance._runner import run_checks
 
@@ -23,7 +22,7 @@ _WHERE = {
     "CheckSpec": "projectops.conformance._catalogue",
     "Report": "projectops.conformance._report",
     "command": "projectops.conformance._command",
-    "proxy_command": "projectops.conformance._proxy_command",
+    "proxy_command": "projectops.conformance._command",
     "run_checks": "projectops.conformance._runner",
     "write_report": "projectops.conformance._report",
 }

@@ -1,25 +1,47 @@
-"""The ``conformance`` command of ``projectops``; :func:`_run` imports the checks when it runs."""
+"""The ``conformance`` and ``proxy`` commands of ``projectops``; the checks, Starlette, uvicorn
+and httpx2 are imported when one runs."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
-from projectops.client.failures import EXIT_CONFORMANCE_FAILED, EXIT_OK, UsageError
-from projectops.commands import Command, seconds
+from projectops.client.failures import EXIT_CONFORMANCE_FAILED, EXIT_FAILURE, EXIT_OK, UsageError
+from projectops.commands import (
+    DEFAULT_DRAIN_TIMEOUT,
+    Command,
+    listen,
+    listen_url,
+    port,
+    seconds,
+    serve_uvicorn,
+    warn_if_every_interface,
+    whole,
+)
 from projectops.conformance._http import DEFAULT_DEADLINE, MAX_REQUESTS
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, InvalidBaseUrl, normalize_base_url
 
 if TYPE_CHECKING:
     import httpx2 as httpx
 
+    from projectops.conformance._proxy import Recording
     from projectops.fixtures import FixtureProject
 
-__all__ = ["command", "write_file"]
+__all__ = ["DEFAULT_PORT", "MAX_RECORDED_ANSWERS", "MAX_RECORDED_BYTES", "command"]
+__all__ += ["proxy_command"]
+
+#: The proxy's, beside the mock server's.
+DEFAULT_PORT = 8788
+#: Answers a recording keeps at most (``--record-max-answers``).
+MAX_RECORDED_ANSWERS = 1000
+#: Bytes of JSON a recording keeps at most (``--record-max-bytes``, 16 MiB).
+MAX_RECORDED_BYTES = 16 * 1024 * 1024
 
 
 def command() -> Command:
@@ -69,12 +91,6 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _api_key() -> str:
-    from projectops.client import usable_api_key
-
-    return usable_api_key((os.environ.get(API_KEY_ENV) or "").strip())
-
-
 def _fixture_project(path: str, key: str) -> FixtureProject:
     from projectops.fixtures import FixtureError, decode_fixtures, read_fixtures_file
 
@@ -92,7 +108,9 @@ def _fixture_project(path: str, key: str) -> FixtureProject:
 
 
 def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None) -> int:
-    key = _api_key()
+    from projectops.client import usable_api_key
+
+    key = usable_api_key((os.environ.get(API_KEY_ENV) or "").strip())
     project = None if args.fixtures is None else _fixture_project(args.fixtures, key)
     # No default: checking the bundled mock server by accident would prove nothing.
     base_url = args.base_url or os.environ.get(BASE_URL_ENV)
@@ -119,14 +137,130 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
     write_report(report, args.json, base_url)
     if args.junit_xml is not None:
         xml = junit_xml(report, base_url)
-        write_file("--junit-xml", args.junit_xml, lambda path: Path(path).write_bytes(xml))
+        _write_file("--junit-xml", args.junit_xml, lambda path: Path(path).write_bytes(xml))
     return EXIT_CONFORMANCE_FAILED if report.must_failed or report.stopped else EXIT_OK
 
 
-def write_file(flag: str, path: str, write: Callable[[str], object]) -> None:
+def _write_file(flag: str, path: str, write: Callable[[str], object]) -> None:
     """``write(path)``; an OSError is a UsageError naming `flag` (exit 2)."""
     try:
         write(path)
     except OSError as exc:
         why = f"{outside_text(path, 200)}: {outside_text(exc.strerror or str(exc))}"
         raise UsageError(f"{flag} {why}") from None
+
+
+def proxy_command() -> Command:
+    """The ``proxy`` command of ``projectops`` (extras ``client`` and ``server``)."""
+    return Command(
+        "proxy",
+        "a validation proxy: forward calls to a server, report where they drift from the "
+        "schema, record the answers as mock fixtures",
+        _configure_proxy,
+        _run_proxy,
+        description=(
+            "Listen on --host/--port and forward every call to --upstream as it came; answer "
+            "with exactly what the upstream answered. Each request and answer of an operation "
+            "is checked with the conformance checks of one answer: one line per violation on "
+            "stderr ('drift: OPERATION request|answer CHECK FIELD: WHAT'), or one JSON object "
+            "per line on stdout with --json. With --record FILE, the 200 answers seen are "
+            "written on exit as a fixtures file for `projectops mock-server --fixtures FILE`, "
+            "the key replaced by a stand-in. Exit 0 after a stop signal, 2 for a usage error."
+        ),
+        connection=True,
+        extra="server",
+    )
+
+
+def _configure_proxy(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add(
+        "--upstream",
+        metavar="URL",
+        required=True,
+        help="the server to forward to, its root without /api/mcp (never read from "
+        "$SERVICE_BACKEND_URL: that may name this proxy)",
+    )
+    add("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    add(
+        "--port",
+        type=partial(port, lowest=0),
+        default=DEFAULT_PORT,
+        help="TCP port, 0 for any free one (default: %(default)s)",
+    )
+    add("--json", action="store_true", help="write each drift as a JSON object on stdout")
+    add("--record", metavar="FILE", help="write the 200 answers seen to FILE on exit")
+    add(
+        "--record-max-answers",
+        metavar="N",
+        type=whole,
+        default=MAX_RECORDED_ANSWERS,
+        help="answers recorded at most; later new ones are left out (default: %(default)s)",
+    )
+    add(
+        "--record-max-bytes",
+        metavar="BYTES",
+        type=whole,
+        default=MAX_RECORDED_BYTES,
+        help="bytes of JSON recorded at most (default: %(default)s, 16 MiB)",
+    )
+
+
+def _run_proxy(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from projectops.client import AsyncRawClient
+    from projectops.conformance._proxy import Drift, Recording, create_proxy_app
+
+    if args.base_url is not None:
+        raise UsageError("--base-url does nothing for 'proxy': give the server with --upstream")
+    try:
+        base_url = normalize_base_url(args.upstream)
+    except InvalidBaseUrl as exc:
+        raise UsageError(f"--upstream: {exc}") from None
+    record = args.record
+    folder = os.path.dirname(os.path.abspath(record or "."))
+    if record is not None and (os.path.isdir(record) or not os.access(folder, os.W_OK)):
+        raise UsageError(f"--record {outside_text(record, 200)}: cannot write a file there")
+    recording = Recording(max_answers=args.record_max_answers, max_bytes=args.record_max_bytes)
+    warn_if_every_interface(args.host)
+    sock = listen(args.host, args.port)
+    upstream = AsyncRawClient(
+        base_url, timeout=args.timeout, max_response_bytes=args.max_response_bytes
+    )
+    report: Callable[[Drift], None] = (
+        (lambda drift: print(drift.json_line(), flush=True))
+        if args.json
+        else (lambda drift: print(drift.line(), file=sys.stderr, flush=True))
+    )
+    app = create_proxy_app(upstream, report=report, recording=recording if record else None)
+    print(
+        f"projectops proxy listening on {listen_url(sock)}, forwarding to {base_url}",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="off",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=DEFAULT_DRAIN_TIMEOUT,
+    )
+    started = serve_uvicorn(config, sock)
+    if record is not None:
+        _write(recording, record)
+    return EXIT_OK if started else EXIT_FAILURE
+
+
+def _write(recording: Recording, path: str) -> None:
+    from projectops.conformance._proxy import STAND_IN_KEY
+
+    _write_file("--record", path, recording.write)
+    left_out = f"; {recording.left_out} left out" if recording.left_out else ""
+    print(
+        f"projectops proxy recorded {recording.count} answer{'' if recording.count == 1 else 's'} "
+        f"to {outside_text(path, 200)}{left_out}; its "
+        f"apiKey is the stand-in {STAND_IN_KEY!r}: set it to the key your tests send",
+        file=sys.stderr,
+    )
