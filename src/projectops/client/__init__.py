@@ -1,15 +1,6 @@
-"""The HTTP clients of the API (extra ``client``): typed, dynamic, and the raw exchange.
-
-    >>> from projectops.client import OperationsServiceClient
-    >>> with OperationsServiceClient() as client:  # SERVICE_BACKEND_URL / SERVICE_API_KEY
-    ...     details = client.get_release_details(version="1.0.0")  # doctest: +SKIP
-
-:class:`OperationsServiceClient` and :class:`AsyncOperationsServiceClient` (generated, one method
-per rpc) stand on :class:`Client` and :class:`AsyncClient` (:mod:`projectops.client.http`),
-whose ``call(name, dict)`` the CLI and the tool server use; all of them send through
-:class:`RawClient` / :class:`AsyncRawClient`, the bounded raw exchange that the conformance
-runner and the proxy use too. Names are imported on first use: the CLI's core-only commands
-run without the HTTP library.
+"""The HTTP clients of the API (extra ``client``; docs/python.md): the generated typed clients,
+:class:`Client` / :class:`AsyncClient` under them, and the bounded raw exchange
+:class:`RawClient` / :class:`AsyncRawClient`. Names are imported on first use.
 """
 
 from __future__ import annotations
@@ -53,7 +44,6 @@ if TYPE_CHECKING:
 _NAMES = {
     "projectops.client._base": "AsyncCallNext AsyncInterceptor CallContext CallNext Interceptor "
     "OperationKey RequestHeaders RequestLike prepare_request",
-    # No HTTP library behind these: the CLI's help and conformance's key check read them.
     "projectops.client._errors": "AnswerTimedOut AnswerTooLarge InvalidRequest InvalidResponse "
     "MissingApiKey MissingBaseUrl ServiceUnreachable UnexpectedRedirect error_from_answer "
     "usable_api_key",

@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
@@ -156,11 +157,6 @@ class BaseClient(Generic[Icpt, T]):
         return self._raw.max_response_bytes
 
     @property
-    def retries(self) -> int:
-        """Extra attempts a retryable call may make; 0: none."""
-        return self._retries
-
-    @property
     def has_api_key(self) -> bool:
         """Whether an API key is configured (its value is never exposed)."""
         return bool(self._api_key)
@@ -171,8 +167,8 @@ class BaseClient(Generic[Icpt, T]):
 
     def _prepare(
         self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
-    ) -> tuple[Operation, Message]:
-        """Every local check, the request validated once, before a call goes out."""
+    ) -> tuple[Operation, Message, float | None]:
+        """Every local check before a call goes out; its deadline (``time.monotonic()``)."""
         op = operation(key)
         if response_type is not None and response_type is not op.response_type:
             raise TypeError(
@@ -183,7 +179,13 @@ class BaseClient(Generic[Icpt, T]):
             usable_api_key(self._api_key)
         except MissingApiKey as exc:
             raise mark_redacted(exc) from None  # never quotes the key
-        return op, message
+        return op, message, None if self.timeout is None else time.monotonic() + self.timeout
+
+    def _chain(self, send: Any) -> Any:
+        """`send` wrapped in the interceptors, the first outermost."""
+        for interceptor in reversed(self._interceptors):
+            send = partial(_through, interceptor, send)
+        return send
 
     def _build(
         self, op: Operation, message: Message, given: Message, context: CallContext
@@ -281,6 +283,10 @@ class BaseClient(Generic[Icpt, T]):
         if deadline is not None and wait >= deadline - time.monotonic():
             raise failure if answered else mark_redacted(self._raw._timed_out())
         return wait
+
+
+def _through(interceptor: Any, call_next: Any, request: Message, context: CallContext) -> Any:
+    return interceptor(request, context, call_next)
 
 
 def request_message(

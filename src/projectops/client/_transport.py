@@ -118,8 +118,7 @@ class _DeadlineBackend(httpcore2.SyncBackend):
 
 
 class _DeadlineTransport(httpx2.HTTPTransport):
-    """httpx2's transport on a pool of :class:`_DeadlineBackend` (its own ``__init__`` takes no
-    network backend), through the environment's proxy."""
+    """httpx2's transport on :class:`_DeadlineBackend` (its ``__init__`` takes no backend)."""
 
     def __init__(self, base_url: str) -> None:
         env = environment_proxy(base_url)
@@ -137,9 +136,8 @@ class _DeadlineTransport(httpx2.HTTPTransport):
 
 
 class RawAnswer(NamedTuple):
-    """An answer as it came: `headers` are ``(name, value)`` pairs in order, as Latin-1;
-    `body` at most the cap, never decoded; `truncated`: there was more (not read, or for a 2xx
-    whose ``Content-Length`` announced more, not read at all)."""
+    """An answer as it came: `headers` in order, as Latin-1; `body` never decoded, at most the
+    cap; `truncated`: there was more (for a 2xx announcing more, none was read)."""
 
     status: int
     headers: list[tuple[str, str]]
@@ -159,8 +157,7 @@ _FRAMING = frozenset({"contentlength", "transferencoding", "host", "connection",
 
 
 def header_key(name: str) -> str:
-    """`name` lower-cased without punctuation: one header to servers that read ``_`` as ``-``
-    (CGI) and ignore case."""
+    """`name` as servers that ignore case and read ``_`` as ``-`` (CGI) see it."""
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
@@ -176,8 +173,7 @@ def check_header(name: object, value: object) -> None:
 
 
 def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | None) -> int:
-    """The error bodies' cap (`max_error_bytes`, default `max_bytes`); ``ValueError`` for a
-    `timeout` not positive or a cap below 1, ``TypeError`` for a cap that is no int."""
+    """The error bodies' cap; ``ValueError``, ``TypeError``: a time-out or cap that cannot work."""
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
     error_cap = max_bytes if max_error_bytes is None else max_error_bytes
@@ -187,10 +183,6 @@ def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | N
         if cap < 1:
             raise ValueError(f"{name} must be at least 1, not {cap}")
     return min(max_bytes, error_cap)
-
-
-class _Late(Exception):
-    """The exchange stopped waiting for a caller's transport."""
 
 
 class _Exchange:
@@ -334,11 +326,11 @@ class RawClient(_Exchange):
                     if not self._take(body, chunk, cap):
                         break
                     if stop is not None and stop.is_set():
-                        raise _Late  # the exchange stopped waiting for a caller's transport
+                        raise httpx2.ReadTimeout("the exchange stopped waiting for this answer")
                 return self._answer(response, body, cap)
             finally:
                 response.close()
-        except (httpx2.TimeoutException, _Late):
+        except httpx2.TimeoutException:
             return self._timed_out()
         except httpx2.RequestError as exc:
             return self._unreachable(exc)

@@ -85,8 +85,7 @@ class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
                 or no usable answer. Whatever an interceptor raises. None holds the key.
         """
         try:
-            op, message = self._prepare(operation, request, response_type)
-            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            op, message, deadline = self._prepare(operation, request, response_type)
 
             def send(request: Message, context: CallContext) -> Message:
                 body, headers = self._build(op, request, message, context)
@@ -102,9 +101,7 @@ class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
                     time.sleep(self._retry_wait(op, retry, answer, outcome, deadline))
                 raise AssertionError("unreachable: the last attempt returns or raises")
 
-            call_next: CallNext = send
-            for interceptor in reversed(self._interceptors):
-                call_next = _wrap(interceptor, call_next)
+            call_next: CallNext = self._chain(send)
             return self._checked(op, call_next(message, CallContext(op)))
         except Exception as exc:
             scrub_exception(exc, self._secrets)
@@ -119,14 +116,6 @@ class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _wrap(interceptor: Interceptor, call_next: CallNext) -> CallNext:
-    return lambda request, context: interceptor(request, context, call_next)
-
-
-def _async_wrap(interceptor: AsyncInterceptor, call_next: AsyncCallNext) -> AsyncCallNext:
-    return lambda request, context: interceptor(request, context, call_next)
 
 
 class AsyncClient(BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
@@ -153,8 +142,7 @@ class AsyncClient(BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
     ) -> Message:
         """Call one operation; arguments, result and errors: :meth:`Client.call`."""
         try:
-            op, message = self._prepare(operation, request, response_type)
-            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            op, message, deadline = self._prepare(operation, request, response_type)
 
             async def send(request: Message, context: CallContext) -> Message:
                 body, headers = self._build(op, request, message, context)
@@ -176,9 +164,7 @@ class AsyncClient(BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
                     await anyio.sleep(self._retry_wait(op, retry, answer, outcome, deadline))
                 raise AssertionError("unreachable: the last attempt returns or raises")
 
-            call_next: AsyncCallNext = send
-            for interceptor in reversed(self._interceptors):
-                call_next = _async_wrap(interceptor, call_next)
+            call_next: AsyncCallNext = self._chain(send)
             return self._checked(op, await call_next(message, CallContext(op)))
         except Exception as exc:
             scrub_exception(exc, self._secrets)

@@ -1,9 +1,6 @@
-"""Redaction of the API key (docs/contract.md §9) from outside text: an honest echo's spellings
-(:func:`projectops._text.redact_secrets`). Our own messages never hold the key and are never
-rewritten: the client redacts outside text where it enters a message
-(:func:`projectops._text.outside_text`), marks the errors it so composed
-(:func:`mark_redacted`), and :func:`scrub_exception` redacts only the others (an interceptor's,
-a library's) and the exceptions chained to them.
+"""Redaction of the API key from outside text (docs/contract.md §9.4). The client redacts
+outside text where it enters a message and marks those errors (:func:`mark_redacted`);
+:func:`scrub_exception` redacts the others (an interceptor's, a library's) and their chain.
 """
 
 from __future__ import annotations
@@ -23,23 +20,20 @@ E = TypeVar("E", bound=BaseException)
 
 
 def redact(text: str, keys: Iterable[str | None] = ()) -> str:
-    """`text` (outside text) with ``SERVICE_API_KEY``'s value and each of `keys` replaced by
-    ``***`` in any honest spelling (blank and ``None`` keys are skipped)."""
+    """`text` with ``SERVICE_API_KEY``'s value and `keys` redacted (:func:`redact_secrets`)."""
     return redact_secrets(text, [os.environ.get(API_KEY_ENV), *keys], REDACTED)
 
 
 def mark_redacted(exc: E) -> E:
-    """`exc`, marked as composed with its outside text redacted: :func:`scrub_exception`
-    leaves its own text alone."""
+    """`exc`, marked as redacted already: :func:`scrub_exception` leaves its text alone."""
     setattr(exc, _MARK, True)
     return exc
 
 
 def scrub_exception(exc: BaseException, keys: Iterable[str | None] = ()) -> None:
-    """Redact (:func:`redact`) the keys in place from `exc` and every exception chained to it
-    (``__cause__``, ``__context__``), those :func:`mark_redacted` marked excepted: string
-    ``args``, an :class:`~projectops.ApiError`'s message and violations, and ``__notes__``.
-    Class, traceback and identity are kept, so ``raise`` after it shows no key."""
+    """Redact (:func:`redact`) the keys in place from the string ``args``, ``__notes__`` and
+    an :class:`~projectops.ApiError`'s message and violations of `exc` and its chain, bar
+    those :func:`mark_redacted` marked; class, traceback and identity are kept."""
     keys = [*keys]
     seen: set[int] = set()
     pending: list[BaseException | None] = [exc]
