@@ -22,7 +22,6 @@ from google.protobuf.descriptor import (
     EnumDescriptor,
     FieldDescriptor,
     MethodDescriptor,
-    ServiceDescriptor,
 )
 
 from projectops._wire import join
@@ -81,13 +80,6 @@ def load(data: bytes | descriptor_pb2.FileDescriptorSet) -> descriptor_pool.Desc
     return pool
 
 
-def _services(
-    pool: descriptor_pool.DescriptorPool, files: Iterable[str]
-) -> Iterator[ServiceDescriptor]:
-    for name in files:
-        yield from pool.FindFileByName(name).services_by_name.values()
-
-
 def _http(method: MethodDescriptor) -> HttpBinding:
     options = descriptor_pb2.MethodOptions.FromString(method.GetOptions().SerializeToString())
     if not options.HasExtension(annotations_pb2.http):  # type: ignore[arg-type]
@@ -110,7 +102,8 @@ def _required(field: FieldDescriptor) -> bool:
 def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> dict[str, Operation]:
     """Every rpc of the services in `files`, keyed by ``<service full name>/<operation name>``."""
     found: dict[str, Operation] = {}
-    for service in _services(pool, files):
+    services = [s for f in files for s in pool.FindFileByName(f).services_by_name.values()]
+    for service in services:
         for method in service.methods:
             name = rpc_operation_name(method.name)
             found[f"{service.full_name}/{name}"] = Operation(name, method, _http(method))

@@ -41,7 +41,6 @@ from projectops._fastcodec._plans import (
     Plan,
     Unsupported,
     compile_function,
-    decode_unbuilt,
     ready_plan,
 )
 from projectops._fastcodec._timefmt import parse_duration, parse_timestamp
@@ -63,7 +62,7 @@ _READY: dict[Descriptor, Plan] = {}  # plans whose decoder, and those of all bel
 
 def decoding_plan(descriptor: Descriptor) -> Plan:
     """The plan of `descriptor` with its ``decode`` (and those below it) compiled."""
-    return ready_plan(descriptor, _READY, "decode", decode_unbuilt, compile_decoder)
+    return ready_plan(descriptor, _READY, "decode", compile_decoder)
 
 
 def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[str, Any]]:
@@ -334,10 +333,7 @@ def _decode_map(aux: Any, value: Any, depth: int, lenient: bool) -> dict[Any, An
             else:
                 raise Unsupported
         else:  # integer keys, strings of digits
-            digits = key[1:] if key[:1] == "-" else key
-            if not (digits.isdigit() and digits.isascii() and len(digits) <= 20):
-                raise Unsupported
-            map_key = int(key)
+            map_key = _integer(key)
         if map_key in out:  # "1" and "01": json_format overwrites or merges
             raise Unsupported
         if item is None and value_kind != WKT:

@@ -12,6 +12,7 @@ import base64
 import json
 import keyword
 from collections.abc import Callable, Iterator
+from functools import cache
 from typing import Any, Final, cast
 
 from google.protobuf import json_format
@@ -40,7 +41,6 @@ from projectops._fastcodec._plans import (
     Field,
     Plan,
     compile_function,
-    encode_unbuilt,
     reachable,
     ready_plan,
 )
@@ -66,7 +66,7 @@ _READY: dict[Descriptor, Plan] = {}  # plans whose encoder, and those of all bel
 
 def encoding_plan(descriptor: Descriptor) -> Plan:
     """The plan of `descriptor` with its ``encode`` (and those below it) compiled."""
-    return ready_plan(descriptor, _READY, "encode", encode_unbuilt, compile_encoder)
+    return ready_plan(descriptor, _READY, "encode", compile_encoder)
 
 
 def _attribute(name: str) -> str:
@@ -273,28 +273,16 @@ class _Writer:
         return text
 
 
-_STREAMABLE: dict[Descriptor, bool] = {}
-_DEEP: dict[Descriptor, bool] = {}
-
-
+@cache
 def _streamable(plan: Plan) -> bool:
     """Whether every message type below `plan` has an encoder (no json_format fallback)."""
-    known = _STREAMABLE.get(plan.descriptor)
-    if known is None:
-        known = _STREAMABLE[plan.descriptor] = all(
-            p.encode is not _no_plan for p in reachable(plan)
-        )
-    return known
+    return all(p.encode is not _no_plan for p in reachable(plan))
 
 
+@cache
 def _deep(plan: Plan) -> bool:
     """Whether `plan` holds a repeated or map field at any depth (written field by field)."""
-    known = _DEEP.get(plan.descriptor)
-    if known is None:
-        known = _DEEP[plan.descriptor] = any(
-            f.shape != SINGLE for p in reachable(plan) for f in p.fields
-        )
-    return known
+    return any(f.shape != SINGLE for p in reachable(plan) for f in p.fields)
 
 
 def _message_pieces(message: Any, plan: Plan, level: int, writer: _Writer) -> Iterator[str]:

@@ -109,13 +109,8 @@ class Field:
             self.kind, self.aux = _kind(fd)
 
 
-def decode_unbuilt(data: dict[Any, Any], depth: int, lenient: bool) -> dict[str, Any]:
-    """The ``decode`` slot of a plan before the decoding module compiled it."""
-    raise AssertionError("plan used before it was built")
-
-
-def encode_unbuilt(message: Any) -> dict[str, Any]:
-    """The ``encode`` slot of a plan before the encoding module compiled it."""
+def _unbuilt(*args: Any) -> dict[str, Any]:
+    """The ``decode`` and ``encode`` slots of a plan before :func:`ready_plan` compiled them."""
     raise AssertionError("plan used before it was built")
 
 
@@ -130,8 +125,8 @@ class Plan:
         self.fields: list[Field] = []
         self.inputs: dict[str, Field] = {}  # JSON names first, then proto names
         self.json_names: frozenset[str] = frozenset()
-        self.decode: Callable[[dict[Any, Any], int, bool], dict[str, Any]] = decode_unbuilt
-        self.encode: Callable[[Any], dict[str, Any]] = encode_unbuilt
+        self.decode: Callable[[dict[Any, Any], int, bool], dict[str, Any]] = _unbuilt
+        self.encode: Callable[[Any], dict[str, Any]] = _unbuilt
 
 
 _PLANS: dict[Descriptor, Plan] = {}
@@ -180,19 +175,18 @@ def ready_plan(
     descriptor: Descriptor,
     ready: dict[Descriptor, Plan],
     slot: Literal["decode", "encode"],
-    unbuilt: Callable[..., Any],
     compiler: Callable[[Plan], Any],
 ) -> Plan:
     """The plan of `descriptor` with its `slot` compiled by `compiler` in it and every plan below
     it (once per type, under :data:`LOCK`). A type enters the caller's cache `ready` only when
-    all its nested functions are compiled, so another thread never calls an `unbuilt` one."""
+    all its nested functions are compiled, so another thread never calls a placeholder."""
     found = ready.get(descriptor)
     if found is not None:
         return found
     root = plan_of(descriptor)
     with LOCK:
         for nested in reachable(root):
-            if getattr(nested, slot) is unbuilt:
+            if getattr(nested, slot) is _unbuilt:
                 setattr(nested, slot, compiler(nested))
         ready[descriptor] = root
     return root
