@@ -1,8 +1,6 @@
-"""Conformance of any server of this API (extra ``client``): the check catalogue derived from the
-registry, the runner, its reports, and the ``projectops conformance`` command (docs/conformance.md).
-
-Names are imported on first use: importing the package does not import httpx.
-"""
+"""Conformance of any server of this API (extra ``client``): the checks, their runner and
+reports, the ``conformance`` and ``proxy`` commands (docs/conformance.md). Names are imported on
+first use: importing the package does not import httpx."""
 
 from __future__ import annotations
 
@@ -27,16 +25,8 @@ _WHERE = {
     "write_report": "projectops.conformance._report",
 }
 
-__all__ = [
-    "CHECKS",
-    "CheckResult",
-    "CheckSpec",
-    "Report",
-    "command",
-    "proxy_command",
-    "run_checks",
-    "write_report",
-]
+__all__ = ["CHECKS", "CheckResult", "CheckSpec", "Report", "command", "proxy_command"]
+__all__ += ["run_checks", "write_report"]
 
 if not TYPE_CHECKING:
     __getattr__ = lazy_attributes(__name__, _WHERE)
