@@ -9,32 +9,24 @@ from typing import TYPE_CHECKING
 from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from projectops.mcp._command import command
-    from projectops.mcp._server import (
-        DEFAULT_MAX_RESULT_BYTES,
-        call_operation_tool,
-        configure_logging,
-        create_server,
-        operation_tools,
-        run,
-        serve_http,
-    )
-    from projectops.mcp._stdio import serve_stdio
+    from projectops.mcp._command import command as command
+    from projectops.mcp._server import DEFAULT_MAX_RESULT_BYTES as DEFAULT_MAX_RESULT_BYTES
+    from projectops.mcp._server import call_operation_tool as call_operation_tool
+    from projectops.mcp._server import configure_logging as configure_logging
+    from projectops.mcp._server import create_server as create_server
+    from projectops.mcp._server import operation_tools as operation_tools
+    from projectops.mcp._server import run as run
+    from projectops.mcp._server import serve_http as serve_http
+    from projectops.mcp._stdio import serve_stdio as serve_stdio
 
-__all__ = [
-    "DEFAULT_MAX_RESULT_BYTES",
-    "call_operation_tool",
-    "command",
-    "configure_logging",
-    "create_server",
-    "operation_tools",
-    "run",
-    "serve_http",
-    "serve_stdio",
-]
+_NAMES = {
+    "projectops.mcp._command": "command",
+    "projectops.mcp._server": "DEFAULT_MAX_RESULT_BYTES call_operation_tool configure_logging "
+    "create_server operation_tools run serve_http",
+    "projectops.mcp._stdio": "serve_stdio",
+}
+_WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}
+__all__ = sorted(_WHERE)
 
 if not TYPE_CHECKING:
-    _WHERE = dict.fromkeys(__all__, "projectops.mcp._server")
-    _WHERE["serve_stdio"] = "projectops.mcp._stdio"
-    _WHERE["command"] = "projectops.mcp._command"
     __getattr__ = lazy_attributes(__name__, _WHERE)

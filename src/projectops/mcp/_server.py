@@ -39,16 +39,6 @@ from projectops.descriptions import description
 from projectops.mcp._stdio import serve_stdio
 from projectops.registry import SERVICE, Operation, UnknownOperationError, operation, operations
 
-__all__ = [
-    "DEFAULT_MAX_RESULT_BYTES",
-    "call_operation_tool",
-    "configure_logging",
-    "create_server",
-    "operation_tools",
-    "run",
-    "serve_http",
-]
-
 #: The largest tool result's JSON text by default, in bytes (``--max-result-bytes``).
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
