@@ -19,8 +19,7 @@ _HTTP_ONLY = ("--host", "--port", "--drain-timeout")
 
 
 def command() -> Command:
-    """``projectops mcp``: stdio, or Streamable HTTP with ``--http``; it calls the service
-    (``--base-url``, ``--timeout``, ``--max-response-bytes`` and ``--retries``)."""
+    """``projectops mcp``: stdio, or Streamable HTTP with ``--http`` (docs/mcp.md)."""
     what = "run the MCP tool server (one tool per operation) over stdio or HTTP"
     return Command("mcp", what, _configure, _run, connection=True, extra="mcp")
 
@@ -31,19 +30,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add("--host", help=f"address of --http (default: {DEFAULT_HOST}, loopback only)")
     add("--port", type=port, help=f"TCP port of --http (default: {DEFAULT_PORT})")
     add("--max-result-bytes", metavar="BYTES", type=whole, help="the largest tool result (1 MiB)")
-    add(
-        "--drain-timeout",
-        metavar="SECONDS",
-        type=partial(whole, lowest=0),
-        help=f"seconds --http gives calls in flight on SIGTERM (default: {DEFAULT_DRAIN_TIMEOUT})",
-    )
-    add(
-        "--retries",
-        metavar="N",
-        type=partial(whole, lowest=0),
-        default=argparse.SUPPRESS,  # not to reset a value given before the command
-        help=f"extra attempts of a call that may be retried (default: {DEFAULT_RETRIES})",
-    )
+    count = partial(whole, lowest=0)
+    drain = f"seconds --http gives calls in flight on SIGTERM (default: {DEFAULT_DRAIN_TIMEOUT})"
+    add("--drain-timeout", metavar="SECONDS", type=count, help=drain)
+    retries = f"extra attempts of a call that may be retried (default: {DEFAULT_RETRIES})"
+    # No default: a value given before the command stays.
+    add("--retries", metavar="N", type=count, default=argparse.SUPPRESS, help=retries)
     parser.epilog = (
         f"Tool calls send {API_KEY_ENV} to {BASE_URL_ENV}; without a key the server still "
         "lists its tools, and calls fail saying so. Logs go to stderr."
