@@ -1,9 +1,8 @@
-"""The bounded raw HTTP exchange under both clients, the conformance runner and the proxy.
+"""The bounded raw HTTP exchange under the clients, conformance and the proxy (docs/python.md).
 
-`timeout` bounds each exchange as a whole, not each socket read; the body is read raw up to a
-cap (``Accept-Encoding: identity``); no cookie, no redirect; the environment's proxy. The sync
-exchange's own transport cuts every socket wait to what is left (:data:`_DEADLINE`), a caller's
-runs in a daemon thread it stops waiting for; the async one runs in a cancel scope.
+`timeout` bounds each exchange as a whole: the sync exchange's own transport cuts every socket
+wait to what is left (:data:`_DEADLINE`), a caller's runs in a daemon thread it stops waiting
+for; the async one runs in a cancel scope.
 """
 
 from __future__ import annotations
@@ -259,10 +258,8 @@ class _Exchange:
 
 
 class RawClient(_Exchange):
-    """Bounded raw HTTP exchanges with one service (module docstring). `base_url` is
-    normalised; `timeout` in seconds per exchange (``None``: none); `max_response_bytes` caps a
-    2xx body, `max_error_bytes` another (default: the same); `transport` an
-    ``httpx2.BaseTransport`` instead of the network (no proxy); `secrets` redacted from quotes.
+    """Bounded raw HTTP exchanges with one service (docs/python.md "The clients"); caps
+    `max_response_bytes` a 2xx body, `max_error_bytes` another; `secrets` are redacted.
 
     Raises:
         projectops.InvalidBaseUrl: (a ``ValueError``) see :func:`~projectops.normalize_base_url`.

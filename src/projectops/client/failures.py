@@ -118,9 +118,7 @@ FAILURES: Mapping[type[BaseException], Failure] = {
     ServiceUnreachable: _NO_ANSWER,
     AnswerTimedOut: _NO_ANSWER,
     AnswerTooLarge: Failure(
-        EXIT_FAILURE,
-        "{message}",
-        "The service's answer could not be read safely: {message}",
+        EXIT_FAILURE, "{message}", "The service's answer could not be read safely: {message}"
     ),
     ApiError: Failure(
         EXIT_FAILURE,

@@ -39,16 +39,8 @@ _OFF_LOOP_BYTES = 64 * 1024
 
 
 class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
-    """Synchronous client of the API; use it in ``with``, or :meth:`close` it.
-
-    Args:
-        base_url: the service's root; default ``SERVICE_BACKEND_URL``.
-        api_key: default ``SERVICE_API_KEY``; missing raises :class:`MissingApiKey` at :meth:`call`.
-        timeout: seconds a whole call may take, retries and waits included; ``None``: no limit.
-        max_response_bytes: the largest answer body read (default 32 MiB).
-        retries: extra attempts of a retryable call; 0: none.
-        interceptors: ``(request, context, call_next) -> response`` callables.
-        transport: an ``httpx2.BaseTransport`` instead of the network and its proxy.
+    """Synchronous client of the API (arguments: docs/python.md "The clients"); use it in
+    ``with``, or :meth:`close` it. A missing key raises :class:`MissingApiKey` at :meth:`call`.
 
     Raises:
         MissingBaseUrl, projectops.InvalidBaseUrl, InvalidProxy: (``ValueError``) no base URL,
