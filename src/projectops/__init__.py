@@ -11,6 +11,7 @@ the registry, the JSON codec, validation, the error model and the HTTP conventio
     '{"version":"1.0.0"}'
 """
 
+from projectops import errors
 from projectops.codec import from_json, to_dict, to_json
 from projectops.conventions import (
     API_KEY_ENV,
@@ -24,29 +25,7 @@ from projectops.conventions import (
     tool_name,
 )
 from projectops.descriptions import description
-from projectops.errors import (
-    ERROR_CLASSES,
-    HTTP_STATUS_BY_CODE,
-    Aborted,
-    AlreadyExists,
-    ApiError,
-    Canceled,
-    Code,
-    DataLoss,
-    DeadlineExceeded,
-    FailedPrecondition,
-    FieldViolation,
-    Internal,
-    InvalidArgument,
-    NotFound,
-    OutOfRange,
-    PermissionDenied,
-    ResourceExhausted,
-    Unauthenticated,
-    Unavailable,
-    Unimplemented,
-    Unknown,
-)
+from projectops.errors import *  # noqa: F403  (the error model: errors.__all__)
 from projectops.registry import Operation, UnknownOperationError, operation, operations
 from projectops.validation import validate
 
@@ -57,29 +36,8 @@ __all__ = [
     "API_KEY_HEADER",
     "BASE_URL_ENV",
     "DEFAULT_BASE_URL",
-    "ERROR_CLASSES",
-    "HTTP_STATUS_BY_CODE",
-    "Aborted",
-    "AlreadyExists",
-    "ApiError",
-    "Canceled",
-    "Code",
-    "DataLoss",
-    "DeadlineExceeded",
-    "FailedPrecondition",
-    "FieldViolation",
-    "Internal",
-    "InvalidArgument",
     "InvalidBaseUrl",
-    "NotFound",
     "Operation",
-    "OutOfRange",
-    "PermissionDenied",
-    "ResourceExhausted",
-    "Unauthenticated",
-    "Unavailable",
-    "Unimplemented",
-    "Unknown",
     "UnknownOperationError",
     "description",
     "from_json",
@@ -93,3 +51,4 @@ __all__ = [
     "tool_name",
     "validate",
 ]
+__all__ += errors.__all__

@@ -1,9 +1,5 @@
-"""The JSON codec of the API: the protobuf JSON mapping with this API's options (docs/contract.md
-§3). Input is lenient by default (unknown fields and enum names ignored), ``strict=True`` refuses
-them; every failure raises :class:`~projectops.errors.InvalidArgument` naming the field path.
-
-This module and its fast path :mod:`projectops._fastcodec` are the only callers of
-``json_format``; what the fast path does not take goes to ``json_format`` here.
+"""The JSON codec of the API: the protobuf JSON mapping with its options (docs/contract.md §3).
+With its fast path :mod:`projectops._fastcodec`, the only caller of ``json_format``.
 """
 
 from __future__ import annotations
@@ -78,13 +74,8 @@ def from_json(
     strict: bool = False,
 ) -> M:
     """Decode JSON text (``str`` or UTF-8 ``bytes``) or a parsed JSON object into a new
-    `message_type` message (REQUIRED fields unchecked: see ``validate``). `strict` refuses
-    unknown fields, unknown enum names and enum numbers (also ``"1"``), docs/contract.md §3.4.
-
-    Raises:
-        InvalidArgument: not JSON, not an object, or a field of the wrong form (§3.5); or the
-            text would cost more than :data:`DECODE_BYTES_PER_BYTE` per byte to decode.
-    """
+    `message_type` message (REQUIRED fields unchecked); `strict`: docs/contract.md §3.4.
+    Raises InvalidArgument (§3.5), also when decoding would cost too much memory."""
     if isinstance(data, (bytes, bytearray, str)):
         data = parse_json(data, message_type)
     if not isinstance(data, Mapping):

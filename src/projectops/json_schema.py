@@ -34,14 +34,9 @@ def message_schema(
     required_values: bool = False,
 ) -> dict[str, Any]:
     """The object schema of `message` (a class or descriptor), ``$defs`` keyed by full names.
-
-    Args:
-        direction: ``"input"`` (64-bit integers also as numbers, unknown properties forbidden
-            unless `allow_unknown`) or ``"output"``.
-        ref: the ``$ref`` URI of a message's definition kept elsewhere (OpenAPI's components):
-            ``$defs`` then holds their schemas for the caller to move; no ``$schema``.
-        required_values: REQUIRED fields also exclude what ``validate`` counts as missing.
-    """
+    Input (`direction`) takes 64-bit integers as numbers too and forbids unknown properties
+    unless `allow_unknown`; `ref` gives the ``$ref`` of definitions kept elsewhere (no
+    ``$schema`` then); `required_values` also excludes what ``validate`` counts as missing."""
     root = cast(Descriptor, message if isinstance(message, Descriptor) else message.DESCRIPTOR)
     builder = _Builder(root, direction, ref, allow_unknown, required_values)
     schema: dict[str, Any] = {} if ref else {"$schema": DIALECT}

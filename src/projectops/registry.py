@@ -113,10 +113,7 @@ def operations() -> tuple[Operation, ...]:
 
 def operation(key: str | Operation) -> Operation:
     """The operation of an operation name, tool name or path (an :class:`Operation` as it is).
-
-    Raises:
-        UnknownOperationError: nothing matches; the message lists the known names.
-    """
+    Raises UnknownOperationError: nothing matches; the message lists the known names."""
     if isinstance(key, Operation):
         return key
     found = _BY_KEY.get(key) or _BY_KEY.get(operation_name(key))

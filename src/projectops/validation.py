@@ -60,11 +60,8 @@ def is_required(fd: FieldDescriptor) -> bool:
 
 
 def validate(message: Message) -> None:
-    """Check every REQUIRED field in the tree of `message` (what is missing: §4.2).
-
-    Raises:
-        InvalidArgument: fields are missing; one violation each, ``"is required"`` (§4.3).
-    """
+    """Check every REQUIRED field in the tree of `message` (docs/contract.md §4.2). Raises
+    InvalidArgument: fields are missing, one violation each, ``"is required"`` (§4.3)."""
     found = list(violations(message))
     if not found:
         return

@@ -163,12 +163,9 @@ def _decode_single(kind: int, i: int, name: str) -> list[str]:
 
 
 def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -> M:
-    """The message ``json_format.ParseDict(data, message_type(), ignore_unknown_fields=not
-    strict)`` builds from a ``json.loads`` object (strict also refuses enum numbers).
-
-    Raises:
-        Unsupported: any input the fast path does not accept, valid or not.
-    """
+    """What ``json_format.ParseDict(data, message_type(), ignore_unknown_fields=not strict)``
+    builds (strict also refuses enum numbers), or Unsupported for what the fast path does not
+    accept, valid or not."""
     if type(data) is not dict:
         if not isinstance(data, Mapping):
             raise Unsupported

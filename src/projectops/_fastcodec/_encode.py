@@ -223,12 +223,9 @@ _CHUNK: Final = 1 << 16  # characters iter_json gathers before it yields them
 
 
 def iter_json(message: Message, indent: int | None) -> Iterator[str]:
-    """``codec.dump(to_dict(message), indent=indent)`` in chunks of about 64 Ki characters.
-
-    One batch of a repeated field's elements is held at a time (a map field, or a message the
-    plans do not model, is written whole). Raises ValueError as ``to_dict`` does, possibly after
-    some chunks were yielded.
-    """
+    """``codec.dump(to_dict(message), indent=indent)`` in chunks of about 64 Ki characters,
+    holding one batch of a repeated field at a time (a map, or a message without a plan, whole).
+    Raises ValueError as ``to_dict`` does, possibly after some chunks."""
     descriptor = cast(Descriptor, message.DESCRIPTOR)
     writer = _Writer(indent)
     if descriptor.file.name in WKT_FILES or not _streamable(encoding_plan(descriptor)):

@@ -16,12 +16,8 @@ _unpack: Final = _FLOAT32.unpack
 
 
 def shortest_float32(value: float) -> float:
-    """``float(f"{value:.{p}g}")`` for the least precision ``p`` from 6 on that stores back as
-    the 32-bit `value` (a value no 32-bit float holds comes back unchanged after 17).
-
-    Raises:
-        OverflowError: `value` is infinite or beyond the 32-bit range.
-    """
+    """``float(f"{value:.{p}g}")`` for the least ``p`` from 6 that stores back as the 32-bit
+    `value` (else `value`). Raises OverflowError: infinite or beyond the 32-bit range."""
     rounded = float(f"{value:.6g}")
     if _unpack(_pack(rounded))[0] == value:  # most values: one try
         return rounded
