@@ -18,18 +18,13 @@ from typing import TYPE_CHECKING, Any, cast
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops import json_schema
-from projectops._text import REDACTED, _unsafe, escape, escape_lines, redact_secrets
+from projectops._text import REDACTED, _unsafe, escape, escape_lines
 from projectops.client import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
+from projectops.client.redaction import redact
 from projectops.codec import describe_value
 from projectops.commands import Command, whole
-from projectops.conventions import (
-    API_KEY_ENV,
-    API_KEY_HEADER,
-    DEFAULT_BASE_URL,
-    MAX_BODY_BYTES,
-    base_url_hint,
-)
+from projectops.conventions import API_KEY_HEADER, DEFAULT_BASE_URL, MAX_BODY_BYTES, base_url_hint
 from projectops.descriptions import description
 from projectops.registry import Operation, operation, operations
 
@@ -73,9 +68,6 @@ def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
             "completion", "print the shell's completion script", _shell, _completion, extra="client"
         ),
     ]
-
-
-# --- operation commands -----------------------------------------------------------------------
 
 
 def _flag(fd: FieldDescriptor) -> str:
@@ -145,8 +137,7 @@ def _read_json_input(text: str) -> dict[str, Any]:
     if text.startswith("@"):
         path = text[1:]
         # A path is outside text: the key redacted from it on entry (never from our lines).
-        shown = redact_secrets(path, [os.environ.get(API_KEY_ENV)], REDACTED)
-        source = f"--json-input file {shown}"
+        source = f"--json-input file {redact(path)}"
         try:
             if path == "-":
                 raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
@@ -253,9 +244,6 @@ class _DryRun(Exception):
 def _refuse(request: httpx.Request) -> httpx.Response:
     """The handler of ``--dry-run``'s transport: sends nothing, raises :class:`_DryRun`."""
     raise _DryRun(request)
-
-
-# --- operations, describe, schema, openapi, completion -----------------------------------------
 
 
 def _json(parser: argparse.ArgumentParser) -> None:
