@@ -14,18 +14,12 @@ from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 import projectops
-from projectops import conformance, mcp, mock
+from projectops import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, conformance, mcp, mock
 from projectops.cli import _operations as cli
 from projectops.client import failures
 from projectops.client.failures import UsageError
 from projectops.commands import Command, seconds, whole
-from projectops.conventions import (
-    API_KEY_ENV,
-    BASE_URL_ENV,
-    DEFAULT_BASE_URL,
-    DEFAULT_CALL_TIMEOUT,
-    DEFAULT_MAX_RESPONSE_BYTES,
-)
+from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
 
 if TYPE_CHECKING:
     import httpx2 as httpx
@@ -53,9 +47,8 @@ class _Parser(argparse.ArgumentParser):
     """One-line errors (reported by :func:`main`) that suggest the closest valid choice."""
 
     def error(self, message: str) -> Any:  # argparse declares NoReturn; raising satisfies it
-        raise UsageError(
-            message if "(see '" in message else f"{message} (see '{self.prog} --help')"
-        )
+        see = "" if "(see '" in message else f" (see '{self.prog} --help')"
+        raise UsageError(message + see)
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         choices = action.choices
