@@ -24,7 +24,7 @@ from projectops.commands import (
     warn_if_every_interface,
     whole,
 )
-from projectops.conformance._http import DEFAULT_DEADLINE, MAX_REQUESTS
+from projectops.conformance._report import DEFAULT_DEADLINE, MAX_REQUESTS
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, InvalidBaseUrl, normalize_base_url
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""The report of ``projectops conformance``: lines, JSON, and JUnit XML as pytest writes it."""
+"""The report of ``projectops conformance``: lines, JSON, and JUnit XML as pytest writes it; and
+the bounds of a run, which the command states too."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from xml.etree import ElementTree
 from projectops._text import escape, outside_text
 from projectops.conventions import normalize_base_url
 
-__all__ = ["CheckResult", "Report", "Status", "junit_xml", "write_report"]
+__all__ = ["DEFAULT_DEADLINE", "MAX_REQUESTS", "CheckResult", "Report", "Status", "junit_xml"]
+__all__ += ["write_report"]
+
+#: Requests a run sends at most; past it, the remaining checks are skipped.
+MAX_REQUESTS = 1000
+#: Seconds a whole run may take by default (``--deadline``).
+DEFAULT_DEADLINE = 600.0
+
 
 Status = Literal["passed", "failed", "skipped"]
 
