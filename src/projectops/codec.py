@@ -174,10 +174,7 @@ def _raise_if_misplaced(
 ) -> None:
     """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field
     (with ``leaves=False``, not each scalar's form: the pass after json_format accepted it)."""
-    fields: dict[str, FieldDescriptor] = {}
-    for f in descriptor.fields:
-        fields[f.name] = f
-        fields[f.json_name] = f
+    fields = {key: f for f in descriptor.fields for key in (f.name, f.json_name)}
     for key, item in value.items():
         fd = fields.get(key)
         if fd is None:

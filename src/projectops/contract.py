@@ -1,9 +1,6 @@
-"""The API contract check (docs/contract.md §7.6): what ``buf breaking`` cannot see (custom
-options), comparing two ``FileDescriptorSet`` schemas operation by operation.
-
-Each schema goes into its own private pool; custom options are read by re-parsing each
-descriptor's serialized options with the ``google.api`` extensions registered, so they are known
-whichever protobuf implementation built the pool.
+"""The API contract check (docs/contract.md §7.6): what ``buf breaking`` cannot see. Each schema
+goes into a private pool; custom options are re-parsed from the serialized options with the
+``google.api`` extensions registered, whichever protobuf implementation built the pool.
 """
 
 from __future__ import annotations

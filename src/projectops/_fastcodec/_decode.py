@@ -1,9 +1,6 @@
-"""Decoding: a parsed JSON object to a message along its plan, as ``json_format`` would.
-
-Per message type one generated Python function (:func:`compile_decoder`) turns the object into
-the class's keyword arguments (upb builds the nested messages); the helpers below are what its
-lines call for the rarer forms. Whatever it is not sure ``json_format`` accepts, it raises
-:class:`~projectops._fastcodec._plans.Unsupported` for, and the codec runs ``json_format``.
+"""Decoding: a parsed JSON object to the keyword arguments of its class, by one generated
+function per type (:func:`compile_decoder`); the helpers below serve the rarer forms. What it is
+not sure ``json_format`` accepts raises ``Unsupported``, and the codec runs ``json_format``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Encoding: a message to its JSON object (:func:`to_dict`) or text (:func:`iter_json`) along
-its plan, as ``json_format`` with the codec's options writes it, keys in proto field order.
-
-Per message type one generated Python function (:func:`compile_encoder`), each field one inlined
-expression. What it does not model (extensions, groups, NullValue, custom enum JSON names, an
-out-of-range Timestamp or Duration) goes to ``json_format``.
+"""Encoding: a message to its JSON object (:func:`to_dict`) or text (:func:`iter_json`) by one
+generated function per type (:func:`compile_encoder`). What it does not model (extensions,
+groups, NullValue, custom enum JSON names, times out of range) goes to ``json_format``.
 """
 
 from __future__ import annotations

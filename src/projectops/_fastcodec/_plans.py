@@ -1,10 +1,6 @@
-"""Plans: what the fast path knows of each message type, built once from its descriptor.
-
-A plan holds the type's fields in proto order, each with a *kind* (the JSON form of one value)
-and a *shape* (single, repeated, map), the keys accepted on input, and the ``decode``/``encode``
-functions that ``_decode`` and ``_encode`` compile on first use. Plans are cached for the life of
-the process, built with those of every type below under one lock (a recursive type meets its own
-plan while it is being built).
+"""Plans: each message type's fields in proto order, each with a *kind* (the JSON form of one
+value) and a *shape*, the keys accepted on input, and the functions compiled on first use.
+Cached for the life of the process, built with those of every type below under one lock.
 """
 
 from __future__ import annotations
