@@ -108,8 +108,7 @@ class _Call:
     def finish(self, status: int | None, code: str | None, failed: bool) -> None:
         """Set the status attributes (`code`: a failure's), end the span, record the duration."""
         elapsed_ms = (time.perf_counter() - self._start) * 1000.0
-        span = self.span
-        if span is not None:
+        if (span := self.span) is not None:
             if status is not None:
                 span.set_attribute("http.response.status_code", status)
             if code is not None:
@@ -123,8 +122,7 @@ class _Call:
 
 
 def _client_finish(call: _Call, context: Any, failure: BaseException | None) -> None:
-    """Finish a client call: the status of the answer that failed it (its error's), else the
-    last answer's (``context.http_status``); the code of its failure, never the message."""
+    """Finish a client call: status and code as :class:`ClientTelemetry` says, never a message."""
     status = getattr(failure, "http_status", None)
     status = status if isinstance(status, int) else getattr(context, "http_status", None)
     code = None
