@@ -30,7 +30,6 @@ from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, InvalidBaseUrl, no
 if TYPE_CHECKING:
     import httpx2 as httpx
 
-    from projectops.conformance._proxy import Recording
     from projectops.fixtures import FixtureProject
 
 __all__ = ["DEFAULT_PORT", "MAX_RECORDED_ANSWERS", "MAX_RECORDED_BYTES", "command"]
@@ -210,7 +209,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
     import uvicorn
 
     from projectops.client import AsyncRawClient
-    from projectops.conformance._proxy import Drift, Recording, create_proxy_app
+    from projectops.conformance._proxy import STAND_IN_KEY, Drift, Recording, create_proxy_app
 
     if args.base_url is not None:
         raise UsageError("--base-url does nothing for 'proxy': give the server with --upstream")
@@ -249,18 +248,12 @@ def _run_proxy(args: argparse.Namespace) -> int:
     )
     started = serve_uvicorn(config, sock)
     if record is not None:
-        _write(recording, record)
+        _write_file("--record", record, recording.write)
+        left_out = f"; {recording.left_out} left out" if recording.left_out else ""
+        print(
+            f"projectops proxy recorded {recording.count} answer"
+            f"{'' if recording.count == 1 else 's'} to {outside_text(record, 200)}{left_out}; its "
+            f"apiKey is the stand-in {STAND_IN_KEY!r}: set it to the key your tests send",
+            file=sys.stderr,
+        )
     return EXIT_OK if started else EXIT_FAILURE
-
-
-def _write(recording: Recording, path: str) -> None:
-    from projectops.conformance._proxy import STAND_IN_KEY
-
-    _write_file("--record", path, recording.write)
-    left_out = f"; {recording.left_out} left out" if recording.left_out else ""
-    print(
-        f"projectops proxy recorded {recording.count} answer{'' if recording.count == 1 else 's'} "
-        f"to {outside_text(path, 200)}{left_out}; its "
-        f"apiKey is the stand-in {STAND_IN_KEY!r}: set it to the key your tests send",
-        file=sys.stderr,
-    )
