@@ -123,7 +123,6 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         ops = None if args.operation is None else [operation(name) for name in args.operation]
     except UnknownOperationError as exc:
         raise UsageError(f"--operation: {outside_text(str(exc), 500)}") from None
-    limits = {"timeout": args.timeout, "max_response_bytes": args.max_response_bytes}
     report = run_checks(
         base_url,
         key,
@@ -131,7 +130,8 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         transport=transport,
         deadline=args.deadline,
         of=ops,
-        **limits,
+        timeout=args.timeout,
+        max_response_bytes=args.max_response_bytes,
     )
     write_report(report, args.json, base_url)
     if args.junit_xml is not None:

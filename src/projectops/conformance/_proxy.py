@@ -146,8 +146,9 @@ class Recording:
             entry = None
         text = "" if entry is None else dump(entry)
         size, wanted = len(text.encode()), request_key(request)
+        hashed = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
         with self._lock:
-            answers = self._projects.setdefault(_hashed(key), {}).setdefault(op.name, {})
+            answers = self._projects.setdefault(hashed, {}).setdefault(op.name, {})
             old = answers.get(wanted)
             grows = size - (old[1] if old else 0)
             if (
@@ -186,10 +187,6 @@ class Recording:
         with open(temporary, "w", encoding="utf-8") as file:
             file.write(dump(self.fixtures(), indent=2) + "\n")
         os.replace(temporary, path)
-
-
-def _hashed(key: str) -> str:
-    return hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _name(base: str, index: int) -> str:

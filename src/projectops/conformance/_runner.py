@@ -41,8 +41,7 @@ from projectops.registry import Operation, operations
 if TYPE_CHECKING:
     import httpx2 as httpx
 
-__all__ = ["DEFAULT_DEADLINE", "MAX_FIXTURE_REQUESTS", "MAX_REQUESTS", "Exchange", "Sender"]
-__all__ += ["run_checks"]
+__all__ = ["DEFAULT_DEADLINE", "MAX_FIXTURE_REQUESTS", "MAX_REQUESTS", "run_checks"]
 
 # How the key header of a request is set: the key in use, none, or a key no server knows.
 KeyUse = Literal["own", "none", "wrong"]
