@@ -8,7 +8,6 @@ for; the async one runs in a cancel scope.
 from __future__ import annotations
 
 import importlib.util
-import math
 import re
 import threading
 import time
@@ -364,9 +363,7 @@ class AsyncRawClient(_Exchange):
         """:meth:`RawClient.send`; `deadline` is a ``time.monotonic()`` instant too."""
         request, end = self._request(method, path, body, headers), self._end(deadline)
         result: RawAnswer | Exception | None = None
-        # anyio's clock is the event loop's: the deadline moves onto it.
-        scope_end = math.inf if end is None else anyio.current_time() + end - time.monotonic()
-        with anyio.CancelScope(deadline=scope_end):
+        with anyio.move_on_after(None if end is None else end - time.monotonic()):
             result = await self._read(request)
         result = self._timed_out() if result is None else result  # None: cancelled at the end
         if isinstance(result, Exception):
