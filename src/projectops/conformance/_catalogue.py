@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -246,10 +247,8 @@ def judge_answer(response_type: type[Message], status: int, body: bytes) -> Verd
         verdict.message = from_json(data, response_type, strict=True)
     except InvalidArgument as exc:
         verdict.problems[DECODES] = [f"not a {name}: {exc.message}"]
-        try:
+        with suppress(InvalidArgument):
             verdict.message = from_json(data, response_type)
-        except InvalidArgument:
-            pass
     descriptor = cast(Descriptor, response_type.DESCRIPTOR)
     for check, found in mapping_problems(data, descriptor, verdict.examined).items():
         if found:
