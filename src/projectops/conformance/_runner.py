@@ -26,14 +26,8 @@ from projectops._text import outside_text
 from projectops.client.redaction import redact
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue as catalogue
-from projectops.conformance._catalogue import CHECKS, DECODES, ERRORS, Verdict
-from projectops.conformance._report import (
-    DEFAULT_DEADLINE,
-    MAX_REQUESTS,
-    CheckResult,
-    Report,
-    Status,
-)
+from projectops.conformance import _report
+from projectops.conformance._report import MAX_REQUESTS, CheckResult, Report, Status
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 from projectops.fixtures import FixtureProject
 from projectops.registry import Operation, operations
@@ -41,7 +35,7 @@ from projectops.registry import Operation, operations
 if TYPE_CHECKING:
     import httpx2 as httpx
 
-__all__ = ["DEFAULT_DEADLINE", "MAX_FIXTURE_REQUESTS", "MAX_REQUESTS", "run_checks"]
+__all__ = ["MAX_FIXTURE_REQUESTS", "run_checks"]
 
 # How the key header of a request is set: the key in use, none, or a key no server knows.
 KeyUse = Literal["own", "none", "wrong"]
@@ -101,7 +95,6 @@ class Sender:
         self._raw = RawClient(
             base_url, timeout=timeout, max_response_bytes=max_response_bytes, transport=transport
         )
-
         self.close = self._raw.close
 
     def check_deadline(self) -> None:
@@ -192,13 +185,13 @@ MAX_FIXTURE_REQUESTS = 20
 _PASS: tuple[Status, str] = ("passed", "")
 # The checks judged on every answer, and what a 200 answer must hold to examine each.
 _HELD = {
-    DECODES: "",
+    catalogue.DECODES: "",
     "json.camel-case": "a field whose JSON name differs from its proto name",
     "json.int64-strings": "a 64-bit integer",
     "json.enum-names": "an enum value",
     "json.timestamps": "a timestamp",
     "json.zero-values": "a field without presence",
-    ERRORS: "",
+    catalogue.ERRORS: "",
 }
 _401 = answers.UNAUTHENTICATED.http_status
 _MALFORMED = answers.MALFORMED_BODY.http_status
@@ -254,7 +247,7 @@ class _OperationRun:
         headers: Mapping[str, str] | None = None,
         method: str = answers.ALLOWED_METHOD,
         path: str | None = None,
-    ) -> tuple[Exchange, Verdict | None]:
+    ) -> tuple[Exchange, catalogue.Verdict | None]:
         """Send a request and judge its answer (``None``: no whole answer to judge)."""
         exchange, body = self._sender.send(
             method, path or self._op.path, body, key=key, headers=headers
@@ -263,8 +256,8 @@ class _OperationRun:
             return exchange, None
         if exchange.truncated:
             if exchange.status == 200:
-                self._examined.add(DECODES)
-                self._note(DECODES, ["larger than --max-response-bytes"], exchange)
+                self._examined.add(catalogue.DECODES)
+                self._note(catalogue.DECODES, ["larger than --max-response-bytes"], exchange)
             return exchange, None
         self._sender.check_deadline()  # judging counts within the deadline too
         verdict = catalogue.judge_answer(self._op.response_type, exchange.status, body)
@@ -284,10 +277,8 @@ class _OperationRun:
 
     def _note(self, check: str, problems: list[str], exchange: Exchange) -> None:
         if len(self._failures[check]) < 6:  # three answers' worth
-            self._failures[check] += [
-                ", ".join(outside_text(p, 200) for p in problems),
-                exchange.shown(),
-            ]
+            shown = ", ".join(outside_text(p, 200) for p in problems)
+            self._failures[check] += [shown, exchange.shown()]
 
     @contextmanager
     def _check(self, check_id: str) -> Iterator[None]:
@@ -323,10 +314,10 @@ class _OperationRun:
             ("request.not-object", self._not_object),
             ("fixtures.response", self._known_good),
             ("auth.scope-headers", self._scope_headers),
-            ("request.proto-names", lambda: self._variant(catalogue.proto_names, "field names")),
+            ("request.proto-names", lambda: self._form(catalogue.proto_names, "field names")),
             (
                 "request.int64-numbers",
-                lambda: self._variant(catalogue.int64_as_numbers, "int64 values"),
+                lambda: self._form(catalogue.int64_as_numbers, "int64 values"),
             ),
             ("request.unknown-fields", self._unknown_field),
             ("http.method", self._method),
@@ -345,7 +336,7 @@ class _OperationRun:
                 continue  # a pass, or a skip for want of an answer, would claim too much
             elif check_id in self._examined:
                 self._results[check_id] = _PASS
-            elif check_id == ERRORS:
+            elif check_id == catalogue.ERRORS:
                 self._results[check_id] = ("skipped", "no answer but 2xx came")
             elif not self._got_200:
                 self._results[check_id] = self._no_success()
@@ -359,7 +350,7 @@ class _OperationRun:
         )
         return [
             CheckResult(check_id, self._op.name, spec.level, *self._results.get(check_id, missed))
-            for check_id, spec in CHECKS.items()
+            for check_id, spec in catalogue.CHECKS.items()
         ]
 
     # --- the checks ---------------------------------------------------------------------------
@@ -465,7 +456,7 @@ class _OperationRun:
             headers={"Project-Id": other, "Organization-Id": other},
         )
 
-    def _variant(self, make: Callable[[Message], tuple[Any, int]], what: str) -> tuple[Status, str]:
+    def _form(self, make: Callable[[Message], tuple[Any, int]], what: str) -> tuple[Status, str]:
         return self._same(f"{what} in their other form", make, what=what)
 
     def _unknown_field(self) -> tuple[Status, str]:
@@ -501,7 +492,7 @@ def run_checks(
     timeout: float = conventions.DEFAULT_CALL_TIMEOUT,
     max_response_bytes: int = conventions.DEFAULT_MAX_RESPONSE_BYTES,
     transport: httpx.BaseTransport | None = None,
-    deadline: float | None = DEFAULT_DEADLINE,
+    deadline: float | None = _report.DEFAULT_DEADLINE,
     of: Sequence[Operation] | None = None,
 ) -> Report:
     """Run every check against `base_url` with `api_key`; `project`: the fixtures project of
