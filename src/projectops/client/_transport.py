@@ -133,9 +133,13 @@ class _DeadlineTransport(httpx2.HTTPTransport):
         )
 
 
+_SHOWN_BYTES = 1 << 20  # what is kept of an answer over its cap
+
+
 class RawAnswer(NamedTuple):
     """An answer as it came: `headers` in order, as Latin-1; `body` never decoded, at most the
-    cap; `truncated`: there was more (for a 2xx announcing more, none was read)."""
+    cap; `truncated`: there was more (for a 2xx announcing more, none was read), and `body` is
+    then only its first MiB at most: an answer over the cap is shown, never used."""
 
     status: int
     headers: list[tuple[str, str]]
@@ -244,7 +248,10 @@ class _Exchange:
     def _answer(response: httpx2.Response, body: bytearray, cap: int) -> RawAnswer:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
         truncated = not cap or len(body) > cap
-        return RawAnswer(response.status_code, headers, bytes(body[:cap]), truncated)
+        # In place, before the copy into bytes: an answer read up to a cap of 32 MiB must not
+        # cost three times that (the bytearray, a slice of it, then its bytes).
+        del body[min(cap, _SHOWN_BYTES) if truncated else cap :]
+        return RawAnswer(response.status_code, headers, bytes(body), truncated)
 
     def _timed_out(self) -> AnswerTimedOut:
         limit = "" if self.timeout is None else f" of {self.timeout:g} s"
