@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 __all__ = [
@@ -22,10 +23,13 @@ __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
     "CannotListen",
     "Command",
+    "add_listening",
+    "add_retries",
     "listen",
     "listen_url",
     "port",
     "seconds",
+    "serve_app",
     "serve_uvicorn",
     "stop_signals_interrupt",
     "warn_if_every_interface",
@@ -92,6 +96,50 @@ def port(text: str, *, lowest: int = 1) -> int:
             f"expected a TCP port from {lowest} to 65535, got {text!r}"
         )
     return value
+
+
+def add_retries(parser: argparse.ArgumentParser, default: int, *, top_level: bool = False) -> None:
+    """``--retries N`` (`default` when not given); a command's own has no default, not to reset
+    one given before it."""
+    parser.add_argument(
+        "--retries",
+        metavar="N",
+        type=partial(whole, lowest=0),
+        default=None if top_level else argparse.SUPPRESS,
+        help="extra attempts of a read-only or idempotent call that got no answer or 429, 502, "
+        f"503, 504, with backoff, within --timeout (default: {default}; 0: none)",
+    )
+
+
+def add_listening(
+    parser: argparse.ArgumentParser, *, host: str, default_port: int, only_with: str = ""
+) -> None:
+    """``--host``, ``--port`` (0: any free one) and ``--drain-timeout`` of a serving command.
+    With `only_with` (a flag) they default to None and port 0 is refused: the command refuses
+    them without that flag and applies `host` and `default_port` itself."""
+    unset = bool(only_with)
+    when = f" with {only_with}" if only_with else ""
+    any_port = "" if unset else ", 0 for any free one"
+    add = parser.add_argument
+    add(
+        "--host",
+        default=None if unset else host,
+        help=f"address to listen on{when} (default: {host})",
+    )
+    add(
+        "--port",
+        type=partial(port, lowest=int(unset)),
+        default=None if unset else default_port,
+        help=f"TCP port{when}{any_port} (default: {default_port})",
+    )
+    add(
+        "--drain-timeout",
+        metavar="SECONDS",
+        type=partial(whole, lowest=0),
+        default=None if unset else DEFAULT_DRAIN_TIMEOUT,
+        help="on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this long "
+        f"to finish (uvicorn's timeout_graceful_shutdown; default: {DEFAULT_DRAIN_TIMEOUT})",
+    )
 
 
 class CannotListen(OSError):
@@ -182,3 +230,38 @@ def serve_uvicorn(
     finally:
         sock.close()
     return bool(server.started)
+
+
+def serve_app(
+    app: Any,
+    sock: socket.socket,
+    *,
+    drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+    workers: int = 1,
+    on_stop: Callable[[], None] | None = None,
+    **settings: Any,
+) -> bool:
+    """Serve the ASGI `app` on `sock` (:func:`listen`) with uvicorn as :func:`serve_uvicorn`
+    does; with `workers` > 1, `app` is the import string of a factory of the app, run in that
+    many processes sharing `sock`. `drain_timeout` is uvicorn's timeout_graceful_shutdown,
+    `settings` more ``uvicorn.Config`` arguments over these defaults: warnings only, through the
+    logging already configured, no lifespan. Returns whether it started."""
+    import uvicorn
+
+    settings = {
+        "log_level": "warning",
+        "log_config": None,
+        "lifespan": "off",
+        "timeout_graceful_shutdown": drain_timeout,
+        **settings,
+    }
+    if workers == 1:
+        return serve_uvicorn(uvicorn.Config(app, **settings), sock, on_stop=on_stop)
+    try:
+        with stop_signals_interrupt():
+            uvicorn.run(app, factory=True, workers=workers, fd=sock.fileno(), **settings)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    return True

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import projectops
 from projectops import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, conformance, mcp, mock
 from projectops.cli import _operations as cli
-from projectops.client import failures
+from projectops.client import DEFAULT_RETRIES, failures
 from projectops.client.failures import UsageError
-from projectops.commands import Command, seconds, whole
+from projectops.commands import Command, add_retries, seconds, whole
 from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
         "-V", "--version", action="version", version=f"%(prog)s {projectops.__version__}"
     )
     _add_connection_options(parser, top_level=True)
-    cli.add_retries(parser, top_level=True)
+    add_retries(parser, DEFAULT_RETRIES, top_level=True)
     subparsers = parser.add_subparsers(title="commands", metavar="<command>")
     for command in _all_commands(transport):
         sub = subparsers.add_parser(

@@ -23,7 +23,7 @@ from projectops.client import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.client.redaction import redact
 from projectops.codec import describe_value
-from projectops.commands import Command, whole
+from projectops.commands import Command, add_retries
 from projectops.conventions import API_KEY_HEADER, DEFAULT_BASE_URL, MAX_BODY_BYTES, base_url_hint
 from projectops.descriptions import description
 from projectops.registry import Operation, operation, operations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import httpx2 as httpx
     from google.protobuf.message import Message
 
-__all__ = ["add_retries", "commands"]
+__all__ = ["commands"]
 
 _FIELD_DEST = "field:"  # argparse dest prefix of request fields: cannot clash with options
 # An operation command's own options: a request field with one of these flags has none.
@@ -112,22 +112,10 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
         group.add_argument(_flag(fd), **options)
     what = "the request as a JSON object, inline or @file (@- reads stdin), over the flags"
     group.add_argument("--json-input", metavar="JSON", help=what)
-    add_retries(parser)
+    add_retries(parser, DEFAULT_RETRIES)
     output = parser.add_argument_group("output").add_argument
     output("--compact", action="store_true", help="print the answer on one line")
     output("--dry-run", action="store_true", help="print the request (key redacted), send none")
-
-
-def add_retries(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
-    """``--retries N``; a command's own has no default, not to reset one given before it."""
-    parser.add_argument(
-        "--retries",
-        metavar="N",
-        type=partial(whole, lowest=0),
-        default=None if top_level else argparse.SUPPRESS,
-        help="extra attempts of a read-only or idempotent call that got no answer or 429, 502, "
-        f"503, 504, with backoff, within --timeout (default: {DEFAULT_RETRIES}; 0: none)",
-    )
 
 
 def _read_json_input(text: str) -> dict[str, Any]:

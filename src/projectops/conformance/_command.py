@@ -7,20 +7,18 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
 from projectops.client.failures import EXIT_CONFORMANCE_FAILED, EXIT_FAILURE, EXIT_OK, UsageError
 from projectops.commands import (
-    DEFAULT_DRAIN_TIMEOUT,
     Command,
+    add_listening,
     listen,
     listen_url,
-    port,
     seconds,
-    serve_uvicorn,
+    serve_app,
     warn_if_every_interface,
     whole,
 )
@@ -180,13 +178,7 @@ def _configure_proxy(parser: argparse.ArgumentParser) -> None:
         help="the server to forward to, its root without /api/mcp (never read from "
         "$SERVICE_BACKEND_URL: that may name this proxy)",
     )
-    add("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    add(
-        "--port",
-        type=partial(port, lowest=0),
-        default=DEFAULT_PORT,
-        help="TCP port, 0 for any free one (default: %(default)s)",
-    )
+    add_listening(parser, host="127.0.0.1", default_port=DEFAULT_PORT)
     add("--json", action="store_true", help="write each drift as a JSON object on stdout")
     add("--record", metavar="FILE", help="write the 200 answers seen to FILE on exit")
     add(
@@ -206,8 +198,6 @@ def _configure_proxy(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_proxy(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from projectops.client import AsyncRawClient
     from projectops.conformance._proxy import STAND_IN_KEY, Drift, Recording, create_proxy_app
 
@@ -238,15 +228,8 @@ def _run_proxy(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="off",
-        server_header=False,
-        date_header=False,
-        timeout_graceful_shutdown=DEFAULT_DRAIN_TIMEOUT,
-    )
-    started = serve_uvicorn(config, sock)
+    drain = args.drain_timeout
+    started = serve_app(app, sock, drain_timeout=drain, server_header=False, date_header=False)
     if record is not None:
         _write_file("--record", record, recording.write)
         left_out = f"; {recording.left_out} left out" if recording.left_out else ""

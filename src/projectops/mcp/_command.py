@@ -4,11 +4,17 @@ program (docs/mcp.md). It imports the ``mcp`` SDK only when it runs."""
 from __future__ import annotations
 
 import argparse
-from functools import partial
 
 from projectops.client import DEFAULT_RETRIES
 from projectops.client.failures import UsageError
-from projectops.commands import DEFAULT_DRAIN_TIMEOUT, Command, port, warn_if_every_interface, whole
+from projectops.commands import (
+    DEFAULT_DRAIN_TIMEOUT,
+    Command,
+    add_listening,
+    add_retries,
+    warn_if_every_interface,
+    whole,
+)
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "command"]
@@ -27,15 +33,9 @@ def command() -> Command:
 def _configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--http", action="store_true", help="serve Streamable HTTP on HOST:PORT, not stdio")
-    add("--host", help=f"address of --http (default: {DEFAULT_HOST}, loopback only)")
-    add("--port", type=port, help=f"TCP port of --http (default: {DEFAULT_PORT})")
+    add_listening(parser, host=DEFAULT_HOST, default_port=DEFAULT_PORT, only_with="--http")
     add("--max-result-bytes", metavar="BYTES", type=whole, help="the largest tool result (1 MiB)")
-    count = partial(whole, lowest=0)
-    drain = f"seconds --http gives calls in flight on SIGTERM (default: {DEFAULT_DRAIN_TIMEOUT})"
-    add("--drain-timeout", metavar="SECONDS", type=count, help=drain)
-    retries = f"extra attempts of a call that may be retried (default: {DEFAULT_RETRIES})"
-    # No default: a value given before the command stays.
-    add("--retries", metavar="N", type=count, default=argparse.SUPPRESS, help=retries)
+    add_retries(parser, DEFAULT_RETRIES)
     parser.epilog = (
         f"Tool calls send {API_KEY_ENV} to {BASE_URL_ENV}; without a key the server still "
         "lists its tools, and calls fail saying so. Logs go to stderr."

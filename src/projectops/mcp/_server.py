@@ -27,7 +27,7 @@ from projectops.client import DEFAULT_RETRIES, AsyncClient, MissingBaseUrl
 from projectops.client.failures import EXIT_INTERNAL, failure
 from projectops.client.redaction import redact
 from projectops.codec import dump, iter_json, to_dict
-from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url, serve_uvicorn
+from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url, serve_app
 from projectops.conventions import (
     API_KEY_ENV,
     BASE_URL_ENV,
@@ -198,8 +198,6 @@ def serve_http(
     """Serve `server` over Streamable HTTP at :data:`HTTP_PATH` on the listening `sock` until
     SIGINT/SIGTERM (docs/mcp.md: a foreign ``Host`` gets 421, ``Origin`` 403; the calls in flight
     get `drain_timeout` seconds)."""
-    import uvicorn  # part of the mcp extra; only the HTTP transport needs it
-
     # sse-starlette would end every event stream, a POST's answer included, the moment uvicorn
     # starts to stop: _Drain ends them once the POSTs in flight are done instead.
     AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
@@ -214,15 +212,8 @@ def serve_http(
         streamable_http_path=HTTP_PATH, transport_security=security, host=host
     )
     drain = _Drain(app)
-    # log_config=None: uvicorn's loggers go through configure_logging's redacting handler.
-    config = uvicorn.Config(
-        drain,
-        log_level="warning",
-        log_config=None,
-        lifespan="on",
-        timeout_graceful_shutdown=drain_timeout,
-    )
-    serve_uvicorn(config, sock, on_stop=drain.stop)
+    # uvicorn's loggers go through configure_logging's redacting handler (log_config=None).
+    serve_app(drain, sock, drain_timeout=drain_timeout, on_stop=drain.stop, lifespan="on")
 
 
 class _Drain:

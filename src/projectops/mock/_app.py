@@ -23,8 +23,7 @@ from projectops.commands import (
     DEFAULT_DRAIN_TIMEOUT,
     listen,
     listen_url,
-    serve_uvicorn,
-    stop_signals_interrupt,
+    serve_app,
 )
 from projectops.mock._matching import MockProject, load_fixtures
 from projectops.registry import Operation, operations
@@ -127,40 +126,25 @@ def serve(
     1 if it did not start). `drain_timeout` is uvicorn's ``timeout_graceful_shutdown``,
     `uvicorn_settings` more ``uvicorn.Config`` arguments. Raises FixtureError (before anything
     listens), CannotListen."""
-    import uvicorn
-
-    app = _app(fixtures, generate, access_log)  # a bad file fails here, before the bind
+    app: ASGIApp | str = _app(fixtures, generate, access_log)  # a bad file fails before the bind
     sock = listen(host, port, backlog=backlog)
-    settings: dict[str, Any] = dict(
-        uvicorn_settings,
-        backlog=backlog,
-        timeout_graceful_shutdown=drain_timeout,
-        log_level="warning",
-        log_config=None,
-        access_log=False,  # _AccessLog's instead: no query strings
-        lifespan="off",
-    )
     print(f"projectops mock server listening on {listen_url(sock)}", file=sys.stderr, flush=True)
-    if workers == 1:
-        return 0 if serve_uvicorn(uvicorn.Config(app, **settings), sock) else 1
-    os.environ[_SETTINGS_ENV] = json.dumps(
-        {
-            "fixtures": os.path.abspath(fixtures) if fixtures else None,
-            "generate": generate,
-            "access_log": access_log,
-        }
+    if workers > 1:
+        os.environ[_SETTINGS_ENV] = json.dumps(
+            {
+                "fixtures": os.path.abspath(fixtures) if fixtures else None,
+                "generate": generate,
+                "access_log": access_log,
+            }
+        )
+        app = f"{__name__}:{app_from_environment.__name__}"
+    started = serve_app(
+        app,
+        sock,
+        drain_timeout=drain_timeout,
+        workers=workers,
+        backlog=backlog,
+        access_log=False,  # _AccessLog's instead: no query strings
+        **uvicorn_settings,
     )
-    try:
-        with stop_signals_interrupt():
-            uvicorn.run(
-                f"{__name__}:{app_from_environment.__name__}",
-                factory=True,
-                workers=workers,
-                fd=sock.fileno(),
-                **settings,
-            )
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
-    return 0
+    return 0 if started else 1

@@ -9,9 +9,8 @@ from urllib.parse import urlsplit
 
 from projectops.commands import (
     DEFAULT_BACKLOG,
-    DEFAULT_DRAIN_TIMEOUT,
     Command,
-    port,
+    add_listening,
     warn_if_every_interface,
     whole,
 )
@@ -50,13 +49,6 @@ _UVICORN_FLAGS: dict[str, tuple[Callable[[str], int], str, str, int | None]] = {
         "largest request head, in bytes (default: uvicorn's)",
         None,
     ),
-    "drain_timeout": (
-        partial(whole, lowest=0),
-        "SECONDS",
-        "on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this long "
-        "to finish (uvicorn's timeout_graceful_shutdown; default: %(default)s)",
-        DEFAULT_DRAIN_TIMEOUT,
-    ),
 }
 
 
@@ -77,15 +69,7 @@ def commands() -> list[Command]:
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--host", default=DEFAULT_HOST, help=f"address to listen on (default: {DEFAULT_HOST})"
-    )
-    parser.add_argument(
-        "--port",
-        type=partial(port, lowest=0),
-        default=DEFAULT_PORT,
-        help=f"TCP port, 0 for any free one (default: {DEFAULT_PORT})",
-    )
+    add_listening(parser, host=DEFAULT_HOST, default_port=DEFAULT_PORT)
     parser.add_argument(
         "--fixtures",
         metavar="FILE",
@@ -134,5 +118,6 @@ def _run(args: argparse.Namespace) -> int:
         generate=args.generate,
         access_log=args.access_log,
         workers=args.workers,
+        drain_timeout=args.drain_timeout,
         **{name: value for name, value in limits.items() if value is not None},
     )
