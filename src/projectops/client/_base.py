@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from google.protobuf.message import Message
 
@@ -93,6 +93,10 @@ AsyncCallNext = Callable[[Message, CallContext], Awaitable[Message]]
 AsyncInterceptor = Callable[[Message, CallContext, AsyncCallNext], Awaitable[Message]]
 
 
+if TYPE_CHECKING:  # a default (PEP 696) types `call` without `response_type=` as Message
+    from typing_extensions import TypeVar as DefaultTypeVar
+
+    R = DefaultTypeVar("R", bound=Message, default=Message)
 Icpt = TypeVar("Icpt")
 T = TypeVar("T")
 
@@ -101,7 +105,7 @@ class BaseClient(Generic[Icpt, T]):
     """Arguments and errors: :class:`~projectops.client.Client`."""
 
     _exchange: type[RawClient | AsyncRawClient]
-    _raw: RawClient | AsyncRawClient
+    _http: RawClient | AsyncRawClient
 
     def __init__(
         self,
@@ -132,7 +136,7 @@ class BaseClient(Generic[Icpt, T]):
         self._api_key = key.strip() if key else None
         # The argument as given too: a key with surrounding blanks is still a secret.
         self._secrets = (self._api_key, api_key)
-        self._raw = self._exchange(
+        self._http = self._exchange(
             url or "",
             timeout=timeout,
             max_response_bytes=max_response_bytes,
@@ -144,17 +148,17 @@ class BaseClient(Generic[Icpt, T]):
     @property
     def base_url(self) -> str:
         """Absolute http(s), no trailing slash."""
-        return self._raw.base_url
+        return self._http.base_url
 
     @property
     def timeout(self) -> float | None:
         """Seconds a whole call may take; ``None``: no limit."""
-        return self._raw.timeout
+        return self._http.timeout
 
     @property
     def max_response_bytes(self) -> int:
         """The largest answer body a call reads, in bytes."""
-        return self._raw.max_response_bytes
+        return self._http.max_response_bytes
 
     @property
     def has_api_key(self) -> bool:
@@ -203,13 +207,14 @@ class BaseClient(Generic[Icpt, T]):
             headers[name.lower()] = (name, value)
         return to_json(message).encode(), [*headers.values(), (API_KEY_HEADER, self._api_key or "")]
 
-    def _checked(self, op: Operation, response: object) -> Message:
+    def _checked(self, op: Operation, response: object, _: type[R] | None) -> R:
+        """`response`, typed as the call's `response_type` asks (or :class:`Message`)."""
         if not isinstance(response, op.response_type):
             raise TypeError(
                 f"an interceptor returned a {type(response).__name__}, not the "
                 f"{op.response_type.__name__} of {op.name}"
             )
-        return response
+        return cast("R", response)
 
     def _outcome(
         self, op: Operation, answer: RawAnswer | ApiError, context: CallContext
@@ -281,7 +286,7 @@ class BaseClient(Generic[Icpt, T]):
         after = answer.header("Retry-After") if isinstance(answer, RawAnswer) else None
         wait = retry_delay(retry, after)
         if deadline is not None and wait >= deadline - time.monotonic():
-            raise failure if answered else mark_redacted(self._raw._timed_out())
+            raise failure if answered else mark_redacted(self._http._timed_out())
         return wait
 
 

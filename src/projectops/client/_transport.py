@@ -263,7 +263,39 @@ class _Exchange:
         return ServiceUnreachable(f"cannot reach {self.base_url}: {reason[:1].lower()}{reason[1:]}")
 
 
-class RawClient(_Exchange):
+class _Closing:
+    """``with`` closes it: :meth:`close` closes what it holds (shared with the http clients)."""
+
+    _http: Any
+
+    def close(self) -> None:
+        """Close the connection pool; the client cannot be used afterwards."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _AsyncClosing:
+    """:class:`_Closing` for ``async with``."""
+
+    _http: Any
+
+    async def aclose(self) -> None:
+        """Close the connection pool; the client cannot be used afterwards."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class RawClient(_Exchange, _Closing):
     """Bounded raw HTTP exchanges with one service (docs/python.md "The clients"); caps
     `max_response_bytes` a 2xx body, `max_error_bytes` another; `secrets` are redacted.
 
@@ -338,18 +370,8 @@ class RawClient(_Exchange):
         except httpx2.RequestError as exc:
             return self._unreachable(exc)
 
-    def close(self) -> None:
-        """Close the connections."""
-        self._http.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncRawClient(_Exchange):
+class AsyncRawClient(_Exchange, _AsyncClosing):
     """:class:`RawClient` for ``await`` (`transport` an ``httpx2.AsyncBaseTransport``); a
     cancel scope bounds each exchange."""
 
@@ -395,13 +417,3 @@ class AsyncRawClient(_Exchange):
             return self._timed_out()
         except httpx2.RequestError as exc:
             return self._unreachable(exc)
-
-    async def aclose(self) -> None:
-        """Close the connections."""
-        await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()

@@ -8,7 +8,7 @@ errors: docs/python.md "Errors"; none holds the key (:mod:`projectops.client.red
 from __future__ import annotations
 
 import time
-from typing import Self, TypeVar, overload
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -16,29 +16,35 @@ import httpx2
 from google.protobuf.message import Message
 
 from projectops.client._base import (
-    AsyncCallNext,
     AsyncInterceptor,
     BaseClient,
     CallContext,
-    CallNext,
     Interceptor,
     OperationKey,
     RequestLike,
     request_message,
 )
 from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
-from projectops.client._transport import AsyncRawClient, RawAnswer, RawClient
+from projectops.client._transport import (
+    AsyncRawClient,
+    RawAnswer,
+    RawClient,
+    _AsyncClosing,
+    _Closing,
+)
 from projectops.client.redaction import scrub_exception
 from projectops.errors import ApiError
 
+if TYPE_CHECKING:
+    from projectops.client._base import R
+
 __all__ = ["AsyncClient", "Client", "request_message"]  # the generated clients import these
 
-R = TypeVar("R", bound=Message)
 #: Answer bytes above which the async client decodes off the event loop (tests/mcp).
 _OFF_LOOP_BYTES = 64 * 1024
 
 
-class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
+class Client(_Closing, BaseClient[Interceptor, httpx2.BaseTransport]):
     """Synchronous client of the API (arguments: docs/python.md "The clients"); use it in
     ``with``, or :meth:`close` it. A missing key raises :class:`MissingApiKey` at :meth:`call`.
 
@@ -49,23 +55,15 @@ class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
     """
 
     _exchange = RawClient
-    _raw: RawClient
-
-    @overload
-    def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
-
-    @overload
-    def call(
-        self, operation: OperationKey, request: RequestLike = None, *, response_type: type[R]
-    ) -> R: ...
+    _http: RawClient
 
     def call(
         self,
         operation: OperationKey,
         request: RequestLike = None,
         *,
-        response_type: type[Message] | None = None,
-    ) -> Message:
+        response_type: type[R] | None = None,
+    ) -> R:
         """Call one operation (:data:`OperationKey`) with `request` (:func:`prepare_request`)
         and return its response message; `response_type` types the result.
 
@@ -84,7 +82,7 @@ class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
                 for retry in range(self._retries + 1):
                     answer: RawAnswer | ApiError
                     try:
-                        answer = self._raw.send("POST", op.path, body, headers, deadline=deadline)
+                        answer = self._http.send("POST", op.path, body, headers, deadline=deadline)
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
                         answer = exc
                     outcome = self._outcome(op, answer, context)
@@ -93,45 +91,26 @@ class Client(BaseClient[Interceptor, httpx2.BaseTransport]):
                     time.sleep(self._retry_wait(op, retry, answer, outcome, deadline))
                 raise AssertionError("unreachable: the last attempt returns or raises")
 
-            call_next: CallNext = self._chain(send)
-            return self._checked(op, call_next(message, CallContext(op)))
+            return self._checked(op, self._chain(send)(message, CallContext(op)), response_type)
         except Exception as exc:
             scrub_exception(exc, self._secrets)
             raise
 
-    def close(self) -> None:
-        """Close the connection pool; the client cannot be used afterwards."""
-        self._raw.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncClient(BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
+class AsyncClient(_AsyncClosing, BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
     """:class:`Client` for ``await`` and ``async with``: `transport` an
     ``httpx2.AsyncBaseTransport``, `interceptors` ``async def``."""
 
     _exchange = AsyncRawClient
-    _raw: AsyncRawClient
-
-    @overload
-    async def call(self, operation: OperationKey, request: RequestLike = None) -> Message: ...
-
-    @overload
-    async def call(
-        self, operation: OperationKey, request: RequestLike = None, *, response_type: type[R]
-    ) -> R: ...
+    _http: AsyncRawClient
 
     async def call(
         self,
         operation: OperationKey,
         request: RequestLike = None,
         *,
-        response_type: type[Message] | None = None,
-    ) -> Message:
+        response_type: type[R] | None = None,
+    ) -> R:
         """Call one operation; arguments, result and errors: :meth:`Client.call`."""
         try:
             op, message, deadline = self._prepare(operation, request, response_type)
@@ -141,7 +120,7 @@ class AsyncClient(BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
                 for retry in range(self._retries + 1):
                     answer: RawAnswer | ApiError
                     try:
-                        answer = await self._raw.send(
+                        answer = await self._http.send(
                             "POST", op.path, body, headers, deadline=deadline
                         )
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
@@ -156,18 +135,8 @@ class AsyncClient(BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
                     await anyio.sleep(self._retry_wait(op, retry, answer, outcome, deadline))
                 raise AssertionError("unreachable: the last attempt returns or raises")
 
-            call_next: AsyncCallNext = self._chain(send)
-            return self._checked(op, await call_next(message, CallContext(op)))
+            response = await self._chain(send)(message, CallContext(op))
+            return self._checked(op, response, response_type)
         except Exception as exc:
             scrub_exception(exc, self._secrets)
             raise
-
-    async def aclose(self) -> None:
-        """Close the connection pool; the client cannot be used afterwards."""
-        await self._raw.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
