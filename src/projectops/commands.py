@@ -12,8 +12,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -30,8 +29,6 @@ __all__ = [
     "port",
     "seconds",
     "serve_app",
-    "serve_uvicorn",
-    "stop_signals_interrupt",
     "warn_if_every_interface",
     "whole",
 ]
@@ -191,47 +188,6 @@ def warn_if_every_interface(host: str) -> None:
         )
 
 
-@contextmanager
-def stop_signals_interrupt() -> Iterator[None]:
-    """While the block runs (main thread only), SIGTERM raises ``KeyboardInterrupt`` as SIGINT
-    does: uvicorn re-raises the signal after its graceful stop, the caller exits 0."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def serve_uvicorn(
-    config: Any, sock: socket.socket, *, on_stop: Callable[[], None] | None = None
-) -> bool:
-    """Serve a ``uvicorn.Config`` on `sock` (:func:`listen`) until SIGINT/SIGTERM, then stop
-    as uvicorn does; `on_stop()` is called when the stop begins. Returns whether it started."""
-    import uvicorn
-
-    server = uvicorn.Server(config)
-
-    async def serve() -> None:
-        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
-        if on_stop is not None:
-            while not (server.should_exit or serving.done()):
-                await asyncio.wait({serving}, timeout=0.1)
-            on_stop()
-        await serving
-
-    try:
-        with stop_signals_interrupt():
-            asyncio.run(serve())
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
-    return bool(server.started)
-
-
 def serve_app(
     app: Any,
     sock: socket.socket,
@@ -241,11 +197,12 @@ def serve_app(
     on_stop: Callable[[], None] | None = None,
     **settings: Any,
 ) -> bool:
-    """Serve the ASGI `app` on `sock` (:func:`listen`) with uvicorn as :func:`serve_uvicorn`
-    does; with `workers` > 1, `app` is the import string of a factory of the app, run in that
-    many processes sharing `sock`. `drain_timeout` is uvicorn's timeout_graceful_shutdown,
-    `settings` more ``uvicorn.Config`` arguments over these defaults: warnings only, through the
-    logging already configured, no lifespan. Returns whether it started."""
+    """Serve the ASGI `app` with uvicorn on `sock` (:func:`listen`, closed after) until
+    SIGINT/SIGTERM, then stop as uvicorn does; `on_stop()` is called when the stop begins. With
+    `workers` > 1, `app` is the import string of a factory of the app, run in that many
+    processes. `drain_timeout` is uvicorn's timeout_graceful_shutdown, `settings` more
+    ``uvicorn.Config`` arguments over these defaults: warnings only, through the logging already
+    configured, no lifespan. Returns whether it started."""
     import uvicorn
 
     settings = {
@@ -255,13 +212,29 @@ def serve_app(
         "timeout_graceful_shutdown": drain_timeout,
         **settings,
     }
-    if workers == 1:
-        return serve_uvicorn(uvicorn.Config(app, **settings), sock, on_stop=on_stop)
+    server = uvicorn.Server(uvicorn.Config(app, **settings))
+
+    async def serve() -> None:
+        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+        if on_stop is not None:
+            while not (server.should_exit or serving.done()):
+                await asyncio.wait({serving}, timeout=0.1)
+            on_stop()
+        await serving
+
+    # SIGTERM raises KeyboardInterrupt as SIGINT does: uvicorn re-raises the signal after its
+    # graceful stop, and the caller exits 0.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     try:
-        with stop_signals_interrupt():
+        if workers == 1:
+            asyncio.run(serve())
+        else:
             uvicorn.run(app, factory=True, workers=workers, fd=sock.fileno(), **settings)
     except KeyboardInterrupt:
         pass
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
         sock.close()
-    return True
+    return workers > 1 or bool(server.started)

@@ -50,19 +50,11 @@ def app_from_env() -> Starlette:
 def run_mock_server(argv: list[str]) -> int:
     """Serve the slow app as ``projectops mock-server`` serves (``projectops.commands``: its
     listening socket and its uvicorn runtime); ``argv``: ``--host H --port P --drain-timeout S``."""
-    import uvicorn
-
-    from projectops.commands import listen, serve_uvicorn
+    from projectops.commands import listen, serve_app
 
     args = dict(zip(argv[::2], argv[1::2], strict=True))
     sock = listen(args["--host"], int(args["--port"]))
-    config = uvicorn.Config(
-        app_from_env(),
-        timeout_graceful_shutdown=int(args["--drain-timeout"]),
-        log_level="warning",
-        lifespan="off",
-    )
-    return 0 if serve_uvicorn(config, sock) else 1
+    return 0 if serve_app(app_from_env(), sock, drain_timeout=int(args["--drain-timeout"])) else 1
 
 
 if __name__ == "__main__":

@@ -43,22 +43,16 @@ MAX_RECORDED_BYTES = 16 * 1024 * 1024
 
 def command() -> Command:
     """The ``conformance`` command of ``projectops`` (extra ``client``)."""
-    return Command(
-        "conformance",
-        "run the API contract's checks against a server and report each",
-        _configure,
-        _run,
-        description=(
-            "Run the checks of the API contract (docs/contract.md) against the server at "
-            f"--base-url (or ${BASE_URL_ENV}) with the key in ${API_KEY_ENV}. One line per check "
-            "and operation; an operation answered 501 is reported unimplemented. Exit 0 when no "
-            f"'must' check failed, {EXIT_CONFORMANCE_FAILED} when one did or --deadline stopped "
-            f"the run, 2 for a usage error. At most {MAX_REQUESTS} requests, each within "
-            "--timeout, all within --deadline."
-        ),
-        connection=True,
-        extra="client",
+    what = "run the API contract's checks against a server and report each"
+    about = (
+        "Run the checks of the API contract (docs/contract.md) against the server at "
+        f"--base-url (or ${BASE_URL_ENV}) with the key in ${API_KEY_ENV}. One line per check "
+        "and operation; an operation answered 501 is reported unimplemented. Exit 0 when no "
+        f"'must' check failed, {EXIT_CONFORMANCE_FAILED} when one did or --deadline stopped "
+        f"the run, 2 for a usage error. At most {MAX_REQUESTS} requests, each within "
+        "--timeout, all within --deadline."
     )
+    return Command("conformance", what, _configure, _run, about, connection=True, extra="client")
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -149,23 +143,21 @@ def _write_file(flag: str, path: str, write: Callable[[str], object]) -> None:
 
 def proxy_command() -> Command:
     """The ``proxy`` command of ``projectops`` (extras ``client`` and ``server``)."""
-    return Command(
-        "proxy",
+    what = (
         "a validation proxy: forward calls to a server, report where they drift from the "
-        "schema, record the answers as mock fixtures",
-        _configure_proxy,
-        _run_proxy,
-        description=(
-            "Listen on --host/--port and forward every call to --upstream as it came; answer "
-            "with exactly what the upstream answered. Each request and answer of an operation "
-            "is checked with the conformance checks of one answer: one line per violation on "
-            "stderr ('drift: OPERATION request|answer CHECK FIELD: WHAT'), or one JSON object "
-            "per line on stdout with --json. With --record FILE, the 200 answers seen are "
-            "written on exit as a fixtures file for `projectops mock-server --fixtures FILE`, "
-            "the key replaced by a stand-in. Exit 0 after a stop signal, 2 for a usage error."
-        ),
-        connection=True,
-        extra="server",
+        "schema, record the answers as mock fixtures"
+    )
+    about = (
+        "Listen on --host/--port and forward every call to --upstream as it came; answer "
+        "with exactly what the upstream answered. Each request and answer of an operation "
+        "is checked with the conformance checks of one answer: one line per violation on "
+        "stderr ('drift: OPERATION request|answer CHECK FIELD: WHAT'), or one JSON object "
+        "per line on stdout with --json. With --record FILE, the 200 answers seen are "
+        "written on exit as a fixtures file for `projectops mock-server --fixtures FILE`, "
+        "the key replaced by a stand-in. Exit 0 after a stop signal, 2 for a usage error."
+    )
+    return Command(
+        "proxy", what, _configure_proxy, _run_proxy, about, connection=True, extra="server"
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from functools import partial
 from urllib.parse import urlsplit
 
@@ -22,50 +21,18 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "commands"]
 DEFAULT_HOST = urlsplit(DEFAULT_BASE_URL).hostname or "127.0.0.1"
 DEFAULT_PORT = urlsplit(DEFAULT_BASE_URL).port or 8787
 
-# uvicorn's settings passed on as they are, in --help order: name -> (type, metavar, help,
-# default; None: uvicorn's own).
-_UVICORN_FLAGS: dict[str, tuple[Callable[[str], int], str, str, int | None]] = {
-    "timeout_keep_alive": (
-        partial(whole, lowest=1),
-        "SECONDS",
-        "close an idle keep-alive connection after this long (default: uvicorn's)",
-        None,
-    ),
-    "limit_concurrency": (
-        partial(whole, lowest=1),
-        "N",
-        "answer 503 once this many connections or requests are open (default: no limit)",
-        None,
-    ),
-    "backlog": (
-        partial(whole, lowest=1),
-        "N",
-        "connections waiting to be accepted (default: %(default)s)",
-        DEFAULT_BACKLOG,
-    ),
-    "h11_max_incomplete_event_size": (
-        partial(whole, lowest=1024),
-        "BYTES",
-        "largest request head, in bytes (default: uvicorn's)",
-        None,
-    ),
-}
+# uvicorn's settings passed on as they are (None: uvicorn's own).
+_LIMITS = "timeout_keep_alive limit_concurrency backlog h11_max_incomplete_event_size".split()
 
 
 def commands() -> list[Command]:
     """The mock layer's commands: ``mock-server``."""
-    return [
-        Command(
-            "mock-server",
-            "run the mock server of the API (every operation, from fixtures)",
-            _configure,
-            _run,
-            extra="server",
-            description="Serve every operation of the API from fixtures, for tests and demos "
-            "(docs/mock.md). A development server: put a reverse proxy in front of anything "
-            "shared.",
-        )
-    ]
+    what = "run the mock server of the API (every operation, from fixtures)"
+    about = (
+        "Serve every operation of the API from fixtures, for tests and demos (docs/mock.md). "
+        "A development server: put a reverse proxy in front of anything shared."
+    )
+    return [Command("mock-server", what, _configure, _run, about, extra="server")]
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -96,21 +63,23 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="serve with N processes sharing the port (default: 1)",
     )
     group = parser.add_argument_group("uvicorn's limits", "Passed on to uvicorn as they are.")
-    for name, (convert, metavar, help_text, default) in _UVICORN_FLAGS.items():
-        group.add_argument(
-            "--" + name.replace("_", "-"),
-            type=convert,
-            default=default,
-            metavar=metavar,
-            help=help_text,
-        )
+    add = partial(group.add_argument, type=partial(whole, lowest=1))
+    keep_alive = "close an idle keep-alive connection after this long (default: uvicorn's)"
+    add("--timeout-keep-alive", metavar="SECONDS", help=keep_alive)
+    at_most = "answer 503 once this many connections or requests are open (default: no limit)"
+    add("--limit-concurrency", metavar="N", help=at_most)
+    waiting = "connections waiting to be accepted (default: %(default)s)"
+    add("--backlog", metavar="N", default=DEFAULT_BACKLOG, help=waiting)
+    head = "largest request head, in bytes (default: uvicorn's)"
+    large = partial(whole, lowest=1024)
+    add("--h11-max-incomplete-event-size", type=large, metavar="BYTES", help=head)
 
 
 def _run(args: argparse.Namespace) -> int:
     from projectops.mock import _app as mock
 
     warn_if_every_interface(args.host)
-    limits = {name: getattr(args, name) for name in _UVICORN_FLAGS}
+    limits = {name: getattr(args, name) for name in _LIMITS if getattr(args, name) is not None}
     return mock.serve(
         host=args.host,
         port=args.port,
@@ -119,5 +88,5 @@ def _run(args: argparse.Namespace) -> int:
         access_log=args.access_log,
         workers=args.workers,
         drain_timeout=args.drain_timeout,
-        **{name: value for name, value in limits.items() if value is not None},
+        **limits,
     )
