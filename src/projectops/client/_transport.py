@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterable, Mapping
+from contextlib import aclosing, closing
 from contextvars import ContextVar
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any, NamedTuple, Self
@@ -257,7 +258,9 @@ class _Exchange:
         limit = "" if self.timeout is None else f" of {self.timeout:g} s"
         return AnswerTimedOut(f"no complete answer from {self.base_url} within the time-out{limit}")
 
-    def _unreachable(self, exc: Exception) -> ServiceUnreachable:
+    def _failure(self, exc: httpx2.RequestError) -> AnswerTimedOut | ServiceUnreachable:
+        if isinstance(exc, httpx2.TimeoutException):
+            return self._timed_out()
         reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
         reason = outside_text(reason, 300, self._secrets)
         return ServiceUnreachable(f"cannot reach {self.base_url}: {reason[:1].lower()}{reason[1:]}")
@@ -351,8 +354,7 @@ class RawClient(_Exchange, _Closing):
 
     def _read(self, request: httpx2.Request, stop: threading.Event | None) -> RawAnswer | Exception:
         try:
-            response = self._http.send(request, stream=True)
-            try:
+            with closing(self._http.send(request, stream=True)) as response:
                 body, cap = bytearray(), self._cap(response)
                 consumed = response.is_stream_consumed  # an in-memory answer, read already
                 for chunk in (
@@ -363,12 +365,8 @@ class RawClient(_Exchange, _Closing):
                     if stop is not None and stop.is_set():
                         raise httpx2.ReadTimeout("the exchange stopped waiting for this answer")
                 return self._answer(response, body, cap)
-            finally:
-                response.close()
-        except httpx2.TimeoutException:
-            return self._timed_out()
         except httpx2.RequestError as exc:
-            return self._unreachable(exc)
+            return self._failure(exc)
 
 
 class AsyncRawClient(_Exchange, _AsyncClosing):
@@ -391,18 +389,16 @@ class AsyncRawClient(_Exchange, _AsyncClosing):
     ) -> RawAnswer:
         """:meth:`RawClient.send`; `deadline` is a ``time.monotonic()`` instant too."""
         request, end = self._request(method, path, body, headers), self._end(deadline)
-        result: RawAnswer | Exception | None = None
+        result: RawAnswer | Exception = self._timed_out()  # unless the exchange ends in time
         with anyio.move_on_after(None if end is None else end - time.monotonic()):
             result = await self._read(request)
-        result = self._timed_out() if result is None else result  # None: cancelled at the end
         if isinstance(result, Exception):
             raise result
         return result
 
     async def _read(self, request: httpx2.Request) -> RawAnswer | Exception:
         try:
-            response = await self._http.send(request, stream=True)
-            try:
+            async with aclosing(await self._http.send(request, stream=True)) as response:
                 body, cap = bytearray(), self._cap(response)
                 if response.is_stream_consumed:  # an in-memory answer, read already
                     self._take(body, response.content, cap)
@@ -411,9 +407,5 @@ class AsyncRawClient(_Exchange, _AsyncClosing):
                         if not self._take(body, chunk, cap):
                             break
                 return self._answer(response, body, cap)
-            finally:
-                await response.aclose()
-        except httpx2.TimeoutException:
-            return self._timed_out()
         except httpx2.RequestError as exc:
-            return self._unreachable(exc)
+            return self._failure(exc)
