@@ -32,7 +32,7 @@ from projectops.server.docs import docs_routes
 
 __all__ = ["app_from_environment", "create_mock_app", "serve"]
 
-# What worker processes serve (``serve(workers=N)``): JSON of fixtures, generate, access_log.
+# What worker processes serve (``serve(workers=N)``): JSON [fixtures, generate, access_log].
 _SETTINGS_ENV = "PROJECTOPS_MOCK_SETTINGS"
 _access = logging.getLogger("projectops.mock.access")
 
@@ -104,10 +104,7 @@ def _app(fixtures: str | None, generate: bool, access_log: bool) -> ASGIApp:
 
 def app_from_environment() -> ASGIApp:
     """The app of a worker process of ``serve(workers=N)``. Raises FixtureError."""
-    settings = json.loads(os.environ.get(_SETTINGS_ENV) or "{}")
-    return _app(
-        settings.get("fixtures"), settings.get("generate", True), settings.get("access_log", False)
-    )
+    return _app(*json.loads(os.environ.get(_SETTINGS_ENV) or "[null, true, false]"))
 
 
 def serve(
@@ -130,21 +127,9 @@ def serve(
     sock = listen(host, port, backlog=backlog)
     print(f"projectops mock server listening on {listen_url(sock)}", file=sys.stderr, flush=True)
     if workers > 1:
-        os.environ[_SETTINGS_ENV] = json.dumps(
-            {
-                "fixtures": os.path.abspath(fixtures) if fixtures else None,
-                "generate": generate,
-                "access_log": access_log,
-            }
-        )
+        path = os.path.abspath(fixtures) if fixtures else None
+        os.environ[_SETTINGS_ENV] = json.dumps([path, generate, access_log])
         app = f"{__name__}:{app_from_environment.__name__}"
-    started = serve_app(
-        app,
-        sock,
-        drain_timeout=drain_timeout,
-        workers=workers,
-        backlog=backlog,
-        access_log=False,  # _AccessLog's instead: no query strings
-        **uvicorn_settings,
-    )
-    return 0 if started else 1
+    # access_log: _AccessLog's instead, without query strings.
+    settings = dict(uvicorn_settings, workers=workers, backlog=backlog, access_log=False)
+    return 0 if serve_app(app, sock, drain_timeout=drain_timeout, **settings) else 1
