@@ -216,14 +216,35 @@ class BaseClient(Generic[Icpt, T]):
             )
         return cast("R", response)
 
-    def _outcome(
-        self, op: Operation, answer: RawAnswer | ApiError, context: CallContext
-    ) -> Message | ApiError:
-        """The response message of an attempt, or its error (returned if retryable, else raised)."""
+    def _step(
+        self,
+        op: Operation,
+        retry: int,
+        answer: RawAnswer | ApiError,
+        context: CallContext,
+        deadline: float | None,
+    ) -> Message | float:
+        """The response message of attempt `retry` (0: the first), or the seconds to wait before
+        the next; raises the error the call ends with (a time-out if the wait passes `deadline`)."""
         context.attempts += 1
         context.http_status = None
-        if not isinstance(answer, RawAnswer):
-            return mark_redacted(answer)  # the exchange redacted the peer's text
+        failure = answer if isinstance(answer, ApiError) else self._outcome(op, answer, context)
+        if isinstance(failure, Message):
+            return failure
+        status = answer.status if isinstance(answer, RawAnswer) else None
+        last = retry >= self._retries or isinstance(failure, AnswerTimedOut)
+        if last or not may_retry(op, status):
+            raise mark_redacted(failure)  # the exchange redacted the peer's text
+        after = answer.header("Retry-After") if isinstance(answer, RawAnswer) else None
+        wait = retry_delay(retry, after)
+        if deadline is not None and wait >= deadline - time.monotonic():
+            raise mark_redacted(failure if status else self._http._timed_out())
+        return wait
+
+    def _outcome(
+        self, op: Operation, answer: RawAnswer, context: CallContext
+    ) -> Message | ApiError:
+        """The response message of an answer, or its error (returned if retryable, else raised)."""
         status, keys = answer.status, self._secrets
         where = f"the answer of {self.base_url}{op.path} (HTTP {status})"
         encoding = (answer.header("Content-Encoding") or "identity").strip().lower()
@@ -250,44 +271,16 @@ class BaseClient(Generic[Icpt, T]):
         if 300 <= status < 400:
             to = outside_text(answer.header("Location") or "elsewhere", 300, keys)
             text = f"HTTP {status}: redirect to {to} not followed (a POST is never redirected;"
-            return mark_redacted(
-                UnexpectedRedirect(f"{text} check the base URL)", http_status=status)
-            )
+            return UnexpectedRedirect(f"{text} check the base URL)", http_status=status)
         if not 200 <= status < 300:
             url, kind = self.base_url + op.path, answer.header("Content-Type")
-            return mark_redacted(
-                error_from_answer(status, answer.body, url=url, content_type=kind, secrets=keys)
-            )
+            return error_from_answer(status, answer.body, url=url, content_type=kind, secrets=keys)
         try:  # not strict: a newer server may add fields this version does not know
             return from_json(answer.body, op.response_type)
         except InvalidArgument as exc:
             what = f"the answer of {op.path} is not a {op.response_type.__name__}"
             text = f"{what}: {outside_text(exc.message, secrets=keys)}"
             raise mark_redacted(InvalidResponse(text, http_status=status)) from None
-
-    def _retry_wait(
-        self,
-        op: Operation,
-        retry: int,
-        answer: RawAnswer | ApiError,
-        failure: ApiError,
-        deadline: float | None,
-    ) -> float:
-        """Seconds to wait before retry number `retry`; raises the error the call ends with
-        when there is none, or its wait would pass `deadline`."""
-        answered = isinstance(answer, RawAnswer)
-        status = answer.status if isinstance(answer, RawAnswer) else None
-        if (
-            isinstance(failure, AnswerTimedOut)
-            or retry >= self._retries
-            or not may_retry(op, status)
-        ):
-            raise failure
-        after = answer.header("Retry-After") if isinstance(answer, RawAnswer) else None
-        wait = retry_delay(retry, after)
-        if deadline is not None and wait >= deadline - time.monotonic():
-            raise failure if answered else mark_redacted(self._http._timed_out())
-        return wait
 
 
 def _through(interceptor: Any, call_next: Any, request: Message, context: CallContext) -> Any:

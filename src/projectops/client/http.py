@@ -8,6 +8,7 @@ errors: docs/python.md "Errors"; none holds the key (:mod:`projectops.client.red
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -85,10 +86,10 @@ class Client(_Closing, BaseClient[Interceptor, httpx2.BaseTransport]):
                         answer = self._http.send("POST", op.path, body, headers, deadline=deadline)
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
                         answer = exc
-                    outcome = self._outcome(op, answer, context)
-                    if isinstance(outcome, Message):
-                        return outcome
-                    time.sleep(self._retry_wait(op, retry, answer, outcome, deadline))
+                    step = self._step(op, retry, answer, context, deadline)
+                    if isinstance(step, Message):
+                        return step
+                    time.sleep(step)
                 raise AssertionError("unreachable: the last attempt returns or raises")
 
             return self._checked(op, self._chain(send)(message, CallContext(op)), response_type)
@@ -125,14 +126,13 @@ class AsyncClient(_AsyncClosing, BaseClient[AsyncInterceptor, httpx2.AsyncBaseTr
                         )
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
                         answer = exc
-                    if isinstance(answer, RawAnswer) and len(answer.body) > _OFF_LOOP_BYTES:
-                        # Decoding takes long: off the event loop, which other tasks share.
-                        outcome = await anyio.to_thread.run_sync(self._outcome, op, answer, context)
-                    else:
-                        outcome = self._outcome(op, answer, context)
-                    if isinstance(outcome, Message):
-                        return outcome
-                    await anyio.sleep(self._retry_wait(op, retry, answer, outcome, deadline))
+                    # Decoding a large answer takes long: off the event loop other tasks share.
+                    large = isinstance(answer, RawAnswer) and len(answer.body) > _OFF_LOOP_BYTES
+                    decide = partial(self._step, op, retry, answer, context, deadline)
+                    step = await anyio.to_thread.run_sync(decide) if large else decide()
+                    if isinstance(step, Message):
+                        return step
+                    await anyio.sleep(step)
                 raise AssertionError("unreachable: the last attempt returns or raises")
 
             response = await self._chain(send)(message, CallContext(op))
