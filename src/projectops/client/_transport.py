@@ -105,15 +105,10 @@ class _DeadlineStream(httpcore2.NetworkStream):
 
 class _DeadlineBackend(httpcore2.SyncBackend):
     def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Any = None,
+        self, host: str, port: int, timeout: float | None = None, *args: Any, **kwargs: Any
     ) -> httpcore2.NetworkStream:
         left = _left(timeout, httpcore2.ConnectTimeout)
-        return _DeadlineStream(super().connect_tcp(host, port, left, local_address, socket_options))
+        return _DeadlineStream(super().connect_tcp(host, port, left, *args, **kwargs))
 
 
 class _DeadlineTransport(httpx2.HTTPTransport):
