@@ -4,8 +4,10 @@ registry picked by property, for tests that need one of a kind."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from google.protobuf import descriptor_pb2, descriptor_pool
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops.registry import Operation, operation_of, operations
 from projectops.validation import is_required
@@ -36,7 +38,8 @@ def rpc_with(level: str, deprecated: bool) -> Operation:
 
 def required_string(op: Operation) -> FieldDescriptor | None:
     """A top-level REQUIRED, singular string field of `op`'s request (the first), or None."""
-    for fd in op.request_type.DESCRIPTOR.fields:
+    request = cast(Descriptor, op.request_type.DESCRIPTOR)
+    for fd in request.fields:
         if is_required(fd) and fd.type == fd.TYPE_STRING and not fd.is_repeated:
             return fd
     return None
