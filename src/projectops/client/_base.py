@@ -249,14 +249,10 @@ class BaseClient(Generic[Icpt, T]):
         where = f"the answer of {self.base_url}{op.path} (HTTP {status})"
         encoding = (answer.header("Content-Encoding") or "identity").strip().lower()
         if encoding not in ("", "identity"):
-            shown = outside_text(encoding, 40, keys)
-            raise mark_redacted(
-                InvalidResponse(
-                    f"{where} came with Content-Encoding: {shown}, which this client did not "
-                    "ask for (it sends Accept-Encoding: identity); it was not decoded",
-                    http_status=status,
-                )
-            )
+            shown, asked = outside_text(encoding, 40, keys), "it sends Accept-Encoding: identity"
+            text = f"{where} came with Content-Encoding: {shown}, which this client did not ask for"
+            text += f" ({asked}); it was not decoded"
+            raise mark_redacted(InvalidResponse(text, http_status=status))
         if 200 <= status < 300 and answer.truncated:
             length = answer.header("Content-Length") or ""
             what, done = (

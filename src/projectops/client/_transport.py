@@ -261,9 +261,7 @@ class _Exchange:
         return ServiceUnreachable(f"cannot reach {self.base_url}: {reason[:1].lower()}{reason[1:]}")
 
 
-class _Closing:
-    """``with`` closes it: :meth:`close` closes what it holds (shared with the http clients)."""
-
+class _Closing:  # of RawClient and Client
     _http: Any
 
     def close(self) -> None:
@@ -278,8 +276,6 @@ class _Closing:
 
 
 class _AsyncClosing:
-    """:class:`_Closing` for ``async with``."""
-
     _http: Any
 
     async def aclose(self) -> None:
@@ -384,12 +380,12 @@ class AsyncRawClient(_Exchange, _AsyncClosing):
     ) -> RawAnswer:
         """:meth:`RawClient.send`; `deadline` is a ``time.monotonic()`` instant too."""
         request, end = self._request(method, path, body, headers), self._end(deadline)
-        result: RawAnswer | Exception = self._timed_out()  # unless the exchange ends in time
         with anyio.move_on_after(None if end is None else end - time.monotonic()):
             result = await self._read(request)
-        if isinstance(result, Exception):
-            raise result
-        return result
+            if isinstance(result, Exception):
+                raise result
+            return result
+        raise self._timed_out()  # cancelled at the end
 
     async def _read(self, request: httpx2.Request) -> RawAnswer | Exception:
         try:

@@ -16,6 +16,7 @@ import anyio.to_thread
 import httpx2
 from google.protobuf.message import Message
 
+from projectops.client import _transport
 from projectops.client._base import (
     AsyncInterceptor,
     BaseClient,
@@ -26,13 +27,6 @@ from projectops.client._base import (
     request_message,
 )
 from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
-from projectops.client._transport import (
-    AsyncRawClient,
-    RawAnswer,
-    RawClient,
-    _AsyncClosing,
-    _Closing,
-)
 from projectops.client.redaction import scrub_exception
 from projectops.errors import ApiError
 
@@ -45,7 +39,7 @@ __all__ = ["AsyncClient", "Client", "request_message"]  # the generated clients 
 _OFF_LOOP_BYTES = 64 * 1024
 
 
-class Client(_Closing, BaseClient[Interceptor, httpx2.BaseTransport]):
+class Client(_transport._Closing, BaseClient[Interceptor, httpx2.BaseTransport]):
     """Synchronous client of the API (arguments: docs/python.md "The clients"); use it in
     ``with``, or :meth:`close` it. A missing key raises :class:`MissingApiKey` at :meth:`call`.
 
@@ -55,8 +49,8 @@ class Client(_Closing, BaseClient[Interceptor, httpx2.BaseTransport]):
         ValueError, TypeError: a time-out, limit, retries or interceptor that cannot work.
     """
 
-    _exchange = RawClient
-    _http: RawClient
+    _exchange = _transport.RawClient
+    _http: _transport.RawClient
 
     def call(
         self,
@@ -81,7 +75,7 @@ class Client(_Closing, BaseClient[Interceptor, httpx2.BaseTransport]):
             def send(request: Message, context: CallContext) -> Message:
                 body, headers = self._build(op, request, message, context)
                 for retry in range(self._retries + 1):
-                    answer: RawAnswer | ApiError
+                    answer: _transport.RawAnswer | ApiError
                     try:
                         answer = self._http.send("POST", op.path, body, headers, deadline=deadline)
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
@@ -98,12 +92,14 @@ class Client(_Closing, BaseClient[Interceptor, httpx2.BaseTransport]):
             raise
 
 
-class AsyncClient(_AsyncClosing, BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]):
+class AsyncClient(
+    _transport._AsyncClosing, BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]
+):
     """:class:`Client` for ``await`` and ``async with``: `transport` an
     ``httpx2.AsyncBaseTransport``, `interceptors` ``async def``."""
 
-    _exchange = AsyncRawClient
-    _http: AsyncRawClient
+    _exchange = _transport.AsyncRawClient
+    _http: _transport.AsyncRawClient
 
     async def call(
         self,
@@ -119,7 +115,7 @@ class AsyncClient(_AsyncClosing, BaseClient[AsyncInterceptor, httpx2.AsyncBaseTr
             async def send(request: Message, context: CallContext) -> Message:
                 body, headers = self._build(op, request, message, context)
                 for retry in range(self._retries + 1):
-                    answer: RawAnswer | ApiError
+                    answer: _transport.RawAnswer | ApiError
                     try:
                         answer = await self._http.send(
                             "POST", op.path, body, headers, deadline=deadline
@@ -127,7 +123,10 @@ class AsyncClient(_AsyncClosing, BaseClient[AsyncInterceptor, httpx2.AsyncBaseTr
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
                         answer = exc
                     # Decoding a large answer takes long: off the event loop other tasks share.
-                    large = isinstance(answer, RawAnswer) and len(answer.body) > _OFF_LOOP_BYTES
+                    large = (
+                        isinstance(answer, _transport.RawAnswer)
+                        and len(answer.body) > _OFF_LOOP_BYTES
+                    )
                     decide = partial(self._step, op, retry, answer, context, deadline)
                     step = await anyio.to_thread.run_sync(decide) if large else decide()
                     if isinstance(step, Message):
