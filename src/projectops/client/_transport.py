@@ -31,8 +31,6 @@ from projectops.conventions import (
     normalize_base_url,
 )
 
-_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
-
 
 class InvalidProxy(ValueError):
     """The environment's proxy cannot be used; its address (maybe with a password) is not quoted."""
@@ -54,7 +52,7 @@ def environment_proxy(url: str) -> httpx2.Proxy | None:
     what = f"the environment's proxy for {parts.scheme} requests"
     try:
         scheme = urlsplit(address).scheme.lower()
-        proxy = httpx2.Proxy(address) if scheme in _PROXY_SCHEMES else None
+        proxy = httpx2.Proxy(address) if scheme in ("http", "https", "socks5", "socks5h") else None
     except (ValueError, httpx2.InvalidURL):
         raise InvalidProxy(f"{what} is not a valid URL") from None
     if proxy is None:
@@ -209,8 +207,7 @@ class _Exchange:
             cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
             trust_env=False,  # the proxy is the transport's; no .netrc
         )
-        for name in list(self._http.headers):  # httpx2's defaults: only the caller's go out
-            del self._http.headers[name]
+        self._http.headers.clear()  # httpx2's defaults: only the caller's go out
 
     def _transport(self) -> Any:
         return _DeadlineTransport(self.base_url)

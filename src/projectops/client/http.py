@@ -73,11 +73,11 @@ class Client(_transport._Closing, BaseClient[Interceptor, httpx2.BaseTransport])
             op, message, deadline = self._prepare(operation, request, response_type)
 
             def send(request: Message, context: CallContext) -> Message:
-                body, headers = self._build(op, request, message, context)
+                parts = self._build(op, request, message, context)  # body, headers
                 for retry in range(self._retries + 1):
                     answer: _transport.RawAnswer | ApiError
                     try:
-                        answer = self._http.send("POST", op.path, body, headers, deadline=deadline)
+                        answer = self._http.send("POST", op.path, *parts, deadline=deadline)
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
                         answer = exc
                     step = self._step(op, retry, answer, context, deadline)
@@ -113,13 +113,11 @@ class AsyncClient(
             op, message, deadline = self._prepare(operation, request, response_type)
 
             async def send(request: Message, context: CallContext) -> Message:
-                body, headers = self._build(op, request, message, context)
+                parts = self._build(op, request, message, context)  # body, headers
                 for retry in range(self._retries + 1):
                     answer: _transport.RawAnswer | ApiError
                     try:
-                        answer = await self._http.send(
-                            "POST", op.path, body, headers, deadline=deadline
-                        )
+                        answer = await self._http.send("POST", op.path, *parts, deadline=deadline)
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
                         answer = exc
                     # Decoding a large answer takes long: off the event loop other tasks share.
