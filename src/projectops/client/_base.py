@@ -97,6 +97,8 @@ if TYPE_CHECKING:  # a default (PEP 696) types `call` without `response_type=` a
     from typing_extensions import TypeVar as DefaultTypeVar
 
     R = DefaultTypeVar("R", bound=Message, default=Message)
+else:
+    R = TypeVar("R", bound=Message)
 Icpt = TypeVar("Icpt")
 T = TypeVar("T")
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
-import httpx2
 from google.protobuf.message import Message
+from httpx2 import AsyncBaseTransport, BaseTransport
 
 from projectops.client import _transport
 from projectops.client._base import (
@@ -23,6 +22,7 @@ from projectops.client._base import (
     CallContext,
     Interceptor,
     OperationKey,
+    R,
     RequestLike,
     request_message,
 )
@@ -30,16 +30,13 @@ from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
 from projectops.client.redaction import scrub_exception
 from projectops.errors import ApiError
 
-if TYPE_CHECKING:
-    from projectops.client._base import R
-
 __all__ = ["AsyncClient", "Client", "request_message"]  # the generated clients import these
 
 #: Answer bytes above which the async client decodes off the event loop (tests/mcp).
 _OFF_LOOP_BYTES = 64 * 1024
 
 
-class Client(_transport._Closing, BaseClient[Interceptor, httpx2.BaseTransport]):
+class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
     """Synchronous client of the API (arguments: docs/python.md "The clients"); use it in
     ``with``, or :meth:`close` it. A missing key raises :class:`MissingApiKey` at :meth:`call`.
 
@@ -92,9 +89,7 @@ class Client(_transport._Closing, BaseClient[Interceptor, httpx2.BaseTransport])
             raise
 
 
-class AsyncClient(
-    _transport._AsyncClosing, BaseClient[AsyncInterceptor, httpx2.AsyncBaseTransport]
-):
+class AsyncClient(_transport._AsyncClosing, BaseClient[AsyncInterceptor, AsyncBaseTransport]):
     """:class:`Client` for ``await`` and ``async with``: `transport` an
     ``httpx2.AsyncBaseTransport``, `interceptors` ``async def``."""
 
@@ -121,10 +116,7 @@ class AsyncClient(
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
                         answer = exc
                     # Decoding a large answer takes long: off the event loop other tasks share.
-                    large = (
-                        isinstance(answer, _transport.RawAnswer)
-                        and len(answer.body) > _OFF_LOOP_BYTES
-                    )
+                    large = not isinstance(answer, ApiError) and len(answer.body) > _OFF_LOOP_BYTES
                     decide = partial(self._step, op, retry, answer, context, deadline)
                     step = await anyio.to_thread.run_sync(decide) if large else decide()
                     if isinstance(step, Message):
