@@ -57,18 +57,14 @@ RequestLike = Message | Mapping[str, Any] | None
 _OWN = frozenset({header_key(API_KEY_HEADER), header_key("Content-Type")})
 
 
-def _check_extra(name: object, value: object) -> None:
-    check_header(name, value)
-    if header_key(str(name)) in _OWN:
-        raise ValueError(f"the client sets {name} itself; an interceptor cannot set it")
-
-
 class RequestHeaders(dict[str, str]):
     """Extra request headers an interceptor adds (``context.headers``); ``ValueError`` naming
     the header for the key or ``Content-Type`` (any spelling), one :func:`check_header` refuses."""
 
     def __setitem__(self, name: str, value: str) -> None:
-        _check_extra(name, value)
+        check_header(name, value)
+        if header_key(name) in _OWN:
+            raise ValueError(f"the client sets {name} itself; an interceptor cannot set it")
         super().__setitem__(name, value)
 
 
@@ -199,14 +195,12 @@ class BaseClient(Generic[Icpt, T]):
         """Body and headers of a call; `message`, if not `given`, is validated first."""
         if message is not given:
             message = prepare_request(op, message)
-        headers = {
-            "content-type": ("Content-Type", CONTENT_TYPE),
-            "accept": ("Accept", CONTENT_TYPE),
-            "user-agent": ("User-Agent", f"projectops/{projectops.__version__}"),
-        }
+        extra = RequestHeaders()
         for name, value in context.headers.items():  # checked again: a dict may stand in
-            _check_extra(name, value)
-            headers[name.lower()] = (name, value)
+            extra[name] = value
+        agent = f"projectops/{projectops.__version__}"
+        own = [("Content-Type", CONTENT_TYPE), ("Accept", CONTENT_TYPE), ("User-Agent", agent)]
+        headers = {name.lower(): (name, value) for name, value in [*own, *extra.items()]}
         return to_json(message).encode(), [*headers.values(), (API_KEY_HEADER, self._api_key or "")]
 
     def _checked(self, op: Operation, response: object, _: type[R] | None) -> R:
