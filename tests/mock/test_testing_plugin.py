@@ -239,3 +239,21 @@ def test_a_session_that_uses_no_fixture_still_chooses_the_protobuf_backend(
         "def test_backend():\n    assert api_implementation.Type() == 'python'\n"
     )
     _pytest_in(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_script_that_never_closes_its_mock_still_exits() -> None:
+    """A MockServer left open (a script, a notebook) does not keep the interpreter alive: its
+    sync transport's event loop runs in a daemon thread."""
+    op = without_request_fields()
+    script = (
+        "from projectops.mock import MockServer\n"
+        "mock = MockServer()\n"
+        "with mock.client() as client:\n"
+        f"    client.call({op.name!r})\n"
+        "print('answered')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "answered"), done.stderr

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
+import queue
 import threading
 import time
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+import anyio
 import httpx2 as httpx
 import uvicorn
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 from google.protobuf.message import Message
 
 from projectops.client import AsyncOperationsServiceClient, OperationsServiceClient
@@ -53,7 +54,6 @@ class MockServer:
         self.transport = httpx.MockTransport(self._in_portal)
         # The sync transport's event loop, in a thread of its own, started on first use.
         self._portal: BlockingPortal | None = None
-        self._portal_stack = contextlib.ExitStack()
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -124,7 +124,7 @@ class MockServer:
         # On the portal's loop (delays wait there): the sync client needs no socket.
         with self._lock:
             if self._portal is None:
-                self._portal = self._portal_stack.enter_context(start_blocking_portal())
+                self._portal = _daemon_portal()
         return self._portal.call(self._send, request)
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
@@ -169,8 +169,26 @@ class MockServer:
                 self._thread.join(_STOP_TIMEOUT)
             self._server = self._thread = None
         with self._lock:
-            self._portal_stack.close()
+            if self._portal is not None:
+                self._portal.call(self._portal.stop)
             self._portal = None
+
+
+def _daemon_portal() -> BlockingPortal:
+    """A portal to an event loop in a daemon thread: unlike anyio's start_blocking_portal
+    (a worker of an executor, joined at exit), a MockServer nobody closed never keeps the
+    interpreter from exiting."""
+    ready: queue.Queue[BlockingPortal] = queue.Queue()
+
+    async def serve() -> None:
+        async with BlockingPortal() as portal:
+            ready.put(portal)
+            await portal.sleep_until_stopped()
+
+    threading.Thread(
+        target=anyio.run, args=(serve,), name="projectops-mock-loop", daemon=True
+    ).start()
+    return ready.get()
 
 
 def _json(message_type: type[Message], value: Message | Mapping[str, Any], what: str) -> Any:
