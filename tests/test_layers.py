@@ -99,3 +99,17 @@ def test_a_test_reaches_into_its_own_package_only(path: Path) -> None:
             if parts[1] != folder and any(p.startswith("_") for p in parts[2:]):
                 bad.append(name)
     assert sorted(bad) == []
+
+
+def test_the_codecs_formats_and_plans_sit_below_decoding_and_encoding_which_never_meet(
+    graph: grimp.ImportGraph,
+) -> None:
+    names = {
+        f"projectops._fastcodec.{m}"
+        for m in ("_decode", "_encode", "_float32", "_plans", "_timefmt")
+    }
+    assert names <= graph.modules
+    for leaf in ("_float32", "_timefmt", "_plans"):
+        assert not graph.find_modules_directly_imported_by(f"projectops._fastcodec.{leaf}") & names
+    assert not graph.chain_exists("projectops._fastcodec._decode", "projectops._fastcodec._encode")
+    assert not graph.chain_exists("projectops._fastcodec._encode", "projectops._fastcodec._decode")

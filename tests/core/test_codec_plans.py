@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import grimp
 from google.protobuf import json_format, message_factory
 
 from projectops import _fastcodec
@@ -71,13 +70,3 @@ def test_each_module_has_one_job_and_none_is_over_600_lines() -> None:
     for name in MODULES:
         lines = (PACKAGE / f"{name}.py").read_text().count("\n")
         assert lines <= 600, f"{name}.py has {lines} lines"
-
-
-def test_the_formats_and_plans_sit_below_decoding_and_encoding_which_never_meet() -> None:
-    graph = grimp.build_graph("projectops", cache_dir=None)
-    names = {f"projectops._fastcodec.{m}" for m in MODULES}
-    assert names <= graph.modules
-    for leaf in ("_float32", "_timefmt", "_plans"):
-        assert not graph.find_modules_directly_imported_by(f"projectops._fastcodec.{leaf}") & names
-    assert not graph.chain_exists("projectops._fastcodec._decode", "projectops._fastcodec._encode")
-    assert not graph.chain_exists("projectops._fastcodec._encode", "projectops._fastcodec._decode")
