@@ -1,6 +1,5 @@
-"""The pytest plugin under its package name (``-p projectops.testing``, or ``pytest_plugins``,
-where plugins are not autoloaded): the ``projectops_mock`` fixture of
-:mod:`_projectops_pytestplugin`, a :class:`projectops.mock.MockServer` for one test."""
+"""The pytest plugin under the package's name (``-p projectops.testing``, where plugins are
+not autoloaded): the ``projectops_mock`` fixture, a :class:`projectops.mock.MockServer`."""
 
 from _projectops_pytestplugin import projectops_mock
 

@@ -241,8 +241,7 @@ class _Exchange:
     def _answer(response: httpx2.Response, body: bytearray, cap: int) -> RawAnswer:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
         truncated = not cap or len(body) > cap
-        # In place, before the copy into bytes: an answer read up to a cap of 32 MiB must not
-        # cost three times that (the bytearray, a slice of it, then its bytes).
+        # Cut in place before the copy: a slice, then bytes, would hold the answer three times.
         del body[min(cap, _SHOWN_BYTES) if truncated else cap :]
         return RawAnswer(response.status_code, headers, bytes(body), truncated)
 

@@ -175,9 +175,8 @@ class MockServer:
 
 
 def _daemon_portal() -> BlockingPortal:
-    """A portal to an event loop in a daemon thread: unlike anyio's start_blocking_portal
-    (a worker of an executor, joined at exit), a MockServer nobody closed never keeps the
-    interpreter from exiting."""
+    """A portal to an event loop in a daemon thread: a MockServer nobody closed never keeps
+    the interpreter from exiting (anyio's start_blocking_portal is joined at exit)."""
     ready: queue.Queue[BlockingPortal] = queue.Queue()
 
     async def serve() -> None:
