@@ -658,3 +658,18 @@ def test_the_program_writes_json_lines_for_a_broken_upstream(tmp_path: Path) -> 
     logged = err.read_text()
     assert "drift" not in logged
     assert KEY not in logged + out.read_text()
+
+
+def test_a_percent_encoded_path_goes_upstream_as_it_came_and_is_no_operation() -> None:
+    op = projectops.operations()[0]
+    prefix, name = op.path.rsplit("/", 1)
+    seen: list[tuple[bytes, bytes]] = []
+
+    async def record(scope: Any, receive: Any, send: Any) -> None:
+        seen.append((scope["raw_path"], scope["query_string"]))
+        await Response(b'{"a": ', 200, media_type="application/json")(scope, receive, send)
+
+    paths = [f"{prefix}%2F{name}", f"{prefix}/a%2F..%2F..%2Fadmin"]
+    _, _, drifts = _call(record, [("POST", f"{path}?q=%2F", b"[]", {}) for path in paths])
+    assert seen == [(path.encode(), b"q=%2F") for path in paths for _ in (1, 2)]
+    assert drifts == []  # neither is judged as an operation

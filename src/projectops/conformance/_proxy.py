@@ -212,7 +212,8 @@ def create_proxy_app(
                     return _error(BODY_TOO_LARGE.error(f"the body is over {MAX_BODY_BYTES} bytes"))
         except ClientDisconnect:  # the caller left before its request was whole: no one to answer
             return Response(status_code=400)
-        op = by_path.get(request.url.path) if request.method == ALLOWED_METHOD else None
+        path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
+        op = by_path.get(path) if request.method == ALLOWED_METHOD else None
         key = request.headers.get(API_KEY_HEADER, "").strip()
         sent: Message | None = None
         if op is not None:
@@ -220,7 +221,8 @@ def create_proxy_app(
             for found in drifts:
                 report(found)
         headers = [(k, v) for k, v in request.headers.items() if k not in _HOP_BY_HOP]
-        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        query = request.scope["query_string"].decode("latin-1")
+        target = path + (f"?{query}" if query else "")
         try:
             answer = await upstream.send(request.method, target, bytes(body), headers)
             if answer.truncated:
@@ -247,13 +249,10 @@ def create_proxy_app(
                 await anyio.to_thread.run_sync(record) if big else record()
         response = Response(answer.body, answer.status)
         response.raw_headers = [
-            *(
-                (k.lower().encode("latin-1"), v.encode("latin-1"))
-                for k, v in answer.headers
-                if k.lower() not in _HOP_BY_HOP
-            ),
-            (b"content-length", str(len(answer.body)).encode()),
-        ]
+            (k.lower().encode("latin-1"), v.encode("latin-1"))
+            for k, v in answer.headers
+            if k.lower() not in _HOP_BY_HOP
+        ] + [(b"content-length", str(len(answer.body)).encode())]
         return response
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
