@@ -685,6 +685,8 @@ def test_a_must_failure_exits_6_and_only_should_failures_exit_0(
         (("--deadline", "nan"), DEMO_KEY, "http://127.0.0.1:9", "--deadline"),
         (("--operation", "no_such_operation"), DEMO_KEY, "http://127.0.0.1:9", "--operation"),
         (("--no-such-flag",), DEMO_KEY, "http://127.0.0.1:9", "unknown option"),
+        (("--junit-xml", "/no/such/folder/r.xml"), DEMO_KEY, "http://127.0.0.1:9", "--junit-xml"),
+        (("--junit-xml", "."), DEMO_KEY, "http://127.0.0.1:9", "--junit-xml"),
     ],
 )
 def test_a_usage_error_exits_2_with_one_line(

@@ -102,6 +102,7 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
     from projectops.client import usable_api_key
 
     key = usable_api_key((os.environ.get(API_KEY_ENV) or "").strip())
+    _writable("--junit-xml", args.junit_xml)  # before the run, not after its requests
     project = None if args.fixtures is None else _fixture_project(args.fixtures, key)
     # No default: checking the bundled mock server by accident would prove nothing.
     base_url = args.base_url or os.environ.get(BASE_URL_ENV)
@@ -132,8 +133,13 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
     return EXIT_CONFORMANCE_FAILED if report.must_failed or report.stopped else EXIT_OK
 
 
+def _writable(flag: str, path: str | None) -> None:
+    folder = os.path.dirname(os.path.abspath(path or "."))
+    if path is not None and (os.path.isdir(path) or not os.access(folder, os.W_OK)):
+        raise UsageError(f"{flag} {outside_text(path, 200)}: cannot write a file there")
+
+
 def _write_file(flag: str, path: str, write: Callable[[str], object]) -> None:
-    """``write(path)``; an OSError is a UsageError naming `flag` (exit 2)."""
     try:
         write(path)
     except OSError as exc:
@@ -199,27 +205,21 @@ def _run_proxy(args: argparse.Namespace) -> int:
         base_url = normalize_base_url(args.upstream)
     except InvalidBaseUrl as exc:
         raise UsageError(f"--upstream: {exc}") from None
-    record = args.record
-    folder = os.path.dirname(os.path.abspath(record or "."))
-    if record is not None and (os.path.isdir(record) or not os.access(folder, os.W_OK)):
-        raise UsageError(f"--record {outside_text(record, 200)}: cannot write a file there")
+    _writable("--record", record := args.record)
     recording = Recording(max_answers=args.record_max_answers, max_bytes=args.record_max_bytes)
     warn_if_every_interface(args.host)
     sock = listen(args.host, args.port)
     upstream = AsyncRawClient(
         base_url, timeout=args.timeout, max_response_bytes=args.max_response_bytes
     )
-    report: Callable[[Drift], None] = (
-        (lambda drift: print(drift.json_line(), flush=True))
-        if args.json
-        else (lambda drift: print(drift.line(), file=sys.stderr, flush=True))
-    )
+
+    def report(drift: Drift) -> None:
+        shown = drift.json_line() if args.json else drift.line()
+        print(shown, file=sys.stdout if args.json else sys.stderr, flush=True)
+
     app = create_proxy_app(upstream, report=report, recording=recording if record else None)
-    print(
-        f"projectops proxy listening on {listen_url(sock)}, forwarding to {base_url}",
-        file=sys.stderr,
-        flush=True,
-    )
+    where = f"listening on {listen_url(sock)}, forwarding to {base_url}"
+    print(f"projectops proxy {where}", file=sys.stderr, flush=True)
     drain = args.drain_timeout
     started = serve_app(app, sock, drain_timeout=drain, server_header=False, date_header=False)
     if record is not None:
