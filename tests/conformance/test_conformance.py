@@ -562,6 +562,25 @@ def test_a_partly_implemented_server_reports_the_rest_unimplemented(
             }, check
 
 
+def test_checks_the_request_budget_cut_short_say_so(
+    mock_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not WITH_REQUIRED:
+        pytest.skip("no operation's request has a REQUIRED field")
+    op = WITH_REQUIRED[0]
+    # The three auth checks, then one request of request.required.
+    monkeypatch.setattr("projectops.conformance._runner.MAX_REQUESTS", 4)
+    report = run_checks(mock_url, DEMO_KEY, project=_demo(), timeout=TIMEOUT, of=[op])
+    assert report.requests == 4 and report.unimplemented == ()
+    for check_id in ("request.required", "errors.violation-paths", "http.body-limit"):
+        check = _check(report, op.name, check_id)
+        assert (check.status, check.detail) == (
+            "skipped",
+            "not run: the run's limit of 4 requests was reached",
+        ), check
+    assert not any("not implemented" in c.detail for c in report.checks)
+
+
 def test_operation_limits_the_run(run_cli: RunCli, mock_url: str) -> None:
     op = OPS[-1]
     result = run_cli(

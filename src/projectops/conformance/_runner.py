@@ -88,9 +88,7 @@ class Sender:
     ) -> None:
         from projectops.client import RawClient
 
-        self._key = api_key
-        self._timeout = timeout
-        self._run_deadline = run_deadline
+        self._key, self._timeout, self._run_deadline = api_key, timeout, run_deadline
         self.count = 0
         self._raw = RawClient(
             base_url, timeout=timeout, max_response_bytes=max_response_bytes, transport=transport
@@ -224,7 +222,7 @@ class _OperationRun:
         self._project = project
         self._known_paths = known_paths
         self._deadline = deadline
-        self.stopped = self.unimplemented = False
+        self.stopped = self.unimplemented = self.spent = False
         given = project.answers.get(op.name, ()) if project else ()
         # (request, the fixture's response or None for the implicit `{}`), known to succeed.
         self._good: list[tuple[Message, Message | None]] = [
@@ -286,8 +284,8 @@ class _OperationRun:
             yield
         except DeadlinePassed:
             self.stopped = True
-        except BudgetSpent:
-            self._results[check_id] = ("skipped", f"the run's limit of {MAX_REQUESTS} requests")
+        except BudgetSpent:  # the check's result, and those of the checks it held, are `missed`
+            self.spent = True
         except _Unimplemented:
             self.unimplemented = True
 
@@ -332,7 +330,7 @@ class _OperationRun:
         for check_id, held in _HELD.items():
             if self._failures[check_id]:
                 self._results[check_id] = _fail(*self._failures[check_id])
-            elif self.stopped or self.unimplemented:
+            elif self.stopped or self.unimplemented or self.spent:
                 continue  # a pass, or a skip for want of an answer, would claim too much
             elif check_id in self._examined:
                 self._results[check_id] = _PASS
@@ -346,6 +344,8 @@ class _OperationRun:
             "skipped",
             f"not run: the run's --deadline of {self._deadline:g} s passed"
             if self.stopped
+            else f"not run: the run's limit of {MAX_REQUESTS} requests was reached"
+            if self.spent
             else f"{self._op.name} is not implemented (501 unimplemented)",
         )
         return [
