@@ -366,3 +366,15 @@ def test_a_one_letter_key_leaves_our_sentences_whole_and_is_redacted_from_outsid
     assert "key *** is unknown" in text
     log = capsys.readouterr().err
     assert f"{BASE_URL_ENV} sets its base URL" in log and f"set {API_KEY_ENV} to " in log
+
+
+@pytest.mark.parametrize("name", [OP.name, OP.path, OP.tool_name.upper()])
+def test_a_tool_is_called_by_the_name_tools_list_shows_only(name: str) -> None:
+    """The registry also takes an operation's name or path; a tool call does not."""
+    from mcp import MCPError, types
+
+    server = create_server(factory(answer(200, ANSWER)))
+    invalid = pytest.RaisesExc(MCPError, check=lambda e: e.code == types.INVALID_PARAMS)
+    with pytest.RaisesGroup(invalid, flatten_subgroups=True):  # the client's task groups
+        call(server, name, ARGUMENTS)
+    assert call(server, TOOL, ARGUMENTS).is_error is False

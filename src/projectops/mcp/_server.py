@@ -37,7 +37,7 @@ from projectops.conventions import (
 )
 from projectops.descriptions import description
 from projectops.mcp._stdio import serve_stdio
-from projectops.registry import SERVICE, Operation, UnknownOperationError, operation, operations
+from projectops.registry import SERVICE, Operation, operations
 
 #: The largest tool result's JSON text by default, in bytes (``--max-result-bytes``).
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
@@ -73,9 +73,8 @@ async def call_operation_tool(
     """Run the tool `name`: the response as JSON text and ``structuredContent``, or an
     ``isError`` result of one sentence (also for a result over `max_result_bytes`). Raises
     MCPError ``-32602`` if `name` is no operation's tool."""
-    try:
-        op = operation(name)
-    except UnknownOperationError:
+    op = next((o for o in operations() if o.tool_name == name), None)
+    if op is None:  # only the names tools/list shows, not the registry's other keys
         tools = ", ".join(o.tool_name for o in operations())
         raise MCPError(
             code=types.INVALID_PARAMS, message=f"Unknown tool: {name!r}; the tools are {tools}"
@@ -98,16 +97,19 @@ async def call_operation_tool(
 
 def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToolResult, str]:
     """The tool result of `response` and the outcome to log (in a worker thread); its size is
-    counted as it is encoded, not built whole."""
-    pieces = iter_json(response, indent=2)
-    size = sum(len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass")) for p in pieces)
+    counted as it is encoded, and the text kept only while it is within `limit`."""
+    pieces: list[str] = []
+    size = 0
+    for piece in iter_json(response, indent=2):
+        size += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+        if size <= limit:
+            pieces.append(piece)
     if size > limit:
         return _failed(
             f"The result of {op.tool_name} would be {size:,} bytes of JSON, over the tool "
             f"server's limit of {limit:,} bytes (--max-result-bytes); nothing of it was returned."
         )
-    data = to_dict(response)
-    text = dump(data, indent=2)
+    data, text = to_dict(response), "".join(pieces)
     if redact(text) != text:  # the service echoed the key: redact every string, map keys too
         data = _redact_strings(data)
         # A key that straddles two JSON tokens is caught by redacting the text whole.
