@@ -196,8 +196,8 @@ def _parse(data: Any) -> tuple[FixtureProject, ...]:
         problem = _header_problem(entry.api_key)
         if problem:
             raise FixtureError(
-                f"{path}.apiKey: {problem}; a key travels in the {API_KEY_HEADER} header, which "
-                "carries printable ASCII without surrounding white space"
+                f"{path}.apiKey: {problem}; a key travels in the {API_KEY_HEADER} header as "
+                "visible ASCII"
             )
         answers: dict[str, tuple[FixtureAnswer, ...]] = {}
         for op_name in sorted(entry.operations):
@@ -229,13 +229,14 @@ def _without_answers(entry: Any) -> Any:
 
 
 def _header_problem(key: str) -> str:
-    """Why `key` can never arrive in an HTTP header as written, or ``""``."""
+    """Why `key` is no usable key header value (visible ASCII, docs/contract.md §2.5), or ``""``:
+    the rule of ``projectops.client.usable_api_key``, so every project can be called."""
     if key != key.strip(" \t"):
         return "has white space around it"
-    bad = next((char for char in key if not " " <= char <= "~"), "~")  # "~": none
+    bad = next((char for char in key if not "!" <= char <= "~"), "~")  # "~": none
     if bad < " " or "\x7f" <= bad <= "\x9f":
         return "holds a control character"
-    return "holds a non-ASCII character" if bad > "~" else ""
+    return "holds white space" if bad == " " else "holds a non-ASCII character" if bad > "~" else ""
 
 
 def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:

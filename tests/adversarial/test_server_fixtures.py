@@ -124,6 +124,8 @@ BAD_FILES: list[tuple[str, Callable[[Path], Path], str]] = [
     ("key with a C1 control", json_file(project(apiKey="p\x9bkey")), "holds a control character"),
     ("key with DEL", json_file(project(apiKey="p\x7fkey")), "holds a control character"),
     ("key not ASCII", json_file(project(apiKey="clé")), "holds a non-ASCII character"),
+    # The client refuses such a key (usable_api_key): a project nobody could call.
+    ("key with a space inside", json_file(project(apiKey="p key")), "holds white space"),
 ]
 
 

@@ -138,7 +138,7 @@ class MockServer:
         use. Raises RuntimeError: it did not start within 20 s."""
         if self._base_url is None:
             sock = listen("127.0.0.1", 0)
-            config = uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False)
+            config = uvicorn.Config(self.app, log_config=None, log_level="warning", lifespan="off")
             self._server = server = uvicorn.Server(config)
             self._thread = threading.Thread(
                 target=server.run, kwargs={"sockets": [sock]}, name="projectops-mock", daemon=True
