@@ -816,3 +816,22 @@ def test_junit_xml_is_shaped_as_pytest_writes_it(
         if tag == "failure":
             continue  # our mock run has none; the in-process test covers <failure message>
         assert attributes - {"hostname"} <= our_shape.get(tag, set()), tag
+
+
+@pytest.mark.parametrize("size", [9, 400])
+def test_an_answer_is_shown_with_one_note_only_when_cut(size: int) -> None:
+    import httpx2
+
+    from projectops.conformance._runner import Sender
+
+    body = ("é" * size + DEMO_KEY).encode()
+    transport = httpx2.MockTransport(lambda _: httpx2.Response(400, content=body))
+    sender = Sender(
+        "http://x", DEMO_KEY, timeout=TIMEOUT, max_response_bytes=2**20, transport=transport
+    )
+    shown = sender.send("POST", OPS[0].path, b"{}")[0].excerpt
+    assert DEMO_KEY not in shown
+    if size < 100:
+        assert shown == "é" * size + "***"
+    else:
+        assert shown.count("[") == 1 and shown.endswith(" more characters cut]"), shown

@@ -150,16 +150,11 @@ class Sender:
             exchange.problem = f"Content-Encoding {outside_text(encoding, 40)} not asked for"
             return exchange, b""
         exchange.status = answer.status
-        # Redact a head with room for the key in any spelling; a key the head cuts short
-        # could show in part at its end, so that end goes.
-        room = 12 * len(self._key)
-        head = answer.body[: 4 * _ANSWER_CHARS + room]
-        text = redact(head.decode("utf-8", "replace"), [self._key])
-        text = text[: len(text) - room] if len(answer.body) > len(head) else text
-        exchange.excerpt = outside_text(text, _ANSWER_CHARS)
-        if answer.truncated or len(answer.body) > len(text):
-            more = " or more" if answer.truncated else ""
-            exchange.excerpt += f" [{len(answer.body):,} bytes{more}]"
+        # All of the (capped) body: outside_text's note then counts every character cut.
+        text = answer.body.decode("utf-8", "replace")
+        exchange.excerpt = outside_text(text, _ANSWER_CHARS, [self._key])
+        if answer.truncated:
+            exchange.excerpt += f" [{len(answer.body):,} bytes or more]"
         return exchange, answer.body
 
 
