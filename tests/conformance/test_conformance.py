@@ -835,3 +835,18 @@ def test_an_answer_is_shown_with_one_note_only_when_cut(size: int) -> None:
         assert shown == "é" * size + "***"
     else:
         assert shown.count("[") == 1 and shown.endswith(" more characters cut]"), shown
+
+
+def test_a_server_that_cannot_be_reached_is_shown_without_the_key() -> None:
+    import httpx2
+
+    from projectops.conformance._runner import Sender
+
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError(f"refused for {DEMO_KEY}")
+
+    transport = httpx2.MockTransport(refuse)
+    sender = Sender(
+        "http://x", DEMO_KEY, timeout=TIMEOUT, max_response_bytes=99, transport=transport
+    )
+    assert "refused for ***" in sender.send("POST", OPS[0].path, b"{}")[0].problem

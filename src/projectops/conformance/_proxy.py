@@ -102,7 +102,7 @@ def drift(
             if check.endswith("decodes") and field and field in named:
                 continue
             named.add(field)
-            field, what = (outside_text(redact(t, [key]), _DETAIL_CHARS) for t in (field, what))
+            field, what = (outside_text(t, _DETAIL_CHARS, [key]) for t in (field, what))
             out.append(Drift(op.name, side, check, field, what))
     strict = DECODES not in verdict.problems
     return out, verdict.message if strict else None
@@ -231,7 +231,7 @@ def create_proxy_app(
                     "bytes (--max-response-bytes)"
                 )
         except ApiError as exc:  # no complete answer: 504 past the time-out, else 503
-            shown = (outside_text(redact(text, [key]), 300) for text in (target, exc.message))
+            shown = (outside_text(text, 300, [key]) for text in (target, exc.message))
             _log.warning("%s %s: %s", request.method, *shown)
             return _error(exc)
         except ValueError as exc:  # a header the exchange cannot send as it came

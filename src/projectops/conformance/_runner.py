@@ -23,7 +23,6 @@ from google.protobuf.message import Message
 import projectops
 from projectops import answers, conventions
 from projectops._text import outside_text
-from projectops.client.redaction import redact
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue as catalogue
 from projectops.conformance import _report
@@ -88,10 +87,13 @@ class Sender:
     ) -> None:
         from projectops.client import RawClient
 
-        self._key, self._timeout, self._run_deadline = api_key, timeout, run_deadline
-        self.count = 0
+        self._key, self._timeout, self._run_deadline, self.count = api_key, timeout, run_deadline, 0
         self._raw = RawClient(
-            base_url, timeout=timeout, max_response_bytes=max_response_bytes, transport=transport
+            base_url,
+            timeout=timeout,
+            max_response_bytes=max_response_bytes,
+            transport=transport,
+            secrets=[api_key],
         )
         self.close = self._raw.close
 
@@ -138,7 +140,7 @@ class Sender:
             exchange.problem = f"no complete answer within the time-out of {self._timeout:g} s"
             return exchange, b""
         except ServiceUnreachable as exc:
-            exchange.problem = outside_text(redact(str(exc), [self._key]), 300)
+            exchange.problem = outside_text(str(exc), 300)  # the key redacted by the client
             return exchange, b""
         values: dict[str, list[str]] = {}
         for name, value in answer.headers:  # linear in their number, one name repeated too
@@ -212,11 +214,8 @@ class _OperationRun:
         known_paths: frozenset[str],
         deadline: float | None,
     ) -> None:
-        self._sender = sender
-        self._op = op
-        self._project = project
-        self._known_paths = known_paths
-        self._deadline = deadline
+        self._sender, self._op, self._project = sender, op, project
+        self._known_paths, self._deadline = known_paths, deadline
         self.stopped = self.unimplemented = self.spent = False
         given = project.answers.get(op.name, ()) if project else ()
         # (request, the fixture's response or None for the implicit `{}`), known to succeed.
