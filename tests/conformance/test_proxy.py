@@ -32,6 +32,7 @@ from starlette.routing import Route
 import projectops
 from projectops.client import AsyncRawClient
 from projectops.codec import to_dict, to_json
+from projectops.conformance._catalogue import required_fields
 from projectops.conformance._proxy import STAND_IN_KEY, Drift, Recording, create_proxy_app
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.fixtures import FixtureAnswer, decode_fixtures, default_fixtures, request_key
@@ -137,10 +138,12 @@ def _post(op: projectops.Operation, body: bytes, key: str | None = KEY) -> Any:
 
 def _ordinary_calls() -> list[tuple[str, str, bytes, dict[str, str]]]:
     """Every answer of the fixtures, and per operation the error answers a client meets: no
-    key, a body that is not an object, another method."""
+    key (to a valid request), a body that is not an object, another method."""
     calls = [_post(op, to_json(answer.request).encode()) for op, answer in _demo_answers()]
+    valid = {op.name: body for (op, _), (_, _, body, _) in zip(_demo_answers(), calls, strict=True)}
     for op in projectops.operations():
-        calls += [_post(op, b"{}", key=None), _post(op, b"[]"), ("GET", op.path, b"", {})]
+        no_key = _post(op, valid.get(op.name, b"{}"), key=None)
+        calls += [no_key, _post(op, b"[]"), ("GET", op.path, b"", {})]
     return calls
 
 
@@ -300,20 +303,38 @@ def test_a_200_that_is_no_json_object_is_one_drift_of_the_body(body: bytes) -> N
 
 
 def test_a_request_that_drifts_is_reported_on_the_request_side() -> None:
-    op, answer = _demo_answers()[0]
-    data = to_dict(answer.request)
-    name = "notAFieldOfThisRequest"
-    via, straight, drifts = _call(_mock(), [_post(op, json.dumps({**data, name: 1}).encode())])
+    op, answer, field = next(
+        (op, answer, fd.json_name)
+        for op, answer in _demo_answers()
+        for fd in op.request_type.DESCRIPTOR.fields
+        if fd.type == fd.TYPE_STRING and not fd.is_repeated
+    )
+    data = {**to_dict(answer.request), field: {"not": "a string"}}
+    via, straight, drifts = _call(_mock(), [_post(op, json.dumps(data).encode())])
     assert via == straight
-    assert [(d.side, d.check, d.field) for d in drifts] == [("request", "request.decodes", name)]
+    assert [(d.side, d.check, d.field) for d in drifts] == [("request", "request.decodes", field)]
+
+
+def test_an_unknown_request_field_is_no_drift_a_missing_required_one_is() -> None:
+    op, answer = _demo_answers()[0]
+    data = {**to_dict(answer.request), "notAFieldOfThisRequest": 1}
+    assert _call(_mock(), [_post(op, json.dumps(data).encode())])[2] == []  # §3.3
+    op = next((op for op in projectops.operations() if required_fields(op)), None)
+    if op is None:
+        pytest.skip("no operation's request has a REQUIRED field")
+    drifts = _call(_mock(), [_post(op, b"{}")])[2]
+    assert [(d.side, d.check, d.field) for d in drifts] == [
+        ("request", "request.required", fd.json_name) for fd in required_fields(op)
+    ]
 
 
 def test_outside_text_is_escaped_and_the_key_redacted() -> None:
-    op, _, data, path = _broken_answer(_is_timestamp, lambda _: f"{KEY} \x1b[2J")
+    op, answer, data, path = _broken_answer(_is_timestamp, lambda _: f"{KEY} \x1b[2J")
     evil = "evil\x1b]0;title\x07"
     drifts = []
     for body in (data, {**to_dict(op.response_type()), evil: 1}):
-        drifts += _call(_answering(200, json.dumps(body).encode()), [_post(op, b"{}")])[2]
+        call = _post(op, to_json(answer.request).encode())
+        drifts += _call(_answering(200, json.dumps(body).encode()), [call])[2]
     assert [(d.check, d.field) for d in drifts] == [
         ("json.timestamps", path),
         ("response.decodes", "evil\\x1b]0;title\\x07"),

@@ -1,8 +1,8 @@
 """``projectops proxy``: a validation proxy in front of any server of this API
 (docs/conformance.md). Calls are forwarded as they came and answered with what the upstream
-answered; the request and answer of an operation are judged with the catalogue's checks of one
-answer (:func:`~projectops.conformance._catalogue.judge_answer`), each violation a
-:class:`Drift`; 200 answers can be recorded as mock fixtures (:class:`Recording`).
+answered; an operation's request is decoded as a server does and its answer judged with the
+catalogue's checks of one answer, each violation a :class:`Drift`; 200 answers can be recorded
+as mock fixtures (:class:`Recording`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from projectops._text import outside_text
 from projectops.answers import ALLOWED_METHOD, BODY_TOO_LARGE
 from projectops.client import AsyncRawClient
 from projectops.client.redaction import redact
-from projectops.codec import dump, error_body, to_dict
+from projectops.codec import dump, error_body, from_json, to_dict
 from projectops.conformance._catalogue import DECODES, judge_answer
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
 from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, Code, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
 from projectops.registry import Operation, operations
-from projectops.validation import validate
+from projectops.validation import validate, violations
 
 __all__ = ["STAND_IN_KEY", "Drift", "Recording", "create_proxy_app", "drift"]
 
@@ -55,9 +55,9 @@ _OFF_LOOP_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class Drift:
-    """Where a request or an answer breaks the contract: the catalogue's `check` id
-    (``request.decodes`` for a request), the `field` path (``""``: the whole body) and the
-    `detail`; both outside text, the caller's key redacted."""
+    """Where a request or an answer breaks the contract: the catalogue's `check` id (a request:
+    ``request.decodes`` or ``request.required``), the `field` path (``""``: the whole body) and
+    the `detail`; both outside text, the caller's key redacted."""
 
     operation: str
     side: Side
@@ -78,34 +78,34 @@ class Drift:
 def drift(
     op: Operation, side: Side, body: bytes, *, status: int = 200, key: str = ""
 ) -> tuple[list[Drift], Message | None]:
-    """The drifts of `body`, a request of `op` (judged as a 200 answer but for
-    ``json.zero-values``) or its answer of `status`, with `key` redacted; and the message it
-    decodes to strictly (``None``: it does not, or it is an error answer)."""
-    message_type = op.request_type if side == "request" else op.response_type
-    # An empty request is {} (§1.2).
-    verdict = judge_answer(
-        message_type, status, body if side == "answer" or body.strip() else b"{}"
-    )
-    problems = verdict.problems
+    """The drifts of `body`, a request of `op` or its answer of `status`, with `key` redacted;
+    and its message (``None``: it does not decode, or is an error answer). A request decodes as
+    a server decodes it, unknown fields ignored (§3.3), and holds its REQUIRED fields (§4); an
+    answer is judged by :func:`judge_answer`."""
+    message: Message | None
     if side == "request":
-        problems = {
-            ("request.decodes" if check == DECODES else check): found
-            for check, found in problems.items()
-            if check != "json.zero-values"
-        }
+        try:  # an empty request is {} (§1.2)
+            message = from_json(body if body.strip() else b"{}", op.request_type)
+            missing = [f"{v.field}: {v.description}" for v in violations(message)]
+            problems = {"request.required": missing}
+        except InvalidArgument as exc:
+            message, problems = None, {"request.decodes": [exc.message]}
+    else:
+        verdict = judge_answer(op.response_type, status, body)
+        problems = verdict.problems
+        message = None if DECODES in problems else verdict.message
     out: list[Drift] = []
     named: set[str] = set()
     # The mapping checks first: they name the fields the decoding check would name again.
     for check, found in sorted(problems.items(), key=lambda item: item[0].endswith("decodes")):
         for problem in found:
-            field, what = _split(problem.removeprefix(f"not a {message_type.__name__}: "))
+            field, what = _split(problem.removeprefix(f"not a {op.response_type.__name__}: "))
             if check.endswith("decodes") and field and field in named:
                 continue
             named.add(field)
             field, what = (outside_text(t, _DETAIL_CHARS, [key]) for t in (field, what))
             out.append(Drift(op.name, side, check, field, what))
-    strict = DECODES not in verdict.problems
-    return out, verdict.message if strict else None
+    return out, message
 
 
 def _split(problem: str) -> tuple[str, str]:
