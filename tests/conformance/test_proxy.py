@@ -694,3 +694,11 @@ def test_a_percent_encoded_path_goes_upstream_as_it_came_and_is_no_operation() -
     _, _, drifts = _call(record, [("POST", f"{path}?q=%2F", b"[]", {}) for path in paths])
     assert seen == [(path.encode(), b"q=%2F") for path in paths for _ in (1, 2)]
     assert drifts == []  # neither is judged as an operation
+
+
+def test_framing_headers_in_any_spelling_are_not_forwarded() -> None:
+    op, answer = _demo_answers()[0]
+    odd = {"Transfer_Encoding": "chunked", "Content.Length": "1", "KEEP_ALIVE": "x"}
+    call = ("POST", op.path, to_json(answer.request).encode(), {API_KEY_HEADER: KEY, **odd})
+    via, straight, _ = _call(_mock(), [call])
+    assert via == straight and via[0].status == 200

@@ -11,8 +11,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any, Literal
@@ -42,11 +43,11 @@ __all__ = ["STAND_IN_KEY", "Drift", "Recording", "create_proxy_app", "drift"]
 #: The ``apiKey`` of the recorded fixtures' first project (then ``-2``, ``-3``, ...).
 STAND_IN_KEY = "recorded-key"
 Side = Literal["request", "answer"]
-# Headers of one connection (RFC 9110 §7.6.1), or that the proxy sets: it reads the answer, so
-# it asks for identity encoding.
+# Headers of one connection (RFC 9110 §7.6.1) or that the proxy sets (it asks for identity
+# encoding), in any spelling: the client's header check refuses Transfer_Encoding too.
 _HOP_BY_HOP = frozenset(
-    "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer "
-    "transfer-encoding upgrade host content-length accept-encoding".split()
+    "connection keepalive proxyauthenticate proxyauthorization proxyconnection te trailer "
+    "transferencoding upgrade host contentlength acceptencoding".split()
 )
 _DETAIL_CHARS = 200
 _log = logging.getLogger("projectops.proxy")
@@ -189,6 +190,10 @@ class Recording:
         os.replace(temporary, path)
 
 
+def _end_to_end(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in headers if re.sub("[^a-z0-9]", "", k.lower()) not in _HOP_BY_HOP]
+
+
 def _name(base: str, index: int) -> str:
     return base if index == 0 else f"{base}-{index + 1}"
 
@@ -215,21 +220,17 @@ def create_proxy_app(
         path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
         op = by_path.get(path) if request.method == ALLOWED_METHOD else None
         key = request.headers.get(API_KEY_HEADER, "").strip()
-        sent: Message | None = None
-        if op is not None:
-            drifts, sent = drift(op, "request", bytes(body), key=key)
-            for found in drifts:
-                report(found)
-        headers = [(k, v) for k, v in request.headers.items() if k not in _HOP_BY_HOP]
+        drifts, sent = drift(op, "request", bytes(body), key=key) if op else ([], None)
+        for found in drifts:
+            report(found)
+        headers = _end_to_end(request.headers.items())
         query = request.scope["query_string"].decode("latin-1")
         target = path + (f"?{query}" if query else "")
         try:
             answer = await upstream.send(request.method, target, bytes(body), headers)
             if answer.truncated:
-                raise Unavailable(
-                    f"the upstream's answer is over {upstream.max_response_bytes} "
-                    "bytes (--max-response-bytes)"
-                )
+                cap = f"{upstream.max_response_bytes} bytes (--max-response-bytes)"
+                raise Unavailable(f"the upstream's answer is over {cap}")
         except ApiError as exc:  # no complete answer: 504 past the time-out, else 503
             shown = (outside_text(text, 300, [key]) for text in (target, exc.message))
             _log.warning("%s %s: %s", request.method, *shown)
@@ -250,8 +251,7 @@ def create_proxy_app(
         response = Response(answer.body, answer.status)
         response.raw_headers = [
             (k.lower().encode("latin-1"), v.encode("latin-1"))
-            for k, v in answer.headers
-            if k.lower() not in _HOP_BY_HOP
+            for k, v in _end_to_end(answer.headers)
         ] + [(b"content-length", str(len(answer.body)).encode())]
         return response
 
