@@ -178,14 +178,13 @@ def _describe(
 MAX_FIXTURE_REQUESTS = 20
 
 _PASS: tuple[Status, str] = ("passed", "")
-# The checks judged on every answer, and what a 200 answer must hold to examine each.
+# The checks judged on every answer, and what a 200 answer must hold to examine each (the JSON
+# checks' in the catalogue's order).
+_NEEDS = "a field whose JSON name differs from its proto name|a 64-bit integer|an enum value|"
+_NEEDS += "a timestamp|a field without presence"
 _HELD = {
     catalogue.DECODES: "",
-    "json.camel-case": "a field whose JSON name differs from its proto name",
-    "json.int64-strings": "a 64-bit integer",
-    "json.enum-names": "an enum value",
-    "json.timestamps": "a timestamp",
-    "json.zero-values": "a field without presence",
+    **dict(zip(catalogue.JSON_CHECKS, _NEEDS.split("|"), strict=True)),
     catalogue.ERRORS: "",
 }
 _401 = answers.UNAUTHENTICATED.http_status
@@ -328,7 +327,7 @@ class _OperationRun:
                 continue  # a pass, or a skip for want of an answer, would claim too much
             elif check_id in self._examined:
                 self._results[check_id] = _PASS
-            elif check_id == catalogue.ERRORS:
+            elif not catalogue.CHECKS[check_id].needs_success:  # it judges the error answers
                 self._results[check_id] = ("skipped", "no answer but 2xx came")
             elif not self._got_200:
                 self._results[check_id] = self._no_success()
