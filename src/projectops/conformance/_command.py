@@ -126,9 +126,9 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
     )
-    write_report(report, args.json, base_url)
+    write_report(report, args.json)
     if args.junit_xml is not None:
-        xml = junit_xml(report, base_url)
+        xml = junit_xml(report)
         _write_file("--junit-xml", args.junit_xml, lambda path: Path(path).write_bytes(xml))
     return EXIT_CONFORMANCE_FAILED if report.must_failed or report.stopped else EXIT_OK
 

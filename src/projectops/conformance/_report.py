@@ -11,7 +11,6 @@ from typing import Any, Literal
 from xml.etree import ElementTree
 
 from projectops._text import escape, outside_text
-from projectops.conventions import normalize_base_url
 
 __all__ = ["DEFAULT_DEADLINE", "MAX_REQUESTS", "CheckResult", "Report", "Status", "junit_xml"]
 __all__ += ["write_report"]
@@ -40,13 +39,14 @@ class CheckResult:
 @dataclass(frozen=True)
 class Report:
     """A run: one result per check and operation, the `requests` sent, the deadline (s) that
-    `stopped` it (``None``: complete), the operations answered 501, and its `seconds`."""
+    `stopped` it (``None``: complete), the operations answered 501, `seconds`, `base_url`."""
 
     checks: tuple[CheckResult, ...]
     requests: int
     stopped: float | None = None
     unimplemented: tuple[str, ...] = ()
     seconds: float = 0.0
+    base_url: str = ""
 
     def count(self, status: Status) -> int:
         return sum(1 for check in self.checks if check.status == status)
@@ -66,7 +66,7 @@ class Report:
         }
 
 
-def write_report(report: Report, as_json: bool, base_url: str) -> None:
+def write_report(report: Report, as_json: bool) -> None:
     """Write `report` to stdout: :meth:`Report.as_json`, or a line per check and a summary."""
     write = sys.stdout.write
     if as_json:
@@ -82,7 +82,7 @@ def write_report(report: Report, as_json: bool, base_url: str) -> None:
     write(
         f"{report.count('passed')} passed, {report.count('failed')} failed ({must} must), "
         f"{report.count('skipped')} skipped; {report.requests} requests sent to "
-        f"{outside_text(normalize_base_url(base_url), 200)}"
+        f"{outside_text(report.base_url, 200)}"
         + (f"; unimplemented: {', '.join(report.unimplemented)}" if report.unimplemented else "")
         + ("" if report.stopped is None else f"; stopped by --deadline {report.stopped:g} s")
         + "\n"
@@ -94,7 +94,7 @@ def _xml(text: str) -> str:
     return escape(text).replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
 
 
-def junit_xml(report: Report, base_url: str) -> bytes:
+def junit_xml(report: Report) -> bytes:
     """`report` as UTF-8 JUnit XML in pytest's form: a ``<testcase classname="<operation>"
     name="<check id>">`` per check."""
     name = "projectops conformance"
@@ -111,7 +111,7 @@ def junit_xml(report: Report, base_url: str) -> bytes:
         timestamp=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     properties = ElementTree.SubElement(suite, "properties")
-    url = _xml(outside_text(normalize_base_url(base_url), 200))
+    url = _xml(outside_text(report.base_url, 200))
     ElementTree.SubElement(properties, "property", name="base_url", value=url)
     for check in report.checks:
         case = ElementTree.SubElement(
@@ -123,5 +123,4 @@ def junit_xml(report: Report, base_url: str) -> bytes:
             failure.text = detail
         elif check.status == "skipped":
             ElementTree.SubElement(case, "skipped", type="skip", message=detail).text = detail
-    text: bytes = ElementTree.tostring(suites, encoding="utf-8", xml_declaration=True)
-    return text
+    return bytes(ElementTree.tostring(suites, encoding="utf-8", xml_declaration=True))

@@ -524,4 +524,5 @@ def run_checks(
         stopped=deadline if stopped else None,
         unimplemented=tuple(unimplemented),
         seconds=time.monotonic() - start,
+        base_url=url,
     )
