@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from urllib.parse import urlsplit
+
+from projectops._text import REDACTED, outside_text, redact_secrets
 
 #: Request header that carries the project API key (docs/contract.md §2).
 API_KEY_HEADER = "Service-Api-Key"
@@ -58,13 +62,46 @@ class InvalidBaseUrl(ValueError):
     """A base URL that :func:`normalize_base_url` refuses (docs/contract.md §1.4)."""
 
 
-def normalize_base_url(url: str) -> str:
+def shown_url(url: str, secrets: Iterable[str | None] = ()) -> str:
+    """`url` as a message may show it (docs/contract.md §1.4, §9.4): without its query,
+    fragment, user name and password, with the key redacted wherever it stands (the value of
+    ``SERVICE_API_KEY`` and each of `secrets`, in the spellings of
+    :func:`projectops._text.redact_secrets`), escaped and cut to 200 characters.
+
+    Args:
+        url: any text given as a URL (outside text; it need not be a valid URL).
+        secrets: further keys to redact (blank ones and ``None`` are skipped).
+
+    Returns:
+        The text to put in a message, never holding a key or anything after ``?`` or ``#``.
+    """
+    text = url.strip()
+    for mark in "?#":
+        text = text.split(mark, 1)[0]
+    scheme, found, rest = text.rpartition("://")
+    authority, slash, path = rest.partition("/")
+    authority = authority.rpartition("@")[2]  # a user name or password never shows
+    text = f"{scheme}{found}{authority}{slash}{path}"
+    keys = [os.environ.get(API_KEY_ENV), *secrets]
+    return outside_text(redact_secrets(text, keys, REDACTED), 200)
+
+
+def normalize_base_url(url: str, *, secrets: Iterable[str | None] = ()) -> str:
     """Check and normalise a base URL (docs/contract.md §1.4): absolute http(s), no trailing slash.
+
+    Args:
+        url: the base URL as given (surrounding white space is ignored).
+        secrets: keys that an error message must not show, beside ``SERVICE_API_KEY``'s
+            value (a message quotes the URL only through :func:`shown_url`).
+
+    Returns:
+        `url` without surrounding white space and trailing slashes.
 
     Raises:
         InvalidBaseUrl: (a ValueError) not an absolute http(s) URL; a malformed host or port, a
             query or fragment, a control character, or a user or password (never quoted).
     """
+    shown = f"'{shown_url(url, secrets)}'"
     rest = url.strip().split("://", 1)[-1]
     if "@" in re.split(r"[/?#]", rest, maxsplit=1)[0]:
         raise InvalidBaseUrl(
@@ -73,18 +110,23 @@ def normalize_base_url(url: str) -> str:
         )
     if _CONTROL.search(url.strip()):
         raise InvalidBaseUrl(
-            f"base URL must not hold a control character (a line break, a tab, ...), got {url!r}"
+            f"base URL must not hold a control character (a line break, a tab, ...), got {shown}"
         )
     stripped = url.strip().rstrip("/")
     try:
         parts = urlsplit(stripped)
         parts.port  # noqa: B018 - only to raise ValueError for a port out of range
     except ValueError as exc:  # a malformed host ("http://[::1") or port
-        raise InvalidBaseUrl(f"base URL is not a valid URL ({exc}), got {url!r}") from None
+        why = outside_text(str(exc), 100, [os.environ.get(API_KEY_ENV), *secrets])
+        raise InvalidBaseUrl(f"base URL is not a valid URL ({why}), got {shown}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InvalidBaseUrl(f"base URL must be an absolute http(s) URL, got {url!r}")
+        raise InvalidBaseUrl(f"base URL must be an absolute http(s) URL, got {shown}")
     if parts.query or parts.fragment:
-        raise InvalidBaseUrl(f"base URL must not have a query or fragment, got {url!r}")
+        # The query and fragment are not shown: that is where a key would travel.
+        raise InvalidBaseUrl(
+            f"base URL must not have a query or fragment (from '?' or '#' on), got {shown} "
+            "followed by one"
+        )
     return stripped
 
 
@@ -99,5 +141,5 @@ def base_url_hint(base_url: str) -> str | None:
     root = base_url[: len(base_url) - len(path) + at]
     return (
         f"the base URL is the service's root, without {prefix}: calls go to "
-        f"{base_url}{PATH_PREFIX}<operation>; did you mean {root}?"
+        f"{shown_url(base_url)}{PATH_PREFIX}<operation>; did you mean {shown_url(root)}?"
     )

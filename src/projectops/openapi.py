@@ -30,7 +30,13 @@ from projectops import answers, json_schema
 from projectops._wire import value_form
 from projectops.answers import ERROR_CASES, MALFORMED_BODY, MISSING_REQUIRED, ErrorCase
 from projectops.codec import from_json, to_dict
-from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, DEFAULT_BASE_URL, InvalidBaseUrl
+from projectops.conventions import (
+    API_KEY_HEADER,
+    CONTENT_TYPE,
+    DEFAULT_BASE_URL,
+    InvalidBaseUrl,
+    shown_url,
+)
 from projectops.descriptions import description
 from projectops.errors import Code, InvalidArgument
 from projectops.fixtures import default_fixtures
@@ -82,7 +88,7 @@ def server_url(base_url: str | None) -> str:
     if base_url.startswith("//") or not _SERVER_PATH.fullmatch(base_url):
         raise InvalidBaseUrl(
             "a relative server must be a path of one leading '/' and URL path characters, "
-            f"got {base_url!r}"
+            f"got '{shown_url(base_url)}'"
         )
     return base_url.rstrip("/") or "/"
 

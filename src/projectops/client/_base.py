@@ -165,7 +165,7 @@ class BaseClient(Generic[Icpt, T]):
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "unset"
-        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key=<{key}>)"
+        return f"{type(self).__name__}(base_url={self._http.shown_url!r}, api_key=<{key}>)"
 
     def _prepare(
         self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
@@ -242,7 +242,7 @@ class BaseClient(Generic[Icpt, T]):
     ) -> Message | ApiError:
         """The response message of an answer, or its error (returned if retryable, else raised)."""
         status, keys = answer.status, self._secrets
-        where = f"the answer of {self.base_url}{op.path} (HTTP {status})"
+        where = f"the answer of {self._http.shown_url}{op.path} (HTTP {status})"
         encoding = (answer.header("Content-Encoding") or "identity").strip().lower()
         if encoding not in ("", "identity"):
             shown, asked = outside_text(encoding, 40, keys), "it sends Accept-Encoding: identity"
@@ -265,7 +265,7 @@ class BaseClient(Generic[Icpt, T]):
             text = f"HTTP {status}: redirect to {to} not followed (a POST is never redirected;"
             return UnexpectedRedirect(f"{text} check the base URL)", http_status=status)
         if not 200 <= status < 300:
-            url, kind = self.base_url + op.path, answer.header("Content-Type")
+            url, kind = self._http.shown_url + op.path, answer.header("Content-Type")
             return error_from_answer(status, answer.body, url=url, content_type=kind, secrets=keys)
         try:  # not strict: a newer server may add fields this version does not know
             return from_json(answer.body, op.response_type)

@@ -29,6 +29,7 @@ from projectops.conventions import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESPONSE_BYTES,
     normalize_base_url,
+    shown_url,
 )
 
 
@@ -195,9 +196,11 @@ class _Exchange:
         secrets: Iterable[str | None] = (),
     ) -> None:
         self._max_error = check_limits(timeout, max_response_bytes, max_error_bytes)
-        self.base_url = normalize_base_url(base_url)
-        self.timeout, self.max_response_bytes = timeout, max_response_bytes
         self._secrets = tuple(secrets)
+        self.base_url = normalize_base_url(base_url, secrets=self._secrets)
+        #: The base URL as messages show it: a key in its path redacted (docs/contract.md §9.4).
+        self.shown_url = shown_url(self.base_url, self._secrets)
+        self.timeout, self.max_response_bytes = timeout, max_response_bytes
         self._own = transport is None
         self._http = self._http_class(
             timeout=timeout,
@@ -247,14 +250,18 @@ class _Exchange:
 
     def _timed_out(self) -> AnswerTimedOut:
         limit = "" if self.timeout is None else f" of {self.timeout:g} s"
-        return AnswerTimedOut(f"no complete answer from {self.base_url} within the time-out{limit}")
+        return AnswerTimedOut(
+            f"no complete answer from {self.shown_url} within the time-out{limit}"
+        )
 
     def _failure(self, exc: httpx2.RequestError) -> AnswerTimedOut | ServiceUnreachable:
         if isinstance(exc, httpx2.TimeoutException):
             return self._timed_out()
         reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
         reason = outside_text(reason, 300, self._secrets)
-        return ServiceUnreachable(f"cannot reach {self.base_url}: {reason[:1].lower()}{reason[1:]}")
+        return ServiceUnreachable(
+            f"cannot reach {self.shown_url}: {reason[:1].lower()}{reason[1:]}"
+        )
 
 
 class _Closing:  # of RawClient and Client

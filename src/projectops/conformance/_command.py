@@ -23,7 +23,13 @@ from projectops.commands import (
     whole,
 )
 from projectops.conformance._report import DEFAULT_DEADLINE, MAX_REQUESTS
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, InvalidBaseUrl, normalize_base_url
+from projectops.conventions import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    InvalidBaseUrl,
+    normalize_base_url,
+    shown_url,
+)
 
 if TYPE_CHECKING:
     import httpx2 as httpx
@@ -218,7 +224,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
         print(shown, file=sys.stdout if args.json else sys.stderr, flush=True)
 
     app = create_proxy_app(upstream, report=report, recording=recording if record else None)
-    where = f"listening on {listen_url(sock)}, forwarding to {base_url}"
+    where = f"listening on {listen_url(sock)}, forwarding to {shown_url(base_url)}"
     print(f"projectops proxy {where}", file=sys.stderr, flush=True)
     drain = args.drain_timeout
     started = serve_app(app, sock, drain_timeout=drain, server_header=False, date_header=False)

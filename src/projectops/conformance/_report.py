@@ -39,7 +39,8 @@ class CheckResult:
 @dataclass(frozen=True)
 class Report:
     """A run: one result per check and operation, the `requests` sent, the deadline (s) that
-    `stopped` it (``None``: complete), the operations answered 501, `seconds`, `base_url`."""
+    `stopped` it (``None``: complete), the operations answered 501, `seconds`, `base_url` (as
+    :func:`projectops.conventions.shown_url` shows it: no query, no key)."""
 
     checks: tuple[CheckResult, ...]
     requests: int

@@ -42,6 +42,8 @@ KeyUse = Literal["own", "none", "wrong"]
 # Characters of a sent body and of an answer shown in a failure's detail.
 _SENT_CHARS = 80
 _ANSWER_CHARS = 300
+# Characters of a check's detail in the report.
+_DETAIL_CHARS = 1000
 
 
 class BudgetSpent(Exception):
@@ -96,6 +98,11 @@ class Sender:
             secrets=[api_key],
         )
         self.close = self._raw.close
+
+    def shown(self, text: str, limit: int) -> str:
+        """`text` (outside text, or ours quoting it) safe for the report: the key redacted in
+        every spelling (the wrong key sent holds it too), escaped, cut to `limit` characters."""
+        return outside_text(text, limit, [self._key])
 
     def check_deadline(self) -> None:
         if self._run_deadline is not None and time.monotonic() >= self._run_deadline:
@@ -194,7 +201,8 @@ _501, _UNIMPLEMENTED = answers.NOT_IMPLEMENTED.http_status, str(answers.NOT_IMPL
 
 
 def _fail(*parts: str) -> tuple[Status, str]:
-    return "failed", outside_text("; ".join(parts), 1000)  # several requests may be named
+    # Several requests may be named; the whole is cut, the key redacted, by _OperationRun.run.
+    return "failed", "; ".join(parts)
 
 
 class _Unimplemented(Exception):
@@ -268,7 +276,7 @@ class _OperationRun:
 
     def _note(self, check: str, problems: list[str], exchange: Exchange) -> None:
         if len(self._failures[check]) < 6:  # three answers' worth
-            shown = ", ".join(outside_text(p, 200) for p in problems)
+            shown = ", ".join(self._sender.shown(p, 200) for p in problems)
             self._failures[check] += [shown, exchange.shown()]
 
     @contextmanager
@@ -341,10 +349,13 @@ class _OperationRun:
             if self.spent
             else f"{self._op.name} is not implemented (501 unimplemented)",
         )
-        return [
-            CheckResult(check_id, self._op.name, spec.level, *self._results.get(check_id, missed))
-            for check_id, spec in catalogue.CHECKS.items()
-        ]
+        results = []
+        for check_id, spec in catalogue.CHECKS.items():
+            status, detail = self._results.get(check_id, missed)
+            # A server's text (an unknown code, a field's value) may echo the key: never shown.
+            detail = self._sender.shown(detail, _DETAIL_CHARS)
+            results.append(CheckResult(check_id, self._op.name, spec.level, status, detail))
+        return results
 
     # --- the checks ---------------------------------------------------------------------------
 
@@ -495,7 +506,7 @@ def run_checks(
     Raises:
         projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.
     """
-    url = conventions.normalize_base_url(base_url)
+    url = conventions.normalize_base_url(base_url, secrets=[api_key])
     ops = tuple(operations() if of is None else of)
     start = time.monotonic()
     sender = Sender(
@@ -524,5 +535,5 @@ def run_checks(
         stopped=deadline if stopped else None,
         unimplemented=tuple(unimplemented),
         seconds=time.monotonic() - start,
-        base_url=url,
+        base_url=conventions.shown_url(url, [api_key]),
     )

@@ -34,6 +34,7 @@ from projectops.conventions import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESPONSE_BYTES,
     InvalidBaseUrl,
+    shown_url,
 )
 from projectops.descriptions import description
 from projectops.mcp._stdio import serve_stdio
@@ -274,7 +275,12 @@ def run(
     server = create_server(client, max_result_bytes=max_result_bytes)
     sock = listen(host, port) if http else None  # a busy port is one line, before anything else
     where = f"{listen_url(sock)}{HTTP_PATH}" if sock is not None else "stdio"
-    _log.info("serving %d tools on %s; service at %s", len(operations()), where, client.base_url)
+    _log.info(
+        "serving %d tools on %s; service at %s",
+        len(operations()),
+        where,
+        shown_url(client.base_url),
+    )
     if not client.has_api_key:
         _log.warning("%s is not set: tool calls will fail until it holds the API key", API_KEY_ENV)
     if sock is not None:

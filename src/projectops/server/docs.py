@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from projectops.conventions import InvalidBaseUrl, normalize_base_url
+from projectops.conventions import InvalidBaseUrl, normalize_base_url, shown_url
 from projectops.errors import InvalidArgument, NotFound
 from projectops.openapi import TITLE, document
 from projectops.server._replies import error_response
@@ -110,7 +110,8 @@ def _origin(base_url: str) -> str:
     host = parts.netloc.lower()
     if not _CSP_HOST.fullmatch(host):
         raise InvalidBaseUrl(
-            f"base URL's host must be a DNS name or IP address (and port), got {base_url!r}"
+            "base URL's host must be a DNS name or IP address (and port), "
+            f"got '{shown_url(base_url)}'"
         )
     return f"{parts.scheme.lower()}://{host}"
 
