@@ -45,6 +45,8 @@ DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
 SERVER_NAME, HTTP_PATH = "projectops", "/mcp"  # the initialize answer's name; the HTTP path
 _log = logging.getLogger(__name__)
+# Characters of an unknown tool's name quoted in the error.
+_NAME_CHARS = 100
 
 
 def operation_tools() -> list[types.Tool]:
@@ -77,8 +79,10 @@ async def call_operation_tool(
     op = next((o for o in operations() if o.tool_name == name), None)
     if op is None:  # only the names tools/list shows, not the registry's other keys
         tools = ", ".join(o.tool_name for o in operations())
+        # The name is the host's text: escaped and cut (docs/contract.md §6, §9.3).
+        shown = outside_text(name, _NAME_CHARS)
         raise MCPError(
-            code=types.INVALID_PARAMS, message=f"Unknown tool: {name!r}; the tools are {tools}"
+            code=types.INVALID_PARAMS, message=f"Unknown tool: '{shown}'; the tools are {tools}"
         ) from None
     started = time.monotonic()
     try:

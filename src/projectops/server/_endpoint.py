@@ -3,9 +3,9 @@ interceptors and the handler."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -45,6 +45,8 @@ from projectops.server._threads import Callee, Pools, cancelled_from_outside
 from projectops.validation import validate
 
 __all__ = ["Endpoint"]
+
+T = TypeVar("T")
 
 _POST = ALLOWED_METHOD
 _KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
@@ -115,8 +117,11 @@ class Endpoint:
             elif name == b"content-length":
                 declared = value
         api_key = keys[0] if len(keys) == 1 else ""
+        # handler_timeout bounds all the service's code runs for this request together:
+        # authenticate, the interceptors and the handler (docs/server.md).
+        deadline = None if self._timeout is None else anyio.current_time() + self._timeout
         try:
-            project = await self._project(keys)
+            project = await self._bounded(deadline, "authenticate", self._project(keys))
             if self._handler is None:
                 raise Refusal(NOT_IMPLEMENTED, f"{self._op.name} is not implemented by this server")
             body = await _read_body(receive, declared, self._max_request_bytes)
@@ -131,7 +136,8 @@ class Endpoint:
                 for name, value in scope["headers"]
             }
             context = RequestContext(project=project, operation=self._op, headers=headers)
-            encoded = await self._serve(self._handler, message, context, api_key)
+            serving = self._serve(self._handler, message, context, api_key, deadline)
+            encoded = await self._bounded(deadline, "an interceptor", serving)
         except Refusal as refusal:
             return answer(refusal.case, refusal.message)
         except ApiError as exc:  # the codec's, validation's, a handler's or authenticate's
@@ -139,6 +145,25 @@ class Endpoint:
         except ClientDisconnect:
             return answer(MALFORMED_BODY, "the client disconnected before the body was read")
         return Json(encoded)
+
+    async def _bounded(self, deadline: float | None, where: str, work: Awaitable[T]) -> T:
+        """`work` awaited until `deadline` (an ``anyio.current_time()`` instant; ``None``: no
+        limit); past it, a logged ``DeadlineExceeded`` naming `where` it was."""
+        if deadline is None:
+            return await work
+        with anyio.CancelScope(deadline=deadline):
+            return await work
+        raise self._past_deadline(where)  # reached only when the scope cancelled `work`
+
+    def _past_deadline(self, where: str, thread: str = "") -> DeadlineExceeded:
+        logger.warning(
+            "serving %s ran past handler_timeout (%g s) in %s%s",
+            self._op.name,
+            self._timeout,
+            where,
+            thread,
+        )
+        return DeadlineExceeded(f"{self._op.name} did not finish within {self._timeout:g} seconds")
 
     async def _project(self, keys: list[str]) -> Any:
         if len(keys) > 1:  # which one would decide the project is anyone's guess
@@ -152,7 +177,10 @@ class Endpoint:
             )
         with _Contained("authenticate", api_key, self._authenticate_failed):
             try:
-                project = await self._authenticate(api_key)
+                if self._timeout is None:
+                    project = await self._authenticate(api_key)
+                else:  # a plain one past handler_timeout is left to finish in its thread
+                    project = await self._authenticate.abandoning(api_key)
             except LookupError:  # `KEYS[key]`: an unknown key (docs/contract.md §2.3)
                 project = None
         if project is None:
@@ -167,10 +195,16 @@ class Endpoint:
         return message
 
     async def _serve(
-        self, handler: Callee, message: Message, context: RequestContext[Any], api_key: str
+        self,
+        handler: Callee,
+        message: Message,
+        context: RequestContext[Any],
+        api_key: str,
+        deadline: float | None,
     ) -> bytes | str:
         if not self._interceptors:
-            return self._encoded(await self._call(handler, message, context, api_key), api_key)
+            response = await self._call(handler, message, context, api_key, deadline)
+            return self._encoded(response, api_key)
 
         async def innermost(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
             if request is not message:
@@ -182,7 +216,7 @@ class Endpoint:
                     log_failure(self._interceptor_what, failure, api_key)
                     raise self._handler_failed()
                 validate(request)  # a replacement is checked as the sent one was
-            return await self._call(handler, request, context, api_key)
+            return await self._call(handler, request, context, api_key, deadline)
 
         call_next: ServerCallNext = innermost
         for interceptor in reversed(self._interceptors):
@@ -192,24 +226,25 @@ class Endpoint:
         return self._encoded(response, api_key, "an interceptor")
 
     async def _call(
-        self, handler: Callee, message: Message, context: RequestContext[Any], api_key: str
+        self,
+        handler: Callee,
+        message: Message,
+        context: RequestContext[Any],
+        api_key: str,
+        deadline: float | None,
     ) -> Message | PreEncoded:
-        name = self._op.name
         response: Any = None
         timed_out = False
         with _Contained(self._handler_what, api_key, self._handler_failed):
-            if self._timeout is None:
+            if deadline is None:
                 response = await handler(message, context)
-            else:
-                with anyio.move_on_after(self._timeout) as scope:
+            else:  # interceptors see the handler's time-out as DeadlineExceeded (ServerCallNext)
+                with anyio.CancelScope(deadline=deadline) as scope:
                     response = await handler.abandoning(message, context)
                 timed_out = scope.cancelled_caught
         if timed_out:
             thread = "" if handler.is_async else "; its thread runs on until it returns"
-            logger.warning(
-                "the handler of %s ran past handler_timeout (%g s)%s", name, self._timeout, thread
-            )
-            raise DeadlineExceeded(f"{name} did not finish within {self._timeout:g} seconds")
+            raise self._past_deadline("the handler", thread)
         if not isinstance(response, PreEncoded | self._op.response_type):
             self._wrong_type("the handler", response, api_key)
             raise self._handler_failed()

@@ -92,21 +92,24 @@ class Callee:
         return (await result) if inspect.isawaitable(result) else result
 
     async def abandoning(self, *args: Any) -> Any:
-        """As a call, but a cancelled caller abandons the thread, which keeps its place in the
-        default limiter until it returns."""
+        """As a call, but a cancelled caller abandons the thread, which keeps its place in its
+        limiter until it returns."""
         if self.is_async:
             return await self._function(*args)
-        result = await _abandonable_thread(self._function, args)
+        pool = None if self._limiter is None else self._limiter()
+        result = await _abandonable_thread(self._function, args, pool)
         return (await result) if inspect.isawaitable(result) else result
 
 
-async def _abandonable_thread(function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+async def _abandonable_thread(
+    function: Callable[..., Any], args: tuple[Any, ...], pool: anyio.CapacityLimiter | None
+) -> Any:
     # anyio gives an abandoned thread's token back at once, so stuck calls would grow the pool.
     # Here the token is taken on the thread's behalf and whoever is last gives it back: the
     # caller when the call ended (or never started), else the abandoned thread on return.
-    pool = anyio.to_thread.current_default_thread_limiter()
+    limiter = anyio.to_thread.current_default_thread_limiter() if pool is None else pool
     borrower = object()
-    await pool.acquire_on_behalf_of(borrower)
+    await limiter.acquire_on_behalf_of(borrower)
     call_soon = _loop_caller()
     lock = threading.Lock()
     state = ["queued"]  # -> running -> returned, or -> abandoned
@@ -124,7 +127,7 @@ async def _abandonable_thread(function: Callable[..., Any], args: tuple[Any, ...
                 state[0] = "returned"
             if abandoned:
                 try:
-                    call_soon(lambda: pool.release_on_behalf_of(borrower))
+                    call_soon(lambda: limiter.release_on_behalf_of(borrower))
                 except RuntimeError:
                     pass  # the event loop has ended, and its limiter with it
 
@@ -137,7 +140,7 @@ async def _abandonable_thread(function: Callable[..., Any], args: tuple[Any, ...
             still_running = state[0] == "running"
             state[0] = "abandoned"
         if not still_running:
-            pool.release_on_behalf_of(borrower)
+            limiter.release_on_behalf_of(borrower)
 
 
 def _loop_caller() -> Callable[[Callable[[], object]], object]:

@@ -45,7 +45,8 @@ def create_app(
         authenticate: ``api_key -> project | None`` (plain or ``async def``), never called
             with an empty key; ``None`` or a ``LookupError`` answers 401.
         strict: unknown request fields and enum names are 400 instead of ignored.
-        handler_timeout: seconds a handler may take, then 504; ``None``: no limit.
+        handler_timeout: seconds that `authenticate`, the interceptors and the handler may
+            take together for one request, then 504 ``deadline_exceeded``; ``None``: no limit.
         interceptors: around every handler, the first outermost.
         operations: the operations to serve (default: :func:`projectops.operations`).
         max_request_bytes: the largest request body, in bytes, else 413.
