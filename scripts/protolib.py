@@ -1,8 +1,10 @@
 """Shared helpers of the schema scripts: locate the pinned protoc and the include roots.
 
-Nothing is vendored and nothing is fetched: `google/api/*.proto` come from the installed
-googleapis-common-protos wheel, the well-known types from grpcio-tools. This module is imported
-by `scripts/generate` and `scripts/check-proto`; it is not part of the installed package.
+Nothing is fetched: `google/api/*.proto` come from the installed googleapis-common-protos wheel,
+the well-known types from grpcio-tools; `buf/validate/validate.proto` (protovalidate's rules),
+which no wheel of the google.protobuf line ships, is vendored in third_party/protovalidate.
+This module is imported by `scripts/generate` and `scripts/check-proto`; it is not part of the
+installed package.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PROTO_PACKAGE_DIR = Path("projectops") / "v1"
+# protovalidate's validate.proto, vendored (third_party/protovalidate/README.md says which version).
+VENDORED_ROOT = REPO / "third_party" / "protovalidate"
+BUF_VALIDATE_PROTO = "buf/validate/validate.proto"
 # Descriptor set with source info, shipped as package data: runtime descriptors carry no comments.
 DESCRIPTOR_SET_NAME = "projectops.binpb"
 
@@ -40,13 +45,14 @@ def ensure_dev_python(module: str = "grpc_tools", distribution: str = "grpcio-to
 
 
 def include_roots() -> list[Path]:
-    """The -I roots for protoc: googleapis-common-protos' and grpcio-tools' .proto sources."""
+    """The -I roots for protoc: googleapis-common-protos' and grpcio-tools' .proto sources and
+    the vendored protovalidate."""
     import google.api.annotations_pb2 as annotations
     import grpc_tools
 
     googleapis_root = Path(annotations.__file__).resolve().parent.parent.parent
     wkt_root = Path(grpc_tools.__file__).resolve().parent / "_proto"
-    return [googleapis_root, wkt_root]
+    return [googleapis_root, wkt_root, VENDORED_ROOT]
 
 
 def proto_files(proto_root: Path) -> list[str]:
@@ -57,12 +63,13 @@ def proto_files(proto_root: Path) -> list[str]:
     )
 
 
-def protoc(proto_root: Path, args: list[str]) -> None:
-    """Run grpcio-tools' protoc on our files with the include roots; exit on failure."""
+def protoc(proto_root: Path, args: list[str], files: list[str] | None = None) -> None:
+    """Run grpcio-tools' protoc on `files` (default: our files) with the include roots; exit on
+    failure."""
     from grpc_tools import protoc as grpc_protoc
 
     includes = [f"-I{proto_root}", *(f"-I{root}" for root in include_roots())]
-    argv = ["protoc", *includes, *args, *proto_files(proto_root)]
+    argv = ["protoc", *includes, *args, *(proto_files(proto_root) if files is None else files)]
     if grpc_protoc.main(argv) != 0:
         sys.exit(f"error: protoc failed: {' '.join(argv)}")
 

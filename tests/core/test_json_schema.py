@@ -103,13 +103,19 @@ def test_response_schema_maps_each_wire_form() -> None:
     assert "additionalProperties" not in defs["projectops.v1.Release"]  # output: open
 
 
+# The fields a response always holds ("Always set": REQUIRED).
+SUMMARY = {"release": {"version": "1.0"}, "openIssues": {}}
+
+
 @pytest.mark.parametrize(
     ("payload", "valid"),
     [
-        ({"detailedResults": {"issues": [{"issueId": "12"}]}}, True),
-        ({"detailedResults": {"issues": [{"issueId": 12}]}}, False),  # output: strings only
-        ({"detailedResults": {"issues": [{"status": "RESOLVED"}]}}, False),
-        ({"summary": {"release": {"createTime": "yesterday"}}}, False),
+        ({"summary": SUMMARY, "detailedResults": {"issues": [{"issueId": "12"}]}}, True),
+        ({"summary": SUMMARY, "detailedResults": {"issues": [{"issueId": 12}]}}, False),
+        ({"summary": SUMMARY, "detailedResults": {"issues": [{"status": "RESOLVED"}]}}, False),
+        ({"summary": {**SUMMARY, "release": {"createTime": "yesterday"}}}, False),
+        ({"summary": SUMMARY}, False),  # detailedResults: always set
+        ({"summary": {"release": {}}, "detailedResults": {}}, False),  # openIssues too
     ],
 )
 def test_output_schema_rejects_what_the_codec_never_writes(payload: Any, valid: bool) -> None:
@@ -123,10 +129,14 @@ def test_output_schema_rejects_what_the_codec_never_writes(payload: Any, valid: 
 def test_input_schema_accepts_64_bit_numbers_and_rejects_unknown_properties() -> None:
     schema = json_schema.message_schema(GetReleaseDetailsResponse, "input")
     v = validator(schema)
-    assert v.is_valid({"detailedResults": {"issues": [{"issueId": 9007199254740993}]}})
-    assert v.is_valid({"detailedResults": {"issues": [{"issueId": "9007199254740993"}]}})
-    assert not v.is_valid({"detailedResults": {"issues": [{"issueId": "12a"}]}})
-    assert not v.is_valid({"summary": {"unknown": 1}})
+
+    def answer(issue: dict[str, Any]) -> dict[str, Any]:
+        return {"summary": SUMMARY, "detailedResults": {"issues": [issue]}}
+
+    assert v.is_valid(answer({"issueId": 9007199254740993}))
+    assert v.is_valid(answer({"issueId": "9007199254740993"}))
+    assert not v.is_valid(answer({"issueId": "12a"}))
+    assert not v.is_valid({"summary": {**SUMMARY, "unknown": 1}, "detailedResults": {}})
 
 
 def test_well_known_struct_types_use_their_json_form() -> None:

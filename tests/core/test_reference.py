@@ -44,6 +44,24 @@ def field_lines(text: str) -> list[tuple[int, str, str]]:
     ]
 
 
+def field_types(text: str) -> list[tuple[str, str]]:
+    """``(json name, whole type)`` of every field line of `text`: a wrapped type goes on in
+    lines indented deeper than the field's description (which is one step in)."""
+    lines = text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        m = FIELD_LINE.match(line)
+        if not m:
+            continue
+        parts = [m["type"]]
+        for more in lines[i + 1 :]:
+            if not more.strip() or len(more) - len(more.lstrip()) <= len(m["indent"]) + 2:
+                break
+            parts.append(more.strip())
+        found.append((m["name"], " ".join(parts)))
+    return found
+
+
 def tree(message: Descriptor, seen: frozenset[str] = frozenset()) -> Iterator[FieldDescriptor]:
     """Every field under `message`, each message type visited once per branch."""
     for fd in message.fields:
@@ -114,12 +132,8 @@ def test_required_is_shown_for_exactly_the_required_fields(op: Operation) -> Non
         for fd in tree(message.DESCRIPTOR)
         if is_required(fd)
     }
-    marked = {
-        name
-        for _, name, kind in field_lines(text)
-        # REQUIRED ends the type, which may wrap: look at the whole entry, flattened.
-        if re.search(rf"\b{name}: [^\n]*?, REQUIRED\b", flat(text))
-    }
+    # REQUIRED ends the type, which may wrap: look at each field's whole type.
+    marked = {name for name, kind in field_types(text) if kind.endswith(", REQUIRED")}
     assert marked == required
     assert flat(text).count(", REQUIRED") == len(required)
 

@@ -27,7 +27,12 @@ OPS = "operations.proto"
 RELEASE = "release.proto"
 RUM = "rum_environment.proto"
 GET = "projectops.v1.OperationsService.GetReleaseDetails"
-VERSION_FIELD = "  string version = 1 [(google.api.field_behavior) = REQUIRED];\n"
+VERSION_FIELD = (
+    "  string version = 1 [\n    (google.api.field_behavior) = REQUIRED,\n"
+    "    (buf.validate.field).string.max_len = 128\n  ];\n"
+)
+VERSION_RULE = "(buf.validate.field).string.max_len = 128"
+SESSION_COUNT = "int64 session_count = 4 [(buf.validate.field).int64.gte = 0];"
 REQUIRED = "[(google.api.field_behavior) = REQUIRED]"
 
 Edit = tuple[str, str, str]
@@ -60,7 +65,7 @@ def test_the_working_tree_keeps_the_released_contract(tmp_path: Path) -> None:
 
 def test_a_set_without_its_imports_is_refused() -> None:
     shipped = (REPO / "src" / "projectops" / "v1" / "projectops.binpb").read_bytes()
-    with pytest.raises(ValueError, match=r"lacks google/.*--include_imports"):
+    with pytest.raises(ValueError, match=r"lacks (google|buf)/.*--include_imports"):
         contract.check(RELEASED, shipped)
 
 
@@ -85,7 +90,7 @@ def test_the_private_pools_never_touch_the_runtime_pool(tmp_path: Path) -> None:
 
     planted = image(
         tmp_path,
-        (RUM, "int64 session_count = 4;", "int64 session_count = 4;\n  int64 brand_new_count = 5;"),
+        (RUM, SESSION_COUNT, SESSION_COUNT + "\n  int64 brand_new_count = 5;"),
     )
     assert contract.check(RELEASED, planted) == []
     rum = descriptor_pool.Default().FindMessageTypeByName("projectops.v1.RumEnvironment")
@@ -206,7 +211,7 @@ def test_an_existing_field_newly_required_fails(tmp_path: Path) -> None:
 
 
 def test_a_response_losing_a_field_fails(tmp_path: Path) -> None:
-    got = findings(tmp_path, (RUM, "  int64 session_count = 4;\n", "  reserved 4;\n"))
+    got = findings(tmp_path, (RUM, f"  {SESSION_COUNT}\n", "  reserved 4;\n"))
     assert got == [
         "projectops.v1.RumEnvironment.session_count: response of operation "
         "list_rum_environments lost field environments.session_count (number 4; was int64, "
@@ -260,8 +265,8 @@ OPTIONAL_FIELD: Edit = (
             [
                 (
                     RUM,
-                    "int64 session_count = 4;",
-                    "int64 session_count = 4;\n  int64 page_view_count = 5;",
+                    SESSION_COUNT,
+                    SESSION_COUNT + "\n  int64 page_view_count = 5;",
                 )
             ],
             id="new response field",
@@ -270,7 +275,10 @@ OPTIONAL_FIELD: Edit = (
             [(RELEASE, "  NOT_RUN = 4;\n", "  NOT_RUN = 4;\n  // Blocked.\n  BLOCKED_RUN = 5;\n")],
             id="new enum value",
         ),
-        pytest.param([(OPS, VERSION_FIELD, "  string version = 1;\n")], id="REQUIRED dropped"),
+        pytest.param(
+            [(OPS, VERSION_FIELD, f"  string version = 1 [{VERSION_RULE}];\n")],
+            id="REQUIRED dropped",
+        ),
         pytest.param([(RUM, "Never empty.", "Not empty, ever.")], id="comment edit"),
     ],
 )

@@ -37,6 +37,9 @@ def copy(tmp_path: Path) -> Path:
     return tmp_path
 
 
+SESSION_COUNT = "  int64 session_count = 4 [(buf.validate.field).int64.gte = 0];"
+
+
 def edit(root: Path, old: str, new: str) -> None:
     path = root / RUM
     text = path.read_text()
@@ -54,8 +57,8 @@ def test_committed_generated_code_is_current() -> None:
 def test_generate_check_names_stale_files(copy: Path) -> None:
     edit(
         copy,
-        "  int64 session_count = 4;",
-        "  int64 session_count = 4;\n  // A new count.\n  int64 page_view_count = 5;",
+        SESSION_COUNT,
+        SESSION_COUNT + "\n  // A new count.\n  int64 page_view_count = 5;",
     )
     (copy / "src/projectops/v1/stray_pb2.py").write_text("")
     result = run("generate", "--check", "--root", str(copy))
@@ -91,7 +94,11 @@ def test_gates_pass_on_the_committed_schema() -> None:
 
 @pytest.mark.slow
 def test_an_undocumented_field_fails_lint(copy: Path) -> None:
-    edit(copy, "  int64 session_count = 4;", "  int64 session_count = 4;\n  int64 page_views = 5;")
+    edit(
+        copy,
+        SESSION_COUNT,
+        SESSION_COUNT + "\n  int64 page_views = 5;",
+    )
     result = run("check-proto", "--root", str(copy))
     assert result.returncode == 1
     assert 'Field "page_views" should have a non-empty comment' in result.stdout
@@ -102,8 +109,8 @@ def test_an_undocumented_field_fails_lint(copy: Path) -> None:
 def test_a_documented_added_field_passes(copy: Path) -> None:
     edit(
         copy,
-        "  int64 session_count = 4;",
-        "  int64 session_count = 4;\n  // Page views in the last 30 days. Zero when none.\n"
+        SESSION_COUNT,
+        SESSION_COUNT + "\n  // Page views in the last 30 days. Zero when none.\n"
         "  int64 page_view_count = 5;",
     )
     result = run("check-proto", "--root", str(copy))
@@ -122,7 +129,7 @@ def test_renaming_a_released_field_fails_breaking(copy: Path) -> None:
 
 @pytest.mark.slow
 def test_renumbering_a_released_field_fails_breaking(copy: Path) -> None:
-    edit(copy, "int64 session_count = 4;", "int64 session_count = 9;")
+    edit(copy, "int64 session_count = 4 [", "int64 session_count = 9 [")
     result = run("check-proto", "--root", str(copy))
     assert result.returncode == 1
     assert "buf breaking" in result.stderr
@@ -131,7 +138,11 @@ def test_renumbering_a_released_field_fails_breaking(copy: Path) -> None:
 
 @pytest.mark.slow
 def test_misformatted_proto_fails_format(copy: Path) -> None:
-    edit(copy, "  int64 session_count = 4;", "  int64    session_count   =   4;")
+    edit(
+        copy,
+        SESSION_COUNT,
+        SESSION_COUNT.replace(" session_count = 4", "    session_count   =   4"),
+    )
     result = run("check-proto", "--root", str(copy))
     assert result.returncode == 1
     assert "buf format" in result.stderr

@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from projectops.v1 import buf_validate as buf_dot_validate_dot_validate__pb2
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19projectops/v1/error.proto\x12\rprojectops.v1\x1a\x1fgoogle/api/field_behavior.proto\"m\n\rErrorResponse\x12\x12\n\x04\x63ode\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12\x15\n\x07message\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12\x31\n\nviolations\x18\x03 \x03(\x0b\x32\x1d.projectops.v1.FieldViolation\"4\n\x0e\x46ieldViolation\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19projectops/v1/error.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/api/field_behavior.proto\"m\n\rErrorResponse\x12\x12\n\x04\x63ode\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12\x15\n\x07message\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12\x31\n\nviolations\x18\x03 \x03(\x0b\x32\x1d.projectops.v1.FieldViolation\"=\n\x0e\x46ieldViolation\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x1c\n\x0b\x64\x65scription\x18\x02 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,8 +37,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ERRORRESPONSE'].fields_by_name['code']._serialized_options = b'\342A\001\002'
   _globals['_ERRORRESPONSE'].fields_by_name['message']._loaded_options = None
   _globals['_ERRORRESPONSE'].fields_by_name['message']._serialized_options = b'\342A\001\002'
-  _globals['_ERRORRESPONSE']._serialized_start=77
-  _globals['_ERRORRESPONSE']._serialized_end=186
-  _globals['_FIELDVIOLATION']._serialized_start=188
-  _globals['_FIELDVIOLATION']._serialized_end=240
+  _globals['_FIELDVIOLATION'].fields_by_name['description']._loaded_options = None
+  _globals['_FIELDVIOLATION'].fields_by_name['description']._serialized_options = b'\272H\004r\002\020\001'
+  _globals['_ERRORRESPONSE']._serialized_start=106
+  _globals['_ERRORRESPONSE']._serialized_end=215
+  _globals['_FIELDVIOLATION']._serialized_start=217
+  _globals['_FIELDVIOLATION']._serialized_end=278
 # @@protoc_insertion_point(module_scope)

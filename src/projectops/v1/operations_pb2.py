@@ -22,33 +22,40 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from projectops.v1 import buf_validate as buf_dot_validate_dot_validate__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from projectops.v1 import release_pb2 as projectops_dot_v1_dot_release__pb2
 from projectops.v1 import rum_environment_pb2 as projectops_dot_v1_dot_rum__environment__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eprojectops/v1/operations.proto\x12\rprojectops.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1bprojectops/v1/release.proto\x1a#projectops/v1/rum_environment.proto\"\x1c\n\x1aListRumEnvironmentsRequest\"R\n\x1bListRumEnvironmentsResponse\x12\x33\n\x0c\x65nvironments\x18\x01 \x03(\x0b\x32\x1d.projectops.v1.RumEnvironment\"1\n\x18GetReleaseDetailsRequest\x12\x15\n\x07version\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\"\x8c\x01\n\x19GetReleaseDetailsResponse\x12.\n\x07summary\x18\x01 \x01(\x0b\x32\x1d.projectops.v1.ReleaseSummary\x12?\n\x10\x64\x65tailed_results\x18\x02 \x01(\x0b\x32%.projectops.v1.ReleaseDetailedResults2\xc5\x02\n\x11OperationsService\x12\x9a\x01\n\x13ListRumEnvironments\x12).projectops.v1.ListRumEnvironmentsRequest\x1a*.projectops.v1.ListRumEnvironmentsResponse\",\x90\x02\x01\x82\xd3\xe4\x93\x02#\"\x1e/api/mcp/list_rum_environments:\x01*\x12\x92\x01\n\x11GetReleaseDetails\x12\'.projectops.v1.GetReleaseDetailsRequest\x1a(.projectops.v1.GetReleaseDetailsResponse\"*\x90\x02\x01\x82\xd3\xe4\x93\x02!\"\x1c/api/mcp/get_release_details:\x01*b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eprojectops/v1/operations.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1bprojectops/v1/release.proto\x1a#projectops/v1/rum_environment.proto\"\x1c\n\x1aListRumEnvironmentsRequest\"\xc6\x01\n\x1bListRumEnvironmentsResponse\x12\xa6\x01\n\x0c\x65nvironments\x18\x01 \x03(\x0b\x32\x1d.projectops.v1.RumEnvironmentBq\xbaHn\xba\x01k\n\x1f\x65nvironments.unique_environment\x12#holds one entry per environment tag\x1a#this.map(e, e.environment).unique()\"9\n\x18GetReleaseDetailsRequest\x12\x1d\n\x07version\x18\x01 \x01(\tB\x0c\xe2\x41\x01\x02\xbaH\x05r\x03\x18\x80\x01\"\x98\x01\n\x19GetReleaseDetailsResponse\x12\x34\n\x07summary\x18\x01 \x01(\x0b\x32\x1d.projectops.v1.ReleaseSummaryB\x04\xe2\x41\x01\x02\x12\x45\n\x10\x64\x65tailed_results\x18\x02 \x01(\x0b\x32%.projectops.v1.ReleaseDetailedResultsB\x04\xe2\x41\x01\x02\x32\xc5\x02\n\x11OperationsService\x12\x9a\x01\n\x13ListRumEnvironments\x12).projectops.v1.ListRumEnvironmentsRequest\x1a*.projectops.v1.ListRumEnvironmentsResponse\",\x90\x02\x01\x82\xd3\xe4\x93\x02#\"\x1e/api/mcp/list_rum_environments:\x01*\x12\x92\x01\n\x11GetReleaseDetails\x12\'.projectops.v1.GetReleaseDetailsRequest\x1a(.projectops.v1.GetReleaseDetailsResponse\"*\x90\x02\x01\x82\xd3\xe4\x93\x02!\"\x1c/api/mcp/get_release_details:\x01*b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'projectops.v1.operations_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_LISTRUMENVIRONMENTSRESPONSE'].fields_by_name['environments']._loaded_options = None
+  _globals['_LISTRUMENVIRONMENTSRESPONSE'].fields_by_name['environments']._serialized_options = b'\272Hn\272\001k\n\037environments.unique_environment\022#holds one entry per environment tag\032#this.map(e, e.environment).unique()'
   _globals['_GETRELEASEDETAILSREQUEST'].fields_by_name['version']._loaded_options = None
-  _globals['_GETRELEASEDETAILSREQUEST'].fields_by_name['version']._serialized_options = b'\342A\001\002'
+  _globals['_GETRELEASEDETAILSREQUEST'].fields_by_name['version']._serialized_options = b'\342A\001\002\272H\005r\003\030\200\001'
+  _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['summary']._loaded_options = None
+  _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['summary']._serialized_options = b'\342A\001\002'
+  _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['detailed_results']._loaded_options = None
+  _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['detailed_results']._serialized_options = b'\342A\001\002'
   _globals['_OPERATIONSSERVICE'].methods_by_name['ListRumEnvironments']._loaded_options = None
   _globals['_OPERATIONSSERVICE'].methods_by_name['ListRumEnvironments']._serialized_options = b'\220\002\001\202\323\344\223\002#\"\036/api/mcp/list_rum_environments:\001*'
   _globals['_OPERATIONSSERVICE'].methods_by_name['GetReleaseDetails']._loaded_options = None
   _globals['_OPERATIONSSERVICE'].methods_by_name['GetReleaseDetails']._serialized_options = b'\220\002\001\202\323\344\223\002!\"\034/api/mcp/get_release_details:\001*'
-  _globals['_LISTRUMENVIRONMENTSREQUEST']._serialized_start=178
-  _globals['_LISTRUMENVIRONMENTSREQUEST']._serialized_end=206
-  _globals['_LISTRUMENVIRONMENTSRESPONSE']._serialized_start=208
-  _globals['_LISTRUMENVIRONMENTSRESPONSE']._serialized_end=290
-  _globals['_GETRELEASEDETAILSREQUEST']._serialized_start=292
-  _globals['_GETRELEASEDETAILSREQUEST']._serialized_end=341
-  _globals['_GETRELEASEDETAILSRESPONSE']._serialized_start=344
-  _globals['_GETRELEASEDETAILSRESPONSE']._serialized_end=484
-  _globals['_OPERATIONSSERVICE']._serialized_start=487
-  _globals['_OPERATIONSSERVICE']._serialized_end=812
+  _globals['_LISTRUMENVIRONMENTSREQUEST']._serialized_start=207
+  _globals['_LISTRUMENVIRONMENTSREQUEST']._serialized_end=235
+  _globals['_LISTRUMENVIRONMENTSRESPONSE']._serialized_start=238
+  _globals['_LISTRUMENVIRONMENTSRESPONSE']._serialized_end=436
+  _globals['_GETRELEASEDETAILSREQUEST']._serialized_start=438
+  _globals['_GETRELEASEDETAILSREQUEST']._serialized_end=495
+  _globals['_GETRELEASEDETAILSRESPONSE']._serialized_start=498
+  _globals['_GETRELEASEDETAILSRESPONSE']._serialized_end=650
+  _globals['_OPERATIONSSERVICE']._serialized_start=653
+  _globals['_OPERATIONSSERVICE']._serialized_end=978
 # @@protoc_insertion_point(module_scope)

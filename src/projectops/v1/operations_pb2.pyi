@@ -48,8 +48,8 @@ class ListRumEnvironmentsResponse(_message.Message):
     ENVIRONMENTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def environments(self) -> _containers.RepeatedCompositeFieldContainer[_rum_environment_pb2.RumEnvironment]:
-        """The project's RUM environments, most recently seen first. Empty when the RUM SDK has not
-        reported any session for the project yet.
+        """The project's RUM environments, most recently seen first, one entry per environment tag.
+        Empty when the RUM SDK has not reported any session for the project yet.
         """
 
     def __init__(
@@ -73,10 +73,10 @@ class GetReleaseDetailsRequest(_message.Message):
 
     VERSION_FIELD_NUMBER: _builtins.int
     version: _builtins.str
-    """The release's version label, as it was created in the project (for example `1.2.0`).
-    Leading and trailing white space is ignored. Required: an empty or blank version is
-    rejected with `invalid_argument`; a version the project does not have is rejected with
-    `failed_precondition`.
+    """The release's version label, as it was created in the project (for example `1.2.0`), at
+    most 128 characters. Leading and trailing white space is ignored. Required: an empty or
+    blank version is rejected with `invalid_argument`, and so is a longer one; a version the
+    project does not have is rejected with `failed_precondition`.
     """
     def __init__(
         self,

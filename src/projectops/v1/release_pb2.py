@@ -22,49 +22,127 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from projectops.v1 import buf_validate as buf_dot_validate_dot_validate__pb2
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bprojectops/v1/release.proto\x12\rprojectops.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x01\n\x07Release\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07git_sha\x18\x02 \x01(\t\x12\x18\n\x10previous_version\x18\x03 \x01(\t\x12\x18\n\x10previous_git_sha\x18\x04 \x01(\t\x12\x13\n\x0b\x66ocus_areas\x18\x05 \x03(\t\x12/\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"P\n\x14TestCountsByPriority\x12\x0c\n\x04high\x18\x01 \x01(\x03\x12\x0e\n\x06medium\x18\x02 \x01(\x03\x12\x0b\n\x03low\x18\x03 \x01(\x03\x12\r\n\x05unset\x18\x04 \x01(\x03\"V\n\x12TestCountsByStatus\x12\x0e\n\x06passed\x18\x01 \x01(\x03\x12\x0e\n\x06\x66\x61iled\x18\x02 \x01(\x03\x12\x0f\n\x07skipped\x18\x03 \x01(\x03\x12\x0f\n\x07not_run\x18\x04 \x01(\x03\"\xab\x01\n\x15\x45nvironmentTestCounts\x12\x13\n\x0b\x65nvironment\x18\x01 \x01(\t\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x38\n\x0b\x62y_priority\x18\x03 \x01(\x0b\x32#.projectops.v1.TestCountsByPriority\x12\x34\n\tby_status\x18\x04 \x01(\x0b\x32!.projectops.v1.TestCountsByStatus\"\xbb\x01\n\x13OpenIssueStatistics\x12\r\n\x05total\x18\x01 \x01(\x03\x12\x14\n\x0clow_severity\x18\x02 \x01(\x03\x12\x17\n\x0fmedium_severity\x18\x03 \x01(\x03\x12\x15\n\rhigh_severity\x18\x04 \x01(\x03\x12\x19\n\x11\x63ritical_severity\x18\x05 \x01(\x03\x12\x0e\n\x06\x61\x63tive\x18\x06 \x01(\x03\x12\x13\n\x0bin_progress\x18\x07 \x01(\x03\x12\x0f\n\x07\x62locked\x18\x08 \x01(\x03\"\x8b\x02\n\x13SecurityScanSummary\x12\x0f\n\x07scan_id\x18\x01 \x01(\t\x12\x31\n\x06status\x18\x02 \x01(\x0e\x32!.projectops.v1.SecurityScanStatus\x12\x13\n\x0b\x65nvironment\x18\x03 \x01(\t\x12\x15\n\rfinding_count\x18\x04 \x01(\x03\x12&\n\x1ehigh_or_critical_finding_count\x18\x05 \x01(\x03\x12.\n\nstart_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xe9\x01\n\x0eReleaseSummary\x12\'\n\x07release\x18\x01 \x01(\x0b\x32\x16.projectops.v1.Release\x12\x39\n\x0btest_counts\x18\x02 \x03(\x0b\x32$.projectops.v1.EnvironmentTestCounts\x12\x37\n\x0bopen_issues\x18\x03 \x01(\x0b\x32\".projectops.v1.OpenIssueStatistics\x12:\n\x0esecurity_scans\x18\x04 \x03(\x0b\x32\".projectops.v1.SecurityScanSummary\"\xe3\x01\n\x0eScenarioResult\x12\x13\n\x0b\x65nvironment\x18\x01 \x01(\t\x12\x32\n\x08platform\x18\x02 \x01(\x0e\x32 .projectops.v1.ExecutionPlatform\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.projectops.v1.TestStatus\x12,\n\x08run_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0crun_duration\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"\xa5\x01\n\x08Scenario\x12\x13\n\x0bscenario_id\x18\x01 \x01(\x03\x12\r\n\x05title\x18\x02 \x01(\t\x12\x31\n\x08priority\x18\x03 \x01(\x0e\x32\x1f.projectops.v1.ScenarioPriority\x12\x12\n\nfocus_area\x18\x04 \x01(\t\x12.\n\x07results\x18\x05 \x03(\x0b\x32\x1d.projectops.v1.ScenarioResult\"\xad\x02\n\x05Issue\x12\x10\n\x08issue_id\x18\x01 \x01(\x03\x12\r\n\x05title\x18\x02 \x01(\t\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.projectops.v1.IssueStatus\x12.\n\x08severity\x18\x04 \x01(\x0e\x32\x1c.projectops.v1.IssueSeverity\x12\x13\n\x0b\x65nvironment\x18\x05 \x01(\t\x12\x32\n\x08platform\x18\x06 \x01(\x0e\x32 .projectops.v1.ExecutionPlatform\x12\x13\n\x0bscenario_id\x18\x07 \x01(\x03\x12\x18\n\x10occurrence_count\x18\x08 \x01(\x03\x12/\n\x0b\x63reate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"j\n\x16ReleaseDetailedResults\x12*\n\tscenarios\x18\x01 \x03(\x0b\x32\x17.projectops.v1.Scenario\x12$\n\x06issues\x18\x02 \x03(\x0b\x32\x14.projectops.v1.Issue*o\n\x10ScenarioPriority\x12!\n\x1dSCENARIO_PRIORITY_UNSPECIFIED\x10\x00\x12\x10\n\x0cLOW_PRIORITY\x10\x01\x12\x13\n\x0fMEDIUM_PRIORITY\x10\x02\x12\x11\n\rHIGH_PRIORITY\x10\x03*[\n\nTestStatus\x12\x1b\n\x17TEST_STATUS_UNSPECIFIED\x10\x00\x12\n\n\x06PASSED\x10\x01\x12\n\n\x06\x46\x41ILED\x10\x02\x12\x0b\n\x07SKIPPED\x10\x03\x12\x0b\n\x07NOT_RUN\x10\x04*\x92\x01\n\x0bIssueStatus\x12\x1c\n\x18ISSUE_STATUS_UNSPECIFIED\x10\x00\x12\n\n\x06\x41\x43TIVE\x10\x01\x12\x0b\n\x07IGNORED\x10\x02\x12\t\n\x05\x46IXED\x10\x03\x12\r\n\tDUPLICATE\x10\x04\x12\x13\n\x0fIN_PROGRESS_BUG\x10\x05\x12\x10\n\x0c\x41RCHIVED_BUG\x10\x06\x12\x0b\n\x07\x42LOCKED\x10\x07*\x80\x01\n\rIssueSeverity\x12\x1e\n\x1aISSUE_SEVERITY_UNSPECIFIED\x10\x00\x12\x10\n\x0cLOW_SEVERITY\x10\x01\x12\x13\n\x0fMEDIUM_SEVERITY\x10\x02\x12\x11\n\rHIGH_SEVERITY\x10\x03\x12\x15\n\x11\x43RITICAL_SEVERITY\x10\x04*u\n\x12SecurityScanStatus\x12$\n SECURITY_SCAN_STATUS_UNSPECIFIED\x10\x00\x12\n\n\x06QUEUED\x10\x01\x12\x0f\n\x0bIN_PROGRESS\x10\x02\x12\r\n\tCOMPLETED\x10\x03\x12\r\n\tEXCEPTION\x10\x04*\x8f\x01\n\x11\x45xecutionPlatform\x12\"\n\x1e\x45XECUTION_PLATFORM_UNSPECIFIED\x10\x00\x12\x1a\n\x16WEB_EXECUTION_PLATFORM\x10\x01\x12\x1a\n\x16IOS_EXECUTION_PLATFORM\x10\x02\x12\x1e\n\x1a\x41NDROID_EXECUTION_PLATFORM\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bprojectops/v1/release.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe2\x01\n\x07Release\x12\x18\n\x07version\x18\x01 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x12)\n\x07git_sha\x18\x02 \x01(\tB\x18\xbaH\x15r\x13\x32\x11^([0-9a-f]{40})?$\x12\x18\n\x10previous_version\x18\x03 \x01(\t\x12\x32\n\x10previous_git_sha\x18\x04 \x01(\tB\x18\xbaH\x15r\x13\x32\x11^([0-9a-f]{40})?$\x12\x13\n\x0b\x66ocus_areas\x18\x05 \x03(\t\x12/\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"t\n\x14TestCountsByPriority\x12\x15\n\x04high\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x17\n\x06medium\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x14\n\x03low\x18\x03 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x16\n\x05unset\x18\x04 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\"z\n\x12TestCountsByStatus\x12\x17\n\x06passed\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x17\n\x06\x66\x61iled\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x18\n\x07skipped\x18\x03 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x18\n\x07not_run\x18\x04 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\"\x80\x05\n\x15\x45nvironmentTestCounts\x12\x1c\n\x0b\x65nvironment\x18\x01 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x12\x16\n\x05total\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x38\n\x0b\x62y_priority\x18\x03 \x01(\x0b\x32#.projectops.v1.TestCountsByPriority\x12\x34\n\tby_status\x18\x04 \x01(\x0b\x32!.projectops.v1.TestCountsByStatus:\xc0\x03\xbaH\xbc\x03\x1a\xde\x01\n)environment_test_counts.total_by_priority\x12\'total must equal the sum of by_priority\x1a\x87\x01!has(this.by_priority) || this.total == this.by_priority.high + this.by_priority.medium + this.by_priority.low + this.by_priority.unset\x1a\xd8\x01\n\'environment_test_counts.total_by_status\x12%total must equal the sum of by_status\x1a\x85\x01!has(this.by_status) || this.total == this.by_status.passed + this.by_status.failed + this.by_status.skipped + this.by_status.not_run\"\xe8\x04\n\x13OpenIssueStatistics\x12\x16\n\x05total\x18\x01 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x1d\n\x0clow_severity\x18\x02 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12 \n\x0fmedium_severity\x18\x03 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x1e\n\rhigh_severity\x18\x04 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\"\n\x11\x63ritical_severity\x18\x05 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x17\n\x06\x61\x63tive\x18\x06 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x1c\n\x0bin_progress\x18\x07 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12\x18\n\x07\x62locked\x18\x08 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00:\xe2\x02\xbaH\xde\x02\x1a\x95\x01\n%open_issue_statistics.total_by_status\x12/total must equal active + in_progress + blocked\x1a;this.total == this.active + this.in_progress + this.blocked\x1a\xc3\x01\n-open_issue_statistics.severities_within_total\x12,the counts by severity must not exceed total\x1a\x64this.low_severity + this.medium_severity + this.high_severity + this.critical_severity <= this.total\"\xe1\x03\n\x13SecurityScanSummary\x12\x18\n\x07scan_id\x18\x01 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x12\x31\n\x06status\x18\x02 \x01(\x0e\x32!.projectops.v1.SecurityScanStatus\x12\x13\n\x0b\x65nvironment\x18\x03 \x01(\t\x12\x1e\n\rfinding_count\x18\x04 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12/\n\x1ehigh_or_critical_finding_count\x18\x05 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12.\n\nstart_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp:\xb8\x01\xbaH\xb4\x01\x1a\xb1\x01\n6security_scan_summary.high_or_critical_within_findings\x12<high_or_critical_finding_count must not exceed finding_count\x1a\x39this.high_or_critical_finding_count <= this.finding_count\"\xca\x03\n\x0eReleaseSummary\x12-\n\x07release\x18\x01 \x01(\x0b\x32\x16.projectops.v1.ReleaseB\x04\xe2\x41\x01\x02\x12\xab\x01\n\x0btest_counts\x18\x02 \x03(\x0b\x32$.projectops.v1.EnvironmentTestCountsBp\xbaHm\xba\x01j\n\x1etest_counts.unique_environment\x12#holds one entry per environment tag\x1a#this.map(c, c.environment).unique()\x12=\n\x0bopen_issues\x18\x03 \x01(\x0b\x32\".projectops.v1.OpenIssueStatisticsB\x04\xe2\x41\x01\x02\x12\x9b\x01\n\x0esecurity_scans\x18\x04 \x03(\x0b\x32\".projectops.v1.SecurityScanSummaryB_\xbaH\\\xba\x01Y\n\x1dsecurity_scans.unique_scan_id\x12\x17holds each scan_id once\x1a\x1fthis.map(s, s.scan_id).unique()\"\xec\x01\n\x0eScenarioResult\x12\x1c\n\x0b\x65nvironment\x18\x01 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x12\x32\n\x08platform\x18\x02 \x01(\x0e\x32 .projectops.v1.ExecutionPlatform\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.projectops.v1.TestStatus\x12,\n\x08run_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0crun_duration\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x9d\x02\n\x08Scenario\x12\x13\n\x0bscenario_id\x18\x01 \x01(\x03\x12\x16\n\x05title\x18\x02 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x12\x31\n\x08priority\x18\x03 \x01(\x0e\x32\x1f.projectops.v1.ScenarioPriority\x12\x12\n\nfocus_area\x18\x04 \x01(\t\x12\x9c\x01\n\x07results\x18\x05 \x03(\x0b\x32\x1d.projectops.v1.ScenarioResultBl\xbaHi\xba\x01\x66\n\x1aresults.unique_environment\x12#holds one entry per environment tag\x1a#this.map(r, r.environment).unique()\"\xbf\x02\n\x05Issue\x12\x10\n\x08issue_id\x18\x01 \x01(\x03\x12\x16\n\x05title\x18\x02 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.projectops.v1.IssueStatus\x12.\n\x08severity\x18\x04 \x01(\x0e\x32\x1c.projectops.v1.IssueSeverity\x12\x13\n\x0b\x65nvironment\x18\x05 \x01(\t\x12\x32\n\x08platform\x18\x06 \x01(\x0e\x32 .projectops.v1.ExecutionPlatform\x12\x13\n\x0bscenario_id\x18\x07 \x01(\x03\x12!\n\x10occurrence_count\x18\x08 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x12/\n\x0b\x63reate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb0\x02\n\x16ReleaseDetailedResults\x12\x92\x01\n\tscenarios\x18\x01 \x03(\x0b\x32\x17.projectops.v1.ScenarioBf\xbaHc\xba\x01`\n\x1cscenarios.unique_scenario_id\x12\x1bholds each scenario_id once\x1a#this.map(s, s.scenario_id).unique()\x12\x80\x01\n\x06issues\x18\x02 \x03(\x0b\x32\x14.projectops.v1.IssueBZ\xbaHW\xba\x01T\n\x16issues.unique_issue_id\x12\x18holds each issue_id once\x1a this.map(i, i.issue_id).unique()*o\n\x10ScenarioPriority\x12!\n\x1dSCENARIO_PRIORITY_UNSPECIFIED\x10\x00\x12\x10\n\x0cLOW_PRIORITY\x10\x01\x12\x13\n\x0fMEDIUM_PRIORITY\x10\x02\x12\x11\n\rHIGH_PRIORITY\x10\x03*[\n\nTestStatus\x12\x1b\n\x17TEST_STATUS_UNSPECIFIED\x10\x00\x12\n\n\x06PASSED\x10\x01\x12\n\n\x06\x46\x41ILED\x10\x02\x12\x0b\n\x07SKIPPED\x10\x03\x12\x0b\n\x07NOT_RUN\x10\x04*\x92\x01\n\x0bIssueStatus\x12\x1c\n\x18ISSUE_STATUS_UNSPECIFIED\x10\x00\x12\n\n\x06\x41\x43TIVE\x10\x01\x12\x0b\n\x07IGNORED\x10\x02\x12\t\n\x05\x46IXED\x10\x03\x12\r\n\tDUPLICATE\x10\x04\x12\x13\n\x0fIN_PROGRESS_BUG\x10\x05\x12\x10\n\x0c\x41RCHIVED_BUG\x10\x06\x12\x0b\n\x07\x42LOCKED\x10\x07*\x80\x01\n\rIssueSeverity\x12\x1e\n\x1aISSUE_SEVERITY_UNSPECIFIED\x10\x00\x12\x10\n\x0cLOW_SEVERITY\x10\x01\x12\x13\n\x0fMEDIUM_SEVERITY\x10\x02\x12\x11\n\rHIGH_SEVERITY\x10\x03\x12\x15\n\x11\x43RITICAL_SEVERITY\x10\x04*u\n\x12SecurityScanStatus\x12$\n SECURITY_SCAN_STATUS_UNSPECIFIED\x10\x00\x12\n\n\x06QUEUED\x10\x01\x12\x0f\n\x0bIN_PROGRESS\x10\x02\x12\r\n\tCOMPLETED\x10\x03\x12\r\n\tEXCEPTION\x10\x04*\x8f\x01\n\x11\x45xecutionPlatform\x12\"\n\x1e\x45XECUTION_PLATFORM_UNSPECIFIED\x10\x00\x12\x1a\n\x16WEB_EXECUTION_PLATFORM\x10\x01\x12\x1a\n\x16IOS_EXECUTION_PLATFORM\x10\x02\x12\x1e\n\x1a\x41NDROID_EXECUTION_PLATFORM\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'projectops.v1.release_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SCENARIOPRIORITY']._serialized_start=2129
-  _globals['_SCENARIOPRIORITY']._serialized_end=2240
-  _globals['_TESTSTATUS']._serialized_start=2242
-  _globals['_TESTSTATUS']._serialized_end=2333
-  _globals['_ISSUESTATUS']._serialized_start=2336
-  _globals['_ISSUESTATUS']._serialized_end=2482
-  _globals['_ISSUESEVERITY']._serialized_start=2485
-  _globals['_ISSUESEVERITY']._serialized_end=2613
-  _globals['_SECURITYSCANSTATUS']._serialized_start=2615
-  _globals['_SECURITYSCANSTATUS']._serialized_end=2732
-  _globals['_EXECUTIONPLATFORM']._serialized_start=2735
-  _globals['_EXECUTIONPLATFORM']._serialized_end=2878
-  _globals['_RELEASE']._serialized_start=112
-  _globals['_RELEASE']._serialized_end=277
-  _globals['_TESTCOUNTSBYPRIORITY']._serialized_start=279
-  _globals['_TESTCOUNTSBYPRIORITY']._serialized_end=359
-  _globals['_TESTCOUNTSBYSTATUS']._serialized_start=361
-  _globals['_TESTCOUNTSBYSTATUS']._serialized_end=447
-  _globals['_ENVIRONMENTTESTCOUNTS']._serialized_start=450
-  _globals['_ENVIRONMENTTESTCOUNTS']._serialized_end=621
-  _globals['_OPENISSUESTATISTICS']._serialized_start=624
-  _globals['_OPENISSUESTATISTICS']._serialized_end=811
-  _globals['_SECURITYSCANSUMMARY']._serialized_start=814
-  _globals['_SECURITYSCANSUMMARY']._serialized_end=1081
-  _globals['_RELEASESUMMARY']._serialized_start=1084
-  _globals['_RELEASESUMMARY']._serialized_end=1317
-  _globals['_SCENARIORESULT']._serialized_start=1320
-  _globals['_SCENARIORESULT']._serialized_end=1547
-  _globals['_SCENARIO']._serialized_start=1550
-  _globals['_SCENARIO']._serialized_end=1715
-  _globals['_ISSUE']._serialized_start=1718
-  _globals['_ISSUE']._serialized_end=2019
-  _globals['_RELEASEDETAILEDRESULTS']._serialized_start=2021
-  _globals['_RELEASEDETAILEDRESULTS']._serialized_end=2127
+  _globals['_RELEASE'].fields_by_name['version']._loaded_options = None
+  _globals['_RELEASE'].fields_by_name['version']._serialized_options = b'\272H\004r\002\020\001'
+  _globals['_RELEASE'].fields_by_name['git_sha']._loaded_options = None
+  _globals['_RELEASE'].fields_by_name['git_sha']._serialized_options = b'\272H\025r\0232\021^([0-9a-f]{40})?$'
+  _globals['_RELEASE'].fields_by_name['previous_git_sha']._loaded_options = None
+  _globals['_RELEASE'].fields_by_name['previous_git_sha']._serialized_options = b'\272H\025r\0232\021^([0-9a-f]{40})?$'
+  _globals['_TESTCOUNTSBYPRIORITY'].fields_by_name['high']._loaded_options = None
+  _globals['_TESTCOUNTSBYPRIORITY'].fields_by_name['high']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_TESTCOUNTSBYPRIORITY'].fields_by_name['medium']._loaded_options = None
+  _globals['_TESTCOUNTSBYPRIORITY'].fields_by_name['medium']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_TESTCOUNTSBYPRIORITY'].fields_by_name['low']._loaded_options = None
+  _globals['_TESTCOUNTSBYPRIORITY'].fields_by_name['low']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_TESTCOUNTSBYPRIORITY'].fields_by_name['unset']._loaded_options = None
+  _globals['_TESTCOUNTSBYPRIORITY'].fields_by_name['unset']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_TESTCOUNTSBYSTATUS'].fields_by_name['passed']._loaded_options = None
+  _globals['_TESTCOUNTSBYSTATUS'].fields_by_name['passed']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_TESTCOUNTSBYSTATUS'].fields_by_name['failed']._loaded_options = None
+  _globals['_TESTCOUNTSBYSTATUS'].fields_by_name['failed']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_TESTCOUNTSBYSTATUS'].fields_by_name['skipped']._loaded_options = None
+  _globals['_TESTCOUNTSBYSTATUS'].fields_by_name['skipped']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_TESTCOUNTSBYSTATUS'].fields_by_name['not_run']._loaded_options = None
+  _globals['_TESTCOUNTSBYSTATUS'].fields_by_name['not_run']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_ENVIRONMENTTESTCOUNTS'].fields_by_name['environment']._loaded_options = None
+  _globals['_ENVIRONMENTTESTCOUNTS'].fields_by_name['environment']._serialized_options = b'\272H\004r\002\020\001'
+  _globals['_ENVIRONMENTTESTCOUNTS'].fields_by_name['total']._loaded_options = None
+  _globals['_ENVIRONMENTTESTCOUNTS'].fields_by_name['total']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_ENVIRONMENTTESTCOUNTS']._loaded_options = None
+  _globals['_ENVIRONMENTTESTCOUNTS']._serialized_options = b'\272H\274\003\032\336\001\n)environment_test_counts.total_by_priority\022\'total must equal the sum of by_priority\032\207\001!has(this.by_priority) || this.total == this.by_priority.high + this.by_priority.medium + this.by_priority.low + this.by_priority.unset\032\330\001\n\'environment_test_counts.total_by_status\022%total must equal the sum of by_status\032\205\001!has(this.by_status) || this.total == this.by_status.passed + this.by_status.failed + this.by_status.skipped + this.by_status.not_run'
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['total']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['total']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['low_severity']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['low_severity']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['medium_severity']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['medium_severity']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['high_severity']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['high_severity']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['critical_severity']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['critical_severity']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['active']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['active']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['in_progress']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['in_progress']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['blocked']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS'].fields_by_name['blocked']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_OPENISSUESTATISTICS']._loaded_options = None
+  _globals['_OPENISSUESTATISTICS']._serialized_options = b'\272H\336\002\032\225\001\n%open_issue_statistics.total_by_status\022/total must equal active + in_progress + blocked\032;this.total == this.active + this.in_progress + this.blocked\032\303\001\n-open_issue_statistics.severities_within_total\022,the counts by severity must not exceed total\032dthis.low_severity + this.medium_severity + this.high_severity + this.critical_severity <= this.total'
+  _globals['_SECURITYSCANSUMMARY'].fields_by_name['scan_id']._loaded_options = None
+  _globals['_SECURITYSCANSUMMARY'].fields_by_name['scan_id']._serialized_options = b'\272H\004r\002\020\001'
+  _globals['_SECURITYSCANSUMMARY'].fields_by_name['finding_count']._loaded_options = None
+  _globals['_SECURITYSCANSUMMARY'].fields_by_name['finding_count']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_SECURITYSCANSUMMARY'].fields_by_name['high_or_critical_finding_count']._loaded_options = None
+  _globals['_SECURITYSCANSUMMARY'].fields_by_name['high_or_critical_finding_count']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_SECURITYSCANSUMMARY']._loaded_options = None
+  _globals['_SECURITYSCANSUMMARY']._serialized_options = b'\272H\264\001\032\261\001\n6security_scan_summary.high_or_critical_within_findings\022<high_or_critical_finding_count must not exceed finding_count\0329this.high_or_critical_finding_count <= this.finding_count'
+  _globals['_RELEASESUMMARY'].fields_by_name['release']._loaded_options = None
+  _globals['_RELEASESUMMARY'].fields_by_name['release']._serialized_options = b'\342A\001\002'
+  _globals['_RELEASESUMMARY'].fields_by_name['test_counts']._loaded_options = None
+  _globals['_RELEASESUMMARY'].fields_by_name['test_counts']._serialized_options = b'\272Hm\272\001j\n\036test_counts.unique_environment\022#holds one entry per environment tag\032#this.map(c, c.environment).unique()'
+  _globals['_RELEASESUMMARY'].fields_by_name['open_issues']._loaded_options = None
+  _globals['_RELEASESUMMARY'].fields_by_name['open_issues']._serialized_options = b'\342A\001\002'
+  _globals['_RELEASESUMMARY'].fields_by_name['security_scans']._loaded_options = None
+  _globals['_RELEASESUMMARY'].fields_by_name['security_scans']._serialized_options = b'\272H\\\272\001Y\n\035security_scans.unique_scan_id\022\027holds each scan_id once\032\037this.map(s, s.scan_id).unique()'
+  _globals['_SCENARIORESULT'].fields_by_name['environment']._loaded_options = None
+  _globals['_SCENARIORESULT'].fields_by_name['environment']._serialized_options = b'\272H\004r\002\020\001'
+  _globals['_SCENARIO'].fields_by_name['title']._loaded_options = None
+  _globals['_SCENARIO'].fields_by_name['title']._serialized_options = b'\272H\004r\002\020\001'
+  _globals['_SCENARIO'].fields_by_name['results']._loaded_options = None
+  _globals['_SCENARIO'].fields_by_name['results']._serialized_options = b'\272Hi\272\001f\n\032results.unique_environment\022#holds one entry per environment tag\032#this.map(r, r.environment).unique()'
+  _globals['_ISSUE'].fields_by_name['title']._loaded_options = None
+  _globals['_ISSUE'].fields_by_name['title']._serialized_options = b'\272H\004r\002\020\001'
+  _globals['_ISSUE'].fields_by_name['occurrence_count']._loaded_options = None
+  _globals['_ISSUE'].fields_by_name['occurrence_count']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_RELEASEDETAILEDRESULTS'].fields_by_name['scenarios']._loaded_options = None
+  _globals['_RELEASEDETAILEDRESULTS'].fields_by_name['scenarios']._serialized_options = b'\272Hc\272\001`\n\034scenarios.unique_scenario_id\022\033holds each scenario_id once\032#this.map(s, s.scenario_id).unique()'
+  _globals['_RELEASEDETAILEDRESULTS'].fields_by_name['issues']._loaded_options = None
+  _globals['_RELEASEDETAILEDRESULTS'].fields_by_name['issues']._serialized_options = b'\272HW\272\001T\n\026issues.unique_issue_id\022\030holds each issue_id once\032 this.map(i, i.issue_id).unique()'
+  _globals['_SCENARIOPRIORITY']._serialized_start=4007
+  _globals['_SCENARIOPRIORITY']._serialized_end=4118
+  _globals['_TESTSTATUS']._serialized_start=4120
+  _globals['_TESTSTATUS']._serialized_end=4211
+  _globals['_ISSUESTATUS']._serialized_start=4214
+  _globals['_ISSUESTATUS']._serialized_end=4360
+  _globals['_ISSUESEVERITY']._serialized_start=4363
+  _globals['_ISSUESEVERITY']._serialized_end=4491
+  _globals['_SECURITYSCANSTATUS']._serialized_start=4493
+  _globals['_SECURITYSCANSTATUS']._serialized_end=4610
+  _globals['_EXECUTIONPLATFORM']._serialized_start=4613
+  _globals['_EXECUTIONPLATFORM']._serialized_end=4756
+  _globals['_RELEASE']._serialized_start=174
+  _globals['_RELEASE']._serialized_end=400
+  _globals['_TESTCOUNTSBYPRIORITY']._serialized_start=402
+  _globals['_TESTCOUNTSBYPRIORITY']._serialized_end=518
+  _globals['_TESTCOUNTSBYSTATUS']._serialized_start=520
+  _globals['_TESTCOUNTSBYSTATUS']._serialized_end=642
+  _globals['_ENVIRONMENTTESTCOUNTS']._serialized_start=645
+  _globals['_ENVIRONMENTTESTCOUNTS']._serialized_end=1285
+  _globals['_OPENISSUESTATISTICS']._serialized_start=1288
+  _globals['_OPENISSUESTATISTICS']._serialized_end=1904
+  _globals['_SECURITYSCANSUMMARY']._serialized_start=1907
+  _globals['_SECURITYSCANSUMMARY']._serialized_end=2388
+  _globals['_RELEASESUMMARY']._serialized_start=2391
+  _globals['_RELEASESUMMARY']._serialized_end=2849
+  _globals['_SCENARIORESULT']._serialized_start=2852
+  _globals['_SCENARIORESULT']._serialized_end=3088
+  _globals['_SCENARIO']._serialized_start=3091
+  _globals['_SCENARIO']._serialized_end=3376
+  _globals['_ISSUE']._serialized_start=3379
+  _globals['_ISSUE']._serialized_end=3698
+  _globals['_RELEASEDETAILEDRESULTS']._serialized_start=3701
+  _globals['_RELEASEDETAILEDRESULTS']._serialized_end=4005
 # @@protoc_insertion_point(module_scope)

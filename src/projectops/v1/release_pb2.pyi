@@ -234,14 +234,14 @@ class Release(_message.Message):
     version: _builtins.str
     """The release's version label (for example `1.2.0`). Never empty."""
     git_sha: _builtins.str
-    """The full git commit SHA the release was cut at (40 hexadecimal digits). Empty when the
-    release was created without one.
+    """The full git commit SHA the release was cut at: 40 lowercase hexadecimal digits. Empty when
+    the release was created without one.
     """
     previous_version: _builtins.str
     """The version label of the release before this one. Empty for the project's first release."""
     previous_git_sha: _builtins.str
-    """The git commit SHA the previous release was cut at. Empty when there is no previous release
-    or it has no SHA.
+    """The full git commit SHA the previous release was cut at: 40 lowercase hexadecimal digits.
+    Empty when there is no previous release or it has no SHA.
     """
     @_builtins.property
     def focus_areas(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -511,7 +511,7 @@ class ReleaseSummary(_message.Message):
 
     @_builtins.property
     def security_scans(self) -> _containers.RepeatedCompositeFieldContainer[Global___SecurityScanSummary]:
-        """The release's security scans, most recent first. Empty when none was run."""
+        """The release's security scans, most recent first, each scan once. Empty when none was run."""
 
     def __init__(
         self,
@@ -592,7 +592,9 @@ class Scenario(_message.Message):
     """The focus area of the release that the scenario covers. Empty when it covers none."""
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScenarioResult]:
-        """The latest result in each environment where the scenario is in scope."""
+        """The latest result in each environment where the scenario is in scope: one entry per
+        environment tag.
+        """
 
     def __init__(
         self,
@@ -677,12 +679,14 @@ class ReleaseDetailedResults(_message.Message):
     ISSUES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def scenarios(self) -> _containers.RepeatedCompositeFieldContainer[Global___Scenario]:
-        """The in-scope scenarios, by descending priority then by title. Empty when there is none."""
+        """The in-scope scenarios, by descending priority then by title, each scenario once. Empty when
+        there is none.
+        """
 
     @_builtins.property
     def issues(self) -> _containers.RepeatedCompositeFieldContainer[Global___Issue]:
-        """The in-scope issues (open and closed), by descending severity then by identifier. Empty when
-        there is none.
+        """The in-scope issues (open and closed), by descending severity then by identifier, each issue
+        once. Empty when there is none.
         """
 
     def __init__(

@@ -22,16 +22,21 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from projectops.v1 import buf_validate as buf_dot_validate_dot_validate__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#projectops/v1/rum_environment.proto\x12\rprojectops.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x01\n\x0eRumEnvironment\x12\x13\n\x0b\x65nvironment\x18\x01 \x01(\t\x12\x33\n\x0f\x66irst_seen_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_seen_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rsession_count\x18\x04 \x01(\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#projectops/v1/rum_environment.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x01\n\x0eRumEnvironment\x12\x1c\n\x0b\x65nvironment\x18\x01 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x12\x33\n\x0f\x66irst_seen_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_seen_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1e\n\rsession_count\x18\x04 \x01(\x03\x42\x07\xbaH\x04\"\x02(\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'projectops.v1.rum_environment_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RUMENVIRONMENT']._serialized_start=88
-  _globals['_RUMENVIRONMENT']._serialized_end=253
+  _globals['_RUMENVIRONMENT'].fields_by_name['environment']._loaded_options = None
+  _globals['_RUMENVIRONMENT'].fields_by_name['environment']._serialized_options = b'\272H\004r\002\020\001'
+  _globals['_RUMENVIRONMENT'].fields_by_name['session_count']._loaded_options = None
+  _globals['_RUMENVIRONMENT'].fields_by_name['session_count']._serialized_options = b'\272H\004\"\002(\000'
+  _globals['_RUMENVIRONMENT']._serialized_start=117
+  _globals['_RUMENVIRONMENT']._serialized_end=300
 # @@protoc_insertion_point(module_scope)

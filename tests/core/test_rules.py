@@ -1,0 +1,202 @@
+"""The schema's protovalidate rules: read from the descriptors (projectops.rules) and checked by
+the official engine with JSON paths (projectops.validation.rule_violations), docs/contract.md §4.6.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+import projectops
+from projectops import rules
+from projectops._wire import value_form
+from projectops.descriptions import description
+from projectops.fixtures import default_fixtures
+from projectops.v1 import error_pb2, mock_fixtures_pb2, operations_pb2, release_pb2
+from projectops.validation import (
+    EVALUATION_RULE,
+    REQUIRED_RULE,
+    RuleViolation,
+    is_required,
+    rule_violations,
+)
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def messages() -> Iterator[Descriptor]:
+    """Every message type the operations reach, and the fixtures' and the error body's, once."""
+    seen: set[str] = set()
+    ops = projectops.operations()
+    roots = [m.DESCRIPTOR for op in ops for m in (op.request_type, op.response_type)]
+    roots += [mock_fixtures_pb2.MockFixtures.DESCRIPTOR, error_pb2.ErrorResponse.DESCRIPTOR]
+    todo = list(roots)
+    while todo:
+        message = todo.pop()
+        if message.full_name in seen:
+            continue
+        seen.add(message.full_name)
+        yield message
+        todo += [m for fd in message.fields if (m := value_form(fd).message) is not None]
+
+
+def fields() -> Iterator[FieldDescriptor]:
+    for message in messages():
+        yield from message.fields
+
+
+def response(**summary: object) -> operations_pb2.GetReleaseDetailsResponse:
+    """A response keeping every rule, with `summary`'s release fields replaced."""
+    return operations_pb2.GetReleaseDetailsResponse(
+        summary=release_pb2.ReleaseSummary(
+            release=release_pb2.Release(**{"version": "1.0", "git_sha": SHA, **summary}),  # type: ignore[arg-type]
+            open_issues=release_pb2.OpenIssueStatistics(),
+        ),
+        detailed_results=release_pb2.ReleaseDetailedResults(),
+    )
+
+
+# --- REQUIRED is declared once ------------------------------------------------------------------
+
+
+def test_required_is_never_a_protovalidate_rule() -> None:
+    """REQUIRED is `google.api.field_behavior`, the one declaration (docs/contract.md §8.4)."""
+    stated = [fd.full_name for fd in fields() if (r := rules.field_rules(fd)) and r.required]
+    assert stated == []
+
+
+def test_every_promise_of_a_comment_is_a_rule() -> None:
+    """ "Always set" is REQUIRED; "Never empty" is REQUIRED or a minimum length; "unique" and
+    "hexadecimal digits" have a rule; the counts of a message of counts have a minimum."""
+    broken = []
+    for fd in fields():
+        text = description(fd)
+        kind = rules.rule_kind(fd)
+        if "Always set" in text and not is_required(fd):
+            broken.append(f"{fd.full_name}: 'Always set' but not REQUIRED")
+        if "Never empty" in text and not (
+            is_required(fd) or (kind and kind[0] == "string" and kind[1].min_len >= 1)
+        ):
+            broken.append(f"{fd.full_name}: 'Never empty' without min_len or REQUIRED")
+        if "hexadecimal digits" in text and not (kind and kind[1].pattern):
+            broken.append(f"{fd.full_name}: a SHA without a pattern")
+        if re.search(r"\bNumber of\b|\bcount\b", text, re.I) and fd.type == fd.TYPE_INT64:
+            if fd.name.endswith("_id"):
+                continue
+            if not (kind and kind[0] == "int64" and kind[1].HasField("gte")):
+                broken.append(f"{fd.full_name}: a count without a minimum")
+    assert broken == []
+
+
+def test_rules_read_the_vendored_validate_proto() -> None:
+    version = operations_pb2.GetReleaseDetailsRequest.DESCRIPTOR.fields_by_name["version"]
+    kind, string = rules.rule_kind(version)  # type: ignore[misc]
+    assert kind == "string" and string.max_len == 128
+    unique = rules.cel_rules(release_pb2.ReleaseDetailedResults.DESCRIPTOR.fields_by_name["issues"])
+    assert [r.expression for r in unique] == ["this.map(i, i.issue_id).unique()"]
+    assert rules.cel_rules(release_pb2.OpenIssueStatistics.DESCRIPTOR)
+    plain = release_pb2.Release.DESCRIPTOR.fields_by_name["focus_areas"]
+    assert rules.field_rules(plain) is None and rules.rule_kind(plain) is None
+
+
+# --- rule_violations --------------------------------------------------------------------------
+
+
+def test_a_message_keeping_every_rule_has_no_violation() -> None:
+    assert rule_violations(response()) == []
+    assert rule_violations(operations_pb2.GetReleaseDetailsRequest(version="1.2.0")) == []
+
+
+def test_the_default_fixtures_keep_every_rule() -> None:
+    for project in default_fixtures():
+        for answers in project.answers.values():
+            for answer in answers:
+                assert rule_violations(answer.request) == []
+                assert rule_violations(answer.response) == []
+
+
+def test_a_long_version_breaks_its_maximum_length() -> None:
+    request = operations_pb2.GetReleaseDetailsRequest(version="1" * 100_000)
+    assert rule_violations(request) == [
+        RuleViolation("version", "must be at most 128 characters", "string.max_len")
+    ]
+
+
+def test_missing_required_fields_come_first_named_by_json_path() -> None:
+    answer = operations_pb2.GetReleaseDetailsResponse(
+        summary=release_pb2.ReleaseSummary(release=release_pb2.Release(version="1"))
+    )
+    assert rule_violations(answer) == [
+        RuleViolation("summary.openIssues", "is required", REQUIRED_RULE),
+        RuleViolation("detailedResults", "is required", REQUIRED_RULE),
+    ]
+
+
+@pytest.mark.parametrize("sha", ["xyz", SHA.upper(), SHA + "0", " " + SHA[1:]])
+def test_a_sha_that_is_not_40_lowercase_hex_digits_breaks_its_pattern(sha: str) -> None:
+    (found,) = rule_violations(response(git_sha=sha))
+    assert (found.field, found.rule) == ("summary.release.gitSha", "string.pattern")
+    assert "^([0-9a-f]{40})?$" in found.description
+
+
+def test_an_empty_sha_keeps_the_pattern() -> None:
+    assert rule_violations(response(git_sha="")) == []
+
+
+def test_paths_of_list_elements_and_cel_messages() -> None:
+    answer = response()
+    issues = answer.detailed_results.issues
+    issues.add(issue_id=7, title="a")
+    issues.add(issue_id=7, title="")
+    assert rule_violations(answer) == [
+        RuleViolation(
+            "detailedResults.issues", "holds each issue_id once", "issues.unique_issue_id"
+        ),
+        RuleViolation(
+            "detailedResults.issues[1].title", "must be at least 1 characters", "string.min_len"
+        ),
+    ]
+
+
+def test_a_message_rule_names_the_message() -> None:
+    answer = response()
+    answer.summary.open_issues.total = 1
+    assert rule_violations(answer) == [
+        RuleViolation(
+            "summary.openIssues",
+            "total must equal active + in_progress + blocked",
+            "open_issue_statistics.total_by_status",
+        )
+    ]
+
+
+def test_a_rule_of_the_top_level_message_has_the_empty_path() -> None:
+    answer = mock_fixtures_pb2.MockAnswer()  # neither response nor error
+    found = rule_violations(answer)
+    assert [(v.field, v.rule) for v in found] == [("", "mock_answer.response_or_error")]
+    assert found[0].field_violation() == error_pb2.FieldViolation(
+        field="", description="exactly one of response and error must be set"
+    )
+
+
+def test_negative_counts_break_their_minimum() -> None:
+    answer = response()
+    answer.summary.open_issues.total = -1
+    answer.summary.open_issues.active = -1
+    found = rule_violations(answer)
+    assert (
+        RuleViolation("summary.openIssues.total", "must be greater than or equal to 0", "int64.gte")
+        in found
+    )
+
+
+def test_a_rule_the_engine_cannot_evaluate_is_a_violation() -> None:
+    answer = response()
+    stats = answer.summary.open_issues
+    stats.total, stats.active, stats.in_progress = 1, 2**63 - 1, 1  # the CEL sum overflows
+    (found,) = rule_violations(answer)
+    assert found.rule == EVALUATION_RULE and found.field == ""
+    assert "overflow" in found.description
