@@ -11,44 +11,53 @@ the registry, the JSON codec, validation, the error model and the HTTP conventio
     '{"version":"1.0.0"}'
 """
 
-from projectops import errors
-from projectops.codec import from_json, to_dict, to_json
-from projectops.conventions import (
-    API_KEY_ENV,
-    API_KEY_HEADER,
-    BASE_URL_ENV,
-    DEFAULT_BASE_URL,
-    InvalidBaseUrl,
-    normalize_base_url,
-    operation_name,
-    operation_path,
-    tool_name,
-)
-from projectops.descriptions import description
-from projectops.errors import *  # noqa: F403  (the error model: errors.__all__)
-from projectops.registry import Operation, UnknownOperationError, operation, operations
-from projectops.validation import validate
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from projectops._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from projectops import errors as errors
+    from projectops.codec import from_json as from_json
+    from projectops.codec import to_dict as to_dict
+    from projectops.codec import to_json as to_json
+    from projectops.conventions import API_KEY_ENV as API_KEY_ENV
+    from projectops.conventions import API_KEY_HEADER as API_KEY_HEADER
+    from projectops.conventions import BASE_URL_ENV as BASE_URL_ENV
+    from projectops.conventions import DEFAULT_BASE_URL as DEFAULT_BASE_URL
+    from projectops.conventions import InvalidBaseUrl as InvalidBaseUrl
+    from projectops.conventions import normalize_base_url as normalize_base_url
+    from projectops.conventions import operation_name as operation_name
+    from projectops.conventions import operation_path as operation_path
+    from projectops.conventions import tool_name as tool_name
+    from projectops.descriptions import description as description
+    from projectops.errors import *  # noqa: F403  (the error model: errors.__all__)
+    from projectops.registry import Operation as Operation
+    from projectops.registry import UnknownOperationError as UnknownOperationError
+    from projectops.registry import operation as operation
+    from projectops.registry import operations as operations
+    from projectops.validation import validate as validate
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "API_KEY_ENV",
-    "API_KEY_HEADER",
-    "BASE_URL_ENV",
-    "DEFAULT_BASE_URL",
-    "InvalidBaseUrl",
-    "Operation",
-    "UnknownOperationError",
-    "description",
-    "from_json",
-    "normalize_base_url",
-    "operation",
-    "operation_name",
-    "operation_path",
-    "operations",
-    "to_dict",
-    "to_json",
-    "tool_name",
-    "validate",
-]
-__all__ += errors.__all__
+# Each public name is imported from its module on first use (PEP 562): `import projectops`
+# loads neither protobuf's runtime nor the codec, and the CLI's call pays only for what it uses.
+_NAMES = {
+    "projectops.codec": "from_json to_dict to_json",
+    "projectops.conventions": "API_KEY_ENV API_KEY_HEADER BASE_URL_ENV DEFAULT_BASE_URL "
+    "InvalidBaseUrl normalize_base_url operation_name operation_path tool_name",
+    "projectops.descriptions": "description",
+    # errors.__all__, the error model (tests/test_lazy_imports.py holds the two equal).
+    "projectops.errors": "ERROR_CLASSES HTTP_STATUS_BY_CODE Aborted AlreadyExists ApiError "
+    "Canceled Code DataLoss DeadlineExceeded FailedPrecondition FieldViolation Internal "
+    "InvalidArgument NotFound OutOfRange PermissionDenied ResourceExhausted Unauthenticated "
+    "Unavailable Unimplemented Unknown",
+    "projectops.registry": "Operation UnknownOperationError operation operations",
+    "projectops.validation": "validate",
+}
+_WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}
+__all__ = sorted(_WHERE)
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_attributes(__name__, _WHERE)

@@ -39,6 +39,18 @@ def _unsafe() -> re.Pattern[str]:
     return re.compile(f"[{bmp}\ud800-\udfff{_ASTRAL_UNSAFE}]")
 
 
+# ASCII's only unsafe characters are its controls (Cc): an ASCII text, the usual case, is
+# escaped without building the table of :func:`_unsafe`.
+_ASCII_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def unsafe_characters(*, ascii_only: bool) -> re.Pattern[str]:
+    """The pattern of one character :func:`escape` writes as an escape: for an ASCII text
+    (`ascii_only`) the ASCII controls, which match there as the whole table would, else the
+    whole table of :func:`_unsafe` (built on first use)."""
+    return _ASCII_UNSAFE if ascii_only else _unsafe()
+
+
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
     if code < 0x100:
@@ -51,7 +63,7 @@ def _visible(match: re.Match[str]) -> str:
 def escape(text: str) -> str:
     """`text` with every unsafe character written as a visible escape (``\\x1b``); printable
     text, backslashes included, is kept, so escaping twice changes nothing."""
-    return _unsafe().sub(_visible, text)
+    return unsafe_characters(ascii_only=text.isascii()).sub(_visible, text)
 
 
 def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:

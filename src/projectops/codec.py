@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any, Final, TypeVar, cast
 
-from google.protobuf import json_format, message_factory
+from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
@@ -84,6 +84,8 @@ def from_json(
         return _fastcodec.from_dict(data, message_type, strict=strict)
     except _fastcodec.Unsupported:
         pass  # json_format decides, and the locator names any error, as before
+    from google.protobuf import json_format  # only here: the fast path decodes the usual input
+
     descriptor = cast(Descriptor, message_type.DESCRIPTOR)
     message = message_type()
     try:
@@ -222,6 +224,8 @@ def _check_value(
     if not leaves:
         return
     # The leaf itself is judged by json_format, on a message holding only this element.
+    from google.protobuf import json_format
+
     holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
     try:
         json_format.ParseDict({fd.json_name: alone}, holder, ignore_unknown_fields=not strict)

@@ -5,7 +5,6 @@ argument types and listening helpers the serving commands share."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import math
 import signal
@@ -203,6 +202,10 @@ def serve_app(
     processes. `drain_timeout` is uvicorn's timeout_graceful_shutdown, `settings` more
     ``uvicorn.Config`` arguments over these defaults: warnings only, through the logging already
     configured, no lifespan. Returns whether it started."""
+    # Imported here, not at the top: every command of the program imports this module, and an
+    # operation's one call must not pay for an event loop it never starts.
+    import asyncio
+
     import uvicorn
 
     settings = {

@@ -33,6 +33,15 @@ def test_every_control_format_separator_and_surrogate_is_escaped() -> None:
     )
 
 
+def test_ascii_text_is_escaped_as_the_whole_table_escapes_it() -> None:
+    # escape() spares ASCII text the whole table: the two must agree on every ASCII character.
+    ascii_only = "".join(map(chr, range(128)))
+    assert escape(ascii_only) == "".join(escape(c + "\u00e9")[:-1] for c in ascii_only)
+    assert escape(ascii_only) == "".join(
+        f"\\x{ord(c):02x}" if unicodedata.category(c) in UNSAFE else c for c in ascii_only
+    )
+
+
 @pytest.mark.parametrize("text", ["plain", "caf\u00e9 \u65e5\u672c \U0001f600", "a\\x1b b"])
 def test_printable_text_is_left_alone_and_escaping_twice_changes_nothing(text: str) -> None:
     assert escape(text) == text

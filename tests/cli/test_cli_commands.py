@@ -11,6 +11,7 @@ import argparse
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from google.protobuf.message import Message
@@ -30,7 +31,8 @@ from projectops.client import (
 from projectops.client.failures import failure
 from projectops.commands import Command
 from projectops.v1 import release_pb2
-from tests.support import KEY, Recorder
+from tests.support import DEMO_KEY, KEY, Recorder, cli_env
+from tests.synthetic import with_required_string, without_request_fields
 
 ISSUES = Operation(
     name="file_issue",
@@ -159,7 +161,8 @@ def test_core_only_commands_import_neither_httpx_nor_the_server_stack() -> None:
         "import sys; from projectops.cli._main import main; "
         "import projectops; tool = projectops.operations()[0].tool_name; "
         "rc = main(['operations']) + main(['schema', tool]); "
-        "bad = [m for m in ('httpx', 'starlette', 'uvicorn', 'mcp') if m in sys.modules]; "
+        "bad = [m for m in ('httpx2', 'httpcore2', 'starlette', 'uvicorn', 'mcp') "
+        "if m in sys.modules]; "
         "print(bad, file=sys.stderr); sys.exit(rc or bool(bad))"
     )
     proc = subprocess.run(
@@ -167,6 +170,66 @@ def test_core_only_commands_import_neither_httpx_nor_the_server_stack() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip() == "[]"
+
+
+# What one operation's call never needs, modules and packages: the serving stack, an event
+# loop, the features' own machinery, what only an error or another command uses.
+NOT_ON_A_CALLS_PATH = (
+    "asyncio",  # the sync client starts no event loop
+    "starlette",
+    "uvicorn",
+    "mcp",
+    "protovalidate",  # the server's validation: 0.5-1 s to import
+    "projectops.server",
+    "projectops.mcp._server",
+    "projectops.mock._app",
+    "projectops.conformance._runner",
+    "projectops.conformance._proxy",
+    "projectops.json_schema",
+    "projectops.openapi",
+    "google.protobuf.json_format",  # the codec's fallback, for input the fast path refuses
+    "difflib",  # "did you mean", after a mistake only
+    "xml",  # the conformance runner's JUnit report
+)
+
+
+# Run in a fresh interpreter: argv[1:] are the calls, each a JSON array of arguments; prints a
+# JSON array of what it found wrong, then the names of every module loaded.
+_CALLS_IN_A_FRESH_INTERPRETER = """
+import contextlib, io, json, sys
+import projectops
+wrong = ["import projectops loaded protobuf"] if "google.protobuf" in sys.modules else []
+from projectops import _text
+from projectops.cli import main
+if _text._unsafe.cache_info().currsize:
+    wrong.append("importing the program built the escape table")
+for args in sys.argv[1:]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        if main(json.loads(args)) != 0:
+            wrong.append(f"{args} failed")
+print(json.dumps([*wrong, sorted(sys.modules)]))
+"""
+
+
+@pytest.mark.slow
+def test_an_operations_call_imports_only_what_it_needs(mock_server: Any) -> None:
+    get, field = with_required_string()
+    flag = "--" + field.name.replace("_", "-")
+    calls = [[without_request_fields().tool_name], [get.tool_name, flag, "1.0.0"]]
+    proc = subprocess.run(
+        [sys.executable, "-c", _CALLS_IN_A_FRESH_INTERPRETER, *map(json.dumps, calls)],
+        env=cli_env(DEMO_KEY, mock_server.base_url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    *wrong, modules = json.loads(proc.stdout)
+    assert wrong == []
+    assert "projectops.client._transport" in modules  # the calls were made
+    inside = [m for m in modules for p in NOT_ON_A_CALLS_PATH if f"{m}.".startswith(f"{p}.")]
+    assert inside == []
 
 
 @pytest.mark.parametrize(

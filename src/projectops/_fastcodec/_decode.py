@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, cast
 
-from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
@@ -347,6 +346,8 @@ def _decode_wkt(cls: type[Message], value: Any, depth: int, lenient: bool) -> Me
         if not lenient:
             raise Unsupported  # the codec's strict walk judges an Any's keys as fields of Any
         value = copy.deepcopy(value)  # json_format moves "@type" to the end of the object
+    from google.protobuf import json_format  # imported by the rare input that needs it
+
     message = cls()
     try:
         # json_format counts depth from the root: the subtree gets what is left of it.

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, Final, cast
 
-from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
@@ -147,6 +146,8 @@ def to_dict(message: Message) -> dict[str, Any]:
             return encoding_plan(descriptor).encode(message)
         except (_NoPlan, ValueError):  # ValueError: a Timestamp or Duration out of range
             pass
+    from google.protobuf import json_format  # imported by the rare message that needs it
+
     data = json_format.MessageToDict(message, **_OPTIONS_OUT)
     return _in_field_order(data, descriptor)
 
@@ -172,6 +173,8 @@ def _encode_value(kind: int, aux: Any, value: Any, order: Descriptor | None) -> 
     if kind == BYTES:
         return base64.b64encode(value).decode("utf-8")
     if kind == WKT:
+        from google.protobuf import json_format
+
         data = json_format.MessageToDict(value, **_OPTIONS_OUT)
         if order is not None and isinstance(data, dict):
             data = _in_field_order(data, order)

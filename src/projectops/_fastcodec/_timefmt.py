@@ -23,11 +23,12 @@ DURATION_SECONDS_MAX: Final = 315576000000  # about 10,000 years, either sign
 _EPOCH_ORDINAL: Final = datetime.date(1970, 1, 1).toordinal()
 CACHE_SIZE: Final = 8192  # entries of each timestamp cache before it starts over
 
-# "YYYY-MM-DDTHH:" -> seconds since the epoch, and "MM:SS" -> seconds; filled as met.
+# "YYYY-MM-DDTHH:" -> seconds since the epoch, and "MM:SS" -> seconds; filled as met (the
+# minutes too, at most 3,600 entries: a program that reads or writes one time builds no table).
 _HOUR_SECONDS: dict[str, int] = {}
-_MINUTE_TEXT: Final = [f"{m:02d}:{s:02d}" for m in range(60) for s in range(60)]
-_MINUTE_SECONDS: Final = {text: i for i, text in enumerate(_MINUTE_TEXT)}
+_MINUTE_SECONDS: dict[str, int] = {}
 _HOUR_TEXT: dict[int, str] = {}  # hours since the epoch -> "YYYY-MM-DDTHH:"
+_MINUTE_TEXT: dict[int, str] = {}  # seconds into the hour -> "MM:SS"
 
 
 def parse_timestamp(value: str) -> dict[str, int]:
@@ -60,6 +61,7 @@ def parse_timestamp(value: str) -> dict[str, int]:
     if len(_HOUR_SECONDS) >= CACHE_SIZE:
         _HOUR_SECONDS.clear()
     _HOUR_SECONDS[value[:14]] = hour
+    _MINUTE_SECONDS[value[14:19]] = m * 60 + s  # "MM:SS", checked above
     seconds = hour + m * 60 + s
     if offset != "Z":
         shift = (int(offset[1:3]) * 60 + int(offset[4:6])) * 60
@@ -130,7 +132,10 @@ def format_timestamp(timestamp: Any) -> str:
         if len(_HOUR_TEXT) >= CACHE_SIZE:
             _HOUR_TEXT.clear()
         _HOUR_TEXT[hours] = prefix
-    text = prefix + _MINUTE_TEXT[rest]
+    minutes = _MINUTE_TEXT.get(rest)
+    if minutes is None:
+        minutes = _MINUTE_TEXT[rest] = f"{rest // 60:02d}:{rest % 60:02d}"
+    text = prefix + minutes
     if nanos == 0:
         return text + "Z"
     if nanos % 1_000_000 == 0:

@@ -5,7 +5,6 @@ server); every failure is reported through the one table of :mod:`projectops.cli
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -64,6 +63,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _closest(word: str, candidates: Iterable[str]) -> str | None:
+    import difflib  # only a mistyped command, choice or flag pays for it
+
     matches = difflib.get_close_matches(word, list(candidates), n=1)
     return matches[0] if matches else None
 

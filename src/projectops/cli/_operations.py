@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from projectops import json_schema
-from projectops._text import REDACTED, _unsafe, escape, escape_lines
+from projectops._text import REDACTED, escape, escape_lines, unsafe_characters
 from projectops.client import DEFAULT_RETRIES
 from projectops.client.failures import EXIT_OK, UsageError
 from projectops.client.redaction import redact
@@ -203,16 +202,17 @@ def _write_json(message: Message, *, indent: int | None) -> None:
 
 
 @cache
-def _terminal_controls() -> re.Pattern[str]:
+def _terminal_controls(ascii_only: bool) -> re.Pattern[str]:
     # What escape() shows escaped, but the newline: in JSON text a raw one only separates tokens.
-    return re.compile(r"(?!\n)" + _unsafe().pattern)
+    return re.compile(r"(?!\n)" + unsafe_characters(ascii_only=ascii_only).pattern)
 
 
 def inert_json(text: str) -> str:
     """JSON text with every character a terminal acts on (what :func:`projectops._text.escape`
     escapes) written as a ``\\uXXXX`` escape: the same JSON value, safe to print (28.6)."""
     # json.dumps (ensure_ascii) writes \\uXXXX, a surrogate pair above the BMP.
-    return _terminal_controls().sub(lambda match: json.dumps(match.group())[1:-1], text)
+    controls = _terminal_controls(text.isascii())
+    return controls.sub(lambda match: json.dumps(match.group())[1:-1], text)
 
 
 class _DryRun(Exception):
@@ -284,6 +284,8 @@ def _tool(parser: argparse.ArgumentParser) -> None:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from projectops import json_schema
+
     op = operation(args.tool)
     schema = json_schema.output_schema(op) if args.output else json_schema.input_schema(op)
     print(inert_json(json.dumps(schema, indent=2)))  # DEL is ASCII: json.dumps keeps it

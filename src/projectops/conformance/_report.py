@@ -8,7 +8,6 @@ import sys
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
-from xml.etree import ElementTree
 
 from projectops._text import escape, outside_text
 
@@ -98,6 +97,8 @@ def _xml(text: str) -> str:
 def junit_xml(report: Report) -> bytes:
     """`report` as UTF-8 JUnit XML in pytest's form: a ``<testcase classname="<operation>"
     name="<check id>">`` per check."""
+    from xml.etree import ElementTree  # here: the program imports this module for every command
+
     name = "projectops conformance"
     suites = ElementTree.Element("testsuites", name=name)
     suite = ElementTree.SubElement(
