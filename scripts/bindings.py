@@ -189,6 +189,68 @@ class _Rpc:
     request: str  # e.g. operations_pb2.GetReleaseDetailsRequest
     response: str
     keywords: list[tuple[str, str]]  # (python name, type)
+    fields: dict[str, str]  # python name -> the first sentence of the field's comment
+
+
+def _first_sentence(comment: str) -> str:
+    """The first sentence of a cleaned comment's first paragraph, on one line."""
+    text = comment.split("\n\n", 1)[0].replace("\n", " ")
+    match = re.match(r"(.+?\.)(\s|$)", text)
+    return match.group(1) if match else text
+
+
+def _section(title: str, items: list[tuple[str, str]], indent: str) -> str:
+    """A Google-style docstring section (``Args:``, ``Returns:``) as one paragraph of lines:
+    each ``name: text`` wrapped at `indent`, its continuation lines four spaces deeper. An item
+    without a name is a bare description (``Returns:``)."""
+    width = 100 - len(indent) - 8
+    lines = [f"{title}:"]
+    for name, text in items:
+        wrapped = _wrap(f"{name}: {text}" if name else text, width)
+        lines += [f"    {wrapped[0]}", *(f"        {line}" for line in wrapped[1:])]
+    return "\n".join(lines)
+
+
+def _client_sections(rpc: _Rpc, base: str) -> str:
+    request = rpc.request.rsplit(".", 1)[1]
+    built = "one built from the keywords" if rpc.fields else "the empty request"
+    args = [("request", f"the request message, a ``{request}``; ``None`` (the default): {built}.")]
+    args += [
+        (name, f"{text or 'The field.'} ``None`` (the default): unset.")
+        for name, text in rpc.fields.items()
+    ]
+    returns = [("", f"The ``{rpc.response.rsplit('.', 1)[1]}``.")]
+    raises = [("projectops.ApiError", f"as :meth:`~projectops.client.{base}.call` raises.")]
+    if rpc.fields:
+        raises.insert(0, ("TypeError", "both `request` and a keyword are given."))
+    sections = [("Args", args), ("Returns", returns), ("Raises", raises)]
+    return "\n\n".join(_section(title, items, "        ") for title, items in sections)
+
+
+def _with(doc: str, sections: str) -> str:
+    """An rpc's comment, then the sections the generator writes (Args, Returns, Raises)."""
+    return f"{doc or '(no description in the proto)'}\n\n{sections}"
+
+
+def _handler_sections(rpc: _Rpc) -> str:
+    args = [
+        ("request", "the decoded, validated request message."),
+        (
+            "context",
+            "the call's :class:`~projectops.server.RequestContext`; ``context.project`` is "
+            "what ``authenticate`` returned.",
+        ),
+    ]
+    returns = [("", f"The ``{rpc.response.rsplit('.', 1)[1]}``, or an awaitable of it.")]
+    raises = [
+        (
+            "projectops.ApiError",
+            "a subclass, answered with its code's status (docs/contract.md §5.2).",
+        ),
+        ("projectops.Unimplemented", "(501) unless a subclass overrides the method."),
+    ]
+    sections = [("Args", args), ("Returns", returns), ("Raises", raises)]
+    return "\n\n".join(_section(title, items, "        ") for title, items in sections)
 
 
 def _services(
@@ -206,6 +268,11 @@ def _services(
                 response = types[method.output_type]
                 assert request.proto is not None
                 keywords = [(f.name, _keyword_type(f, types)) for f in request.proto.field]
+                message = f"{package}.{request.path}"
+                fields = {
+                    f.name: _first_sentence(docs.get(f"{message}.{f.name}", ""))
+                    for f in request.proto.field
+                }
                 rpcs.append(
                     _Rpc(
                         name=rpc_operation_name(method.name),
@@ -213,6 +280,7 @@ def _services(
                         request=f"{request.alias}.{request.path}",
                         response=f"{response.alias}.{response.path}",
                         keywords=keywords,
+                        fields=fields,
                     )
                 )
             yield service.name, docs.get(f"{package}.{service.name}", ""), rpcs
@@ -261,7 +329,7 @@ def render_client(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
                     "        self,",
                     *signature,
                     f"    ) -> {rpc.response}:",
-                    *_docstring(rpc.doc, "        "),
+                    *_docstring(_with(rpc.doc, _client_sections(rpc, base)), "        "),
                     f"        message = request_message({rpc.name.upper()}, request, {{{fields}}})",
                     f"        return {wait}self.call(",
                     f"            {rpc.name.upper()}, message, response_type={rpc.response}",
@@ -314,7 +382,7 @@ def render_server(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
                     f"    ) -> (\n        {rpc.response}\n"
                     f"        | Awaitable[{rpc.response}]\n    ):"
                 ),
-                *_docstring(rpc.doc, "        "),
+                *_docstring(_with(rpc.doc, _handler_sections(rpc)), "        "),
                 f'        raise Unimplemented("{rpc.name} is not implemented by this server")',
             ]
     head = [

@@ -31,8 +31,18 @@ ALLOWED_METHOD = "POST"
 
 @dataclass(frozen=True)
 class ErrorCase:
-    """One error answer: its `code`, the `situation` (Markdown sentences), the `status` when it
-    is not the code's, the `headers` it always carries and `when` they are sent (a few words)."""
+    """One error answer of the server adapter: what the server sends, and what the OpenAPI
+    document says of it (docs/contract.md §2.4, §5).
+
+    Attributes:
+        code: the answer's error code, a :class:`~projectops.Code` value (``"unauthenticated"``).
+        situation: when the answer is sent, in Markdown sentences (the OpenAPI description).
+        status: the HTTP status when it is not the code's (:data:`~projectops.HTTP_STATUS_BY_CODE`);
+            ``None`` (the default): the code's.
+        headers: the headers the answer always carries, name -> value; ``None`` (the default):
+            none.
+        when: a few words saying when those headers are sent; ``""`` (the default): always.
+    """
 
     code: str
     situation: str
@@ -48,7 +58,18 @@ class ErrorCase:
         return HTTP_STATUS_BY_CODE[Code(self.code)]
 
     def error(self, message: str, violations: Iterable[FieldViolation] = ()) -> ApiError:
-        """A new exception of this answer's code. Raises ValueError: `code` is no Code name."""
+        """A new exception of this answer's code (docs/contract.md §5.1).
+
+        Args:
+            message: the exception's message.
+            violations: its field violations; none by default.
+
+        Returns:
+            An instance of the :class:`~projectops.ApiError` subclass of `code`.
+
+        Raises:
+            ValueError: `code` is not a :class:`~projectops.Code` value.
+        """
         return ERROR_CLASSES[Code(self.code)](message, violations)
 
 

@@ -44,25 +44,68 @@ _ARRAY_COST: Final = 104  # bytes per JSON array for json.loads: a list with roo
 
 
 def to_dict(message: Message) -> dict[str, Any]:
-    """The JSON object of `message` as Python values (64-bit integers as ``str``), keys in
-    proto field order at every level."""
+    """The JSON object of `message` in the protobuf JSON mapping, as Python values
+    (docs/contract.md §3.1).
+
+    Args:
+        message: any generated message (a request, a response, an ``ErrorResponse``).
+
+    Returns:
+        A new ``dict`` with the JSON (camelCase) names as keys, in proto field order at every
+        level; 64-bit integers as ``str``, enums by name, timestamps in RFC 3339; fields without
+        presence always written.
+
+    Raises:
+        ValueError: a value the mapping cannot write (a ``Timestamp`` or ``Duration`` out of
+            the range of RFC 3339).
+    """
     return _fastcodec.to_dict(message)
 
 
 def to_json(message: Message, *, indent: int | None = None) -> str:
-    """`message` as JSON text; `indent` spaces per level, or compact (the wire form) if None."""
+    """`message` as JSON text in the protobuf JSON mapping (docs/contract.md §3.1).
+
+    Args:
+        message: any generated message.
+        indent: spaces per level of nesting; ``None`` (the default): compact, the form sent on
+            the wire.
+
+    Returns:
+        The JSON text, non-ASCII characters as they are (not ``\\u`` escapes).
+
+    Raises:
+        ValueError: as :func:`to_dict`.
+    """
     return dump(to_dict(message), indent=indent)
 
 
 def iter_json(message: Message, *, indent: int | None = None) -> Iterator[str]:
-    """:func:`to_json`'s text of `message` in pieces of about 64 Ki characters, built as they
-    are consumed (a large message is never held whole). Raises ValueError as :func:`to_dict`
-    does, possibly after some pieces were yielded."""
+    """:func:`to_json`'s text of `message`, in pieces built as they are consumed, so a large
+    message is never held whole as text (docs/contract.md §3.1).
+
+    Args:
+        message: any generated message.
+        indent: spaces per level of nesting; ``None`` (the default): compact.
+
+    Yields:
+        Pieces of about 64 Ki characters whose concatenation is ``to_json(message, indent=indent)``.
+
+    Raises:
+        ValueError: as :func:`to_dict`, possibly after some pieces were yielded.
+    """
     return _fastcodec.iter_json(message, indent)
 
 
 def dump(data: Mapping[str, Any], *, indent: int | None = None) -> str:
-    """JSON text of a :func:`to_dict` result, formatted as :func:`to_json` formats it."""
+    """JSON text of a :func:`to_dict` result, formatted as :func:`to_json` formats it.
+
+    Args:
+        data: a mapping of JSON values (what :func:`to_dict` returns, possibly edited).
+        indent: spaces per level of nesting; ``None`` (the default): compact.
+
+    Returns:
+        The JSON text, non-ASCII characters as they are.
+    """
     separators = (",", ": ") if indent is not None else (",", ":")
     return json.dumps(data, indent=indent, separators=separators, ensure_ascii=False)
 
@@ -73,9 +116,28 @@ def from_json(
     *,
     strict: bool = False,
 ) -> M:
-    """Decode JSON text (``str`` or UTF-8 ``bytes``) or a parsed JSON object into a new
-    `message_type` message (REQUIRED fields unchecked); `strict`: docs/contract.md §3.4.
-    Raises InvalidArgument (§3.5), also when decoding would cost too much memory."""
+    """Decode JSON into a new message of `message_type` (docs/contract.md §3.2-§3.5).
+
+    REQUIRED fields are not checked here: that is :func:`projectops.validate` (§4).
+
+    Args:
+        data: JSON text (``str``, or UTF-8 ``bytes``/``bytearray``) or an already parsed JSON
+            object (a mapping). Names in camelCase or as in the proto; 64-bit integers as
+            strings or numbers; enums by name or number.
+        message_type: the generated message class to decode into.
+        strict: ``False`` (the default) ignores unknown fields and unknown enum names (§3.3);
+            ``True`` rejects them (§3.4).
+
+    Returns:
+        A new `message_type` message.
+
+    Raises:
+        projectops.InvalidArgument: (a ``ValueError``) not UTF-8, not JSON, not an object, a
+            value of the wrong kind, or, with `strict`, an unknown name; the message and its one
+            violation name the field path (§3.5). Also raised before parsing when decoding would
+            cost more than 24 bytes of memory per byte of text (at least
+            :data:`DECODE_BYTES_FLOOR`, §6).
+    """
     if isinstance(data, (bytes, bytearray, str)):
         data = parse_json(data, message_type)
     if not isinstance(data, Mapping):
@@ -103,8 +165,22 @@ def from_json(
 
 
 def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> Any:
-    """`text` parsed as JSON (any value), after :func:`from_json`'s decode-cost guard for
-    `message_type`. Raises InvalidArgument: too costly, not UTF-8, or not JSON."""
+    """`text` parsed as JSON (any JSON value), after :func:`from_json`'s decode-cost guard for
+    `message_type` (docs/contract.md §6, §9.2).
+
+    For readers that judge the JSON before decoding it into a message (the conformance runner).
+
+    Args:
+        text: JSON text, ``str`` or UTF-8 ``bytes``/``bytearray``.
+        message_type: the message the text is meant to be; its shape sets what decoding may cost.
+
+    Returns:
+        The value ``json.loads`` gives: a ``dict``, ``list``, ``str``, number, bool or ``None``.
+
+    Raises:
+        projectops.InvalidArgument: decoding would cost too much memory, the bytes are not UTF-8,
+            or the text is not JSON.
+    """
     _check_decode_cost(text, message_type)
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -262,8 +338,16 @@ def _cut(text: str, limit: int = 40) -> str:
 
 
 def describe_value(value: Any) -> str:
-    """A JSON value in JSON's words for error messages (``the string "1.0"``, ``an object``),
-    cut to 40 characters."""
+    """A JSON value in JSON's words, for error messages (docs/contract.md §3.5).
+
+    Args:
+        value: a value as ``json.loads`` returns it.
+
+    Returns:
+        ``the string "1.0"``, ``the number 3``, ``the boolean true``, ``an object``,
+        ``an array`` or ``null``; a string or number cut to 40 characters, a lone surrogate
+        escaped.
+    """
     if isinstance(value, bool):
         return f"the boolean {json.dumps(value)}"
     if isinstance(value, (int, float)):
@@ -288,7 +372,16 @@ def _invalid(path: str, expected: str, got: str) -> InvalidArgument:
 
 
 def error_body(error: ApiError) -> str:
-    """The compact JSON of `error`'s ``ErrorResponse``; a lone surrogate is escaped."""
+    """The body of an error answer: `error`'s ``ErrorResponse`` as compact JSON (docs/contract.md
+    §5.1).
+
+    Args:
+        error: the error to send.
+
+    Returns:
+        The JSON text; a lone surrogate in the message is escaped (``\\ud800``), so the text is
+        always valid UTF-8.
+    """
     if _is_utf8(error.message):
         return to_json(error.to_proto())
     escaped = error.message.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -296,7 +389,15 @@ def error_body(error: ApiError) -> str:
 
 
 def read_error_body(body: bytes | str) -> ErrorResponse | None:
-    """The ``ErrorResponse`` an answer's body holds, or ``None`` (no ``message``). Never raises."""
+    """The ``ErrorResponse`` an error answer's body holds (docs/contract.md §5.5).
+
+    Args:
+        body: the answer's body, bytes or text.
+
+    Returns:
+        The decoded ``ErrorResponse``, or ``None`` when the body is not one (not JSON, the wrong
+        shape, or no ``message``). Never raises.
+    """
     try:
         proto = from_json(body, ErrorResponse)
     except InvalidArgument:

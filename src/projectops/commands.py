@@ -41,11 +41,19 @@ DEFAULT_DRAIN_TIMEOUT = 10
 
 @dataclass(frozen=True)
 class Command:
-    """One subcommand of ``projectops``: `help` is its line in ``projectops --help``,
-    `description` its ``--help`` text (default: `help`); `configure` adds its arguments;
-    `run(args)` returns the exit code and imports its optional dependencies itself (an
-    ``ImportError`` is one line naming `extra`, exit 2); `connection`: it takes ``--base-url``
-    and ``--timeout``."""
+    """One subcommand of ``projectops``, contributed by a feature (docs/cli.md).
+
+    Attributes:
+        name: the command's name on the command line (``mock-server``).
+        help: its line in ``projectops --help``.
+        configure: adds its arguments to its parser.
+        run: runs it with the parsed arguments and returns the exit code (docs/contract.md §5.6);
+            it imports its optional dependencies itself, so an ``ImportError`` becomes one line
+            naming `extra` and exit 2.
+        description: its ``--help`` text; ``""`` (the default): `help`.
+        connection: it takes ``--base-url`` and ``--timeout``; ``False`` by default.
+        extra: the extra to install for it (``server``); ``""`` (the default): none.
+    """
 
     name: str
     help: str
@@ -57,7 +65,18 @@ class Command:
 
 
 def whole(text: str, *, lowest: int = 1) -> int:
-    """argparse ``type``: a whole number of at least `lowest` (else ArgumentTypeError)."""
+    """argparse ``type`` of a whole number.
+
+    Args:
+        text: the argument as given.
+        lowest: the least value accepted; 1 by default.
+
+    Returns:
+        The number.
+
+    Raises:
+        argparse.ArgumentTypeError: not a whole number, or below `lowest`.
+    """
     try:
         value = int(text)
     except ValueError:
@@ -68,8 +87,19 @@ def whole(text: str, *, lowest: int = 1) -> int:
 
 
 def seconds(text: str, *, below: float = math.inf) -> float:
-    """argparse ``type``: seconds, finite, more than 0 and less than `below` (else
-    ArgumentTypeError)."""
+    """argparse ``type`` of a duration in seconds.
+
+    Args:
+        text: the argument as given (``2.5``).
+        below: the value must be less than this; no bound by default.
+
+    Returns:
+        The seconds, finite and more than 0.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, not finite, not positive, or not below
+            `below`.
+    """
     try:
         value = float(text)
     except ValueError:
@@ -81,8 +111,18 @@ def seconds(text: str, *, below: float = math.inf) -> float:
 
 
 def port(text: str, *, lowest: int = 1) -> int:
-    """argparse ``type``: a TCP port from `lowest` (0: any free one) to 65535 (else
-    ArgumentTypeError)."""
+    """argparse ``type`` of a TCP port.
+
+    Args:
+        text: the argument as given.
+        lowest: the least port accepted; 1 by default, 0 to admit "any free port".
+
+    Returns:
+        The port, from `lowest` to 65535.
+
+    Raises:
+        argparse.ArgumentTypeError: not a whole number in that range.
+    """
     try:
         value = int(text)
     except ValueError:
@@ -95,8 +135,15 @@ def port(text: str, *, lowest: int = 1) -> int:
 
 
 def add_retries(parser: argparse.ArgumentParser, default: int, *, top_level: bool = False) -> None:
-    """``--retries N`` (`default` when not given); a command's own has no default, not to reset
-    one given before it."""
+    """Add ``--retries N`` to a parser (docs/contract.md §1.5).
+
+    Args:
+        parser: the parser of the program or of one command.
+        default: the number of retries when the flag is not given, shown in the help.
+        top_level: on the program's parser, the flag defaults to ``None``; on a command's
+            (``False``, the default) it has no default at all, so it does not reset a value given
+            before the command.
+    """
     parser.add_argument(
         "--retries",
         metavar="N",
@@ -110,9 +157,16 @@ def add_retries(parser: argparse.ArgumentParser, default: int, *, top_level: boo
 def add_listening(
     parser: argparse.ArgumentParser, *, host: str, default_port: int, only_with: str = ""
 ) -> None:
-    """``--host``, ``--port`` (0: any free one) and ``--drain-timeout`` of a serving command.
-    With `only_with` (a flag) they default to None and port 0 is refused: the command refuses
-    them without that flag and applies `host` and `default_port` itself."""
+    """Add ``--host``, ``--port`` (0: any free port) and ``--drain-timeout`` to a serving command.
+
+    Args:
+        parser: the command's parser.
+        host: the default host (``127.0.0.1``).
+        default_port: the default port.
+        only_with: a flag (``--http``) the options belong to: then they default to ``None``, port
+            0 is refused, and the command refuses them without that flag and applies `host` and
+            `default_port` itself. ``""`` (the default): the options stand alone.
+    """
     unset = bool(only_with)
     when = f" with {only_with}" if only_with else ""
     any_port = "" if unset else ", 0 for any free one"
@@ -143,9 +197,21 @@ class CannotListen(OSError):
 
 
 def listen(host: str, port: int, *, backlog: int = DEFAULT_BACKLOG) -> socket.socket:
-    """A listening, inheritable (workers share it) TCP socket on `host`:`port`, the first
-    address `host` resolves to. Bound before the server starts, so a busy port is one line and
-    connections wait in the backlog until it serves. Raises CannotListen."""
+    """Bind a listening TCP socket before the server starts, so a busy port is one line and
+    connections wait in the backlog until it serves.
+
+    Args:
+        host: the host name or address; the first address it resolves to is bound.
+        port: the port; 0: any free one (read it back with :func:`listen_url`).
+        backlog: connections queued before they are accepted; :data:`DEFAULT_BACKLOG` by default.
+
+    Returns:
+        The socket, inheritable (worker processes share it).
+
+    Raises:
+        CannotListen: (an ``OSError``) the address cannot be bound: busy, not on this host, or no
+            permission; one line.
+    """
     sock: socket.socket | None = None
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -166,14 +232,25 @@ def listen(host: str, port: int, *, backlog: int = DEFAULT_BACKLOG) -> socket.so
 
 
 def listen_url(sock: socket.socket) -> str:
-    """``http://HOST:PORT`` of a listening socket (an IPv6 host in brackets, RFC 3986)."""
+    """The URL a listening socket serves.
+
+    Args:
+        sock: a socket from :func:`listen`.
+
+    Returns:
+        ``http://HOST:PORT``, an IPv6 host in brackets (RFC 3986).
+    """
     host, bound_port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{bound_port}"
 
 
 def warn_if_every_interface(host: str) -> None:
-    """One warning line on stderr if `host` is unspecified (``0.0.0.0``, ``::``, empty)."""
+    """Write one warning line on stderr when a server listens on every interface.
+
+    Args:
+        host: the host it listens on; unspecified is ``0.0.0.0``, ``::`` or empty.
+    """
     try:
         every = not host or ipaddress.ip_address(host.strip("[]")).is_unspecified
     except ValueError:
@@ -196,12 +273,23 @@ def serve_app(
     on_stop: Callable[[], None] | None = None,
     **settings: Any,
 ) -> bool:
-    """Serve the ASGI `app` with uvicorn on `sock` (:func:`listen`, closed after) until
-    SIGINT/SIGTERM, then stop as uvicorn does; `on_stop()` is called when the stop begins. With
-    `workers` > 1, `app` is the import string of a factory of the app, run in that many
-    processes. `drain_timeout` is uvicorn's timeout_graceful_shutdown, `settings` more
-    ``uvicorn.Config`` arguments over these defaults: warnings only, through the logging already
-    configured, no lifespan. Returns whether it started."""
+    """Serve an ASGI app with uvicorn on a bound socket until SIGINT or SIGTERM, then stop as
+    uvicorn does: the requests in flight finish within `drain_timeout`.
+
+    Args:
+        app: the ASGI app; with `workers` > 1, the import string of a factory of it.
+        sock: a socket from :func:`listen`; closed after.
+        drain_timeout: seconds requests in flight may take after the signal (uvicorn's
+            ``timeout_graceful_shutdown``); :data:`DEFAULT_DRAIN_TIMEOUT` by default.
+        workers: processes serving; 1 (the default) serves in this one.
+        on_stop: called when the stop begins; ``None`` (the default): nothing is.
+        settings: more ``uvicorn.Config`` arguments, over these defaults: warnings only, through
+            the logging already configured, no lifespan.
+
+    Returns:
+        Whether the server started (``False``: uvicorn could not start it, and said why); always
+        ``True`` with `workers` > 1.
+    """
     # Imported here, not at the top: every command of the program imports this module, and an
     # operation's one call must not pay for an event loop it never starts.
     import asyncio

@@ -29,7 +29,13 @@ __all__ = ["HttpBinding", "Operation", "check", "check_files", "load", "operatio
 
 @dataclass(frozen=True)
 class HttpBinding:
-    """The ``google.api.http`` binding of an rpc (empty strings when it has none)."""
+    """The ``google.api.http`` binding of an rpc (docs/contract.md §8.3).
+
+    Attributes:
+        method: the HTTP method, upper case (``POST``); ``""`` without a binding.
+        path: the path template (``/api/mcp/get_release_details``); ``""`` without one.
+        body: the body field (``*``); ``""`` without one.
+    """
 
     method: str
     path: str
@@ -38,7 +44,13 @@ class HttpBinding:
 
 @dataclass(frozen=True)
 class Operation:
-    """One rpc of a schema, as the contract sees it."""
+    """One rpc of a schema, as the contract check sees it (docs/contract.md §7.3).
+
+    Attributes:
+        name: its operation name in snake_case.
+        method: its ``MethodDescriptor`` in the schema's pool.
+        http: its ``google.api.http`` binding.
+    """
 
     name: str
     method: MethodDescriptor
@@ -51,7 +63,20 @@ class Operation:
 
 
 def load(data: bytes | descriptor_pb2.FileDescriptorSet) -> descriptor_pool.DescriptorPool:
-    """A private pool holding every file of a serialized (or parsed) ``FileDescriptorSet``."""
+    """A private descriptor pool of a schema image (docs/contract.md §7.6).
+
+    Args:
+        data: a ``FileDescriptorSet``, serialized (``buf build -o x.binpb``) or parsed, built
+            with its imports.
+
+    Returns:
+        A new ``DescriptorPool`` holding every file of `data` (the process's default pool is
+        left alone).
+
+    Raises:
+        ValueError: the set lacks a file one of its files imports (build it with
+            ``--include_imports``).
+    """
     fds = (
         data
         if isinstance(data, descriptor_pb2.FileDescriptorSet)
@@ -97,7 +122,15 @@ def _required(field: FieldDescriptor) -> bool:
 
 
 def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> dict[str, Operation]:
-    """Every rpc of the services in `files`, keyed by ``<service full name>/<operation name>``."""
+    """The rpcs of a schema's services (docs/contract.md §7.6).
+
+    Args:
+        pool: a pool from :func:`load`.
+        files: the names of the files whose services count (``projectops/v1/operations.proto``).
+
+    Returns:
+        ``<service full name>/<operation name>`` -> :class:`Operation`.
+    """
     found: dict[str, Operation] = {}
     services = [s for f in files for s in pool.FindFileByName(f).services_by_name.values()]
     for service in services:
@@ -113,9 +146,22 @@ def _own_files(data: bytes, prefix: str) -> tuple[descriptor_pool.DescriptorPool
 
 
 def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[str]:
-    """Every contract finding of `current` against `released` (``FileDescriptorSet`` images
-    built with ``--include_imports``), one sentence each, for the services of the files whose
-    name starts with `prefix`; empty when the released contract is kept."""
+    """Every way a schema breaks the released contract that ``buf breaking`` does not see: custom
+    options, HTTP bindings, REQUIRED fields (docs/contract.md §7.3, §7.6).
+
+    Args:
+        released: the released schema, a serialized ``FileDescriptorSet`` built with
+            ``--include_imports``.
+        current: the schema to check, in the same form.
+        prefix: only the services of files whose name starts with it count; default
+            ``projectops/``.
+
+    Returns:
+        One sentence per finding; empty when the released contract is kept.
+
+    Raises:
+        ValueError: an image lacks an imported file.
+    """
     old_pool, old_files = _own_files(released, prefix)
     new_pool, new_files = _own_files(current, prefix)
     old_ops = operations(old_pool, old_files)
@@ -142,7 +188,20 @@ def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[
 
 
 def check_files(released: Path, current: Path, prefix: str = "projectops/") -> list[str]:
-    """:func:`check` on two image files."""
+    """:func:`check` of two image files (``scripts/check-proto``).
+
+    Args:
+        released: the path of the released image (``proto/released.binpb``).
+        current: the path of the image to check.
+        prefix: as for :func:`check`.
+
+    Returns:
+        As :func:`check`.
+
+    Raises:
+        OSError: a file cannot be read.
+        ValueError: as :func:`check`.
+    """
     return check(released.read_bytes(), current.read_bytes(), prefix)
 
 

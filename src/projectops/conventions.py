@@ -30,13 +30,26 @@ DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 def operation_path(name: str) -> str:
-    """``/api/mcp/<name>`` for an operation name in snake_case (docs/contract.md §1.1)."""
+    """The HTTP path of an operation (docs/contract.md §1.1).
+
+    Args:
+        name: an operation name in snake_case, ``get_release_details``.
+
+    Returns:
+        ``/api/mcp/<name>``.
+    """
     return PATH_PREFIX + name
 
 
 def rpc_operation_name(rpc_name: str) -> str:
-    """The snake_case operation name of an rpc's CamelCase name (``GetReleaseDetails`` ->
-    ``get_release_details``)."""
+    """The operation name of an rpc (docs/contract.md §8.2).
+
+    Args:
+        rpc_name: the rpc's name in CamelCase, ``GetReleaseDetails``.
+
+    Returns:
+        Its snake_case operation name, ``get_release_details``.
+    """
     return _WORD_START.sub("_", rpc_name).lower()
 
 
@@ -45,12 +58,26 @@ _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def tool_name(name: str) -> str:
-    """The kebab-case tool name of a snake_case operation name (docs/contract.md §1.6)."""
+    """The tool name of an operation: its CLI command and MCP tool (docs/contract.md §1.6).
+
+    Args:
+        name: an operation name in snake_case, ``get_release_details``.
+
+    Returns:
+        The name in kebab-case, ``get-release-details``.
+    """
     return name.replace("_", "-")
 
 
 def operation_name(tool: str) -> str:
-    """The snake_case operation name of a kebab-case tool name (docs/contract.md §1.6)."""
+    """The operation name of a tool name, the inverse of :func:`tool_name` (docs/contract.md §1.6).
+
+    Args:
+        tool: a tool name in kebab-case, ``get-release-details``.
+
+    Returns:
+        The name in snake_case, ``get_release_details``.
+    """
     return tool.replace("-", "_")
 
 
@@ -131,8 +158,16 @@ def normalize_base_url(url: str, *, secrets: Iterable[str | None] = ()) -> str:
 
 
 def base_url_hint(base_url: str) -> str | None:
-    """A hint when `base_url` (normalised) holds the path prefix, so every call would be
-    answered 404 (docs/contract.md §1.4); else ``None``."""
+    """A hint for a base URL that holds an operation's path prefix, so that every call would be
+    answered 404 (docs/contract.md §1.4).
+
+    Args:
+        base_url: a base URL as :func:`normalize_base_url` returns it.
+
+    Returns:
+        One sentence saying which base URL was probably meant, or ``None`` when the URL does not
+        end in the ``/api/mcp`` prefix.
+    """
     path = urlsplit(base_url).path
     prefix = PATH_PREFIX.rstrip("/")
     at = path.find(prefix + "/") if not path.endswith(prefix) else len(path) - len(prefix)

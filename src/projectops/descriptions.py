@@ -42,13 +42,28 @@ _XREF = re.compile(r"\[([^\[\]]++)\]\[[\w.]*+\]")
 
 
 def description(element: AnyDescriptor) -> str:
-    """The leading comment of `element` as plain text (paragraphs apart by a blank line,
-    cross-references reduced to their text); ``""`` outside this package's schema."""
+    """The leading proto comment of a schema element, as plain text (docs/contract.md §8.6).
+
+    Args:
+        element: a descriptor of this package's schema: a message, field, enum, enum value,
+            service or rpc.
+
+    Returns:
+        The comment, paragraphs apart by a blank line and cross-references reduced to their
+        text; ``""`` for an element outside this package's schema or without a comment.
+    """
     return _comments().get(_full_name(element), "")
 
 
 def summary(element: AnyDescriptor) -> str:
-    """The first sentence of :func:`description` (for one-line listings)."""
+    """The first sentence of :func:`description`, for one-line listings.
+
+    Args:
+        element: as for :func:`description`.
+
+    Returns:
+        The sentence, or ``""`` without a comment.
+    """
     text = description(element).split("\n\n", 1)[0]
     match = re.match(r"(.+?\.)(\s|$)", text)
     return match.group(1) if match else text
@@ -70,8 +85,16 @@ def _comments() -> dict[str, str]:
 
 
 def comments(files: descriptor_pb2.FileDescriptorSet) -> dict[str, str]:
-    """Full name -> cleaned leading comment of every element of `files` (built with
-    ``--include_source_info``) that has one."""
+    """The cleaned leading comments of a descriptor set (docs/contract.md §8.6).
+
+    Args:
+        files: a ``FileDescriptorSet`` built with ``--include_source_info`` (as
+            ``projectops.binpb`` is).
+
+    Returns:
+        Full name (``projectops.v1.GetReleaseDetailsRequest.version``) -> comment, for every
+        element of `files` that has one.
+    """
     out: dict[str, str] = {}
     for file in files.file:
         by_path = {

@@ -77,9 +77,24 @@ HTTP_STATUS_BY_CODE: Mapping[Code, int] = {
 
 
 class ApiError(Exception):
-    """An error of the API (§5.1): its `code` (fixed by each subclass), `message`, `violations`
-    (one per invalid field) and `http_status` (of the answer that caused it, §5.3; else None).
-    Construct subclasses from a message alone: ``InvalidArgument("version: is required")``.
+    """An error of the API (docs/contract.md §5.1), the base of one subclass per :class:`Code`.
+
+    A subclass fixes `code`; construct it from a message alone:
+    ``InvalidArgument("version: is required")``. Servers raise these from handlers and answer
+    with their code's status (§5.2); clients raise them for an error answer (§5.5).
+
+    Args:
+        message: the human-readable message, sent as ``ErrorResponse.message``.
+        violations: one :class:`FieldViolation` per invalid field (field path and description,
+            §4.3); empty (the default) for an error about no field.
+        http_status: the status of the HTTP answer that caused this error (§5.3); ``None`` (the
+            default) when no answer was involved (raised locally, or by a server's handler).
+
+    Attributes:
+        code: the error's :class:`Code` (a class attribute of each subclass).
+        message: as given.
+        violations: as given, a tuple.
+        http_status: as given.
     """
 
     code: Code = Code.UNKNOWN
@@ -100,8 +115,12 @@ class ApiError(Exception):
         return f"{type(self).__name__}({self.message!r}, http_status={self.http_status})"
 
     def describe(self) -> str:
-        """The message, followed by ``[field: description; ...]`` for the violations the
-        message does not already state (a server's message often lists them itself)."""
+        """The message and the violations it does not already state, for one line of output.
+
+        Returns:
+            The message, followed by ``[field: description; ...]`` for each violation whose text the
+            message does not contain (a server's message often lists them itself).
+        """
         extra = [
             f"{v.field}: {v.description}" if v.field else v.description for v in self.violations
         ]
@@ -109,7 +128,12 @@ class ApiError(Exception):
         return f"{self.message.rstrip('.')} [{'; '.join(extra)}]" if extra else self.message
 
     def to_proto(self) -> ErrorResponse:
-        """The ``ErrorResponse`` message of this error (encode it with the codec)."""
+        """This error as the ``ErrorResponse`` message of docs/contract.md §5.1.
+
+        Returns:
+            A new ``ErrorResponse`` with `code`, `message` and `violations`; encode it with
+            :func:`projectops.codec.error_body`.
+        """
         return ErrorResponse(code=self.code, message=self.message, violations=self.violations)
 
 

@@ -62,8 +62,19 @@ class FixtureError(ValueError):
 
 @dataclass(frozen=True)
 class FixtureAnswer:
-    """One answer (``MockAnswer``) with `request` and `response` as the operation's messages
-    and `key` the request's :func:`request_key`."""
+    """One answer of a fixtures file (a ``MockAnswer``), decoded and checked.
+
+    Attributes:
+        request: the request it answers, a message of the operation's request type (the empty
+            request when the file gives none).
+        response: the response it answers with, a message of the operation's response type.
+        key: ``request``'s :func:`request_key`, what an exact answer is matched by.
+        error: the error to answer with instead of `response`; ``None`` (the default): none.
+        delay: seconds to wait before answering, at most :data:`MAX_DELAY_SECONDS`; ``0.0`` (the
+            default): no wait.
+        partial: match requests by the fields `request` sets, not by equality; ``False`` by
+            default.
+    """
 
     request: Message
     response: Message
@@ -75,7 +86,14 @@ class FixtureAnswer:
 
 @dataclass(frozen=True)
 class FixtureProject:
-    """One project; `answers` by operation name (sorted), each in the file's order."""
+    """One project of a fixtures file (a ``MockProject``), decoded and checked.
+
+    Attributes:
+        name: the project's name (what :class:`~projectops.server.RequestContext` calls
+            ``project``).
+        api_key: the project's API key, visible ASCII; never in its ``repr``.
+        answers: operation name -> its answers in the file's order; the names sorted.
+    """
 
     name: str
     api_key: str = field(repr=False)
@@ -83,8 +101,18 @@ class FixtureProject:
 
 
 def read_fixtures_file(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file of at most :data:`MAX_FIXTURES_BYTES` (checked before a
-    byte is read). Raises FixtureError: ``cannot read the file: <why>``, never naming `path`."""
+    """Read a fixtures file within its cap (docs/contract.md §9.2).
+
+    Args:
+        path: the file's path.
+
+    Returns:
+        Its bytes, at most :data:`MAX_FIXTURES_BYTES` (the size is checked before a byte is read).
+
+    Raises:
+        FixtureError: ``cannot read the file: <why>``: missing, not a regular file, unreadable or
+            too large. The message never names `path` (the caller adds it, escaped).
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
@@ -104,7 +132,14 @@ def read_fixtures_file(path: str | os.PathLike[str]) -> bytes:
 
 
 def default_fixtures() -> tuple[FixtureProject, ...]:
-    """The embedded fixtures (keys ``demo-key``, ``other-key``), decoded anew each call."""
+    """The fixtures embedded in the package: the mock server's default projects.
+
+    Returns:
+        The projects (keys ``demo-key`` and ``other-key``), decoded anew on each call.
+
+    Raises:
+        FixtureError: the embedded file is invalid (a bug of the package).
+    """
     text = resources.files(__package__).joinpath(*_DEFAULT).read_text("utf-8")
     try:
         return decode_fixtures(text)
@@ -113,8 +148,19 @@ def default_fixtures() -> tuple[FixtureProject, ...]:
 
 
 def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProject, ...]:
-    """Decode and check fixtures, JSON text or a parsed object. Raises FixtureError:
-    ``<field path>: <what is wrong>``, or what decoding would cost."""
+    """Decode and check a fixtures document (``MockFixtures`` in the JSON mapping).
+
+    Args:
+        data: JSON text (``str`` or UTF-8 ``bytes``) or an already parsed JSON object.
+
+    Returns:
+        Its projects, in the document's order.
+
+    Raises:
+        FixtureError: (a ``ValueError``) one line, ``<field path>: <what is wrong>``: not JSON, a
+            duplicate name, key or project, an invalid request or response, or text whose
+            decoding would cost too much memory (docs/contract.md §6).
+    """
     duplicates: list[tuple[int, str]] = []
     if isinstance(data, str | bytes):
         try:  # before parsing: 15 MiB of "{}," would cost gigabytes
@@ -240,8 +286,19 @@ def _header_problem(key: str) -> str:
 
 
 def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
-    """One answer of `op` in the JSON mapping of ``MockAnswer``, checked. Raises FixtureError:
-    ``<path>.<field>: <what is wrong>``."""
+    """Decode and check one answer of an operation (a ``MockAnswer`` in the JSON mapping).
+
+    Args:
+        op: the operation the answer is for.
+        item: the answer as parsed JSON (an object).
+        path: its field path in the document, for messages (``projects[0].answers.x[2]``).
+
+    Returns:
+        The checked answer.
+
+    Raises:
+        FixtureError: ``<path>.<field>: <what is wrong>``.
+    """
     envelope = item
     if isinstance(item, dict):  # request and response are decoded as the operation's messages
         envelope = {k: v for k, v in item.items() if k not in ("request", "response")}
@@ -295,8 +352,14 @@ def _under(path: str, name: str, text: str) -> str:
 
 
 def trimmed(value: Any) -> Any:
-    """`value` (or a message's JSON mapping) with every string stripped: what matching
-    compares."""
+    """A value with every string stripped of white space: what matching compares.
+
+    Args:
+        value: a JSON value, or a message (taken as its JSON mapping).
+
+    Returns:
+        A new value of the same shape (JSON values; a message becomes its ``dict``).
+    """
     if isinstance(value, Message):
         value = to_dict(value)
     if isinstance(value, str):
@@ -307,7 +370,14 @@ def trimmed(value: Any) -> Any:
 
 
 def request_key(request: Message) -> str:
-    """The key an exact answer matches `request` by: its :func:`trimmed` JSON, keys sorted."""
+    """The key an exact answer matches a request by.
+
+    Args:
+        request: a request message.
+
+    Returns:
+        The compact JSON of its :func:`trimmed` JSON mapping, keys sorted.
+    """
     if not request.ListFields():
         return "{}"
     return json.dumps(trimmed(request), sort_keys=True, ensure_ascii=False)

@@ -33,10 +33,24 @@ def message_schema(
     allow_unknown: bool = False,
     required_values: bool = False,
 ) -> dict[str, Any]:
-    """The object schema of `message` (a class or descriptor), ``$defs`` keyed by full names.
-    Input (`direction`) takes 64-bit integers as numbers too and forbids unknown properties
-    unless `allow_unknown`; `ref` gives the ``$ref`` of definitions kept elsewhere (no
-    ``$schema`` then); `required_values` also excludes what ``validate`` counts as missing."""
+    """The JSON Schema (draft 2020-12) of a message's protobuf JSON form (docs/contract.md §3, §4).
+
+    Args:
+        message: a generated message class or its ``Descriptor``.
+        direction: ``"output"`` (the default): what the codec writes, every field without
+            presence ``required`` (§3.1); ``"input"``: what strict decoding reads, 64-bit
+            integers as numbers too, and the REQUIRED fields ``required`` (§3.2, §4.1).
+        ref: for schemas kept elsewhere (OpenAPI's components): a message descriptor -> the
+            ``$ref`` of its definition; the result then has no ``$schema`` and no ``$defs``.
+            ``None`` (the default): nested messages go into ``$defs``, keyed by full name.
+        allow_unknown: on input, admit properties the message does not have (§3.3); ``False``
+            (the default) forbids them, as strict decoding does.
+        required_values: also exclude the values :func:`projectops.validate` counts as missing
+            from REQUIRED fields (blank strings, empty lists, §4.2); ``False`` by default.
+
+    Returns:
+        A new object schema (never a bare ``$ref``), with the proto comments as descriptions.
+    """
     root = cast(Descriptor, message if isinstance(message, Descriptor) else message.DESCRIPTOR)
     builder = _Builder(root, direction, ref, allow_unknown, required_values)
     schema: dict[str, Any] = {} if ref else {"$schema": DIALECT}
@@ -47,12 +61,34 @@ def message_schema(
 
 
 def input_schema(op: str | Operation) -> dict[str, Any]:
-    """The schema of what strict decoding plus ``validate`` accept of `op`'s request."""
+    """The schema of what strict decoding plus :func:`projectops.validate` accept of an
+    operation's request: MCP's ``inputSchema`` of its tool (docs/contract.md §3.4, §4).
+
+    Args:
+        op: an :class:`~projectops.Operation` or any key :func:`projectops.operation` takes.
+
+    Returns:
+        A new JSON Schema (draft 2020-12) object schema.
+
+    Raises:
+        projectops.UnknownOperationError: `op` names no operation.
+    """
     return message_schema(operation(op).request_type, "input", required_values=True)
 
 
 def output_schema(op: str | Operation) -> dict[str, Any]:
-    """The output schema of `op`'s response message."""
+    """The schema of an operation's response as the codec writes it: MCP's ``outputSchema`` of its
+    tool (docs/contract.md §3.1).
+
+    Args:
+        op: an :class:`~projectops.Operation` or any key :func:`projectops.operation` takes.
+
+    Returns:
+        A new JSON Schema (draft 2020-12) object schema.
+
+    Raises:
+        projectops.UnknownOperationError: `op` names no operation.
+    """
     return message_schema(operation(op).response_type, "output")
 
 

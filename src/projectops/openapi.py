@@ -65,8 +65,18 @@ class RenderError(ValueError):
 
 
 def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[str, Any]:
-    """The OpenAPI 3.1 document (a new dict each call); ``servers[0].url`` is
-    :func:`server_url` of `base_url`; `strict` describes ``create_app(strict=True)``.
+    """The OpenAPI 3.1 document of the API: every operation, its schemas and examples, and the
+    error answers of docs/contract.md §5.
+
+    Args:
+        base_url: the server the document names (``servers[0].url``, see :func:`server_url`):
+            an absolute http(s) URL or a path; default :data:`projectops.DEFAULT_BASE_URL`;
+            ``None``: ``/``, the page's own origin.
+        strict: describe a server made with ``create_app(strict=True)`` (unknown properties
+            refused, §3.4); ``False`` by default.
+
+    Returns:
+        A new ``dict`` each call, safe to edit.
 
     Raises:
         projectops.InvalidBaseUrl: see :func:`server_url`.
@@ -75,8 +85,15 @@ def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -
 
 
 def server_url(base_url: str | None) -> str:
-    """``servers[0].url`` for `base_url`: an absolute http(s) URL (normalised), or a path that
-    cannot name another host (browsers read ``/\\evil.example`` as one); ``None`` is ``/``.
+    """``servers[0].url`` of the document for a base URL (docs/contract.md §1.4).
+
+    Args:
+        base_url: an absolute http(s) URL, normalised as :func:`projectops.normalize_base_url`
+            does; or a path of one leading ``/`` that cannot name another host (browsers read
+            ``/\\evil.example`` as one); ``None``: ``/``.
+
+    Returns:
+        The URL or path, without a trailing slash (``/`` stays ``/``).
 
     Raises:
         projectops.InvalidBaseUrl: (a ``ValueError``) neither such a URL nor such a path.
@@ -94,7 +111,14 @@ def server_url(base_url: str | None) -> str:
 
 
 def render(base_url: str | None = DEFAULT_BASE_URL, fmt: str = "json") -> str:
-    """:func:`document` as JSON or YAML text (needs PyYAML), ending in a newline.
+    """:func:`document` as text, for ``projectops openapi`` and files.
+
+    Args:
+        base_url: as for :func:`document`.
+        fmt: ``"json"`` (the default, indented by 2) or ``"yaml"`` (needs PyYAML).
+
+    Returns:
+        The text, ending in a newline.
 
     Raises:
         RenderError: `fmt` is neither ``json`` nor ``yaml``, or PyYAML is not installed.

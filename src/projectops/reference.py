@@ -28,8 +28,15 @@ _PACKAGE = SERVICE.file.package  # messages and enums of the schema are named wi
 
 
 def describe(op: Operation | str, *, width: int = 100) -> str:
-    """The reference of `op` (an :class:`~projectops.Operation`, or a name
-    :func:`projectops.operation` knows), lines of at most `width` columns, ending with ``\\n``.
+    """The reference text of an operation, as ``projectops describe <tool>`` prints it: its comment,
+    path, request and response fields with their types and comments.
+
+    Args:
+        op: an :class:`~projectops.Operation`, or any key :func:`projectops.operation` takes.
+        width: the most columns a line may take; 100 by default, at least :data:`MIN_WIDTH`.
+
+    Returns:
+        The text, ending with ``\\n``.
 
     Raises:
         projectops.UnknownOperationError: `op` is a string that names no operation.
@@ -61,8 +68,14 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
 
 
 def index(*, width: int = 100) -> str:
-    """The operations with their titles (``projectops describe`` without a tool), as
-    :func:`describe` wraps them.
+    """The operations with their titles, as ``projectops describe`` without a tool prints them.
+
+    Args:
+        width: the most columns a line may take; 100 by default, at least :data:`MIN_WIDTH`.
+
+    Returns:
+        The text, one operation a line (titles wrapped as :func:`describe` wraps), ending with
+        ``\\n``.
 
     Raises:
         ValueError: `width` is below :data:`MIN_WIDTH`.

@@ -36,10 +36,19 @@ class UnknownOperationError(LookupError):
 
 @dataclass(frozen=True)
 class Operation:
-    """One operation of the API: `name` (``get_release_details``), `tool_name`
-    (``get-release-details``), `path` (``/api/mcp/get_release_details``), the generated
-    `request_type` and `response_type`, the rpc's comment as `description`, and its `method`
-    descriptor, from which the properties are derived.
+    """One operation of the API, derived from one rpc of the proto service (docs/contract.md §1.1,
+    §1.6, §8.2); get one from :func:`operation` or :func:`operations`, never build one by hand.
+
+    Attributes:
+        name: the operation name in snake_case, ``get_release_details``.
+        tool_name: the CLI command and MCP tool name in kebab-case, ``get-release-details``.
+        path: the HTTP path of the rpc's ``google.api.http`` post binding,
+            ``/api/mcp/get_release_details``.
+        request_type: the generated request message class.
+        response_type: the generated response message class.
+        description: the rpc's proto comment as plain text (``""`` without one).
+        method: the rpc's ``MethodDescriptor``, from which the other fields and the properties
+            are derived.
     """
 
     name: str
@@ -82,8 +91,16 @@ class Operation:
 
 
 def operation_of(method: MethodDescriptor) -> Operation:
-    """The :class:`Operation` of one rpc, from its descriptor alone (the path of §1.1 when it
-    has no ``google.api.http`` post binding, as an rpc of a test schema may)."""
+    """The :class:`Operation` of one rpc, from its descriptor alone (docs/contract.md §1.1, §8.3).
+
+    Args:
+        method: an rpc's ``MethodDescriptor``, of this package's service or of another schema
+            (a test's).
+
+    Returns:
+        Its operation; the path is that of its ``google.api.http`` post binding, or
+        ``/api/mcp/<name>`` (§1.1) when it has none, as an rpc of a test schema may.
+    """
     name = rpc_operation_name(method.name)
     # googleapis-common-protos types its extensions as plain FieldDescriptors.
     path: str = method.GetOptions().Extensions[annotations_pb2.http].post  # type: ignore[index]
@@ -107,13 +124,29 @@ _BY_KEY: Mapping[str, Operation] = MappingProxyType(
 
 
 def operations() -> tuple[Operation, ...]:
-    """Every operation of the API, in the order of the proto service."""
+    """Every operation of the API (docs/contract.md §10).
+
+    Returns:
+        One :class:`Operation` per rpc, in the order of the proto service.
+    """
     return tuple(_BY_NAME.values())
 
 
 def operation(key: str | Operation) -> Operation:
-    """The operation of an operation name, tool name or path (an :class:`Operation` as it is).
-    Raises UnknownOperationError: nothing matches; the message lists the known names."""
+    """Look an operation up by any of its names (docs/contract.md §1.1, §1.6).
+
+    Args:
+        key: an operation name (``get_release_details``), a tool name
+            (``get-release-details``), a path (``/api/mcp/get_release_details``), or an
+            :class:`Operation`, returned as it is.
+
+    Returns:
+        The operation.
+
+    Raises:
+        UnknownOperationError: (a ``LookupError``) no operation matches; the message lists the
+            known operation names.
+    """
     if isinstance(key, Operation):
         return key
     found = _BY_KEY.get(key) or _BY_KEY.get(operation_name(key))

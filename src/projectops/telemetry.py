@@ -33,7 +33,12 @@ _AVAILABLE: bool | None = None
 
 
 def available() -> bool:
-    """Whether ``opentelemetry-api`` can be imported (looked up once per process)."""
+    """Whether OpenTelemetry's API is installed (extra ``otel``).
+
+    Returns:
+        Whether ``opentelemetry-api`` can be imported, looked up once per process. Without it the
+        interceptors of this module pass calls through untouched.
+    """
     global _AVAILABLE
     if _AVAILABLE is None:
         _AVAILABLE = importlib.util.find_spec("opentelemetry.trace") is not None
@@ -50,6 +55,13 @@ class _Telemetry:
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
     ) -> None:
+        """Take the providers spans and histograms are made from.
+
+        Args:
+            tracer_provider: where spans go; ``None`` (the default): OpenTelemetry's global one.
+            meter_provider: where ``rpc.*.duration`` histograms go; ``None`` (the default): the
+                global one.
+        """
         self.on = available()
         self._names: dict[str, tuple[str, dict[str, str]]] = {}
         if not self.on:
@@ -150,6 +162,19 @@ class ClientTelemetry(_Telemetry):
         return call
 
     def __call__(self, request: Any, context: Any, call_next: Any) -> Any:
+        """Run one call inside a CLIENT span, measured (a client interceptor).
+
+        Args:
+            request: the request message.
+            context: the call's :class:`~projectops.client.CallContext`.
+            call_next: the rest of the chain.
+
+        Returns:
+            What `call_next` returns.
+
+        Raises:
+            Exception: what `call_next` raises, recorded on the span first.
+        """
         if not self.on:
             return call_next(request, context)
         call = self._client_start(context)
@@ -166,6 +191,19 @@ class AsyncClientTelemetry(ClientTelemetry):
     """:class:`ClientTelemetry` for :class:`~projectops.client.AsyncClient`."""
 
     async def __call__(self, request: Any, context: Any, call_next: Any) -> Any:
+        """Run one call inside a CLIENT span, measured (an async client interceptor).
+
+        Args:
+            request: the request message.
+            context: the call's :class:`~projectops.client.CallContext`.
+            call_next: the rest of the chain, awaited.
+
+        Returns:
+            What `call_next` returns.
+
+        Raises:
+            Exception: what `call_next` raises, recorded on the span first.
+        """
         if not self.on:
             return await call_next(request, context)
         call = self._client_start(context)
@@ -187,6 +225,21 @@ class ServerTelemetry(_Telemetry):
     _side = "server"
 
     async def __call__(self, request: Any, context: Any, call_next: Any) -> Any:
+        """Run one call inside a SERVER span, child of the caller's trace context, measured (a
+            server
+        interceptor).
+
+        Args:
+            request: the decoded request message.
+            context: the call's :class:`~projectops.server.RequestContext`.
+            call_next: the rest of the chain and the handler, awaited.
+
+        Returns:
+            What `call_next` returns.
+
+        Raises:
+            Exception: what `call_next` raises, recorded on the span first.
+        """
         if not self.on:
             return await call_next(request, context)
         call = self._start(context.operation, context.headers)

@@ -66,7 +66,14 @@ NOT_BLANK_PATTERN = _not_blank_pattern(BLANK)
 
 
 def is_blank(text: str) -> bool:
-    """Whether `text` is empty or only :data:`BLANK` characters."""
+    """Whether a string counts as missing (docs/contract.md §4.2).
+
+    Args:
+        text: a string field's value.
+
+    Returns:
+        ``True`` when `text` is empty or holds only :data:`BLANK` characters.
+    """
     return not text.strip(BLANK)
 
 
@@ -78,8 +85,16 @@ def is_required(fd: FieldDescriptor) -> bool:
 
 
 def validate(message: Message) -> None:
-    """Check every REQUIRED field in the tree of `message` (docs/contract.md §4.2). Raises
-    InvalidArgument: fields are missing, one violation each, ``"is required"`` (§4.3)."""
+    """Check every REQUIRED field in the tree of a message (docs/contract.md §4).
+
+    Args:
+        message: a request (or any message); nested messages, lists and maps are checked too.
+
+    Raises:
+        projectops.InvalidArgument: (a ``ValueError``, ``http_status=None``) one or more fields
+            are missing: one violation each, ``"is required"`` (§4.3), at its JSON field path
+            (§4.4).
+    """
     found = list(violations(message))
     if not found:
         return
@@ -88,7 +103,15 @@ def validate(message: Message) -> None:
 
 
 def violations(message: Message, path: str = "") -> Iterator[FieldViolation]:
-    """Yield a :class:`FieldViolation` for each missing REQUIRED field under `message`."""
+    """The missing REQUIRED fields under a message (docs/contract.md §4.2-§4.4).
+
+    Args:
+        message: the message to check.
+        path: the JSON field path of `message` in its tree; ``""`` (the default) for the root.
+
+    Yields:
+        One :class:`FieldViolation` per missing field, ``"is required"``, in field order.
+    """
     descriptor = cast(Descriptor, message.DESCRIPTOR)
     for fd in descriptor.fields:
         field_path = join(path, fd.json_name)

@@ -135,8 +135,17 @@ def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
 
 
 def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.ArgumentParser:
-    """The parser of ``projectops``; each command's namespace has ``command`` (its
-    :class:`~projectops.commands.Command`) and ``command_parser``."""
+    """The argument parser of ``projectops``: the operation commands and those the features
+    contribute (docs/cli.md).
+
+    Args:
+        transport: an ``httpx2.BaseTransport`` the operation commands send through instead of
+            the network (tests); ``None`` (the default): the network.
+
+    Returns:
+        The parser; each command's namespace has ``command`` (its
+        :class:`~projectops.commands.Command`) and ``command_parser``.
+    """
     epilog = [
         "environment:",
         f"  {API_KEY_ENV:<20} the project API key, sent with every call (never a flag)",
@@ -176,9 +185,19 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
 
 
 def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | None = None) -> int:
-    """Run ``projectops`` with `argv` (default ``sys.argv[1:]``); the exit code of
-    :data:`EXIT_CODES`. `transport`: what the operation commands send through instead of the
-    network (tests). Never raises: a failure is one ``error: ...`` line on stderr."""
+    """Run ``projectops`` (docs/cli.md). Never raises: a failure is one ``error: ...`` line on
+    stderr and its exit code.
+
+    Args:
+        argv: the arguments; ``None`` (the default): ``sys.argv[1:]``.
+        transport: an ``httpx2.BaseTransport`` the operation commands send through instead of
+            the network (tests); ``None`` (the default): the network.
+
+    Returns:
+        The exit code of :data:`EXIT_CODES` (docs/contract.md §5.6): 0 success, 1 a failure of
+        the program, 2 usage or invalid local input, 3 a 401 answer, 4 a 400 answer, 5 no
+        answer or another status, 6 a ``must`` conformance check failed, 130 interrupted.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     command: Command | None = None
     try:

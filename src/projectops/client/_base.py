@@ -70,8 +70,16 @@ class RequestHeaders(dict[str, str]):
 
 @dataclass
 class CallContext:
-    """What an interceptor knows of the call it wraps: `attempts` made so far; `http_status`
-    of the last one's answer once it came whole and usable, else ``None``."""
+    """What an interceptor knows of the call it wraps, and may add to.
+
+    Attributes:
+        operation: the operation called.
+        headers: extra request headers to send with every attempt (an interceptor adds them;
+            :class:`RequestHeaders` refuses the key and ``Content-Type``); empty by default.
+        attempts: the attempts made so far; 0 before the first.
+        http_status: the status of the last attempt's answer once it came whole and usable;
+            ``None`` (the default) before, or when no answer came.
+    """
 
     operation: Operation
     headers: RequestHeaders = field(default_factory=RequestHeaders)
@@ -100,7 +108,10 @@ T = TypeVar("T")
 
 
 class BaseClient(Generic[Icpt, T]):
-    """Arguments and errors: :class:`~projectops.client.Client`."""
+    """What :class:`~projectops.client.Client` and :class:`~projectops.client.AsyncClient` share:
+    the configuration, the request's preparation, the interceptor chain and the reading of an
+    answer; each adds only its waiting.
+    """
 
     _exchange: type[RawClient | AsyncRawClient]
     _http: RawClient | AsyncRawClient
@@ -116,6 +127,40 @@ class BaseClient(Generic[Icpt, T]):
         interceptors: Sequence[Icpt] = (),
         transport: T | None = None,
     ) -> None:
+        """Configure a client of one service; nothing is connected until the first call.
+
+        Args:
+            base_url: the service's root URL (docs/contract.md §1.4), e.g.
+                ``https://ops.example.com``; ``None`` (the default): the environment's
+                ``SERVICE_BACKEND_URL``.
+            api_key: the project's API key, sent as ``Service-Api-Key`` (§2.1); ``None`` (the
+                default): the environment's ``SERVICE_API_KEY``. A missing or unusable key raises
+                :class:`~projectops.client.MissingApiKey` at the first call, not here (§2.5).
+            timeout: seconds a whole call may take, every attempt, retry and wait included (§9.1);
+                30 by default; ``None``: no limit.
+            max_response_bytes: the largest response body read, in bytes (§6); 32 MiB by default.
+                A larger one raises :class:`~projectops.client.AnswerTooLarge`.
+            retries: extra attempts of a read-only or idempotent call that got no answer or 429,
+                502, 503 or 504, with backoff, within `timeout` (§1.5); 2 by default; 0: none.
+            interceptors: called around each call, retries included, the first outermost:
+                ``interceptor(request, context, call_next) -> response``
+                (:data:`~projectops.client.Interceptor`; ``async def`` ones,
+                :data:`~projectops.client.AsyncInterceptor`, for the async client). None by
+                default.
+            transport: an ``httpx2.BaseTransport`` (``AsyncBaseTransport`` for the async
+                client) to use instead of the network and the environment's proxy, e.g.
+                ``httpx2.ASGITransport(app)`` for an app in the same process; ``None`` (the
+                default): the network.
+
+        Raises:
+            MissingBaseUrl: (a ``ValueError``) no `base_url` and ``SERVICE_BACKEND_URL`` unset.
+            projectops.InvalidBaseUrl: (a ``ValueError``) one
+                :func:`~projectops.normalize_base_url` refuses.
+            InvalidProxy: (a ``ValueError``) the environment's proxy cannot be used.
+            ValueError: a time-out or limit that is not positive, or `retries` below 0.
+            TypeError: a time-out, limit or `retries` that is not a number, or an interceptor that
+                is not callable.
+        """
         check_limits(timeout, max_response_bytes, None)
         if isinstance(retries, bool) or not isinstance(retries, int):
             raise TypeError("retries must be an int (extra attempts; 0 turns retries off)")
@@ -282,8 +327,21 @@ def _through(interceptor: Any, call_next: Any, request: Message, context: CallCo
 def request_message(
     key: OperationKey, request: Message | None, fields: Mapping[str, Any]
 ) -> Message:
-    """`request`, or one built from the `fields` not ``None`` (not validated); ``TypeError``
-    if both are given."""
+    """The request of a typed method: the message given, or one built from its fields (the
+    generated clients' keyword arguments).
+
+    Args:
+        key: the operation, as :func:`~projectops.operation` takes it.
+        request: the request message, or ``None``.
+        fields: the request's fields by name; those ``None`` are left unset.
+
+    Returns:
+        `request`, or a new request message of the operation with `fields` set (not validated:
+        :func:`prepare_request` does that).
+
+    Raises:
+        TypeError: both `request` and a field are given.
+    """
     given = {name: value for name, value in fields.items() if value is not None}
     if request is not None and given:
         raise TypeError(f"give the request message or its fields ({', '.join(given)}), not both")
@@ -291,8 +349,15 @@ def request_message(
 
 
 def prepare_request(key: OperationKey, request: RequestLike = None) -> Message:
-    """The validated request message of one call: `request` a message, a JSON object
-    (decoded strictly) or ``None`` for ``{}``.
+    """The validated request message of one call (docs/contract.md §4).
+
+    Args:
+        key: the operation, as :func:`~projectops.operation` takes it.
+        request: the request message, a JSON object (a mapping, decoded strictly, §3.4), or
+            ``None`` (the default) for ``{}``.
+
+    Returns:
+        The request message, its REQUIRED fields checked.
 
     Raises:
         projectops.UnknownOperationError: no such operation.

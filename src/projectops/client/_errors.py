@@ -60,10 +60,17 @@ _KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
 
 
 def usable_api_key(key: str | None) -> str:
-    """`key` itself if it can be sent as the key header: visible ASCII (docs/contract.md §2.5).
+    """Check that a key can be sent as the ``Service-Api-Key`` header (docs/contract.md §2.5).
+
+    Args:
+        key: the API key as configured; ``None`` when none is.
+
+    Returns:
+        `key` itself: non-empty visible ASCII.
 
     Raises:
-        MissingApiKey: it is ``None``, empty or holds another character; never quoted.
+        MissingApiKey: it is ``None``, empty or holds another character; the key is never
+            quoted.
     """
     if not key or not _KEY_PATTERN.fullmatch(key):
         problem = "is not set" if not key else "is not a valid HTTP header value"
@@ -103,11 +110,23 @@ def error_from_answer(
     content_type: str | None = None,
     secrets: Iterable[str | None] = (),
 ) -> ApiError:
-    """The exception a non-2xx answer stands for; never raises.
+    """The exception a non-2xx answer stands for (docs/contract.md §5.4, §5.5); never raises.
 
-    The class is the body's known ``ErrorResponse.code``'s, else the status's (docs/contract.md
-    §5), else ``Unknown``. Texts are escaped, cut and have `secrets` redacted. A body that is no
-    ``ErrorResponse`` gives its text or ``HTTP <status>``; a web page, one line naming `url`.
+    The class is that of the body's ``ErrorResponse.code`` when the code is known, else the
+    status's (§5.2), else ``Unknown``. A body that is no ``ErrorResponse`` gives its text or
+    ``HTTP <status>``; a web page, one line naming `url`.
+
+    Args:
+        status: the answer's HTTP status.
+        body: the answer's body, as read (capped).
+        url: the URL called, named when the body is a web page; ``None`` (the default): not
+            named.
+        content_type: the answer's ``Content-Type``; ``None`` (the default): none was sent.
+        secrets: strings redacted from every quoted text (§9.4), e.g. the API key.
+
+    Returns:
+        An :class:`~projectops.ApiError` subclass whose ``http_status`` is `status`; its texts
+        escaped and cut (§9.3).
     """
     proto = read_error_body(body) if len(body) <= MAX_ERROR_BODY_BYTES else None
     violations: tuple[FieldViolation, ...] = ()

@@ -38,6 +38,16 @@ class OperationsServiceClient(Client):
         """List the RUM environments of the project. These are the distinct environment tags that
         the RUM SDK reported, with when each was first and last seen. Use an environment tag as
         the `environment` scope of later calls.
+
+        Args:
+            request: the request message, a ``ListRumEnvironmentsRequest``; ``None`` (the
+                default): the empty request.
+
+        Returns:
+            The ``ListRumEnvironmentsResponse``.
+
+        Raises:
+            projectops.ApiError: as :meth:`~projectops.client.Client.call` raises.
         """
         message = request_message(LIST_RUM_ENVIRONMENTS, request, {})
         return self.call(
@@ -53,6 +63,19 @@ class OperationsServiceClient(Client):
         """Get the details of one release of the project, by its version label. The answer holds a
         summary that is enough to gate the release (test counts per environment, open issues,
         security scans) and the detailed in-scope scenario and issue records.
+
+        Args:
+            request: the request message, a ``GetReleaseDetailsRequest``; ``None`` (the
+                default): one built from the keywords.
+            version: The release's version label, as it was created in the project (for example
+                `1.2.0`). ``None`` (the default): unset.
+
+        Returns:
+            The ``GetReleaseDetailsResponse``.
+
+        Raises:
+            TypeError: both `request` and a keyword are given.
+            projectops.ApiError: as :meth:`~projectops.client.Client.call` raises.
         """
         message = request_message(GET_RELEASE_DETAILS, request, {"version": version})
         return self.call(
@@ -81,6 +104,16 @@ class AsyncOperationsServiceClient(AsyncClient):
         """List the RUM environments of the project. These are the distinct environment tags that
         the RUM SDK reported, with when each was first and last seen. Use an environment tag as
         the `environment` scope of later calls.
+
+        Args:
+            request: the request message, a ``ListRumEnvironmentsRequest``; ``None`` (the
+                default): the empty request.
+
+        Returns:
+            The ``ListRumEnvironmentsResponse``.
+
+        Raises:
+            projectops.ApiError: as :meth:`~projectops.client.AsyncClient.call` raises.
         """
         message = request_message(LIST_RUM_ENVIRONMENTS, request, {})
         return await self.call(
@@ -96,6 +129,19 @@ class AsyncOperationsServiceClient(AsyncClient):
         """Get the details of one release of the project, by its version label. The answer holds a
         summary that is enough to gate the release (test counts per environment, open issues,
         security scans) and the detailed in-scope scenario and issue records.
+
+        Args:
+            request: the request message, a ``GetReleaseDetailsRequest``; ``None`` (the
+                default): one built from the keywords.
+            version: The release's version label, as it was created in the project (for example
+                `1.2.0`). ``None`` (the default): unset.
+
+        Returns:
+            The ``GetReleaseDetailsResponse``.
+
+        Raises:
+            TypeError: both `request` and a keyword are given.
+            projectops.ApiError: as :meth:`~projectops.client.AsyncClient.call` raises.
         """
         message = request_message(GET_RELEASE_DETAILS, request, {"version": version})
         return await self.call(

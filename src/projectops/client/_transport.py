@@ -132,9 +132,16 @@ _SHOWN_BYTES = 1 << 20  # what is kept of an answer over its cap
 
 
 class RawAnswer(NamedTuple):
-    """An answer as it came: `headers` in order, as Latin-1; `body` never decoded, at most the
-    cap; `truncated`: there was more (for a 2xx announcing more, none was read), and `body` is
-    then only its first MiB at most: an answer over the cap is shown, never used."""
+    """An answer as it came, before anything reads it (docs/contract.md §9.2).
+
+    Attributes:
+        status: the HTTP status code.
+        headers: ``(name, value)`` pairs in the order received, decoded as Latin-1.
+        body: the body, never decoded, at most the exchange's cap.
+        truncated: there was more than the cap (for a 2xx announcing more, none was read); `body`
+            is then only its first MiB at most: an answer over the cap is shown, never used.
+            ``False`` by default.
+    """
 
     status: int
     headers: list[tuple[str, str]]
@@ -142,7 +149,14 @@ class RawAnswer(NamedTuple):
     truncated: bool = False
 
     def header(self, name: str) -> str | None:
-        """The first value of header `name` (any case), or ``None``."""
+        """One header of the answer.
+
+        Args:
+            name: the header's name, any case.
+
+        Returns:
+            The first value of header `name`, or ``None`` when the answer has none.
+        """
         name = name.lower()
         return next((value for key, value in self.headers if key.lower() == name), None)
 
@@ -195,6 +209,33 @@ class _Exchange:
         transport: Any = None,
         secrets: Iterable[str | None] = (),
     ) -> None:
+        """Configure exchanges with one service; nothing is connected until the first exchange.
+
+        Args:
+            base_url: the service's root (docs/contract.md §1.4), normalised by
+                :func:`~projectops.normalize_base_url`.
+            timeout: seconds one exchange may take as a whole (connecting, sending and reading the
+                body, §9.1), not each socket read;
+                :data:`~projectops.conventions.DEFAULT_CALL_TIMEOUT` (30) by default; ``None``: no
+                limit.
+            max_response_bytes: the largest 2xx body read, in bytes (§6); 32 MiB by default. A
+                larger one is cut and marked ``truncated``.
+            max_error_bytes: the largest body of another status read, in bytes; ``None`` (the
+                default): `max_response_bytes`.
+            transport: an ``httpx2.BaseTransport`` (``AsyncBaseTransport`` for
+                :class:`AsyncRawClient`) to use instead of the network and the environment's proxy,
+                e.g. an ASGI app's; ``None`` (the default): the network, through the proxy
+                ``HTTP(S)_PROXY``/``ALL_PROXY`` name (``NO_PROXY`` exempts).
+            secrets: strings redacted from every text an error quotes (§9.4), e.g. the API key;
+                ``None`` items are skipped.
+
+        Raises:
+            projectops.InvalidBaseUrl: (a ``ValueError``) see
+                :func:`~projectops.normalize_base_url`.
+            InvalidProxy: (a ``ValueError``) the environment's proxy cannot be used.
+            ValueError: a time-out or cap that is not positive.
+            TypeError: a time-out or cap that is not a number.
+        """
         self._max_error = check_limits(timeout, max_response_bytes, max_error_bytes)
         self._secrets = tuple(secrets)
         self.base_url = normalize_base_url(base_url, secrets=self._secrets)
@@ -293,13 +334,12 @@ class _AsyncClosing:
 
 
 class RawClient(_Exchange, _Closing):
-    """Bounded raw HTTP exchanges with one service (docs/python.md "The clients"); caps
-    `max_response_bytes` a 2xx body, `max_error_bytes` another; `secrets` are redacted.
+    """Bounded raw HTTP exchanges with one service, under the clients, the conformance runner and
+    the proxy (docs/contract.md §9.1, §9.2).
 
-    Raises:
-        projectops.InvalidBaseUrl: (a ``ValueError``) see :func:`~projectops.normalize_base_url`.
-        InvalidProxy: (a ``ValueError``) the environment's proxy cannot be used.
-        ValueError, TypeError: a time-out or cap that cannot work.
+    Each exchange is bounded as a whole by `timeout`; the body is read raw up to a cap
+    (``Accept-Encoding: identity``); no cookie is kept and no redirect followed (§1.5). Use it
+    in ``with``, or :meth:`close` it. The arguments are those of ``__init__`` below.
     """
 
     def send(
@@ -311,13 +351,26 @@ class RawClient(_Exchange, _Closing):
         *,
         deadline: float | None = None,
     ) -> RawAnswer:
-        """One exchange: `method` to ``base_url + path`` with `body` and exactly `headers`
-        (plus the framing ones); `deadline`, a ``time.monotonic()`` instant, bounds it too.
+        """One exchange: `method` to ``base_url + path`` with `body` and exactly `headers`, plus the
+        framing headers the exchange writes itself.
+
+        Args:
+            method: the HTTP method, ``"POST"``.
+            path: the path after the base URL, ``/api/mcp/get_release_details``, sent as it is.
+            body: the request body; ``None`` (the default): none.
+            headers: the request headers, a mapping or ``(name, value)`` pairs (a name may repeat).
+            deadline: a ``time.monotonic()`` instant the exchange must end by, besides `timeout`
+                (the earlier bounds it); ``None`` (the default): only `timeout`.
+
+        Returns:
+            The answer, whatever its status.
 
         Raises:
-            ValueError: a header :func:`check_header` refuses; nothing was sent.
-            AnswerTimedOut, ServiceUnreachable: no complete answer (timed out; refused, reset,
-                no such name); never chained to the HTTP library's exception.
+            ValueError: a header :func:`check_header` refuses (a framing header, a name that is not
+                a token, a value with a control character); nothing was sent.
+            AnswerTimedOut: no complete answer in time.
+            ServiceUnreachable: refused, reset, no such host; never chained to the HTTP library's
+                exception.
         """
         request, end = self._request(method, path, body, headers), self._end(deadline)
         result: RawAnswer | BaseException
@@ -364,8 +417,9 @@ class RawClient(_Exchange, _Closing):
 
 
 class AsyncRawClient(_Exchange, _AsyncClosing):
-    """:class:`RawClient` for ``await`` (`transport` an ``httpx2.AsyncBaseTransport``); a
-    cancel scope bounds each exchange."""
+    """:class:`RawClient` for ``await`` and ``async with``: `transport` is an
+    ``httpx2.AsyncBaseTransport``; a cancel scope bounds each exchange.
+    """
 
     _http_class = httpx2.AsyncClient
 
@@ -381,7 +435,24 @@ class AsyncRawClient(_Exchange, _AsyncClosing):
         *,
         deadline: float | None = None,
     ) -> RawAnswer:
-        """:meth:`RawClient.send`; `deadline` is a ``time.monotonic()`` instant too."""
+        """One exchange, awaited: :meth:`RawClient.send`.
+
+        Args:
+            method: the HTTP method, ``"POST"``.
+            path: the path after the base URL, sent as it is.
+            body: the request body; ``None`` (the default): none.
+            headers: the request headers, a mapping or ``(name, value)`` pairs.
+            deadline: a ``time.monotonic()`` instant the exchange must end by; ``None`` (the
+                default): only `timeout`.
+
+        Returns:
+            The answer, whatever its status.
+
+        Raises:
+            ValueError: a header :func:`check_header` refuses; nothing was sent.
+            AnswerTimedOut: no complete answer in time.
+            ServiceUnreachable: refused, reset, no such host.
+        """
         request, end = self._request(method, path, body, headers), self._end(deadline)
         with anyio.move_on_after(None if end is None else end - time.monotonic()):
             result = await self._read(request)

@@ -45,16 +45,31 @@ class UsageError(Exception):
 
 @dataclass(frozen=True)
 class Failure:
-    """How one class of failure is reported: the CLI's exit code and stderr `line` (after
-    ``error: ``), the tool server's ``isError`` `sentence`; both ``str.format`` templates of
-    ``{tool}``, ``{status}``, ``{code}``, ``{message}`` (escaped, cut)."""
+    """How one class of failure is reported by the CLI and the tool server (docs/contract.md §5.6).
+
+    Both texts are ``str.format`` templates of ``{tool}``, ``{status}``, ``{code}`` and
+    ``{message}`` (escaped and cut).
+
+    Attributes:
+        exit_code: the CLI's exit code.
+        line: the CLI's stderr line, after ``error: ``.
+        sentence: the tool server's ``isError`` result text.
+    """
 
     exit_code: int
     line: str
     sentence: str
 
     def format(self, exc: BaseException, tool: str) -> tuple[str, str]:
-        """``(line, sentence)`` of `exc` raised while calling `tool`."""
+        """The CLI's line and the tool server's sentence of one failure.
+
+        Args:
+            exc: the exception raised.
+            tool: the tool name of the operation called (``get-release-details``).
+
+        Returns:
+            ``(line, sentence)``, each one line.
+        """
         if isinstance(exc, ApiError):
             status, code, text = exc.http_status, exc.code, exc.describe()
         else:
@@ -138,8 +153,15 @@ _UNEXPECTED = Failure(
 
 
 def failure(exc: BaseException) -> Failure:
-    """The row of :data:`FAILURES` for `exc`'s nearest class, else exit 1. An answered error's
-    status decides where the README promises it: 401 -> 3, 400 -> 4, no other status either."""
+    """How a failure is reported (docs/contract.md §5.6).
+
+    Args:
+        exc: the exception raised by a call, or by the CLI's reading of its input.
+
+    Returns:
+        The row of :data:`FAILURES` of `exc`'s nearest class, else exit 1. An answered error's
+        status decides where the contract promises it: 401 -> exit 3, 400 -> exit 4.
+    """
     status = exc.http_status if isinstance(exc, ApiError) else None
     if status == 401:
         return FAILURES[Unauthenticated]

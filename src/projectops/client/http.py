@@ -37,13 +37,15 @@ _OFF_LOOP_BYTES = 64 * 1024
 
 
 class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
-    """Synchronous client of the API (arguments: docs/python.md "The clients"); use it in
-    ``with``, or :meth:`close` it. A missing key raises :class:`MissingApiKey` at :meth:`call`.
+    """The synchronous client of the API (docs/contract.md §1-§2, §5): one ``POST`` a call, retried
+    where the schema allows, bounded as a whole, the answer read within its cap.
 
-    Raises:
-        MissingBaseUrl, projectops.InvalidBaseUrl, InvalidProxy: (``ValueError``) no base URL,
-            one :func:`~projectops.normalize_base_url` refuses, an unusable proxy.
-        ValueError, TypeError: a time-out, limit, retries or interceptor that cannot work.
+    Use it in ``with``, or :meth:`close` it. The arguments are those of ``__init__`` (base_url,
+    api_key, timeout, max_response_bytes, retries, interceptors, transport), listed below; the
+    generated :class:`~projectops.client.OperationsServiceClient` adds one typed method per rpc.
+
+        >>> with Client("https://ops.example.com", "k-1", timeout=10) as client:  # doctest: +SKIP
+        ...     client.call("get_release_details", {"version": "1.0.0"})
     """
 
     _exchange = _transport.RawClient
@@ -56,15 +58,30 @@ class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
         *,
         response_type: type[R] | None = None,
     ) -> R:
-        """Call one operation (:data:`OperationKey`) with `request` (:func:`prepare_request`)
-        and return its response message; `response_type` types the result.
+        """Call one operation and return its response message.
+
+        Args:
+            operation: the operation: an operation name, tool name, path, or an
+                :class:`~projectops.Operation` (:data:`OperationKey`).
+            request: the request message, a JSON object (decoded strictly), or ``None`` (the
+                default) for ``{}`` (:func:`prepare_request`).
+            response_type: the response message class the caller expects, for type checkers and a
+                check at run time; ``None`` (the default): the operation's.
+
+        Returns:
+            The response message (the operation's response type).
 
         Raises:
             projectops.UnknownOperationError: no such operation.
+            InvalidRequest: the request is invalid; nothing was sent.
+            MissingApiKey: no usable key; nothing was sent.
             TypeError: a request, `response_type` or interceptor result of another type.
             ValueError: a header an interceptor may not set (:class:`RequestHeaders`).
-            projectops.ApiError: the last attempt's non-2xx answer (:func:`error_from_answer`)
-                or no usable answer. Whatever an interceptor raises. None holds the key.
+            projectops.ApiError: the last attempt's non-2xx answer, as its code's class
+                (:func:`error_from_answer`, §5.5); :class:`ServiceUnreachable` or
+                :class:`AnswerTimedOut` when no answer came; :class:`AnswerTooLarge`,
+                :class:`InvalidResponse` or :class:`UnexpectedRedirect` for an answer that cannot be
+                used. Whatever an interceptor raises. No exception holds the key (§9.4).
         """
         try:
             op, message, deadline = self._prepare(operation, request, response_type)
@@ -90,8 +107,10 @@ class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
 
 
 class AsyncClient(_transport._AsyncClosing, BaseClient[AsyncInterceptor, AsyncBaseTransport]):
-    """:class:`Client` for ``await`` and ``async with``: `transport` an
-    ``httpx2.AsyncBaseTransport``, `interceptors` ``async def``."""
+    """:class:`Client` for ``await`` and ``async with``: `transport` is an
+    ``httpx2.AsyncBaseTransport`` and `interceptors` are ``async def``. An answer over 64 KiB is
+    decoded in a worker thread, off the event loop.
+    """
 
     _exchange = _transport.AsyncRawClient
     _http: _transport.AsyncRawClient
@@ -103,7 +122,22 @@ class AsyncClient(_transport._AsyncClosing, BaseClient[AsyncInterceptor, AsyncBa
         *,
         response_type: type[R] | None = None,
     ) -> R:
-        """Call one operation; arguments, result and errors: :meth:`Client.call`."""
+        """Call one operation and return its response message, awaited.
+
+        Args:
+            operation: the operation: an operation name, tool name, path, or an
+                :class:`~projectops.Operation`.
+            request: the request message, a JSON object (decoded strictly), or ``None`` (the
+                default) for ``{}``.
+            response_type: the response message class the caller expects; ``None`` (the default):
+                the operation's.
+
+        Returns:
+            The response message.
+
+        Raises:
+            projectops.ApiError: as :meth:`Client.call`, and the same other exceptions.
+        """
         try:
             op, message, deadline = self._prepare(operation, request, response_type)
 

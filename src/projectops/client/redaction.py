@@ -20,20 +20,45 @@ E = TypeVar("E", bound=BaseException)
 
 
 def redact(text: str, keys: Iterable[str | None] = ()) -> str:
-    """`text` with ``SERVICE_API_KEY``'s value and `keys` redacted (:func:`redact_secrets`)."""
+    """Redact the API key from a text that may quote it (docs/contract.md §9.4).
+
+    Args:
+        text: the text, e.g. an exception's message or a server's answer.
+        keys: more secrets to redact besides ``SERVICE_API_KEY``'s value; ``None`` items are
+            skipped.
+
+    Returns:
+        `text` with every spelling of each key (as servers that ignore case read it) replaced by
+        :data:`REDACTED`, ``***``.
+    """
     return redact_secrets(text, [os.environ.get(API_KEY_ENV), *keys], REDACTED)
 
 
 def mark_redacted(exc: E) -> E:
-    """`exc`, marked as redacted already: :func:`scrub_exception` leaves its text alone."""
+    """Mark an exception as redacted already, so that :func:`scrub_exception` leaves its text
+    alone (for exceptions built from texts redacted where they were quoted).
+
+    Args:
+        exc: the exception.
+
+    Returns:
+        `exc` itself, marked.
+    """
     setattr(exc, _MARK, True)
     return exc
 
 
 def scrub_exception(exc: BaseException, keys: Iterable[str | None] = ()) -> None:
-    """Redact (:func:`redact`) the keys in place from the string ``args``, ``__notes__`` and
-    an :class:`~projectops.ApiError`'s message and violations of `exc` and its chain, bar
-    those :func:`mark_redacted` marked; class, traceback and identity are kept."""
+    """Redact the API key in place from an exception and its chain (docs/contract.md §9.4).
+
+    The string ``args``, ``__notes__`` and an :class:`~projectops.ApiError`'s message and
+    violations of `exc`, its ``__cause__`` and ``__context__`` are redacted, bar those
+    :func:`mark_redacted` marked; class, traceback and identity are kept.
+
+    Args:
+        exc: the exception about to be raised or shown.
+        keys: more secrets besides ``SERVICE_API_KEY``'s value.
+    """
     keys = [*keys]
     seen: set[int] = set()
     pending: list[BaseException | None] = [exc]

@@ -44,8 +44,15 @@ BLANK_TRIES = (" ", BLANK[: len(BLANK) // 2], BLANK[len(BLANK) // 2 :])
 
 @dataclass(frozen=True)
 class CheckSpec:
-    """One check: `id`, `level`, the `rule` (with the contract's section), and whether it
-    judges 200 answers (`needs_success`)."""
+    """One check of the conformance catalogue (docs/conformance.md).
+
+    Attributes:
+        id: the check's id, ``auth.no-key``.
+        level: ``"must"`` (a failure fails the run) or ``"should"``.
+        rule: the rule checked, one sentence ending with its docs/contract.md section.
+        needs_success: the check judges 200 answers, so it needs a request the server accepts;
+            ``False`` by default.
+    """
 
     id: str
     level: Level

@@ -48,7 +48,11 @@ MAX_RECORDED_BYTES = 16 * 1024 * 1024
 
 
 def command() -> Command:
-    """The ``conformance`` command of ``projectops`` (extra ``client``)."""
+    """The ``conformance`` command of ``projectops`` (extra ``client``; docs/conformance.md).
+
+    Returns:
+        The command, for :func:`projectops.cli.build_parser`.
+    """
     what = "run the API contract's checks against a server and report each"
     about = (
         "Run the checks of the API contract (docs/contract.md) against the server at "
@@ -154,7 +158,12 @@ def _write_file(flag: str, path: str, write: Callable[[str], object]) -> None:
 
 
 def proxy_command() -> Command:
-    """The ``proxy`` command of ``projectops`` (extras ``client`` and ``server``)."""
+    """The ``proxy`` command of ``projectops``: the validation proxy (extras ``client`` and
+    ``server``; docs/conformance.md).
+
+    Returns:
+        The command, for :func:`projectops.cli.build_parser`.
+    """
     what = (
         "a validation proxy: forward calls to a server, report where they drift from the "
         "schema, record the answers as mock fixtures"

@@ -25,8 +25,16 @@ Status = Literal["passed", "failed", "skipped"]
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check (:data:`~projectops.conformance.CHECKS`) for one operation; `detail` (outside
-    text, key redacted) says what failed or why it was skipped."""
+    """One check of the catalogue (:data:`~projectops.conformance.CHECKS`) for one operation.
+
+    Attributes:
+        id: the check's id, ``auth.no-key``.
+        operation: the operation's name; ``""`` for a check of the whole API.
+        level: ``"must"`` or ``"should"``, the check's level.
+        status: ``"passed"``, ``"failed"`` or ``"skipped"``.
+        detail: what failed or why it was skipped, outside text escaped and cut with the key
+            redacted (docs/contract.md §9.3, §9.4); ``""`` for a pass.
+    """
 
     id: str
     operation: str
@@ -37,9 +45,19 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Report:
-    """A run: one result per check and operation, the `requests` sent, the deadline (s) that
-    `stopped` it (``None``: complete), the operations answered 501, `seconds`, `base_url` (as
-    :func:`projectops.conventions.shown_url` shows it: no query, no key)."""
+    """The result of one conformance run (docs/conformance.md).
+
+    Attributes:
+        checks: one result per check and operation.
+        requests: the number of requests sent.
+        stopped: the deadline, in seconds, that stopped the run before its end; ``None`` (the
+            default): the run is complete.
+        unimplemented: the operations the server answered 501 ``unimplemented``; none by
+            default.
+        seconds: how long the run took; 0 by default.
+        base_url: the base URL checked, as :func:`projectops.conventions.shown_url` shows it
+            (no query, no key); ``""`` by default.
+    """
 
     checks: tuple[CheckResult, ...]
     requests: int
@@ -49,6 +67,14 @@ class Report:
     base_url: str = ""
 
     def count(self, status: Status) -> int:
+        """How many checks ended with a status.
+
+        Args:
+            status: ``"passed"``, ``"failed"`` or ``"skipped"``.
+
+        Returns:
+            The number of results in :attr:`checks` with that status.
+        """
         return sum(1 for check in self.checks if check.status == status)
 
     @property
@@ -57,7 +83,11 @@ class Report:
         return any(c.status == "failed" and c.level == "must" for c in self.checks)
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--json`` report (its keys: that flag's help)."""
+        """The report ``conformance --json`` prints (its keys: that flag's help).
+
+        Returns:
+            A new JSON-ready ``dict``.
+        """
         return {
             **{status: self.count(status) for status in ("passed", "failed", "skipped")},
             "stopped": self.stopped is not None,
@@ -67,7 +97,12 @@ class Report:
 
 
 def write_report(report: Report, as_json: bool) -> None:
-    """Write `report` to stdout: :meth:`Report.as_json`, or a line per check and a summary."""
+    """Write a report to stdout, as ``projectops conformance`` does.
+
+    Args:
+        report: the run's report.
+        as_json: write :meth:`Report.as_json` as JSON; else a line per check and a summary.
+    """
     write = sys.stdout.write
     if as_json:
         write(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")

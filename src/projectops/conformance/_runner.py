@@ -499,9 +499,24 @@ def run_checks(
     deadline: float | None = _report.DEFAULT_DEADLINE,
     of: Sequence[Operation] | None = None,
 ) -> Report:
-    """Run every check against `base_url` with `api_key`; `project`: the fixtures project of
-    that key; `timeout`: seconds per request; `deadline`: seconds for the whole run (``None``:
-    unbounded but for `timeout` and :data:`MAX_REQUESTS`); `of`: the operations (default: all).
+    """Run every check of the catalogue against a server of the API (docs/conformance.md).
+
+    Args:
+        base_url: the server's root URL (docs/contract.md §1.4).
+        api_key: a valid API key of a project of that server.
+        project: the fixtures project of that key, whose answers (not errors) give requests
+            known to succeed; ``None`` (the default): only ``{}``, for an operation without
+            REQUIRED fields, and the checks that need a 200 answer of the others are skipped.
+        timeout: seconds one request may take as a whole; 30 by default.
+        max_response_bytes: the largest answer body read, in bytes; 32 MiB by default.
+        transport: an ``httpx2.BaseTransport`` instead of the network (an app in the same
+            process); ``None`` (the default): the network.
+        deadline: seconds the whole run may take, 600 by default; the checks it cuts short are
+            skipped saying so. ``None``: bounded only by `timeout` and :data:`MAX_REQUESTS`.
+        of: the operations to check; ``None`` (the default): every operation of the registry.
+
+    Returns:
+        The run's :class:`Report`.
 
     Raises:
         projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.

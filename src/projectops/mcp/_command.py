@@ -25,7 +25,12 @@ _HTTP_ONLY = ("--host", "--port", "--drain-timeout")
 
 
 def command() -> Command:
-    """``projectops mcp``: stdio, or Streamable HTTP with ``--http`` (docs/mcp.md)."""
+    """The ``mcp`` command of ``projectops``: stdio, or Streamable HTTP with ``--http``
+    (extra ``mcp``; docs/mcp.md).
+
+    Returns:
+        The command, for :func:`projectops.cli.build_parser`.
+    """
     what = "run the MCP tool server (one tool per operation) over stdio or HTTP"
     return Command("mcp", what, _configure, _run, connection=True, extra="mcp")
 

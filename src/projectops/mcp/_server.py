@@ -50,7 +50,13 @@ _NAME_CHARS = 100
 
 
 def operation_tools() -> list[types.Tool]:
-    """The tools of the registry's operations, in its order (docs/mcp.md)."""
+    """The MCP tools of the registry's operations (docs/mcp.md): one per operation, named by its
+    tool name (docs/contract.md §1.6), described by its proto comment, with its JSON Schemas as
+    input and output schemas and its idempotency as hints.
+
+    Returns:
+        The tools, in the registry's order.
+    """
     return [
         types.Tool(
             name=op.tool_name,
@@ -73,9 +79,23 @@ async def call_operation_tool(
     *,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> types.CallToolResult:
-    """Run the tool `name`: the response as JSON text and ``structuredContent``, or an
-    ``isError`` result of one sentence (also for a result over `max_result_bytes`). Raises
-    MCPError ``-32602`` if `name` is no operation's tool."""
+    """Run one tool call: the operation's call through `client` (docs/mcp.md).
+
+    Args:
+        client: the client calls are sent through (its base URL, key, time-out and retries).
+        name: the tool's name, as ``tools/list`` shows it.
+        arguments: the call's arguments, the request as a JSON object; ``None``: ``{}``.
+        max_result_bytes: the largest result's JSON text, in bytes; a larger one is an
+            ``isError`` result. 1 MiB (:data:`DEFAULT_MAX_RESULT_BYTES`) by default.
+
+    Returns:
+        The response as JSON text and ``structuredContent``; or an ``isError`` result of one
+        sentence for a failed call (the API's error, no answer, invalid arguments) or a result
+        over `max_result_bytes`.
+
+    Raises:
+        mcp.shared.exceptions.MCPError: ``-32602`` (invalid params) when `name` is no tool.
+    """
     op = next((o for o in operations() if o.tool_name == name), None)
     if op is None:  # only the names tools/list shows, not the registry's other keys
         tools = ", ".join(o.tool_name for o in operations())
@@ -141,8 +161,19 @@ def _redact_strings(value: Any) -> Any:
 def create_server(
     client: AsyncClient, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
 ) -> Server[Any]:
-    """The MCP server of :func:`operation_tools` (the tools capability only), every call sent
-    through `client`; TypeError or ValueError if `max_result_bytes` is no int of at least 1."""
+    """The MCP server of :func:`operation_tools`, with the tools capability only.
+
+    Args:
+        client: the async client every call is sent through; the caller closes it.
+        max_result_bytes: as for :func:`call_operation_tool`.
+
+    Returns:
+        A low-level ``mcp.server.Server``, for :func:`serve_stdio` or :func:`serve_http`.
+
+    Raises:
+        TypeError: `max_result_bytes` is not an int.
+        ValueError: `max_result_bytes` is below 1.
+    """
     if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int):
         raise TypeError("max_result_bytes must be an int (bytes)")
     if max_result_bytes < 1:
@@ -190,7 +221,12 @@ class _SafeFormatter(logging.Formatter):
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """Log to stderr only, this package at `level` and libraries at WARNING (_SafeFormatter)."""
+    """Log to stderr only (stdout is the stdio transport's), escaped: this package at `level`,
+    libraries at WARNING.
+
+    Args:
+        level: the level of this package's loggers; ``logging.INFO`` by default.
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -202,9 +238,16 @@ def configure_logging(level: int = logging.INFO) -> None:
 def serve_http(
     server: Server[Any], sock: socket.socket, *, drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
 ) -> None:
-    """Serve `server` over Streamable HTTP at :data:`HTTP_PATH` on the listening `sock` until
-    SIGINT/SIGTERM (docs/mcp.md: a foreign ``Host`` gets 421, ``Origin`` 403; the calls in flight
-    get `drain_timeout` seconds)."""
+    """Serve over Streamable HTTP at :data:`HTTP_PATH` until SIGINT or SIGTERM (docs/mcp.md).
+
+    A request with a foreign ``Host`` gets 421, a foreign ``Origin`` 403 (DNS rebinding). On the
+    signal the calls in flight are answered before the event streams end.
+
+    Args:
+        server: the server from :func:`create_server`.
+        sock: a bound, listening socket (:func:`projectops.commands.listen`); closed after.
+        drain_timeout: seconds the calls in flight may take after the signal; 10 by default.
+    """
     # sse-starlette would end every event stream, a POST's answer included, the moment uvicorn
     # starts to stop: _Drain ends them once the POSTs in flight are done instead.
     AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
@@ -258,8 +301,23 @@ def run(
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
 ) -> int:
-    """``projectops mcp`` (docs/mcp.md): serve over stdio, or Streamable HTTP on `host`:`port`;
-    0 once the transport ends. Every argument is checked before anything is served.
+    """``projectops mcp`` (docs/mcp.md): serve the tools over stdio, or over Streamable HTTP on
+    `host`:`port`. Every argument is checked before anything is served.
+
+    Args:
+        http: serve Streamable HTTP instead of stdio.
+        host: the host to listen on, with `http`.
+        port: the port to listen on, with `http`; 0: any free one.
+        base_url: the API's root URL; ``None`` (the default): ``SERVICE_BACKEND_URL``.
+        timeout: seconds one call may take as a whole; 30 by default; ``None``: no limit.
+        max_response_bytes: the largest answer body read, in bytes; 32 MiB by default.
+        retries: extra attempts of a retryable call (docs/contract.md §1.5); 2 by default.
+        max_result_bytes: the largest tool result, in bytes; 1 MiB by default.
+        drain_timeout: seconds the calls in flight may take after SIGTERM, with `http`; 10 by
+            default.
+
+    Returns:
+        0, once the transport ends (stdin closed, or the signal).
 
     Raises:
         MissingBaseUrl: neither `base_url` nor ``SERVICE_BACKEND_URL``.

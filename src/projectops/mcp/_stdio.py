@@ -115,8 +115,19 @@ async def serve_stdio(
     max_line_bytes: int = MAX_LINE_BYTES,
     drain_seconds: float = DRAIN_SECONDS,
 ) -> None:
-    """Serve `server` on `stdin` and `stdout` (default: the process's) until stdin ends and every
-    request read is answered, or `drain_seconds` more have passed."""
+    """Serve on stdin and stdout, one JSON-RPC message a line, until stdin ends and every request
+    read is answered (docs/mcp.md). Every line gets an answer: a line too long or not JSON is
+    answered ``-32700``.
+
+    Args:
+        server: the server from :func:`create_server`.
+        stdin: where lines are read from, binary; ``None`` (the default): the process's stdin.
+        stdout: where answers are written; ``None`` (the default): the process's stdout.
+        max_line_bytes: the longest line read, in bytes; 8 MiB (:data:`MAX_LINE_BYTES`) by
+            default.
+        drain_seconds: seconds the requests in flight at the end of stdin may take to be
+            answered; 60 by default.
+    """
     # Our own reader of fd 0, never closed: the reading thread may hold its lock when the
     # interpreter exits, and closing sys.stdin (or this) would then wait for it.
     source = stdin if stdin is not None else open(os.dup(sys.stdin.fileno()), "rb")

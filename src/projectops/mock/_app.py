@@ -57,8 +57,16 @@ class _MockService:
 
 
 def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -> Starlette:
-    """Every registry operation answered from `projects` (API key -> project, as
-    :func:`load_fixtures` returns them); with `docs`, the reference page's routes too."""
+    """The mock server's ASGI app: every operation of the registry answered from fixtures.
+
+    Args:
+        projects: API key -> project, as :func:`load_fixtures` returns them; a request with
+            another key is 401 (docs/contract.md §2.3).
+        docs: serve the reference page (``/docs``, ``/openapi.json``) too; ``True`` by default.
+
+    Returns:
+        A Starlette app.
+    """
 
     async def authenticate(api_key: str) -> MockProject | None:
         return projects.get(api_key)

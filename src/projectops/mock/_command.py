@@ -26,7 +26,11 @@ _LIMITS = "timeout_keep_alive limit_concurrency backlog h11_max_incomplete_event
 
 
 def commands() -> list[Command]:
-    """The mock layer's commands: ``mock-server``."""
+    """The commands the mock contributes to ``projectops`` (docs/cli.md).
+
+    Returns:
+        The ``mock-server`` command.
+    """
     what = "run the mock server of the API (every operation, from fixtures)"
     about = (
         "Serve every operation of the API from fixtures, for tests and demos (docs/mock.md). "

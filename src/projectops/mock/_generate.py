@@ -31,15 +31,31 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 def generate(message_type: type[M], seed: bytes | str) -> M:
-    """A message of `message_type` filled from `seed` (any bytes or text)."""
+    """A message filled with plausible values, the same for the same seed.
+
+    Args:
+        message_type: the generated message class to fill.
+        seed: any bytes or text; equal seeds give equal messages.
+
+    Returns:
+        A new `message_type` message, every singular message field set.
+    """
     message = message_type()
     _fill(message, random.Random(seed), 0)
     return message
 
 
 def generated_answer(op: Operation, request: Message) -> Message:
-    """The response of `op` for `request`, seeded by the operation and its
-    :func:`~projectops.fixtures.request_key`."""
+    """The mock's generated response of an operation for a request.
+
+    Args:
+        op: the operation called.
+        request: its request.
+
+    Returns:
+        A response message of `op`, seeded by the operation and the request's
+        :func:`~projectops.fixtures.request_key`: the same request gets the same response.
+    """
     return generate(op.response_type, f"{op.name}\n{request_key(request)}")
 
 

@@ -27,7 +27,12 @@ _SHOWN_CHARS = 60
 
 @dataclass(frozen=True)
 class Call:
-    """One request that reached an answer: the operation's name and the decoded request."""
+    """One request that reached an answer of the mock.
+
+    Attributes:
+        operation: the operation's name, ``get_release_details``.
+        request: the decoded request message.
+    """
 
     operation: str
     request: Message
@@ -43,8 +48,17 @@ class Reply:
 
 
 class MockProject:
-    """One project: `scenario` maps an operation name to its answers (file order); `calls`, if
-    given, notes each request :meth:`reply` answers."""
+    """One project of the mock: its scripted answers, matched to requests by index (docs/mock.md).
+
+    Args:
+        name: the project's name (``context.project`` of the mock's calls).
+        scenario: operation name -> its answers, in the file's order; the first that matches
+            answers (exact answers before partial ones).
+        generate: an operation without answers in `scenario` gets a generated response; ``True``
+            by default. ``False``: 400 ``failed_precondition``.
+        calls: a list each answered request is appended to, as a :class:`Call`; ``None`` (the
+            default): calls are not noted.
+    """
 
     def __init__(
         self,
@@ -70,8 +84,19 @@ class MockProject:
                     exact.setdefault(answer.key, i)
 
     def reply(self, op: Operation, request: Message) -> Reply:
-        """The matching answer (its JSON encoded once), or a generated one when the project
-        lists no answer of `op` and `generate` holds. Raises FailedPrecondition: none matches."""
+        """What a request to this project gets.
+
+        Args:
+            op: the operation called.
+            request: the decoded, validated request.
+
+        Returns:
+            The matching answer (its JSON encoded once and kept), or a generated one when the
+            project lists no answer of `op` and `generate` holds.
+
+        Raises:
+            projectops.FailedPrecondition: no answer matches the request.
+        """
         if self.calls is not None:
             self.calls.append(Call(op.name, request))
         found = self._find(op, request)
@@ -131,8 +156,20 @@ def _error(error: ErrorResponse) -> ApiError:
 def load_fixtures(
     path: str | os.PathLike[str] | None = None, *, generate: bool = True
 ) -> dict[str, MockProject]:
-    """API key -> :class:`MockProject` of a fixtures file (``None``: the embedded default).
-    Raises FixtureError: ``<file>: <field path>: <what is wrong>``."""
+    """The projects of a fixtures file, by API key (docs/mock.md).
+
+    Args:
+        path: the fixtures file (JSON, ``MockFixtures``); ``None`` (the default): the fixtures
+            embedded in the package (keys ``demo-key`` and ``other-key``).
+        generate: each project answers an operation it lists no answer of with a generated
+            response; ``True`` by default.
+
+    Returns:
+        API key -> :class:`MockProject`.
+
+    Raises:
+        projectops.fixtures.FixtureError: ``<file>: <field path>: <what is wrong>``.
+    """
     if path is None:
         decoded = fixtures.default_fixtures()
     else:

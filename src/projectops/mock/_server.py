@@ -38,9 +38,19 @@ _START_TIMEOUT, _STOP_TIMEOUT = 20.0, 10.0
 
 
 class MockServer:
-    """The mock of one test (docs/mock.md): one project answering what the test scripts
-    (:meth:`answer`), generated answers for the rest. `calls` lists the requests answered;
-    `transport` and `async_transport` (httpx2) hand requests to `app` in-process."""
+    """The mock of one test (docs/mock.md), behind the ``projectops_mock`` pytest fixture: one
+    project answering what the test scripts (:meth:`answer`) and generated answers for the rest.
+
+    It takes no arguments. In-process by default (:meth:`client`); :attr:`base_url` serves it on
+    a port for a subprocess.
+
+    Attributes:
+        api_key: the project's API key (:data:`API_KEY`).
+        calls: the requests answered so far, as :class:`Call`, in order.
+        app: the mock's ASGI app.
+        transport: an ``httpx2.BaseTransport`` handing requests to `app` in-process.
+        async_transport: the same as an ``httpx2.AsyncBaseTransport``.
+    """
 
     def __init__(self) -> None:
         self.api_key = API_KEY
@@ -80,9 +90,30 @@ class MockServer:
         delay: float | timedelta | None = None,
         partial: bool | None = None,
     ) -> None:
-        """Script an answer of an operation (name, tool name or path) as a fixtures file does,
-        replacing one for the same request and partiality; `request` ``None`` answers every
-        request. Raises UnknownOperationError, FixtureError (the field refused)."""
+        """Script an answer of an operation, as a fixtures file's answer does; it replaces one
+            scripted
+        before for the same request and partiality.
+
+        Args:
+            operation_key: the operation: a name, tool name, path, or an
+                :class:`~projectops.Operation`.
+            request: the request it answers, a message or a JSON object; ``None`` (the default):
+                every request of the operation.
+            response: the response, a message or a JSON object; ``None`` (the default): the empty
+                response ``{}`` unless `error` is given.
+            error: answer with this error instead: an :class:`~projectops.ApiError`, or a
+                :class:`~projectops.Code` (or its name), whose message is then ``mock <code>
+                answer``; ``None`` (the default): the response.
+            delay: wait this long before answering, seconds or a ``timedelta``, at most 60 s;
+                ``None`` (the default): no wait.
+            partial: match requests by the fields `request` sets rather than by equality; ``None``
+                (the default): partial exactly when `request` is ``None``.
+
+        Raises:
+            projectops.UnknownOperationError: no such operation.
+            projectops.fixtures.FixtureError: a request, response, error or delay a fixtures file
+                could not hold; the message names the field.
+        """
         op = operation(operation_key)
         item: dict[str, Any] = {
             "request": _json(op.request_type, request or {}, "request"),
@@ -108,12 +139,31 @@ class MockServer:
         self._projects[self.api_key] = MockProject(PROJECT, scenario, self._generate, self.calls)
 
     def client(self, cls: type | None = None, **options: Any) -> Any:
-        """An in-process client of the mock: `cls` (default ``OperationsServiceClient``) with
-        `options` (``timeout`` 30 s unless given)."""
+        """An in-process client of the mock, sharing no socket.
+
+        Args:
+            cls: the client class, a subclass of :class:`~projectops.client.Client`; ``None`` (the
+                default): :class:`~projectops.client.OperationsServiceClient`.
+            options: more arguments of the client (``retries``, ``interceptors``, ...); ``timeout``
+                is 30 seconds unless given.
+
+        Returns:
+            A new client with the mock's base URL, key and transport; close it or use it in
+            ``with``.
+        """
         return self._client(cls or OperationsServiceClient, self.transport, options)
 
     def async_client(self, cls: type | None = None, **options: Any) -> Any:
-        """:meth:`client` of :class:`projectops.client.AsyncOperationsServiceClient`."""
+        """:meth:`client` for ``async with``.
+
+        Args:
+            cls: the client class, a subclass of :class:`~projectops.client.AsyncClient`; ``None``
+                (the default): :class:`~projectops.client.AsyncOperationsServiceClient`.
+            options: more arguments of the client; ``timeout`` is 30 seconds unless given.
+
+        Returns:
+            A new async client of the mock.
+        """
         return self._client(cls or AsyncOperationsServiceClient, self.async_transport, options)
 
     def _client(self, cls: type, transport: Any, options: dict[str, Any]) -> Any:

@@ -15,8 +15,15 @@ ProjectT = TypeVar("ProjectT")
 
 @dataclass(frozen=True)
 class RequestContext(Generic[ProjectT]):
-    """One request's `project` (what ``authenticate`` returned), `operation`, and `headers`
-    (names in lower case, the key's value ``***``)."""
+    """What a handler and an interceptor learn about a request besides its message
+    (docs/contract.md §2.2).
+
+    Attributes:
+        project: what ``authenticate`` returned for the request's key: the project the call is
+            scoped to, of the application's own type.
+        operation: the operation called.
+        headers: the request's headers, names in lower case; the API key's value is ``***``.
+    """
 
     project: ProjectT
     operation: Operation

@@ -17,18 +17,40 @@ ServerCallNext = Callable[[Message, RequestContext[Any]], Awaitable["Message | P
 
 
 class ServerInterceptor(Protocol):
-    """``async def interceptor(request, context, call_next) -> response`` around every handler
-    (docs/server.md): it may raise an ``ApiError``, or pass on another request or return another
-    response of the operation's types. Any other exception or type is a logged 500."""
+    """An interceptor around every handler of :func:`~projectops.server.create_app`
+    (docs/server.md): ``async def interceptor(request, context, call_next) -> response``.
+
+    It runs after the key check, decoding and validation (docs/contract.md §2.4). It may raise
+    an :class:`~projectops.ApiError`, pass on another request, or return another response of the
+    operation's types; any other exception or type is a logged 500 ``internal``.
+    """
 
     async def __call__(
         self, request: Message, context: RequestContext[Any], call_next: ServerCallNext
-    ) -> Message | PreEncoded: ...
+    ) -> Message | PreEncoded:
+        """Handle one call, usually by awaiting `call_next`.
+
+        Args:
+            request: the decoded, validated request message.
+            context: the call's :class:`~projectops.server.RequestContext`.
+            call_next: the next interceptor, at last the handler.
+
+        Returns:
+            The response message, or a :class:`PreEncoded` body.
+
+        Raises:
+            projectops.ApiError: answered with its code's status (docs/contract.md §5.2).
+        """
+        ...
 
 
 class PreEncoded:
-    """A handler's answer already encoded (`body`, UTF-8 JSON as ``to_json`` writes it), sent
-    unchecked."""
+    """A handler's response already encoded, sent as it is, unchecked: for a handler that keeps
+    its responses as JSON (a cache, a proxy).
+
+    Args:
+        body: the response as UTF-8 JSON, as :func:`projectops.to_json` writes it.
+    """
 
     __slots__ = ("body",)
 

@@ -40,6 +40,19 @@ class OperationsServiceHandler:
         """List the RUM environments of the project. These are the distinct environment tags that
         the RUM SDK reported, with when each was first and last seen. Use an environment tag as
         the `environment` scope of later calls.
+
+        Args:
+            request: the decoded, validated request message.
+            context: the call's :class:`~projectops.server.RequestContext`; ``context.project``
+                is what ``authenticate`` returned.
+
+        Returns:
+            The ``ListRumEnvironmentsResponse``, or an awaitable of it.
+
+        Raises:
+            projectops.ApiError: a subclass, answered with its code's status (docs/contract.md
+                §5.2).
+            projectops.Unimplemented: (501) unless a subclass overrides the method.
         """
         raise Unimplemented("list_rum_environments is not implemented by this server")
 
@@ -52,5 +65,18 @@ class OperationsServiceHandler:
         """Get the details of one release of the project, by its version label. The answer holds a
         summary that is enough to gate the release (test counts per environment, open issues,
         security scans) and the detailed in-scope scenario and issue records.
+
+        Args:
+            request: the decoded, validated request message.
+            context: the call's :class:`~projectops.server.RequestContext`; ``context.project``
+                is what ``authenticate`` returned.
+
+        Returns:
+            The ``GetReleaseDetailsResponse``, or an awaitable of it.
+
+        Raises:
+            projectops.ApiError: a subclass, answered with its code's status (docs/contract.md
+                §5.2).
+            projectops.Unimplemented: (501) unless a subclass overrides the method.
         """
         raise Unimplemented("get_release_details is not implemented by this server")

@@ -29,7 +29,7 @@ Authenticate = Callable[[str], "ProjectT | Awaitable[ProjectT | None] | None"]
 def create_app(
     service: OperationsServiceHandler,
     *,
-    authenticate: Callable[[str], Any],
+    authenticate: Authenticate[Any],
     strict: bool = False,
     handler_timeout: float | None = None,
     interceptors: Sequence[ServerInterceptor] = (),
@@ -40,16 +40,26 @@ def create_app(
     the order of its checks: docs/contract.md §2.4).
 
     Args:
-        service: a subclass of :class:`OperationsServiceHandler`, methods plain (in anyio's
-            thread pool) or ``async def``; an rpc it does not override answers 501.
-        authenticate: ``api_key -> project | None`` (plain or ``async def``), never called
-            with an empty key; ``None`` or a ``LookupError`` answers 401.
-        strict: unknown request fields and enum names are 400 instead of ignored.
+        service: an instance of a subclass of :class:`OperationsServiceHandler`, methods plain (in
+            anyio's thread pool) or ``async def``; an rpc it does not override answers 501.
+        authenticate: :data:`Authenticate`, ``api_key -> project | None`` (plain or
+            ``async def``; a plain one runs in a thread pool), never called with an empty key
+            (docs/contract.md §2.2); ``None`` or a ``LookupError`` answers 401 (§2.3). The
+            project it returns is ``context.project`` of the handler's call.
+        strict: unknown request fields and enum names are 400 instead of ignored (§3.4);
+            ``False`` by default (§3.3).
         handler_timeout: seconds that `authenticate`, the interceptors and the handler may
-            take together for one request, then 504 ``deadline_exceeded``; ``None``: no limit.
+            take together for one request, then 504 ``deadline_exceeded``; ``None`` (the
+            default): no limit.
         interceptors: around every handler, the first outermost.
-        operations: the operations to serve (default: :func:`projectops.operations`).
-        max_request_bytes: the largest request body, in bytes, else 413.
+        operations: the operations to serve; ``None`` (the default): all of
+            :func:`projectops.operations`. The paths of the others answer 404.
+        max_request_bytes: the largest request body, in bytes, else 413 (§6); 1 MiB
+            (:data:`~projectops.conventions.MAX_BODY_BYTES`) by default.
+
+    Returns:
+        An ASGI app (Starlette) answering ``POST`` at each operation's path; it keeps no state
+        between requests beyond its thread pools, so any number of processes may serve it.
 
     Raises:
         ValueError: `handler_timeout` or `max_request_bytes` is not positive.

@@ -38,8 +38,15 @@ _CSP_HOST = re.compile(r"(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
 
 
 def swagger_ui_assets() -> Path:
-    """The folder of Swagger UI's files, found without importing ``swagger-ui-py`` (it pulls
-    in web frameworks). Raises RuntimeError: not installed."""
+    """The folder of Swagger UI's files, found without importing ``swagger-ui-py`` (it pulls in web
+    frameworks).
+
+    Returns:
+        The folder's path.
+
+    Raises:
+        RuntimeError: ``swagger-ui-py`` (extra ``server``) is not installed.
+    """
     spec = importlib.util.find_spec("swagger_ui")
     locations = list(spec.submodule_search_locations or []) if spec else []
     for location in locations:
@@ -53,9 +60,20 @@ def swagger_ui_assets() -> Path:
 
 
 def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
-    """The routes; `base_url` is the document's ``servers`` URL (``None``: the mount path).
-    Raises RuntimeError: no Swagger UI; InvalidBaseUrl: `base_url` is no absolute http(s) URL
-    with a plain DNS name or IP address."""
+    """The routes of the API reference page: ``/docs`` (Swagger UI) and ``/openapi.json``.
+
+    Args:
+        base_url: the document's ``servers`` URL; ``None`` (the default): the path the routes
+            are mounted at, so "Try it out" calls the server that serves the page.
+
+    Returns:
+        Starlette routes to mount on an app.
+
+    Raises:
+        RuntimeError: Swagger UI is not installed.
+        projectops.InvalidBaseUrl: `base_url` is no absolute http(s) URL with a plain DNS name or
+            IP address.
+    """
     assets = swagger_ui_assets()
     connect = "'self'"
     if base_url is not None:
