@@ -138,6 +138,8 @@ def test_a_bare_projectops_prints_its_help(run_cli: RunCli) -> None:
         assert re.search(rf"^    {re.escape(name)}\b", proc.stdout, re.MULTILINE), name
     for needle in ("SERVICE_API_KEY", "SERVICE_BACKEND_URL", "README.md", "docs/cli.md"):
         assert needle in proc.stdout
+    # What a user who installed a wheel (no docs/ in it) can read: the installed docstrings.
+    assert "python -m pydoc projectops.client" in proc.stdout
 
 
 # --- authentication ---------------------------------------------------------------------------

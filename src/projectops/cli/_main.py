@@ -153,9 +153,14 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
         f"{DEFAULT_BASE_URL})",
         "\nexit codes:",
         *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),
-        "\nread more (in the projectops sources):",
-        f"  {DOCS[0]} first, then {', '.join(DOCS[1:5])},",
-        f"  {', '.join(DOCS[5:])}",
+        # A wheel holds the docstrings, not docs/: the reference is pydoc's; the guides are the
+        # sources' (the sdist holds them), where ./scripts/docs serves them as a site.
+        "\nread more:",
+        "  projectops describe [<command>]     an operation's fields, from the installed schema",
+        "  python -m pydoc projectops.client   the Python API reference (installed docstrings)",
+        f"  in the projectops sources (the sdist): {DOCS[0]} first, then {', '.join(DOCS[1:3])},",
+        f"  {', '.join(DOCS[3:])};",
+        "  ./scripts/docs serves them with the API reference as a site",
     ]
     parser = _Parser(
         prog="projectops",
@@ -194,9 +199,9 @@ def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | 
             the network (tests); ``None`` (the default): the network.
 
     Returns:
-        The exit code of :data:`EXIT_CODES` (docs/contract.md §5.6): 0 success, 1 a failure of
-        the program, 2 usage or invalid local input, 3 a 401 answer, 4 a 400 answer, 5 no
-        answer or another status, 6 a ``must`` conformance check failed, 130 interrupted.
+        The exit code (docs/contract.md §5.6; ``projectops --help`` lists them): 0 success, 1 a
+        failure of the program, 2 usage or invalid local input, 3 a 401 answer, 4 a 400 answer,
+        5 no answer or another status, 6 a ``must`` conformance check failed, 130 interrupted.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     command: Command | None = None

@@ -59,7 +59,7 @@ _OWN = frozenset({header_key(API_KEY_HEADER), header_key("Content-Type")})
 
 class RequestHeaders(dict[str, str]):
     """Extra request headers an interceptor adds (``context.headers``); ``ValueError`` naming
-    the header for the key or ``Content-Type`` (any spelling), one :func:`check_header` refuses."""
+    the header for the key or ``Content-Type`` (any spelling), one the raw exchange refuses."""
 
     def __setitem__(self, name: str, value: str) -> None:
         check_header(name, value)

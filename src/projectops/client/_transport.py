@@ -339,7 +339,7 @@ class RawClient(_Exchange, _Closing):
 
     Each exchange is bounded as a whole by `timeout`; the body is read raw up to a cap
     (``Accept-Encoding: identity``); no cookie is kept and no redirect followed (§1.5). Use it
-    in ``with``, or :meth:`close` it. The arguments are those of ``__init__`` below.
+    in ``with``, or call ``close()``. The arguments are those of ``__init__`` below.
     """
 
     def send(
@@ -366,7 +366,7 @@ class RawClient(_Exchange, _Closing):
             The answer, whatever its status.
 
         Raises:
-            ValueError: a header :func:`check_header` refuses (a framing header, a name that is not
+            ValueError: a header the exchange refuses (a framing header, a name that is not
                 a token, a value with a control character); nothing was sent.
             AnswerTimedOut: no complete answer in time.
             ServiceUnreachable: refused, reset, no such host; never chained to the HTTP library's
@@ -449,7 +449,7 @@ class AsyncRawClient(_Exchange, _AsyncClosing):
             The answer, whatever its status.
 
         Raises:
-            ValueError: a header :func:`check_header` refuses; nothing was sent.
+            ValueError: a header the exchange refuses; nothing was sent.
             AnswerTimedOut: no complete answer in time.
             ServiceUnreachable: refused, reset, no such host.
         """

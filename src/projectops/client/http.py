@@ -40,12 +40,13 @@ class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
     """The synchronous client of the API (docs/contract.md §1-§2, §5): one ``POST`` a call, retried
     where the schema allows, bounded as a whole, the answer read within its cap.
 
-    Use it in ``with``, or :meth:`close` it. The arguments are those of ``__init__`` (base_url,
+    Use it in ``with``, or call ``close()``. The arguments are those of ``__init__`` (base_url,
     api_key, timeout, max_response_bytes, retries, interceptors, transport), listed below; the
     generated :class:`~projectops.client.OperationsServiceClient` adds one typed method per rpc.
 
-        >>> with Client("https://ops.example.com", "k-1", timeout=10) as client:  # doctest: +SKIP
-        ...     client.call("get_release_details", {"version": "1.0.0"})
+    Examples:
+        >>> with Client("https://ops.example.com", "k-1", timeout=10) as client:
+        ...     response = client.call("get_release_details", {"version": "1.0.0"})
     """
 
     _exchange = _transport.RawClient

@@ -512,7 +512,8 @@ def run_checks(
         transport: an ``httpx2.BaseTransport`` instead of the network (an app in the same
             process); ``None`` (the default): the network.
         deadline: seconds the whole run may take, 600 by default; the checks it cuts short are
-            skipped saying so. ``None``: bounded only by `timeout` and :data:`MAX_REQUESTS`.
+            skipped saying so. ``None``: bounded only by `timeout` and the
+            run's 1,000 requests at most.
         of: the operations to check; ``None`` (the default): every operation of the registry.
 
     Returns:

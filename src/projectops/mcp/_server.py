@@ -238,7 +238,7 @@ def configure_logging(level: int = logging.INFO) -> None:
 def serve_http(
     server: Server[Any], sock: socket.socket, *, drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
 ) -> None:
-    """Serve over Streamable HTTP at :data:`HTTP_PATH` until SIGINT or SIGTERM (docs/mcp.md).
+    """Serve over Streamable HTTP at ``/mcp`` until SIGINT or SIGTERM (docs/mcp.md).
 
     A request with a foreign ``Host`` gets 421, a foreign ``Origin`` 403 (DNS rebinding). On the
     signal the calls in flight are answered before the event streams end.

@@ -123,7 +123,7 @@ async def serve_stdio(
         server: the server from :func:`create_server`.
         stdin: where lines are read from, binary; ``None`` (the default): the process's stdin.
         stdout: where answers are written; ``None`` (the default): the process's stdout.
-        max_line_bytes: the longest line read, in bytes; 8 MiB (:data:`MAX_LINE_BYTES`) by
+        max_line_bytes: the longest line read, in bytes; 8 MiB (``MAX_LINE_BYTES``) by
             default.
         drain_seconds: seconds the requests in flight at the end of stdin may take to be
             answered; 60 by default.
