@@ -23,7 +23,11 @@ __all__ = ["projectops_mock"]
 @pytest.fixture
 def projectops_mock() -> Iterator[MockServer]:
     """A :class:`projectops.mock.MockServer` for one test: one project, the answers the test
-    scripts, generated ones for the rest; its port, if used, stops when the test ends."""
+    scripts, generated ones for the rest; its port, if used, stops when the test ends.
+
+    Yields:
+        The mock, closed after the test.
+    """
     from projectops.mock import MockServer
 
     server = MockServer()

@@ -15,43 +15,27 @@ import dataclasses
 import importlib
 import inspect
 import logging
+import pkgutil
+import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import griffe
 import pytest
 
-# The modules a user imports by name (ARCHITECTURE.md: the packages and their public modules).
-PUBLIC_MODULES = [
-    "projectops",
-    "projectops.registry",
-    "projectops.codec",
-    "projectops.validation",
-    "projectops.errors",
-    "projectops.conventions",
-    "projectops.descriptions",
-    "projectops.json_schema",
-    "projectops.openapi",
-    "projectops.fixtures",
-    "projectops.contract",
-    "projectops.reference",
-    "projectops.telemetry",
-    "projectops.commands",
-    "projectops.answers",
-    "projectops.client",
-    "projectops.client.http",
-    "projectops.client.redaction",
-    "projectops.client.failures",
-    "projectops.server",
-    "projectops.server.asgi",
-    "projectops.server.docs",
-    "projectops.mock",
-    "projectops.conformance",
-    "projectops.mcp",
-    "projectops.cli",
-    "projectops.testing",
-]
+import projectops
+
+# The modules a user imports by name: every module of the package with no private part in its
+# path, the generated messages (projectops.v1, protoc's) aside.
+_SUBMODULES = sorted(
+    info.name
+    for info in pkgutil.walk_packages(projectops.__path__, "projectops.")
+    if not any(part.startswith("_") for part in info.name.split("."))
+    and not info.name.startswith("projectops.v1")
+)
+PUBLIC_MODULES = ["projectops", *_SUBMODULES]
 OURS = ("projectops", "_projectops_pytestplugin")
 
 
@@ -77,7 +61,8 @@ def _public_objects() -> Iterator[tuple[str, Any]]:
     for name in PUBLIC_MODULES:
         module = importlib.import_module(name)
         for attribute in _exported(module):
-            value = getattr(module, attribute)
+            # A functools.cache'd function is checked as the function it wraps.
+            value = inspect.unwrap(getattr(module, attribute))
             if (inspect.isclass(value) or inspect.isfunction(value)) and _ours(value):
                 if id(value) not in seen:
                     seen.add(id(value))
@@ -179,6 +164,29 @@ def _class_problems(where: str, cls: type) -> list[str]:
 
 
 PUBLIC = list(_public_objects())
+
+
+def test_every_public_module_is_on_a_page_of_the_reference() -> None:
+    """docs/reference/ renders a module by a line ``::: module`` (mkdocs.yml), or renders every
+    name the module exports through a package that re-exports it (``projectops.client.http``'s
+    ``Client`` is ``projectops.client.Client``)."""
+    pages = (Path(__file__).resolve().parents[1] / "docs" / "reference").glob("*.md")
+    shown = {m for page in pages for m in re.findall(r"^::: ([\w.]+)", page.read_text(), re.M)}
+    on_pages = {
+        id(getattr(module, name))
+        for module in map(importlib.import_module, shown)
+        for name in _exported(module)
+    }
+    missing = [
+        name
+        for name in PUBLIC_MODULES
+        if name not in shown
+        and not all(
+            id(getattr(importlib.import_module(name), n)) in on_pages
+            for n in _exported(importlib.import_module(name))
+        )
+    ]
+    assert missing == []
 
 
 def test_the_walk_finds_the_public_api() -> None:

@@ -67,19 +67,40 @@ def _extension(options_name: str, extension: str, options: Message) -> Any:
 def field_rules(fd: FieldDescriptor) -> Any:
     """The ``buf.validate.FieldRules`` message of field `fd` (read-only; cached), or None when
     it has no rules. Its set fields are the rules: ``rules.string.max_len``, ``rules.cel``, ...
-    (the fields of ``buf.validate.FieldRules`` in third_party/protovalidate)."""
+    (the fields of ``buf.validate.FieldRules`` in third_party/protovalidate).
+
+    Args:
+        fd: a field of this package's schema.
+
+    Returns:
+        The field's ``FieldRules`` message, or ``None`` when it has no rules.
+    """
     return _extension("FieldOptions", "buf.validate.field", fd.GetOptions())
 
 
 @cache
 def message_rules(message: Descriptor) -> Any:
     """The ``buf.validate.MessageRules`` message of `message` (read-only; cached), or None when
-    it has no rules (its ``cel`` holds the message-level CEL rules)."""
+    it has no rules (its ``cel`` holds the message-level CEL rules).
+
+    Args:
+        message: a message of this package's schema.
+
+    Returns:
+        The message's ``MessageRules`` message, or ``None`` when it has no rules.
+    """
     return _extension("MessageOptions", "buf.validate.message", message.GetOptions())
 
 
 def cel_rules(of: FieldDescriptor | Descriptor) -> tuple[CelRule, ...]:
-    """The CEL rules of a field or of a message, in the proto's order; empty when none."""
+    """The CEL rules of a field or of a message, in the proto's order; empty when none.
+
+    Args:
+        of: a field's or a message's descriptor.
+
+    Returns:
+        Its CEL rules (id, message, expression), in the proto's order; empty when it has none.
+    """
     rules = field_rules(of) if isinstance(of, FieldDescriptor) else message_rules(of)
     if rules is None:
         return ()
@@ -89,7 +110,14 @@ def cel_rules(of: FieldDescriptor | Descriptor) -> tuple[CelRule, ...]:
 def rule_kind(fd: FieldDescriptor) -> tuple[str, Any] | None:
     """``(kind, rules)`` of the type-specific rules of `fd`: the name of the set member of
     ``FieldRules.type`` (``"string"``, ``"int64"``, ``"repeated"``, ``"map"``,
-    ``"duration"``, ...) and that message (``StringRules``, ...); None when there are none."""
+    ``"duration"``, ...) and that message (``StringRules``, ...); None when there are none.
+
+    Args:
+        fd: a field of this package's schema.
+
+    Returns:
+        ``(kind, rules)``, or ``None`` when the field has no type-specific rules.
+    """
     rules = field_rules(fd)
     if rules is None:
         return None

@@ -79,7 +79,14 @@ def is_blank(text: str) -> bool:
 
 @cache
 def is_required(fd: FieldDescriptor) -> bool:
-    """Whether `fd` carries ``(google.api.field_behavior) = REQUIRED``."""
+    """Whether a field is REQUIRED (docs/contract.md §4.1, §8.4).
+
+    Args:
+        fd: a field's descriptor.
+
+    Returns:
+        Whether `fd` carries ``(google.api.field_behavior) = REQUIRED``.
+    """
     behaviors: list[int] = fd.GetOptions().Extensions[field_behavior_pb2.field_behavior]  # type: ignore[index]
     return _REQUIRED in behaviors
 
@@ -168,7 +175,11 @@ class RuleViolation:
     rule: str
 
     def field_violation(self) -> FieldViolation:
-        """The violation as the error body carries it (§5.1)."""
+        """The violation as the error body carries it (§5.1).
+
+        Returns:
+            A new ``FieldViolation`` with `field` and `description` (the rule id is not sent).
+        """
         return FieldViolation(field=self.field, description=self.description)
 
 
@@ -181,6 +192,12 @@ def rule_violations(message: Message) -> list[RuleViolation]:
     the engine cannot evaluate (an integer overflow in a CEL rule over hostile counts) is one
     violation with the rule :data:`EVALUATION_RULE`, the engine's message cut to 200
     characters: a message that cannot be checked does not keep the rules.
+
+    Args:
+        message: the message to check, with every message nested in it.
+
+    Returns:
+        One :class:`RuleViolation` per broken rule, in that order; empty when none is broken.
 
     Raises:
         ImportError: protovalidate is not installed (``pip install 'projectops[server]'``).

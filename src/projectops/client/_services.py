@@ -68,7 +68,7 @@ class OperationsServiceClient(Client):
             request: the request message, a ``GetReleaseDetailsRequest``; ``None`` (the
                 default): one built from the keywords.
             version: The release's version label, as it was created in the project (for example
-                `1.2.0`). ``None`` (the default): unset.
+                `1.2.0`), at most 128 characters. ``None`` (the default): unset.
 
         Returns:
             The ``GetReleaseDetailsResponse``.
@@ -134,7 +134,7 @@ class AsyncOperationsServiceClient(AsyncClient):
             request: the request message, a ``GetReleaseDetailsRequest``; ``None`` (the
                 default): one built from the keywords.
             version: The release's version label, as it was created in the project (for example
-                `1.2.0`). ``None`` (the default): unset.
+                `1.2.0`), at most 128 characters. ``None`` (the default): unset.
 
         Returns:
             The ``GetReleaseDetailsResponse``.
