@@ -22,10 +22,11 @@ from projectops.commands import (
     warn_if_every_interface,
     whole,
 )
-from projectops.conformance._report import DEFAULT_DEADLINE, MAX_REQUESTS
+from projectops.conformance._report import DEFAULT_DEADLINE, MAX_JUDGED_BYTES, MAX_REQUESTS
 from projectops.conventions import (
     API_KEY_ENV,
     BASE_URL_ENV,
+    MAX_BODY_BYTES,
     InvalidBaseUrl,
     normalize_base_url,
     shown_url,
@@ -88,7 +89,16 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         default=DEFAULT_DEADLINE,
         help="seconds the whole run may take (default: %(default)g); past it the checks not "
-        f"run are skipped and the exit code is {EXIT_CONFORMANCE_FAILED}",
+        f"run are skipped and the exit code is {EXIT_CONFORMANCE_FAILED} (judging an answer "
+        "may end one --timeout later)",
+    )
+    add(
+        "--max-judged-bytes",
+        metavar="BYTES",
+        type=whole,
+        default=MAX_JUDGED_BYTES,
+        help="the largest answer judged; the checks of a larger one are skipped, saying so "
+        "(default: %(default)s, 8 MiB)",
     )
 
 
@@ -135,6 +145,7 @@ def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None)
         of=ops,
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
+        max_judged_bytes=args.max_judged_bytes,
     )
     write_report(report, args.json)
     if args.junit_xml is not None:
@@ -173,7 +184,10 @@ def proxy_command() -> Command:
         "with exactly what the upstream answered. Each request and answer of an operation "
         "is checked with the conformance checks of one answer: one line per violation on "
         "stderr ('drift: OPERATION request|answer CHECK FIELD: WHAT'), or one JSON object "
-        "per line on stdout with --json. With --record FILE, the 200 answers seen are "
+        "per line on stdout with --json; an answer is forwarded first, then judged (answers "
+        "over --max-judged-bytes are not, and one drift line says so). A request target with "
+        "a dot segment or '#', or that would leave the upstream's path, is refused with an "
+        "ErrorResponse. With --record FILE, the 200 answers seen are "
         "written on exit as a fixtures file for `projectops mock-server --fixtures FILE`, "
         "the key replaced by a stand-in. Exit 0 after a stop signal, 2 for a usage error."
     )
@@ -200,6 +214,22 @@ def _configure_proxy(parser: argparse.ArgumentParser) -> None:
         type=whole,
         default=MAX_RECORDED_ANSWERS,
         help="answers recorded at most; later new ones are left out (default: %(default)s)",
+    )
+    add(
+        "--max-request-bytes",
+        metavar="BYTES",
+        type=whole,
+        default=MAX_BODY_BYTES,
+        help="the largest request body forwarded; larger ones get 413 and are not sent "
+        "(default: %(default)s, the server adapter's limit)",
+    )
+    add(
+        "--max-judged-bytes",
+        metavar="BYTES",
+        type=whole,
+        default=MAX_JUDGED_BYTES,
+        help="the largest answer judged; larger ones are forwarded, not judged "
+        "(default: %(default)s, 8 MiB)",
     )
     add(
         "--record-max-bytes",
@@ -232,7 +262,13 @@ def _run_proxy(args: argparse.Namespace) -> int:
         shown = drift.json_line() if args.json else drift.line()
         print(shown, file=sys.stdout if args.json else sys.stderr, flush=True)
 
-    app = create_proxy_app(upstream, report=report, recording=recording if record else None)
+    app = create_proxy_app(
+        upstream,
+        report=report,
+        recording=recording if record else None,
+        max_request_bytes=args.max_request_bytes,
+        max_judged_bytes=args.max_judged_bytes,
+    )
     where = f"listening on {listen_url(sock)}, forwarding to {shown_url(base_url)}"
     print(f"projectops proxy {where}", file=sys.stderr, flush=True)
     drain = args.drain_timeout

@@ -1,8 +1,14 @@
 """``projectops proxy``: a validation proxy in front of any server of this API
 (docs/conformance.md). Calls are forwarded as they came and answered with what the upstream
-answered; an operation's request is decoded as a server does and its answer judged with the
-catalogue's checks of one answer, each violation a :class:`Drift`; 200 answers can be recorded
-as mock fixtures (:class:`Recording`).
+answered; once the answer is sent, an operation's request is decoded as a server does and its
+answer judged with the catalogue's checks of one answer, in a bounded number of worker threads,
+each violation a :class:`Drift`; 200 answers can be recorded as mock fixtures
+(:class:`Recording`).
+
+What it refuses to forward, with an ``ErrorResponse``: a request target with a dot segment, a
+``#``, or anything else that would not reach the upstream below its base path as it came (what
+is forwarded is what is judged); a body over ``max_request_bytes`` (413, read by the server
+adapter's :func:`projectops.server.read_body`).
 """
 
 from __future__ import annotations
@@ -11,47 +17,61 @@ import hashlib
 import json
 import logging
 import os
-import re
+import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from functools import partial
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import anyio.to_thread
+import httpx2
 from google.protobuf.message import Message
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from projectops._text import outside_text
-from projectops.answers import ALLOWED_METHOD, BODY_TOO_LARGE
+from projectops._text import REDACTED, outside_text, redact_secrets
+from projectops.answers import ALLOWED_METHOD
 from projectops.client import AsyncRawClient
-from projectops.client.redaction import redact
-from projectops.codec import dump, error_body, from_json, to_dict
+from projectops.codec import dump, from_json, to_dict
 from projectops.conformance._catalogue import DECODES, judge_answer
-from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE, MAX_BODY_BYTES
-from projectops.errors import HTTP_STATUS_BY_CODE, ApiError, Code, InvalidArgument, Unavailable
+from projectops.conformance._report import MAX_JUDGED_BYTES
+from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
+from projectops.errors import ApiError, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
 from projectops.registry import Operation, operations
+from projectops.server import error_response, read_body
 from projectops.validation import validate, violations
 
-__all__ = ["STAND_IN_KEY", "Drift", "Recording", "create_proxy_app", "drift"]
+__all__ = ["JUDGING_WORKERS", "NOT_JUDGED", "STAND_IN_KEY", "Drift"]
+__all__ += ["Recording", "create_proxy_app", "drift"]
 
 #: The ``apiKey`` of the recorded fixtures' first project (then ``-2``, ``-3``, ...).
 STAND_IN_KEY = "recorded-key"
+#: Worker threads that judge calls at once; as many more calls may wait for one, and a call
+#: past those is not judged (its memory would wait with it).
+JUDGING_WORKERS = 2
+#: The check of the drift line of a call that was forwarded but not judged, saying why.
+NOT_JUDGED = "proxy.not-judged"
 Side = Literal["request", "answer"]
 # Headers of one connection (RFC 9110 §7.6.1) or that the proxy sets (it asks for identity
-# encoding), in any spelling: the client's header check refuses Transfer_Encoding too.
+# encoding), in any spelling: the client's header check refuses Transfer_Encoding too. The
+# headers a Connection header names are dropped as well, both ways.
 _HOP_BY_HOP = frozenset(
     "connection keepalive proxyauthenticate proxyauthorization proxyconnection te trailer "
     "transferencoding upgrade host contentlength acceptencoding".split()
 )
+# The key header as a server reads it: any case, "-" or "_" (CGI); and the other credentials
+# a client may send along, which a recording must not hold either.
+_KEY_HEADER = "".join(c for c in API_KEY_HEADER.lower() if c.isalnum())
+_CREDENTIALS = frozenset({_KEY_HEADER, "authorization", "cookie"})
 _DETAIL_CHARS = 200
+_UPSTREAM_STATUSES = range(200, 600)  # a final answer; a 1xx cannot end an exchange
 _log = logging.getLogger("projectops.proxy")
-_OFF_LOOP_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -77,12 +97,23 @@ class Drift:
 
 
 def drift(
-    op: Operation, side: Side, body: bytes, *, status: int = 200, key: str = ""
+    op: Operation, side: Side, body: bytes, *, status: int = 200, secrets: Sequence[str] = ()
 ) -> tuple[list[Drift], Message | None]:
-    """The drifts of `body`, a request of `op` or its answer of `status`, with `key` redacted;
-    and its message (``None``: it does not decode, or is an error answer). A request decodes as
-    a server decodes it, unknown fields ignored (§3.3), and holds its REQUIRED fields (§4); an
-    answer is judged by :func:`judge_answer`."""
+    """The drifts of one side of a call of `op`, and its message.
+
+    Args:
+        op: the operation called.
+        side: ``"request"``: `body` decodes as a server decodes it, unknown fields ignored
+            (docs/contract.md §3.3), and holds its REQUIRED fields (§4); ``"answer"``: `body`
+            is judged by :func:`judge_answer` as the answer of `status`.
+        body: the whole body, as it came.
+        status: the answer's HTTP status (for ``"answer"``).
+        secrets: the credentials the caller sent (the key in every header spelling,
+            ``Authorization``, ``Cookie``), redacted from each drift's texts.
+
+    Returns:
+        The drifts, and the message (``None``: it does not decode, or is an error answer).
+    """
     message: Message | None
     if side == "request":
         try:  # an empty request is {} (§1.2)
@@ -104,7 +135,7 @@ def drift(
             if check.endswith("decodes") and field and field in named:
                 continue
             named.add(field)
-            field, what = (outside_text(t, _DETAIL_CHARS, [key]) for t in (field, what))
+            field, what = (outside_text(t, _DETAIL_CHARS, secrets) for t in (field, what))
             out.append(Drift(op.name, side, check, field, what))
     return out, message
 
@@ -128,8 +159,17 @@ def _split(problem: str) -> tuple[str, str]:
 class Recording:
     """The 200 answers seen, as a mock fixtures file: one project per key (kept only as a
     hash), ``recorded``/:data:`STAND_IN_KEY`, then ``recorded-2``/``recorded-key-2``, ...; the
-    latest answer of one request wins. Left out: an invalid request, an answer holding the key,
-    one past `max_answers` answers or `max_bytes` bytes of JSON."""
+    latest answer of one request wins.
+
+    Left out (counted in `left_out`): an invalid request; an answer that holds a credential
+    the caller sent (the key, ``Authorization``, ``Cookie``); a new answer past `max_answers`
+    answers or `max_bytes` bytes of JSON. A project exists only with an answer in it, so the
+    limits bound the projects too.
+
+    Args:
+        max_answers: answers kept at most (``--record-max-answers``).
+        max_bytes: bytes of the answers' JSON kept at most (``--record-max-bytes``).
+    """
 
     def __init__(self, *, max_answers: int, max_bytes: int) -> None:
         self._max_answers, self._max_bytes = max_answers, max_bytes
@@ -138,8 +178,17 @@ class Recording:
         self.count = self.bytes = self.left_out = 0
         self._lock = threading.Lock()
 
-    def add(self, op: Operation, key: str, request: Message, response: Message) -> None:
-        """Keep the 200 answer of `op` to `request` sent with `key`. Thread-safe."""
+    def add(
+        self,
+        op: Operation,
+        key: str,
+        request: Message,
+        response: Message,
+        credentials: Sequence[str] = (),
+    ) -> None:
+        """Keep the 200 answer `response` of `op` to `request`, sent with `key` (the project)
+        and `credentials` (every credential the caller sent, `key` included: an answer that
+        echoes one is left out). Thread-safe."""
         try:
             validate(request)  # the mock could not serve an invalid request
             entry = {"request": to_dict(request), "response": to_dict(response)}
@@ -148,19 +197,20 @@ class Recording:
         text = "" if entry is None else dump(entry)
         size, wanted = len(text.encode()), request_key(request)
         hashed = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
+        echoed = redact_secrets(text, [key, *credentials], REDACTED) != text
         with self._lock:
-            answers = self._projects.setdefault(hashed, {}).setdefault(op.name, {})
+            answers = self._projects.get(hashed, {}).get(op.name, {})
             old = answers.get(wanted)
             grows = size - (old[1] if old else 0)
             if (
                 entry is None
-                or (key and redact(text, [key]) != text)
+                or echoed
                 or (old is None and self.count >= self._max_answers)
                 or self.bytes + grows > self._max_bytes
             ):
                 self.left_out += 1
                 return
-            answers[wanted] = (entry, size)
+            self._projects.setdefault(hashed, {}).setdefault(op.name, {})[wanted] = (entry, size)
             self.count += old is None
             self.bytes += grows
 
@@ -183,19 +233,58 @@ class Recording:
         }
 
     def write(self, path: str) -> None:
-        """Write :meth:`fixtures` to `path` (atomically). Raises OSError."""
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "w", encoding="utf-8") as file:
-            file.write(dump(self.fixtures(), indent=2) + "\n")
-        os.replace(temporary, path)
+        """Write :meth:`fixtures` to `path` atomically: through a new file of an unpredictable
+        name in the same folder (``tempfile.mkstemp``: created, never opened through a link),
+        then renamed over `path` (a link at `path` is replaced, not followed). Raises OSError."""
+        folder, name = os.path.split(os.path.abspath(path))
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        try:
+            with open(descriptor, "w", encoding="utf-8") as file:
+                file.write(dump(self.fixtures(), indent=2) + "\n")
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+
+
+def _squashed(name: str) -> str:
+    """A header name as servers that ignore case and read ``_`` as ``-`` (CGI) see it."""
+    return "".join(c for c in name.lower() if c.isalnum())
 
 
 def _end_to_end(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    return [(k, v) for k, v in headers if re.sub("[^a-z0-9]", "", k.lower()) not in _HOP_BY_HOP]
+    """`headers` without those of one connection: the hop-by-hop ones and the ones a
+    ``Connection`` header names (RFC 9110 §7.6.1), in any spelling."""
+    headers = list(headers)
+    dropped = set(_HOP_BY_HOP)
+    for name, value in headers:
+        if _squashed(name) == "connection":
+            dropped.update(_squashed(token) for token in value.split(","))
+    return [(k, v) for k, v in headers if _squashed(k) not in dropped]
 
 
 def _name(base: str, index: int) -> str:
     return base if index == 0 else f"{base}-{index + 1}"
+
+
+def _refused_target(path: str, query: str, base_url: str) -> str | None:
+    """Why the request target `path` (as sent, percent-encoded) cannot be forwarded to below
+    `base_url` as it came; ``None``: it can. Refused: no leading ``/``, a ``#`` or ``\\``, a
+    dot segment (``.``, ``..``, percent-encoded too), or any other difference between what the
+    HTTP client would send and ``base path + target``."""
+    if not path.startswith("/") or "#" in path or "#" in query or "\\" in path:
+        return "it holds '#' or '\\' or does not start with '/'"
+    if any(unquote(segment) in (".", "..") for segment in path.split("/")):
+        return "it holds a dot segment ('.' or '..')"
+    target = path + (f"?{query}" if query else "")
+    expected = urlsplit(base_url).path + target
+    try:
+        sent = httpx2.URL(base_url + target).raw_path.decode("ascii")
+    except (httpx2.InvalidURL, UnicodeDecodeError):
+        return "it is not a valid URL path"
+    if sent != expected:
+        return "the upstream would be sent another path"
+    return None
 
 
 def create_proxy_app(
@@ -203,52 +292,104 @@ def create_proxy_app(
     *,
     report: Callable[[Drift], None],
     recording: Recording | None = None,
+    max_request_bytes: int = MAX_BODY_BYTES,
+    max_judged_bytes: int = MAX_JUDGED_BYTES,
+    workers: int = JUDGING_WORKERS,
 ) -> Starlette:
-    """The proxy's ASGI app: every call is sent on through `upstream` (the caller closes it);
-    the drifts of an operation's call go to `report`, its 200 answers to `recording`."""
-    by_path = {op.path: op for op in operations()}
+    """The proxy's ASGI app (docs/conformance.md).
 
-    async def proxy(request: Request) -> Response:
-        body = bytearray()
+    Args:
+        upstream: the exchange every call is sent on through (the caller closes it); its
+            ``base_url`` is the upstream, whose path every forwarded target stays below.
+        report: called with each drift, from the event loop's thread.
+        recording: where the 200 answers go (``None``: not recorded).
+        max_request_bytes: the largest request body forwarded, in bytes (default
+            :data:`projectops.conventions.MAX_BODY_BYTES`); above it, 413 and nothing sent.
+        max_judged_bytes: the largest answer judged, in bytes; a larger one is forwarded and
+            one :data:`NOT_JUDGED` drift says so.
+        workers: threads that judge at once; a call that finds them busy and as many waiting
+            is not judged (one :data:`NOT_JUDGED` drift).
+
+    Returns:
+        A Starlette app that answers every path and method.
+    """
+    by_path = {op.path: op for op in operations()}
+    judges = anyio.CapacityLimiter(workers)
+    waiting = [0]  # calls waiting for a judge or being judged (on the loop's thread only)
+
+    async def judge(
+        op: Operation, body: bytes, status: int, answer: bytes, key: str, secrets: list[str]
+    ) -> None:
+        """Judge one forwarded call in a worker thread, after its answer went out."""
+        if waiting[0] >= 2 * workers:
+            busy = f"{waiting[0]} calls are being judged or waiting for it"
+            report(Drift(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
+            return
+        judged: bytes | None = answer
+        if len(answer) > max_judged_bytes:  # the request is still judged: at most 1 MiB
+            size = f"{len(answer):,} bytes, over the {max_judged_bytes:,} judged"
+            report(Drift(op.name, "answer", NOT_JUDGED, "", f"not judged: the answer is {size}"))
+            judged = None
+        waiting[0] += 1
         try:
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > MAX_BODY_BYTES:
-                    return _error(BODY_TOO_LARGE.error(f"the body is over {MAX_BODY_BYTES} bytes"))
-        except ClientDisconnect:  # the caller left before its request was whole: no one to answer
-            return Response(status_code=400)
-        path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
-        op = by_path.get(path) if request.method == ALLOWED_METHOD else None
-        key = request.headers.get(API_KEY_HEADER, "").strip()
-        drifts, sent = drift(op, "request", bytes(body), key=key) if op else ([], None)
+            drifts = await anyio.to_thread.run_sync(
+                _judge_call, op, body, status, judged, key, secrets, recording, limiter=judges
+            )
+        finally:
+            waiting[0] -= 1
         for found in drifts:
             report(found)
-        headers = _end_to_end(request.headers.items())
+
+    async def proxy(request: Request) -> Response:
+        path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
         query = request.scope["query_string"].decode("latin-1")
+        headers = request.headers.items()
+        # Every header a server could read as the key, and the other credentials sent.
+        keys = [v.strip() for k, v in headers if _squashed(k) == _KEY_HEADER and v.strip()]
+        secrets = [v.strip() for k, v in headers if _squashed(k) in _CREDENTIALS and v.strip()]
+        refused = _refused_target(path, query, upstream.base_url)
+        # A percent-encoded path is never an operation's (docs/contract.md §2.4): not judged.
+        op = by_path.get(path) if request.method == ALLOWED_METHOD else None
+        if refused is not None:
+            shown = outside_text(path, 100, secrets)
+            return error_response(
+                InvalidArgument(f"the proxy refuses the target '{shown}': {refused}")
+            )
+        try:
+            body = await read_body(
+                request.receive,
+                max_request_bytes=max_request_bytes,
+                content_length=request.headers.get("content-length"),
+            )
+        except ApiError as exc:  # 413, as the server adapter answers it
+            return error_response(exc)
+        except ClientDisconnect:  # the caller left before its request was whole: no one to answer
+            return Response(status_code=400)
         target = path + (f"?{query}" if query else "")
         try:
-            answer = await upstream.send(request.method, target, bytes(body), headers)
+            answer = await upstream.send(request.method, target, body, _end_to_end(headers))
             if answer.truncated:
                 cap = f"{upstream.max_response_bytes} bytes (--max-response-bytes)"
                 raise Unavailable(f"the upstream's answer is over {cap}")
         except ApiError as exc:  # no complete answer: 504 past the time-out, else 503
-            shown = (outside_text(text, 300, [key]) for text in (target, exc.message))
-            _log.warning("%s %s: %s", request.method, *shown)
-            return _error(exc)
+            texts = (outside_text(text, 300, secrets) for text in (target, exc.message))
+            _log.warning("%s %s: %s", request.method, *texts)
+            return error_response(exc)
         except ValueError as exc:  # a header the exchange cannot send as it came
-            return _error(InvalidArgument(f"cannot forward: {outside_text(str(exc), 200)}"))
-        if op is not None:
-            judge = partial(drift, op, "answer", answer.body, status=answer.status, key=key)
-            # A large answer is judged in a worker thread: other calls go on meanwhile.
-            big = len(answer.body) > _OFF_LOOP_BYTES
-            drifts, got = await anyio.to_thread.run_sync(judge) if big else judge()
-            for found in drifts:
-                report(found)
-            # `got` is set for a 200 answer that decodes strictly only.
-            if recording is not None and sent is not None and got is not None:
-                record = partial(recording.add, op, key, sent, got)
-                await anyio.to_thread.run_sync(record) if big else record()
-        response = Response(answer.body, answer.status)
+            why = outside_text(str(exc), 200, secrets)
+            return error_response(InvalidArgument(f"cannot forward: {why}"))
+        if answer.status not in _UPSTREAM_STATUSES:
+            bad = Unavailable(f"the upstream answered with the status {answer.status}")
+            return error_response(bad, status=502)
+        # The answer goes out first; judging it (and the request) follows, in a worker.
+        task = (
+            None
+            if op is None
+            else BackgroundTask(
+                judge, op, body, answer.status, answer.body, keys[0] if keys else "", secrets
+            )
+        )
+        response = Response(answer.body, answer.status, background=task)
         response.raw_headers = [
             (k.lower().encode("latin-1"), v.encode("latin-1"))
             for k, v in _end_to_end(answer.headers)
@@ -259,6 +400,22 @@ def create_proxy_app(
     return Starlette(routes=[Route("/{path:path}", proxy, methods=methods)])
 
 
-def _error(exc: ApiError) -> Response:
-    status = HTTP_STATUS_BY_CODE[Code(exc.code)]
-    return Response(error_body(exc), status, media_type=CONTENT_TYPE)
+def _judge_call(
+    op: Operation,
+    body: bytes,
+    status: int,
+    answer: bytes | None,
+    key: str,
+    secrets: list[str],
+    recording: Recording | None,
+) -> list[Drift]:
+    """The drifts of one call (in a worker thread; `answer` ``None``: not judged); its 200
+    answer recorded when both sides decode."""
+    drifts, sent = drift(op, "request", body, secrets=secrets)
+    if answer is None:
+        return drifts
+    found, got = drift(op, "answer", answer, status=status, secrets=secrets)
+    # `got` is set for a 200 answer that decodes strictly only.
+    if recording is not None and sent is not None and got is not None:
+        recording.add(op, key, sent, got, secrets)
+    return drifts + found

@@ -11,13 +11,24 @@ from typing import Any, Literal
 
 from projectops._text import escape, outside_text
 
-__all__ = ["DEFAULT_DEADLINE", "MAX_REQUESTS", "CheckResult", "Report", "Status", "junit_xml"]
+__all__ = [
+    "DEFAULT_DEADLINE",
+    "MAX_JUDGED_BYTES",
+    "MAX_REQUESTS",
+    "CheckResult",
+    "Report",
+    "Status",
+    "junit_xml",
+]
 __all__ += ["write_report"]
 
 #: Requests a run sends at most; past it, the remaining checks are skipped.
 MAX_REQUESTS = 1000
 #: Seconds a whole run may take by default (``--deadline``).
 DEFAULT_DEADLINE = 600.0
+#: Answers larger than this, in bytes, are not judged (``--max-judged-bytes``, 8 MiB): judging
+#: parses and decodes the whole answer, which costs up to ~25 bytes of memory a byte.
+MAX_JUDGED_BYTES = 8 * 1024 * 1024
 
 
 Status = Literal["passed", "failed", "skipped"]

@@ -3,14 +3,19 @@
 
 The requests are raw (invalid bodies, no key, a wrong key) through the clients' bounded
 exchange, all within the run's deadline. Each answer is judged once, as it comes
-(:func:`~projectops.conformance._catalogue.judge_answer`); a check passes only when it examined
-what it checks, else it is ``skipped``, saying why. At most ``32 + 4 x (REQUIRED top-level
+(:func:`~projectops.conformance._catalogue.judge_answer`), in a worker thread the run stops
+waiting for at its deadline plus one time-out; an answer over the judged size
+(:data:`~projectops.conformance._report.MAX_JUDGED_BYTES`) is not judged, which bounds the
+run's memory whatever the answers' shape. A check passes only when it examined what it checks,
+else it is ``skipped``, saying why. At most ``32 + 4 x (REQUIRED top-level
 fields)`` requests per operation, :data:`MAX_REQUESTS` in all.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,7 +27,7 @@ from google.protobuf.message import Message
 
 import projectops
 from projectops import answers, conventions
-from projectops._text import outside_text
+from projectops._text import escape, outside_text
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue as catalogue
 from projectops.conformance import _report
@@ -65,6 +70,8 @@ class Exchange:
     excerpt: str = ""
     truncated: bool = False
     problem: str = ""
+    #: Whole, but over the judged size: only its bytes' digest was taken.
+    unjudged: bool = False
 
     def shown(self) -> str:
         """``sent ...; got <status> <excerpt>`` (or ``no answer: ...``)."""
@@ -75,7 +82,8 @@ class Exchange:
 
 class Sender:
     """Raw requests to `base_url`, each within `timeout` s and `max_response_bytes`, all before
-    `run_deadline` (a :func:`time.monotonic` instant or ``None``)."""
+    `run_deadline` (a :func:`time.monotonic` instant or ``None``); answers up to
+    `max_judged_bytes` judged, each by `run_deadline` plus `timeout` (or within `timeout`)."""
 
     def __init__(
         self,
@@ -86,10 +94,12 @@ class Sender:
         max_response_bytes: int,
         transport: httpx.BaseTransport | None = None,
         run_deadline: float | None = None,
+        max_judged_bytes: int = _report.MAX_JUDGED_BYTES,
     ) -> None:
         from projectops.client import RawClient
 
         self._key, self._timeout, self._run_deadline, self.count = api_key, timeout, run_deadline, 0
+        self.max_judged_bytes = max_judged_bytes
         self._raw = RawClient(
             base_url,
             timeout=timeout,
@@ -107,6 +117,33 @@ class Sender:
     def check_deadline(self) -> None:
         if self._run_deadline is not None and time.monotonic() >= self._run_deadline:
             raise DeadlinePassed
+
+    def judge(
+        self, response_type: type[Message], exchange: Exchange, body: bytes
+    ) -> catalogue.Verdict:
+        """The verdict on a whole answer; over :attr:`max_judged_bytes`, only its digest
+        (`exchange` marked ``unjudged``). Judging runs in a daemon thread that the run stops
+        waiting for at its deadline plus one time-out (without a deadline: after one time-out).
+
+        Raises:
+            DeadlinePassed: the judging ran past the run's deadline plus one time-out.
+        """
+        if len(body) > self.max_judged_bytes:
+            exchange.unjudged = True
+            return catalogue.Verdict(digest=hashlib.sha256(body).hexdigest())
+        status = exchange.status or 0
+        done: list[catalogue.Verdict] = []
+        worker = threading.Thread(
+            target=lambda: done.append(catalogue.judge_answer(response_type, status, body)),
+            name="projectops-judge",
+            daemon=True,  # an abandoned one does not hold the process at its exit
+        )
+        worker.start()
+        end = time.monotonic() if self._run_deadline is None else self._run_deadline
+        worker.join(max(0.0, end + self._timeout - time.monotonic()))
+        if not done:
+            raise DeadlinePassed
+        return done[0]
 
     def send(
         self,
@@ -142,6 +179,9 @@ class Sender:
             answer = self._raw.send(
                 method, path, body, {**sent, **(headers or {})}, deadline=self._run_deadline
             )
+        except ValueError as exc:  # a header the exchange refuses to send: nothing went out
+            exchange.problem = f"not sent: {self.shown(str(exc), 300)}"
+            return exchange, b""
         except AnswerTimedOut:
             self.check_deadline()  # the run's bound, not the server, ended it: not judged
             exchange.problem = f"no complete answer within the time-out of {self._timeout:g} s"
@@ -237,6 +277,7 @@ class _OperationRun:
         self._failures: dict[str, list[str]] = {check: [] for check in _HELD}
         self._examined: set[str] = set()
         self._got_200 = False
+        self._unjudged = 0  # answers over the judged size
 
     def _post(
         self,
@@ -258,9 +299,11 @@ class _OperationRun:
                 self._examined.add(catalogue.DECODES)
                 self._note(catalogue.DECODES, ["larger than --max-response-bytes"], exchange)
             return exchange, None
-        self._sender.check_deadline()  # judging counts within the deadline too
-        verdict = catalogue.judge_answer(self._op.response_type, exchange.status, body)
+        verdict = self._sender.judge(self._op.response_type, exchange, body)
         del body
+        if exchange.unjudged:
+            self._unjudged += 1
+            return exchange, verdict
         # Another path's or method's 2xx is no answer of the operation.
         ours = path is None and method == answers.ALLOWED_METHOD
         if ours or exchange.status not in range(200, 300):
@@ -335,6 +378,10 @@ class _OperationRun:
                 continue  # a pass, or a skip for want of an answer, would claim too much
             elif check_id in self._examined:
                 self._results[check_id] = _PASS
+            elif self._unjudged:
+                limit = f"{self._sender.max_judged_bytes:,} bytes (--max-judged-bytes)"
+                what = f"{self._unjudged} answer{'s' if self._unjudged > 1 else ''}"
+                self._results[check_id] = ("skipped", f"{what} over {limit} not judged")
             elif not catalogue.CHECKS[check_id].needs_success:  # it judges the error answers
                 self._results[check_id] = ("skipped", "no answer but 2xx came")
             elif not self._got_200:
@@ -410,11 +457,15 @@ class _OperationRun:
         if not self._good:
             return self._no_success()
         failures: list[str] = []
+        unjudged = 0
         for request, expected in self._good:
             exchange, verdict = self._post(to_json(request).encode())
             if exchange.status == 200 and verdict is not None:
                 self._answered.append((request, verdict.digest))
             if expected is None:
+                continue
+            if exchange.unjudged:  # too large to decode and compare
+                unjudged += 1
                 continue
             if exchange.status != 200 or verdict is None or verdict.message is None:
                 failures += [f"expected 200 and a {self._op.response_type.__name__}"]
@@ -425,6 +476,9 @@ class _OperationRun:
             failures.append(exchange.shown())
         if all(expected is None for _, expected in self._good):
             return ("skipped", f"no --fixtures answer of {self._op.name} to compare with")
+        if not failures and unjudged == sum(expected is not None for _, expected in self._good):
+            limit = f"{self._sender.max_judged_bytes:,} bytes (--max-judged-bytes)"
+            return ("skipped", f"every answer to compare was over {limit}")
         return _fail(*failures) if failures else _PASS
 
     def _same(
@@ -453,7 +507,10 @@ class _OperationRun:
         )
 
     def _scope_headers(self) -> tuple[Status, str]:
-        other = f"not-{self._project.name}" if self._project else "another-project"
+        # A header value is visible ASCII: a project named "café" is sent as "not-caf\xe9".
+        name = self._project.name if self._project else "another-project"
+        stand_in = escape(name).encode("ascii", "backslashreplace").decode("ascii")
+        other = f"not-{stand_in[:100]}"
         return self._same(
             "with Project-Id/Organization-Id of another project",
             lambda request: (to_dict(request), 1),
@@ -498,6 +555,7 @@ def run_checks(
     transport: httpx.BaseTransport | None = None,
     deadline: float | None = _report.DEFAULT_DEADLINE,
     of: Sequence[Operation] | None = None,
+    max_judged_bytes: int = _report.MAX_JUDGED_BYTES,
 ) -> Report:
     """Run every check of the catalogue against a server of the API (docs/conformance.md).
 
@@ -512,9 +570,11 @@ def run_checks(
         transport: an ``httpx2.BaseTransport`` instead of the network (an app in the same
             process); ``None`` (the default): the network.
         deadline: seconds the whole run may take, 600 by default; the checks it cuts short are
-            skipped saying so. ``None``: bounded only by `timeout` and the
-            run's 1,000 requests at most.
+            skipped saying so; judging an answer may end one `timeout` past it. ``None``:
+            bounded only by `timeout` and the run's 1,000 requests at most.
         of: the operations to check; ``None`` (the default): every operation of the registry.
+        max_judged_bytes: the largest answer judged, in bytes (8 MiB by default); the checks a
+            larger one would feed are skipped, saying so.
 
     Returns:
         The run's :class:`Report`.
@@ -532,6 +592,7 @@ def run_checks(
         max_response_bytes=max_response_bytes,
         transport=transport,
         run_deadline=None if deadline is None else start + deadline,
+        max_judged_bytes=max_judged_bytes,
     )
     known_paths = frozenset(op.path for op in ops)
     results: list[CheckResult] = []

@@ -10,7 +10,9 @@ from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from projectops.server._context import RequestContext
+    from projectops.server._endpoint import read_body
     from projectops.server._interceptors import PreEncoded, ServerCallNext, ServerInterceptor
+    from projectops.server._replies import error_response
     from projectops.server._services import OperationsServiceHandler
     from projectops.server.asgi import Authenticate, create_app
 
@@ -22,6 +24,8 @@ _WHERE = {
     "ServerCallNext": "projectops.server._interceptors",
     "ServerInterceptor": "projectops.server._interceptors",
     "create_app": "projectops.server.asgi",
+    "error_response": "projectops.server._replies",
+    "read_body": "projectops.server._endpoint",
 }
 
 __all__ = [
@@ -32,6 +36,8 @@ __all__ = [
     "ServerCallNext",
     "ServerInterceptor",
     "create_app",
+    "error_response",
+    "read_body",
 ]
 
 if not TYPE_CHECKING:

@@ -25,7 +25,7 @@ from projectops.answers import (
     WRONG_METHOD,
 )
 from projectops.codec import from_json, to_json
-from projectops.conventions import API_KEY_HEADER
+from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.errors import ApiError, DeadlineExceeded, Internal
 from projectops.registry import Operation
 from projectops.server._context import RequestContext
@@ -44,7 +44,7 @@ from projectops.server._services import OperationsServiceHandler
 from projectops.server._threads import Callee, Pools, cancelled_from_outside
 from projectops.validation import validate
 
-__all__ = ["Endpoint"]
+__all__ = ["Endpoint", "read_body"]
 
 T = TypeVar("T")
 
@@ -124,7 +124,9 @@ class Endpoint:
             project = await self._bounded(deadline, "authenticate", self._project(keys))
             if self._handler is None:
                 raise Refusal(NOT_IMPLEMENTED, f"{self._op.name} is not implemented by this server")
-            body = await _read_body(receive, declared, self._max_request_bytes)
+            body = await read_body(
+                receive, max_request_bytes=self._max_request_bytes, content_length=declared
+            )
             if len(body) > _DECODE_OFF_LOOP_BYTES:
                 message = await anyio.to_thread.run_sync(
                     self._decode, body, limiter=self._pools.decode()
@@ -287,10 +289,35 @@ class _Contained:
         raise self._failed() from None
 
 
-async def _read_body(receive: Receive, declared: bytes, limit: int) -> bytes:
-    """The body, at most `limit` bytes (declared or read; else a 413 Refusal). Raises
-    ClientDisconnect."""
-    if declared.isdigit() and int(declared) > limit:
+async def read_body(
+    receive: Receive,
+    *,
+    max_request_bytes: int = MAX_BODY_BYTES,
+    content_length: bytes | str | None = None,
+) -> bytes:
+    """Read a request's whole body from the ASGI `receive`, refusing it once it is over the
+    limit (docs/contract.md §6, §2.4 step 5), as the app does before decoding.
+
+    Args:
+        receive: the ASGI receive callable of the request (``request.receive`` in Starlette).
+        max_request_bytes: the largest body accepted, in bytes (default
+            :data:`projectops.conventions.MAX_BODY_BYTES`, 1 MiB).
+        content_length: the request's ``Content-Length`` header, if any: a declared size over
+            the limit is refused before anything is read.
+
+    Returns:
+        The body (``b""`` for none).
+
+    Raises:
+        projectops.ResourceExhausted: (413) declared or read, the body is over the limit; what
+            was read is dropped.
+        starlette.requests.ClientDisconnect: the client went away before the body was whole.
+    """
+    limit = max_request_bytes
+    declared = (
+        content_length.encode("latin-1") if isinstance(content_length, str) else content_length
+    )
+    if declared is not None and declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
     chunks: list[bytes] = []
     size = 0

@@ -82,7 +82,19 @@ def answer(case: ErrorCase, message: str, headers: Mapping[str, str] | None = No
 def error_response(
     error: ApiError, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> Response:
-    """The ``ErrorResponse`` of `error`, each text cut (``_text.MAX_TEXT_CHARS``)."""
+    """The answer of `error` as the app writes it (docs/contract.md §5.1): its
+    ``ErrorResponse`` as JSON, the message and each violation's texts cut to 1,000 characters
+    (docs/contract.md §6).
+
+    Args:
+        error: any :class:`projectops.ApiError`.
+        status: the HTTP status; ``None``: the one of `error`'s code
+            (:data:`projectops.HTTP_STATUS_BY_CODE`, docs/contract.md §5.2).
+        headers: headers to add (``Content-Type`` is ``application/json`` already).
+
+    Returns:
+        A Starlette ``Response``.
+    """
     texts = [error.message, *(t for v in error.violations for t in (v.field, v.description))]
     if any(len(text) > MAX_TEXT_CHARS for text in texts):
         cut_violations = [
@@ -116,8 +128,9 @@ class Json:
         await send({"type": "http.response.body", "body": self._body})
 
 
-def too_large(limit: int) -> Refusal:
-    return Refusal(BODY_TOO_LARGE, f"the request body is larger than {limit} bytes")
+def too_large(limit: int) -> ApiError:
+    """The 413 ``resource_exhausted`` of a request body over `limit` bytes."""
+    return BODY_TOO_LARGE.error(f"the request body is larger than {limit} bytes")
 
 
 def quoted(path: str, limit: int = 100) -> str:

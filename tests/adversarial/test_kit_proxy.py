@@ -1,0 +1,300 @@
+"""``projectops proxy`` in front of a hostile upstream (issue 31, items 1 to 3), the real program
+on 127.0.0.1 with raw-socket servers (:mod:`tests.adversarial.hostile`):
+
+- it forwards what it judges: a target with a dot segment (plain or percent-encoded), a ``#`` or
+  a backslash is refused with an ``ErrorResponse`` and nothing reaches the upstream, whose base
+  path every forwarded call stays below;
+- the key in every header spelling a server reads (``Service_Api_Key``), ``Authorization`` and
+  ``Cookie`` echoed by the upstream never reach a drift line or the recording;
+- headers named in ``Connection`` are dropped both ways; a status outside 200-599 is a 502
+  ``unavailable``; a body over ``--max-request-bytes`` is a 413 and is not sent;
+- the recording bounds projects, not only answers, and is written through a new file (a link
+  at the recording's path or at the old predictable temporary name is not followed);
+- a 31.9 MiB answer is forwarded first, then judged in bounded workers or skipped with one
+  drift line (figures: ``pytest tests/adversarial/test_kit_proxy.py -s | grep FIGURE``).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from projectops.conventions import MAX_BODY_BYTES
+from tests.adversarial.hostile import Request, answer, hostile_server
+from tests.adversarial.servers import raw_exchange, read_until_closed
+from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
+from tests.support import cli_env
+
+pytestmark = pytest.mark.slow
+
+KEY = "SECRETKEY123-proxy"
+LIST = "/api/mcp/list_rum_environments"
+MIB = 1024 * 1024
+
+
+@dataclass
+class Proxy:
+    """A running ``projectops proxy``: its port and process, its output files."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    out: Path
+    err: Path
+
+    def drift_text(self) -> str:
+        return self.out.read_text(errors="replace") + self.err.read_text(errors="replace")
+
+    def peak_mib(self) -> float:
+        """Its peak resident memory so far (``VmHWM``), in MiB."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmHWM")
+
+
+@contextmanager
+def proxy(upstream: str, *flags: str) -> Iterator[Proxy]:
+    """``python -m projectops proxy --upstream upstream`` on a free port; SIGTERM at the end."""
+    with tempfile.TemporaryDirectory(prefix="projectops-proxy-") as folder:
+        out, err = Path(folder, "out"), Path(folder, "err")
+        port = free_port()
+        args = [sys.executable, "-m", "projectops", "proxy", "--upstream", upstream]
+        args += ["--port", str(port), *flags]
+        with out.open("wb") as out_file, err.open("wb") as err_file:
+            process = subprocess.Popen(
+                args, stdout=out_file, stderr=err_file, env=cli_env(None, None)
+            )
+        running = Proxy(port, process, out, err)
+        try:
+            wait_until_listening(process, port, "proxy", running.drift_text)
+            yield running
+        finally:
+            stop(process)
+
+
+def _raw(port: int, target: str, headers: dict[str, str], body: bytes = b"{}") -> bytes:
+    """One request exactly as written (no client normalises its target); the whole answer."""
+    lines = [f"POST {target} HTTP/1.1", f"Host: {LOOPBACK}:{port}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    lines.append(f"Content-Length: {len(body)}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    with socket.create_connection((LOOPBACK, port), timeout=60) as sock:
+        sock.sendall(head + body)
+        got, _ = read_until_closed(sock, time.monotonic() + 60, limit=64 * MIB)
+    return got
+
+
+def _status(raw: bytes) -> int:
+    return int(raw.split(b" ", 2)[1])
+
+
+def _json(raw: bytes) -> dict[str, object]:
+    return dict(json.loads(raw.partition(b"\r\n\r\n")[2]))
+
+
+def _target(request: Request) -> str:
+    return request.head.split(b" ", 2)[1].decode("latin-1")
+
+
+def _empty(sock: socket.socket, request: Request) -> None:
+    answer(200, '{"environments": []}')(sock, request)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/../tenant-b/secret",
+        "/api/mcp/x/../list_rum_environments",
+        f"{LIST}#frag",
+        "/%2e%2e/tenant-b/secret",
+        "/api/mcp/./list_rum_environments",
+        "/api/mcp\\..\\x",
+        "/api/mcp/%2E/list_rum_environments",
+    ],
+)
+def test_a_target_that_would_leave_the_base_path_is_refused_and_not_sent(target: str) -> None:
+    with hostile_server(_empty) as upstream, proxy(f"{upstream.base_url}/tenant-a") as running:
+        refused = _raw(running.port, target, {"Service-Api-Key": KEY})
+        fine = _raw(running.port, LIST, {"Service-Api-Key": KEY})
+    assert _status(refused) == 400
+    assert _json(refused)["code"] == "invalid_argument"
+    assert "refuses the target" in str(_json(refused)["message"])
+    assert _status(fine) == 200
+    assert [_target(r) for r in upstream.requests] == [f"/tenant-a{LIST}"]
+
+
+def _echo_credentials(sock: socket.socket, request: Request) -> None:
+    """A 200 whose fields echo the credentials sent: the key (in a 64-bit field: a drift that
+    quotes it), ``Authorization`` and ``Cookie`` (in valid fields: a recordable answer)."""
+    sent = {
+        name: request.header(name) or "" for name in ("Service_Api_Key", "Authorization", "Cookie")
+    }
+    what = request.header("X-Echo") or "Service_Api_Key"
+    if what == "Service_Api_Key":
+        body = {"environments": [{"environment": "e", "sessionCount": sent[what]}]}
+    else:
+        body = {"environments": [{"environment": sent[what]}]}
+    answer(200, json.dumps(body))(sock, request)
+
+
+def test_the_key_in_any_spelling_and_echoed_credentials_are_not_shown_or_recorded(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "recorded.json"
+    credentials = {
+        "Service_Api_Key": KEY,
+        "Authorization": "Bearer token-0042-secret",
+        "Cookie": "session=cookie-0042-secret",
+    }
+    with hostile_server(_echo_credentials) as upstream:
+        with proxy(upstream.base_url, "--record", str(record)) as running:
+            answers = [
+                _raw(running.port, LIST, {**credentials, "X-Echo": name}) for name in credentials
+            ]
+            running.process.terminate()
+            running.process.wait(20)
+            shown = running.drift_text()
+    assert [_status(a) for a in answers] == [200, 200, 200]
+    assert "sessionCount" in shown  # the drift that quoted the key is there, redacted
+    recorded = record.read_text()
+    for secret in (KEY, "token-0042-secret", "cookie-0042-secret"):
+        assert secret.lower() not in shown.lower()
+        assert secret.lower() not in recorded.lower()
+    assert json.loads(recorded)["projects"][0]["operations"] == {}
+    assert "2 left out" in shown  # the third does not decode: never a candidate
+
+
+def _hop_by_hop(sock: socket.socket, request: Request) -> None:
+    answer(
+        200,
+        '{"environments": []}',
+        {"Connection": "close, X-Upstream-Hop", "X-Upstream-Hop": "1", "X-Kept": "1"},
+    )(sock, request)
+
+
+def test_headers_named_in_connection_are_dropped_both_ways() -> None:
+    sent = {"Connection": "close, X-Client-Hop", "X-Client-Hop": "1", "X-Client-Kept": "1"}
+    with hostile_server(_hop_by_hop) as upstream, proxy(upstream.base_url) as running:
+        head = f"POST {LIST} HTTP/1.1\r\nHost: x\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in sent.items())
+        got, _, _ = raw_exchange(running.port, (head + "Content-Length: 2\r\n\r\n{}").encode())
+    (request,) = upstream.requests
+    assert request.header("X-Client-Hop") is None
+    assert request.header("X-Client-Kept") == "1"
+    answered = got.partition(b"\r\n\r\n")[0].lower()
+    assert b"x-upstream-hop" not in answered
+    assert b"x-kept: 1" in answered
+
+
+@pytest.mark.parametrize("status", [600, 999])
+def test_an_upstream_status_outside_the_range_is_502_unavailable(status: int) -> None:
+    def weird(sock: socket.socket, request: Request) -> None:
+        sock.sendall(f"HTTP/1.1 {status} Weird\r\nContent-Length: 2\r\n\r\n{{}}".encode())
+
+    with hostile_server(weird) as upstream, proxy(upstream.base_url) as running:
+        got = _raw(running.port, LIST, {})
+    assert _status(got) == 502
+    assert _json(got)["code"] == "unavailable"
+
+
+def test_a_body_over_max_request_bytes_is_413_and_not_sent() -> None:
+    with hostile_server(_empty) as upstream:
+        with proxy(upstream.base_url, "--max-request-bytes", "1000") as running:
+            over = _raw(running.port, LIST, {}, b"{" + b" " * 1000 + b"}")
+            under = _raw(running.port, LIST, {}, b"{" + b" " * 900 + b"}")
+        with proxy(upstream.base_url) as running:  # the server adapter's limit by default
+            default = _raw(running.port, LIST, {}, b"{" + b" " * MAX_BODY_BYTES + b"}")
+    assert (_status(over), _json(over)["code"]) == (413, "resource_exhausted")
+    assert (_status(default), _json(default)["code"]) == (413, "resource_exhausted")
+    assert _status(under) == 200
+    assert len(upstream.requests) == 1
+
+
+def _one_environment(sock: socket.socket, request: Request) -> None:
+    answer(200, '{"environments": [{"environment": "QA"}]}')(sock, request)
+
+
+def test_the_recording_bounds_projects_and_follows_no_link(tmp_path: Path) -> None:
+    record = tmp_path / "recorded.json"
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    record.symlink_to(victim)
+    with hostile_server(_one_environment) as upstream:
+        with proxy(
+            upstream.base_url, "--record", str(record), "--record-max-answers", "1"
+        ) as running:
+            # The name the recording was written through before: a link there is not followed.
+            old_temporary = Path(f"{record}.{running.process.pid}.tmp")
+            old_temporary.symlink_to(victim)
+            for i in range(40):  # one key each: 40 projects' worth of answers
+                _raw(running.port, LIST, {"Service-Api-Key": f"key-{i}"})
+            running.process.terminate()
+            running.process.wait(20)
+    assert victim.read_text() == "untouched"
+    assert not record.is_symlink()
+    projects = json.loads(record.read_text())["projects"]
+    assert len(projects) == 1
+    assert sum(len(a) for a in projects[0]["operations"].values()) == 1
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([record.name, victim.name, old_temporary.name])
+
+
+def _large_answer() -> bytes:
+    """31.9 MiB of ``{"sessionCount":"1"}`` elements: the most judging work per byte a valid
+    answer of the registry's first list holds."""
+    unit = b'{"sessionCount":"1"}'
+    count = (int(31.9 * MIB) - 20) // (len(unit) + 1)
+    return b'{"environments":[' + b",".join([unit] * count) + b"]}"
+
+
+def test_a_large_answer_is_forwarded_first_and_judging_stays_bounded() -> None:
+    body = _large_answer()
+
+    def large_or_small(sock: socket.socket, request: Request) -> None:
+        small = request.header("X-Small") is not None
+        answer(200, b'{"environments": []}' if small else body)(sock, request)
+
+    with hostile_server(large_or_small) as upstream, proxy(upstream.base_url) as running:
+        started = time.monotonic()
+        one = _raw(running.port, LIST, {})
+        alone = time.monotonic() - started
+        results: list[float] = []
+
+        def call() -> None:
+            begun = time.monotonic()
+            assert _status(_raw(running.port, LIST, {})) == 200
+            results.append(time.monotonic() - begun)
+
+        threads = [threading.Thread(target=call) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)
+        begun = time.monotonic()
+        assert _status(_raw(running.port, LIST, {"X-Small": "1"})) == 200
+        small = time.monotonic() - begun
+        for thread in threads:
+            thread.join(120)
+        peak = running.peak_mib()
+        drifts = running.drift_text()
+    print(
+        f"\nFIGURE proxy, a {len(body) / MIB:.1f} MiB answer: {alone:.2f} s; six at once: "
+        f"{min(results):.2f}-{max(results):.2f} s each, a small call meanwhile {small:.2f} s; "
+        f"proxy peak {peak:.0f} MiB"
+    )
+    assert one.endswith(body)
+    assert len(results) == 6
+    assert alone < 15 and max(results) < 60 and small < 10
+    assert peak < 1024
+    assert drifts.count("proxy.not-judged") == 7
+    assert "drift: list_rum_environments answer proxy.not-judged (the body): not judged" in drifts
