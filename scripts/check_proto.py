@@ -15,8 +15,10 @@ buf cannot reach its registry here, so grpcio-tools' protoc builds a buf image
 (--include_imports --include_source_info) and buf checks it limited to `--path projectops`.
 The baseline of the released schema is the committed image proto/released.binpb.
 After buf, the contract check (src/projectops/contract.py) compares the operations of both
-images: HTTP method, path and body, REQUIRED request fields, and the fields and enum values of
-released responses, which buf does not see. It prints one `contract: <finding>` line each.
+images: HTTP method, path and body, REQUIRED request fields, the fields, enum values and REQUIRED
+of released responses, and the protovalidate rules of both, which buf does not see. It prints
+one `contract: <finding>` line each; a finding listed in proto/contract-exceptions.toml (word for
+word, with its reason) is accepted, and an entry whose finding no longer occurs fails.
 Exits 1 when any gate reports a finding.
 """
 
@@ -26,6 +28,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,6 +39,18 @@ sys.path.insert(0, str(protolib.REPO / "src"))
 from projectops import contract  # noqa: E402
 
 BASELINE = Path("proto") / "released.binpb"
+# Contract findings accepted on purpose, each with its reason (the file says how to keep it).
+EXCEPTIONS = Path("proto") / "contract-exceptions.toml"
+
+
+def accepted_findings(root: Path) -> dict[str, str]:
+    """finding -> reason of every entry of `root`/EXCEPTIONS (none when the file is absent)."""
+    path = root / EXCEPTIONS
+    if not path.exists():
+        return {}
+    with path.open("rb") as f:
+        entries = tomllib.load(f).get("accepted", [])
+    return {entry["finding"]: entry["reason"] for entry in entries}
 
 
 def image_at_ref(root: Path, ref: str, out: Path, tmp: Path) -> None:
@@ -94,9 +109,16 @@ def main() -> int:
         }
         failed = protolib.run_together(gates, cwd=root)  # independent: at once
         findings = contract.check_files(against, image)
+    accepted = accepted_findings(root) if not args.against_ref else {}
     for finding in findings:
-        print(f"contract: {finding}")
-    if findings:
+        if finding in accepted:
+            print(f"accepted ({EXCEPTIONS}): {finding}")
+        else:
+            print(f"contract: {finding}")
+    stale = [finding for finding in accepted if finding not in findings]
+    for finding in stale:
+        print(f"contract: {EXCEPTIONS} accepts a finding that no longer occurs: {finding}")
+    if set(findings) - set(accepted) or stale:
         failed.append("contract")
     if failed:
         print(f"error: schema gates failed: {', '.join(failed)}", file=sys.stderr)

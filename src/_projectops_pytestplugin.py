@@ -1,4 +1,8 @@
-"""The pytest plugin of projectops (entry point ``pytest11``): the ``projectops_mock`` fixture.
+"""The pytest plugin of projectops (entry point ``pytest11``): the ``projectops_mock`` fixture,
+and answers checked against the schema's rules in the session: it sets
+``PROJECTOPS_VALIDATE_RESPONSES=1`` (unless the environment sets it), so an app of
+``projectops.server.create_app`` answers 500 and logs when its service's answer breaks a rule
+(a dropped "Always set" field, say; docs/contract.md §4.6) in a team's own tests.
 
 pytest imports every installed plugin in every session. This module sits beside the
 ``projectops`` package, not in it (as Hypothesis's plugin does), and imports nothing of
@@ -9,6 +13,7 @@ chooses the protobuf backend. ``-p projectops.testing`` loads the same fixture.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -17,7 +22,17 @@ import pytest
 if TYPE_CHECKING:
     from projectops.mock import MockServer
 
-__all__ = ["projectops_mock"]
+__all__ = ["projectops_mock", "pytest_configure"]
+
+#: ``projectops.conventions.VALIDATE_RESPONSES_ENV``, spelled out because this module imports
+#: nothing of projectops; tests/server/test_rules.py holds the two equal.
+VALIDATE_RESPONSES_ENV = "PROJECTOPS_VALIDATE_RESPONSES"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Turn on ``create_app``'s check of its answers for the session (a value the environment
+    already gives, ``0`` included, is kept)."""
+    os.environ.setdefault(VALIDATE_RESPONSES_ENV, "1")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from typing import cast
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from projectops.registry import Operation, operation_of, operations
 from projectops.validation import is_required
@@ -60,3 +61,53 @@ def without_request_fields() -> Operation:
         if not op.request_type.DESCRIPTOR.fields:
             return op
     raise LookupError("no operation of the registry has a request without fields")
+
+
+def with_max_length_string() -> tuple[Operation, FieldDescriptor, int]:
+    """The first operation of the registry whose request has a top-level singular string field
+    with a protovalidate ``string.max_len``: the operation, the field and the maximum."""
+    from projectops import rules
+
+    for op in operations():
+        for fd in cast(Descriptor, op.request_type.DESCRIPTOR).fields:
+            kind = rules.rule_kind(fd)
+            if kind and kind[0] == "string" and kind[1].HasField("max_len") and not fd.is_repeated:
+                return op, fd, int(kind[1].max_len)
+    raise LookupError("no request of the registry has a string field with a maximum length")
+
+
+def with_required_answer_field() -> tuple[Operation, FieldDescriptor]:
+    """The first operation of the registry whose response has a top-level REQUIRED field."""
+    for op in operations():
+        for fd in cast(Descriptor, op.response_type.DESCRIPTOR).fields:
+            if is_required(fd):
+                return op, fd
+    raise LookupError("no response of the registry has a REQUIRED field")
+
+
+def minimal_answer(op: Operation) -> Message:
+    """The smallest answer of `op` that keeps every rule of the schema: REQUIRED message fields
+    set (recursively), REQUIRED strings and strings with a minimum length filled with ``"1"``s;
+    what a test's handler returns when its answer's content does not matter (the pytest plugin
+    turns on ``create_app``'s check of its answers). Asserts that it keeps the rules."""
+    from projectops import rules
+    from projectops.validation import rule_violations
+
+    def fill(message: Message) -> None:
+        for fd in cast(Descriptor, message.DESCRIPTOR).fields:
+            if fd.is_repeated:
+                continue
+            kind = rules.rule_kind(fd)
+            if fd.message_type is not None and is_required(fd):
+                child = getattr(message, fd.name)
+                child.SetInParent()
+                fill(child)
+            elif fd.type == fd.TYPE_STRING:
+                shortest = int(kind[1].min_len) if kind and kind[0] == "string" else 0
+                if is_required(fd) or shortest:
+                    setattr(message, fd.name, "1" * max(1, shortest))
+
+    answer = op.response_type()
+    fill(answer)
+    assert rule_violations(answer) == [], f"minimal_answer cannot keep the rules of {op.name}"
+    return answer

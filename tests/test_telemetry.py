@@ -30,6 +30,7 @@ from projectops.server import OperationsServiceHandler, RequestContext, create_a
 from projectops.telemetry import AsyncClientTelemetry, ClientTelemetry, ServerTelemetry
 from projectops.v1 import operations_pb2 as ops
 from tests.client.backoff import shorten_backoff
+from tests.synthetic import minimal_answer
 
 KEY = "sk-telemetry-Secret-7f3a9c"
 # A request value that must never reach a span: bodies stay out of telemetry.
@@ -86,7 +87,7 @@ def service(rec: Recorded) -> OperationsServiceHandler:
             rec.current_in_handler.append(trace.get_current_span().get_span_context())
             if request.version != VERSION:
                 raise projectops.FailedPrecondition(f"no release {request.version!r} ({KEY})")
-            response = ops.GetReleaseDetailsResponse()
+            response = minimal_answer(projectops.operation("get_release_details"))
             response.summary.release.version = request.version
             return response
 

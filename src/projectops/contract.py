@@ -1,6 +1,7 @@
 """The API contract check (docs/contract.md §7.6): what ``buf breaking`` cannot see. Each schema
 goes into a private pool; custom options are re-parsed from the serialized options with the
-``google.api`` extensions registered, whichever protobuf implementation built the pool.
+``google.api`` extensions registered, whichever protobuf implementation built the pool, and the
+``buf.validate`` rules through :mod:`projectops.rules`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import google.api.annotations_pb2 as annotations_pb2
 import google.api.field_behavior_pb2 as field_behavior_pb2
@@ -21,6 +23,7 @@ from google.protobuf.descriptor import (
     MethodDescriptor,
 )
 
+from projectops import rules
 from projectops._wire import join
 from projectops.conventions import rpc_operation_name
 
@@ -229,6 +232,13 @@ def _pairs(old: Descriptor, new: Descriptor) -> Iterator[tuple[Descriptor, Descr
 
 def _request_findings(old: Operation, new: Operation) -> Iterator[str]:
     for o, n, path in _pairs(old.method.input_type, new.method.input_type):
+        yield from _rule_findings("request", old.name, path, o, n)
+        for field in o.fields:
+            current = n.fields_by_number.get(field.number)
+            if current is not None:
+                yield from _rule_findings(
+                    "request", old.name, join(path, field.name), field, current
+                )
         for field in n.fields:
             if not _required(field):
                 continue
@@ -246,6 +256,7 @@ def _request_findings(old: Operation, new: Operation) -> Iterator[str]:
 def _response_findings(old: Operation, new: Operation) -> Iterator[str]:
     enums: set[tuple[str, str]] = set()
     for o, n, path in _pairs(old.method.output_type, new.method.output_type):
+        yield from _rule_findings("response", old.name, path, o, n)
         for field in o.fields:
             where = join(path, field.name)
             current = n.fields_by_number.get(field.number)
@@ -255,11 +266,94 @@ def _response_findings(old: Operation, new: Operation) -> Iterator[str]:
                     f"(number {field.number}; was {_type_name(field)}, now absent)"
                 )
                 continue
+            if _required(field) and not _required(current):
+                yield (
+                    f"{field.full_name}: response of operation {old.name} no longer promises "
+                    f"{where} (it was REQUIRED; released clients rely on it)"
+                )
+            yield from _rule_findings("response", old.name, where, field, current)
             if field.enum_type is not None and current.enum_type is not None:
                 key = (field.enum_type.full_name, current.enum_type.full_name)
                 if key not in enums:
                     enums.add(key)
                     yield from _enum_findings(old.name, where, field.enum_type, current.enum_type)
+
+
+# Rules whose value bounds from above or from below: a change of value loosens or tightens.
+_UPPER = ("max_len", "max_bytes", "max_items", "max_pairs", "lte", "lt")
+_LOWER = ("min_len", "min_bytes", "min_items", "min_pairs", "gte", "gt")
+
+
+def _rule_findings(
+    side: str,
+    operation: str,
+    where: str,
+    old: FieldDescriptor | Descriptor,
+    new: FieldDescriptor | Descriptor,
+) -> Iterator[str]:
+    """A released field's (or message's) protovalidate rules that got stricter on a request
+    (a request a released client sends may now be refused) or looser on a response (an answer
+    a released client relies on may now break them): each rule added, removed or changed, by
+    the flattened rule name (``string.max_len``, ``cel[issues.unique_issue_id]``). A bound that
+    moves is judged by its direction; any other change counts both ways."""
+    before, after = _rule_leaves(old), _rule_leaves(new)
+    for name in sorted(before.keys() | after.keys()):
+        was, now = before.get(name), after.get(name)
+        if was == now:
+            continue
+        stricter = was is None or (now is not None and _tighter(name, was, now))
+        looser = now is None or (was is not None and _tighter(name, now, was))
+        if (side == "request" and stricter) or (side == "response" and looser):
+            verb = "tightened" if side == "request" else "loosened"
+            at = where or f"(the {side} message)"
+            yield (
+                f"{new.full_name}: {side} of operation {operation} {verb} rule {name} at {at} "
+                f"(was {_shown(was)}, now {_shown(now)})"
+            )
+
+
+def _tighter(name: str, was: Any, now: Any) -> bool:
+    """Whether `now` is stricter than `was` for rule `name` (True for any change that is not a
+    bound moving the loose way)."""
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in _UPPER and isinstance(was, int | float | tuple):
+        return bool(now < was)
+    if leaf in _LOWER and isinstance(was, int | float | tuple):
+        return bool(now > was)
+    return True
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else repr(value)
+
+
+def _rule_leaves(of: FieldDescriptor | Descriptor) -> dict[str, Any]:
+    """The protovalidate rules of a field or a message, flattened: ``{"string.max_len": 128,
+    "cel[issues.unique_issue_id]": "this.map(...).unique()"}``; durations and timestamps as
+    ``(seconds, nanos)``."""
+    found = rules.field_rules(of) if isinstance(of, FieldDescriptor) else rules.message_rules(of)
+    leaves: dict[str, Any] = {}
+
+    def walk(message: Any, prefix: str) -> None:
+        for fd, value in message.ListFields():
+            name = join(prefix, fd.name)
+            if fd.message_type is not None and fd.is_repeated:  # CEL rules, by id
+                for item in value:
+                    leaves[f"{name}[{getattr(item, 'id', '')}]"] = getattr(
+                        item, "expression", str(item)
+                    )
+            elif fd.message_type is not None and fd.message_type.full_name.startswith(
+                "google.protobuf."
+            ):
+                leaves[name] = (value.seconds, value.nanos)
+            elif fd.message_type is not None:
+                walk(value, name)
+            else:
+                leaves[name] = tuple(value) if fd.is_repeated else value
+
+    if found is not None:
+        walk(found, "")
+    return leaves
 
 
 def _enum_findings(

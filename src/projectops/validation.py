@@ -32,6 +32,7 @@ __all__ = [
     "is_required",
     "rule_violations",
     "validate",
+    "validate_rules",
     "violations",
 ]
 
@@ -216,6 +217,22 @@ def rule_violations(message: Message) -> list[RuleViolation]:
         path = _json_path(descriptor, proto.field.elements if proto.field else ())
         found.append(RuleViolation(path, proto.message, proto.rule_id))
     return found
+
+
+def validate_rules(message: Message) -> None:
+    """Check every rule of `message` (:func:`rule_violations`; docs/contract.md §4.6): what
+    the server adapter does with a request after decoding it.
+
+    Raises:
+        InvalidArgument: a rule is broken; one violation per broken rule, REQUIRED first, the
+            message joining them (``version: must be at most 128 characters``).
+        ImportError: protovalidate is not installed.
+    """
+    found = rule_violations(message)
+    if not found:
+        return
+    text = "; ".join(f"{v.field}: {v.description}" if v.field else v.description for v in found)
+    raise InvalidArgument(text, [v.field_violation() for v in found])
 
 
 def _json_path(root: Descriptor, elements: Any) -> str:

@@ -21,8 +21,10 @@ from projectops import contract
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 import protolib  # noqa: E402
+from check_proto import accepted_findings  # noqa: E402
 
 RELEASED = (REPO / "proto" / "released.binpb").read_bytes()
+ACCEPTED = accepted_findings(REPO)
 OPS = "operations.proto"
 RELEASE = "release.proto"
 RUM = "rum_environment.proto"
@@ -54,13 +56,19 @@ def image(tmp_path: Path, *edits: Edit) -> bytes:
 
 
 def findings(tmp_path: Path, *edits: Edit) -> list[str]:
-    return contract.check(RELEASED, image(tmp_path, *edits))
+    return released_check(image(tmp_path, *edits))
+
+
+def released_check(current: bytes) -> list[str]:
+    """The findings against the released baseline that scripts/check-proto fails on: those the
+    exceptions file does not accept (tests/schema/test_contract_rules.py checks that file)."""
+    return [f for f in contract.check(RELEASED, current) if f not in ACCEPTED]
 
 
 def test_the_working_tree_keeps_the_released_contract(tmp_path: Path) -> None:
     current = tmp_path / "current.binpb"
     protolib.build_image(REPO / "proto", current)
-    assert contract.check_files(REPO / "proto" / "released.binpb", current) == []
+    assert released_check(current.read_bytes()) == []
 
 
 def test_a_set_without_its_imports_is_refused() -> None:
@@ -92,7 +100,7 @@ def test_the_private_pools_never_touch_the_runtime_pool(tmp_path: Path) -> None:
         tmp_path,
         (RUM, SESSION_COUNT, SESSION_COUNT + "\n  int64 brand_new_count = 5;"),
     )
-    assert contract.check(RELEASED, planted) == []
+    assert released_check(planted) == []
     rum = descriptor_pool.Default().FindMessageTypeByName("projectops.v1.RumEnvironment")
     assert "brand_new_count" not in rum.fields_by_name
 
@@ -379,6 +387,28 @@ def test_check_proto_fails_a_new_required_request_field_with_one_line(copy: Path
 
 
 @pytest.mark.slow
+def test_check_proto_fails_a_tightened_request_rule_and_a_stale_exception(copy: Path) -> None:
+    tightened = check_proto(copy, (OPS, MAX_LEN, MAX_LEN.replace("128", "64")))
+    assert tightened.returncode == 1, tightened.stdout + tightened.stderr
+    # Against the baseline the rule was unset: 64 is the finding, and the accepted one (unset
+    # -> 128) no longer occurs, which fails too.
+    assert contract_lines(tightened) == [
+        "contract: projectops.v1.GetReleaseDetailsRequest.version: request of operation "
+        "get_release_details tightened rule string.max_len at version (was unset, now 64)",
+        *(
+            f"contract: proto/contract-exceptions.toml accepts a finding that no longer occurs: {f}"
+            for f in ACCEPTED
+        ),
+    ]
+    assert "schema gates failed: contract" in tightened.stderr
+
+
+def test_every_accepted_finding_occurs_and_has_a_reason(tmp_path: Path) -> None:
+    found = contract.check(RELEASED, image(tmp_path))
+    assert all(finding in found and reason.strip() for finding, reason in ACCEPTED.items())
+
+
+@pytest.mark.slow
 def test_check_proto_passes_a_new_operation_and_an_optional_field(copy: Path) -> None:
     result = check_proto(copy, ADD_RPC, OPTIONAL_FIELD)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -402,3 +432,86 @@ def test_check_proto_against_a_ref_compares_the_contract_too(copy: Path) -> None
     ]
     # Against the released baseline, which lacks the operation, the same tree passes.
     assert check_proto(copy).returncode == 0
+
+
+# --- protovalidate rules of released fields (docs/contract.md §7.3) ------------------------------
+
+MAX_LEN = "(buf.validate.field).string.max_len = 128"
+GET_OP = "get_release_details"
+
+
+def rule_findings(tmp_path: Path, *edits: Edit) -> list[str]:
+    """The findings of the tree with `edits` against the tree as it is (with its rules)."""
+    return contract.check(image(tmp_path), image(tmp_path, *edits))
+
+
+def test_a_tightened_request_rule_fails(tmp_path: Path) -> None:
+    got = rule_findings(tmp_path, (OPS, MAX_LEN, MAX_LEN.replace("128", "64")))
+    assert got == [
+        "projectops.v1.GetReleaseDetailsRequest.version: request of operation get_release_details "
+        "tightened rule string.max_len at version (was 128, now 64)"
+    ]
+
+
+def test_a_new_request_rule_fails(tmp_path: Path) -> None:
+    got = rule_findings(
+        tmp_path,
+        (OPS, MAX_LEN, MAX_LEN + ',\n    (buf.validate.field).string.pattern = "^[0-9.]+$"'),
+    )
+    assert got == [
+        "projectops.v1.GetReleaseDetailsRequest.version: request of operation get_release_details "
+        "tightened rule string.pattern at version (was unset, now '^[0-9.]+$')"
+    ]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param((OPS, MAX_LEN, MAX_LEN.replace("128", "256")), id="bound loosened"),
+        pytest.param((OPS, ",\n    " + MAX_LEN, ""), id="rule dropped"),
+    ],
+)
+def test_a_loosened_request_rule_passes(tmp_path: Path, edit: Edit) -> None:
+    assert rule_findings(tmp_path, edit) == []
+
+
+def test_a_loosened_response_rule_fails(tmp_path: Path) -> None:
+    got = rule_findings(
+        tmp_path,
+        (RUM, "int64 session_count = 4 [(buf.validate.field).int64.gte = 0];", SESSION_PLAIN),
+        (
+            OPS,
+            "ReleaseSummary summary = 1 [(google.api.field_behavior) = REQUIRED];",
+            "ReleaseSummary summary = 1;",
+        ),
+    )
+    assert sorted(got) == [
+        "projectops.v1.GetReleaseDetailsResponse.summary: response of operation "
+        "get_release_details no longer promises summary (it was REQUIRED; released clients "
+        "rely on it)",
+        "projectops.v1.RumEnvironment.session_count: response of operation "
+        "list_rum_environments loosened rule int64.gte at environments.session_count "
+        "(was 0, now unset)",
+    ]
+
+
+def test_a_tightened_response_rule_and_a_message_rule_pass_or_fail_by_side(
+    tmp_path: Path,
+) -> None:
+    stricter = (
+        RUM,
+        "int64 session_count = 4 [(buf.validate.field).int64.gte = 0];",
+        "int64 session_count = 4 [(buf.validate.field).int64.gte = 1];",
+    )
+    assert rule_findings(tmp_path, stricter) == []
+    cel = 'expression: "this.high_or_critical_finding_count <= this.finding_count"'
+    changed = (RELEASE, cel, cel.replace("<=", "<"))
+    assert rule_findings(tmp_path, changed) == [
+        "projectops.v1.SecurityScanSummary: response of operation get_release_details loosened "
+        "rule cel[security_scan_summary.high_or_critical_within_findings] at "
+        "summary.security_scans (was 'this.high_or_critical_finding_count <= "
+        "this.finding_count', now 'this.high_or_critical_finding_count < this.finding_count')"
+    ]
+
+
+SESSION_PLAIN = "int64 session_count = 4;"

@@ -42,7 +42,7 @@ from projectops.server._replies import (
 )
 from projectops.server._services import OperationsServiceHandler
 from projectops.server._threads import Callee, Pools, cancelled_from_outside
-from projectops.validation import validate
+from projectops.validation import rule_violations, validate_rules
 
 __all__ = ["Endpoint", "read_body"]
 
@@ -76,8 +76,10 @@ class Endpoint:
         pools: Pools,
         interceptors: tuple[ServerInterceptor, ...] = (),
         max_request_bytes: int,
+        validate_responses: bool = False,
     ) -> None:
         self._op = op
+        self._validate_responses = validate_responses
         self._max_request_bytes = max_request_bytes
         handler = _implementation(service, op)
         self._handler = None if handler is None else Callee(handler)
@@ -193,7 +195,7 @@ class Endpoint:
 
     def _decode(self, body: bytes) -> Message:
         message = from_json(body or b"{}", self._op.request_type, strict=self._strict)
-        validate(message)
+        validate_rules(message)  # REQUIRED and every protovalidate rule (§4.6)
         return message
 
     async def _serve(
@@ -217,7 +219,7 @@ class Endpoint:
                     )
                     log_failure(self._interceptor_what, failure, api_key)
                     raise self._handler_failed()
-                validate(request)  # a replacement is checked as the sent one was
+                validate_rules(request)  # a replacement is checked as the sent one was
             return await self._call(handler, request, context, api_key, deadline)
 
         call_next: ServerCallNext = innermost
@@ -254,10 +256,21 @@ class Endpoint:
 
     def _encoded(self, response: object, api_key: str, source: str = "the handler") -> bytes | str:
         if isinstance(response, PreEncoded):
-            return response.body
+            return response.body  # encoded by the service: not checked against the rules
         if not isinstance(response, self._op.response_type):
             self._wrong_type(source, response, api_key)
             raise self._interceptor_failed()
+        if self._validate_responses:
+            broken = rule_violations(response)
+            if broken:
+                # The service's own mistake: logged for its team, a generic 500 for the caller.
+                text = "; ".join(f"{v.field or '(the answer)'}: {v.description}" for v in broken)
+                log_failure(
+                    f"{source} of {self._op.name}",
+                    ValueError(f"the answer breaks the schema's rules: {text}"),
+                    api_key,
+                )
+                raise self._interceptor_failed()
         return to_json(response)
 
     def _wrong_type(self, source: str, response: object, api_key: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -9,7 +10,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
-from projectops.conventions import MAX_BODY_BYTES
+from projectops.conventions import MAX_BODY_BYTES, VALIDATE_RESPONSES_ENV
 from projectops.registry import Operation
 from projectops.registry import operations as registry_operations
 from projectops.server._endpoint import Endpoint
@@ -35,6 +36,7 @@ def create_app(
     interceptors: Sequence[ServerInterceptor] = (),
     operations: Sequence[Operation] | None = None,
     max_request_bytes: int = MAX_BODY_BYTES,
+    validate_responses: bool | None = None,
 ) -> Starlette:
     """A stateless Starlette app serving `service` at the registry's paths (docs/server.md;
     the order of its checks: docs/contract.md §2.4).
@@ -56,6 +58,15 @@ def create_app(
             :func:`projectops.operations`. The paths of the others answer 404.
         max_request_bytes: the largest request body, in bytes, else 413 (§6); 1 MiB
             (:data:`~projectops.conventions.MAX_BODY_BYTES`) by default.
+        validate_responses: check every answer of the service (not a ``PreEncoded`` one)
+            against the schema's rules (REQUIRED and protovalidate's, docs/contract.md §4.6)
+            before sending it; one that breaks a rule is logged and answered 500
+            ``internal``. ``None`` (the default): on where the environment variable
+            ``PROJECTOPS_VALIDATE_RESPONSES`` is ``1``, which the pytest plugin sets for a
+            test session, so a team's own tests find an answer that drops an "Always set"
+            field; off otherwise (in production it costs the engine's time on every answer:
+            opt in with ``True``). Requests are always checked: a broken rule is 400
+            ``invalid_argument``, one violation per rule.
 
     Returns:
         An ASGI app (Starlette) answering ``POST`` at each operation's path; it keeps no state
@@ -68,6 +79,11 @@ def create_app(
     _check_positive("handler_timeout", handler_timeout, float, none=True)
     _check_positive("max_request_bytes", max_request_bytes, int)
     chain = check_interceptors(interceptors)
+    if validate_responses is None:
+        validate_responses = os.environ.get(VALIDATE_RESPONSES_ENV) == "1"
+    # The rules' engine is imported now rather than by the first request (0.5-1 s).
+    import protovalidate  # noqa: F401
+
     pools = Pools()
     routes = [
         Route(
@@ -81,6 +97,7 @@ def create_app(
                 pools=pools,
                 interceptors=chain,
                 max_request_bytes=max_request_bytes,
+                validate_responses=validate_responses,
             ),
         )
         for op in (registry_operations() if operations is None else operations)
