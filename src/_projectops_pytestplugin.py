@@ -30,8 +30,13 @@ VALIDATE_RESPONSES_ENV = "PROJECTOPS_VALIDATE_RESPONSES"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Turn on ``create_app``'s check of its answers for the session (a value the environment
-    already gives, ``0`` included, is kept)."""
+    """Turn on ``create_app``'s check of its answers for the session (pytest's hook, called
+    once when the session starts): sets ``PROJECTOPS_VALIDATE_RESPONSES=1`` unless the
+    environment gives a value (``0`` included), which is kept.
+
+    Args:
+        config: pytest's configuration of the session (not read).
+    """
     os.environ.setdefault(VALIDATE_RESPONSES_ENV, "1")
 
 

@@ -220,8 +220,11 @@ def rule_violations(message: Message) -> list[RuleViolation]:
 
 
 def validate_rules(message: Message) -> None:
-    """Check every rule of `message` (:func:`rule_violations`; docs/contract.md §4.6): what
+    """Check every rule of a message (:func:`rule_violations`; docs/contract.md §4.6): what
     the server adapter does with a request after decoding it.
+
+    Args:
+        message: any message of the schema, as decoded; it is not changed.
 
     Raises:
         InvalidArgument: a rule is broken; one violation per broken rule, REQUIRED first, the
