@@ -21,6 +21,7 @@ from projectops.v1.error_pb2 import ErrorResponse
 __all__ = [
     "DECODE_BYTES_FLOOR",
     "DECODE_BYTES_PER_BYTE",
+    "OFF_LOOP_BYTES",
     "describe_value",
     "dump",
     "error_body",
@@ -39,6 +40,9 @@ M = TypeVar("M", bound=Message)
 DECODE_BYTES_PER_BYTE: Final = 24
 #: The least that decoding may cost, in bytes (16 MiB): a small body is never refused.
 DECODE_BYTES_FLOOR: Final = 16 * 1024 * 1024
+#: Bytes of JSON above which an async server or client decodes in a worker thread, so that one
+#: large body does not stall the event loop other requests share (64 KiB).
+OFF_LOOP_BYTES: Final = 64 * 1024
 _OBJECT_COST: Final = 256  # bytes per JSON object decoded, at most (150 to 185 measured)
 _ARRAY_COST: Final = 104  # bytes per JSON array for json.loads: a list with room for four items
 

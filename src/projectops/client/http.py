@@ -28,12 +28,10 @@ from projectops.client._base import (
 )
 from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
 from projectops.client.redaction import scrub_exception
+from projectops.codec import OFF_LOOP_BYTES
 from projectops.errors import ApiError
 
 __all__ = ["AsyncClient", "Client", "request_message"]  # the generated clients import these
-
-#: Answer bytes above which the async client decodes off the event loop (tests/mcp).
-_OFF_LOOP_BYTES = 64 * 1024
 
 
 class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
@@ -151,7 +149,7 @@ class AsyncClient(_transport._AsyncClosing, BaseClient[AsyncInterceptor, AsyncBa
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
                         answer = exc
                     # Decoding a large answer takes long: off the event loop other tasks share.
-                    large = not isinstance(answer, ApiError) and len(answer.body) > _OFF_LOOP_BYTES
+                    large = not isinstance(answer, ApiError) and len(answer.body) > OFF_LOOP_BYTES
                     decide = partial(self._step, op, retry, answer, context, deadline)
                     step = await anyio.to_thread.run_sync(decide) if large else decide()
                     if isinstance(step, Message):

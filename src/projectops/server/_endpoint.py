@@ -24,7 +24,7 @@ from projectops.answers import (
     UNAUTHENTICATED,
     WRONG_METHOD,
 )
-from projectops.codec import from_json, to_json
+from projectops.codec import OFF_LOOP_BYTES, from_json, to_json
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.errors import ApiError, DeadlineExceeded, Internal
 from projectops.registry import Operation
@@ -50,8 +50,6 @@ T = TypeVar("T")
 
 _POST = ALLOWED_METHOD
 _KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
-# Larger bodies are decoded in a worker thread: one big request does not stall the event loop.
-_DECODE_OFF_LOOP_BYTES = 64 * 1024
 
 
 def _implementation(service: object, op: Operation) -> Callable[..., Any] | None:
@@ -129,7 +127,7 @@ class Endpoint:
             body = await read_body(
                 receive, max_request_bytes=self._max_request_bytes, content_length=declared
             )
-            if len(body) > _DECODE_OFF_LOOP_BYTES:
+            if len(body) > OFF_LOOP_BYTES:  # one large body does not stall the event loop
                 message = await anyio.to_thread.run_sync(
                     self._decode, body, limiter=self._pools.decode()
                 )
