@@ -298,3 +298,47 @@ def test_a_large_answer_is_forwarded_first_and_judging_stays_bounded() -> None:
     assert peak < 1024
     assert drifts.count("proxy.not-judged") == 7
     assert "drift: list_rum_environments answer proxy.not-judged (the body): not judged" in drifts
+
+
+def test_answers_go_out_before_they_are_judged_by_a_bounded_number_of_workers() -> None:
+    unit = b'{"sessionCount":"1"}'
+    count = (7 * MIB - 20) // (len(unit) + 1)  # under the judged size: judged, for seconds
+    body = b'{"environments":[' + b",".join([unit] * count) + b"]}"
+
+    def judged(sock: socket.socket, request: Request) -> None:
+        answer(200, body)(sock, request)
+
+    def verdicts(text: str) -> tuple[int, int]:
+        """(calls judged: each has 5 json.zero-values drifts, calls left for busy workers)"""
+        lines = text.splitlines()
+        done = sum("json.zero-values" in line for line in lines) // 5
+        return done, sum("being judged or waiting" in line for line in lines)
+
+    answered: list[float] = []
+    with hostile_server(judged) as upstream, proxy(upstream.base_url) as running:
+
+        def call() -> None:
+            assert _raw(running.port, LIST, {}).endswith(body)
+            answered.append(time.monotonic())
+
+        threads = [threading.Thread(target=call) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        judged_when_answered = verdicts(running.drift_text())[0]
+        all_answered, deadline = time.monotonic(), time.monotonic() + 120
+        while sum(verdicts(running.drift_text())) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        judging_took = time.monotonic() - all_answered
+        done, busy = verdicts(running.drift_text())
+        peak = running.peak_mib()
+    print(
+        f"\nFIGURE proxy, six {len(body) / MIB:.1f} MiB answers at once: answered within "
+        f"{max(answered) - min(answered):.2f} s of each other, judging done {judging_took:.2f} s "
+        f"later; {busy} not judged (workers busy); proxy peak {peak:.0f} MiB"
+    )
+    assert len(answered) == 6
+    assert judged_when_answered < done  # the answers did not wait for their judging
+    assert 1 <= busy <= 4  # two judged at once, two waiting, the others not judged
+    assert done + busy == 6
