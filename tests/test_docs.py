@@ -13,6 +13,11 @@ What a block is, is in its info string (```` ```python test ````: language, then
 - ``json``, ``yaml``: parsed; ``nginx``: each directive ends with ``;``.
 
 The blocks of one page share its work folder and run in the page's order.
+
+README.md is read as a reader follows it: its blocks run one after another in one shell, from a
+fresh copy of the repository, starting with its set-up (``./scripts/demo``, which makes the
+copy's own ``.venv``): a ``python`` block is piped to ``python``, a ``python file=NAME`` block
+is saved as NAME, and what one block starts (the mock server) serves the next ones.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,7 +149,13 @@ def _run(args: list[str], work: Path, env: dict[str, str], *, serial: bool) -> N
         assert returncode == 0, out.read()
 
 
-RUNNABLE = [b for b in ALL if b.lang == "sh" or (b.lang == "python" and not b.tag("file"))]
+README = REPO / "README.md"
+# README.md's blocks run in order in one shell (test_the_readme_runs_in_order), not one by one.
+RUNNABLE = [
+    b
+    for b in ALL
+    if b.page != README and (b.lang == "sh" or (b.lang == "python" and not b.tag("file")))
+]
 
 
 @pytest.mark.slow
@@ -227,3 +239,80 @@ def test_the_contracts_error_tables_agree_with_the_code() -> None:
             codes[case.code.value] == case.http_status
             or (case.http_status, case.code.value) in outside
         )
+
+
+_HEREDOC_END = "PROJECTOPS_README_BLOCK_END"
+
+
+def readme_script(page: Path) -> str:
+    """The page's blocks as one bash script, as a reader pastes them into one shell: ``sh`` as
+    written, ``python`` piped to ``python``, ``python file=NAME`` saved as NAME; data blocks
+    (an agent host's configuration) are read, not run."""
+    parts = []
+    for block in blocks(page):
+        assert _HEREDOC_END not in block.code
+        if block.lang == "sh":
+            parts.append(block.code)
+        elif block.lang == "python" and (name := block.tag("file")):
+            parts.append(f"cat > {name} <<'{_HEREDOC_END}'\n{block.code}{_HEREDOC_END}\n")
+        elif block.lang == "python":
+            parts.append(f"python - <<'{_HEREDOC_END}'\n{block.code}{_HEREDOC_END}\n")
+    return "\n".join(parts)
+
+
+def test_the_readme_script_holds_every_runnable_block() -> None:
+    script = readme_script(README)
+    runnable = [b for b in blocks(README) if b.lang in ("sh", "python")]
+    assert runnable and all(b.code in script for b in runnable)
+    assert script.index("./scripts/demo") < script.index("projectops mock-server")
+
+
+def _fresh_copy(target: Path) -> None:
+    """The repository's files as a clone of this tree holds them (tracked and new, not ignored),
+    so the README runs against the tree under test, without its .venv."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+
+
+@pytest.mark.slow
+def test_the_readme_runs_in_order(tmp_path: Path) -> None:
+    """From a fresh copy: ./scripts/demo (a new .venv, pip), then every block in one shell."""
+    copy = tmp_path / "projectops"
+    _fresh_copy(copy)
+    # The reader's shell: no venv of ours on PATH, none of the service's variables set.
+    path = os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if not p.startswith(str(REPO))
+    )
+    drop = {"VIRTUAL_ENV", "PYTHONPATH", "SERVICE_BACKEND_URL", "SERVICE_API_KEY"}
+    env = {k: v for k, v in os.environ.items() if k not in drop} | {"PATH": path}
+    with open(REPO / ".pytest-docs.lock", "w") as lock, tempfile.TemporaryFile("w+") as out:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the README's ports (8787, 8000)
+        proc = subprocess.Popen(
+            ["bash", "-e", "-o", "pipefail", "-c", readme_script(README)],
+            cwd=copy,
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+        try:
+            returncode = proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        out.seek(0)
+        output = out.read()
+    assert returncode == 0, output[-6000:]
+    assert "1 passed" in output  # the pytest block ran the test it saved

@@ -8,14 +8,42 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_attributes(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for `package`: ``name`` -> ``where[name]``'s attribute ``name``
-    (`where` maps public names to modules); ``AttributeError`` for another name."""
+def lazy_attributes(
+    package: str, where: Mapping[str, str], extra: str | None = None
+) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for a package whose names are imported on first use.
+
+    Args:
+        package: the package's name, ``projectops.server``.
+        where: public name -> the module it is imported from.
+        extra: the extra of ``pyproject.toml`` that installs what the package needs
+            (``server``); ``None`` (the default): it needs nothing beyond the core.
+
+    Returns:
+        ``__getattr__(name)``: ``where[name]``'s attribute ``name``.
+
+    Raises:
+        AttributeError: (from ``__getattr__``) a name not in `where`.
+        ModuleNotFoundError: (from ``__getattr__``) a dependency of the name is not installed;
+            with `extra`, the message names the extra to install, as the CLI's does:
+            ``projectops.server.create_app needs the 'server' extra (starlette is not
+            installed): pip install 'projectops[server]'``.
+    """
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        try:
+            return getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").split(".")[0]  # the distribution's top-level package
+            if extra is None or not missing or missing == "projectops":
+                raise
+            raise ModuleNotFoundError(
+                f"{package}.{name} needs the '{extra}' extra ({missing} is not installed): "
+                f"pip install 'projectops[{extra}]'",
+                name=missing,
+            ) from exc
 
     return __getattr__

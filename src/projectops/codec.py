@@ -1,5 +1,19 @@
 """The JSON codec of the API: the protobuf JSON mapping with its options (docs/contract.md §3).
 With its fast path :mod:`projectops._fastcodec`, the only caller of ``json_format``.
+
+Output (:func:`to_json`, :func:`to_dict`): lowerCamelCase names, enum values as their names,
+64-bit integers as strings, ``Timestamp`` as RFC 3339 and ``Duration`` as ``"<seconds>s"``.
+Fields without presence are always written, so a count of zero reads ``"failed": "0"`` rather
+than being absent, and every enum carries a name (``*_UNSPECIFIED`` when unset).
+
+Input (:func:`from_json`): lowerCamelCase or the proto's names, 64-bit integers as strings or
+numbers (exact beyond 2**53), enum names. Unknown fields are ignored (forward compatibility, as
+Connect and grpc-gateway servers do), and so are unknown enum names, which read as the enum's
+zero value (``*_UNSPECIFIED``: "not known to this version of the schema"), so adding an enum
+value never breaks an older reader. ``strict=True`` rejects unknown fields, unknown enum names
+and integer enum values. Every failure raises :class:`~projectops.InvalidArgument` whose
+message and single violation name the field path (camelCase, ``a.b[0].c``) and what was
+expected; text whose decoding would cost too much memory is refused before it is parsed.
 """
 
 from __future__ import annotations

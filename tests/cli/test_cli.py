@@ -319,6 +319,18 @@ def test_non_json_error_answer_exits_5_with_its_text(run_cli: RunCli, recorder: 
     assert_failed(run_cli(LIST.tool_name, base_url=recorder.base_url), 5, "502", "upstream is down")
 
 
+def test_a_200_that_is_not_the_response_says_so(run_cli: RunCli, recorder: Recorder) -> None:
+    """Not "200 internal", which reads as the server's own error: what came, and from where."""
+    recorder.respond(200, "<html>maintenance</html>", {"Content-Type": "text/html"})
+    line = assert_failed(
+        run_cli(LIST.tool_name, base_url=recorder.base_url),
+        5,
+        "unusable answer: the answer of",
+        f"{LIST.path} (HTTP 200) is not a {LIST.response_type.__name__}",
+    )
+    assert "internal" not in line
+
+
 def test_network_failure_exits_5_naming_the_base_url(run_cli: RunCli, dead_url: str) -> None:
     assert_failed(run_cli(LIST.tool_name, base_url=dead_url), 5, f"cannot reach {dead_url}")
 

@@ -175,6 +175,13 @@ def test_bash_completes_commands_flags_and_choices() -> None:
             "--timeout does nothing for 'operations': it does not call the service",
         ),
         (["mcp", "--port", "9000"], "--port applies only with --http (stdio has no address)"),
+        # A flag that is no typo of another gets no suggestion (--version is not --verbose).
+        (["--verbose"], "unknown option --verbose (see 'projectops --help')"),
+        (["--verison"], "unknown option --verison; did you mean --version? (see 'projectops"),
+        (
+            [GET.tool_name, "--verbose"],
+            f"unknown option --verbose (see 'projectops {GET.tool_name} --help')",
+        ),
         (["-V", "extra"], None),
     ],
 )

@@ -644,6 +644,31 @@ def test_the_program_proxies_then_records_on_sigterm_what_the_mock_serves_again(
 
 
 @pytest.mark.slow
+def test_an_empty_recording_says_why(mock_server: Any, tmp_path: Path) -> None:
+    """``recorded 0 answers`` alone leaves the user guessing: the line says what is recorded."""
+    port, record, err = free_port(), tmp_path / "recorded.json", tmp_path / "stderr"
+    args = ["--upstream", mock_server.base_url, "--port", str(port), "--record", str(record)]
+    with err.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "projectops", "proxy", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        wait_until_listening(process, port, "projectops proxy", err.read_text)
+        with httpx2.Client(base_url=f"http://{LOOPBACK}:{port}", timeout=TIMEOUT) as client:
+            path = projectops.operations()[0].path
+            assert client.post(path, content=b"{}", headers={API_KEY_HEADER: "no"}).status_code
+    finally:
+        code = stop(process)
+    assert code == 0, err.read_text()
+    assert "recorded 0 answers" in err.read_text()
+    assert "no 200 answer of an operation came through the proxy" in err.read_text()
+
+
+@pytest.mark.slow
 def test_the_program_writes_json_lines_for_a_broken_upstream(tmp_path: Path) -> None:
     op, answer, data, path = _broken_answer(*_BROKEN["an int64 as a number"][:2])
     port, out, err = free_port(), tmp_path / "stdout", tmp_path / "stderr"

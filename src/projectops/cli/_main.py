@@ -65,8 +65,11 @@ class _Parser(argparse.ArgumentParser):
 def _closest(word: str, candidates: Iterable[str]) -> str | None:
     import difflib  # only a mistyped command, choice or flag pays for it
 
-    matches = difflib.get_close_matches(word, list(candidates), n=1)
-    return matches[0] if matches else None
+    # Flags are compared without the dashes they all share: with them, "--verbose" is close
+    # enough to "--version" (0.67 > difflib's 0.6), without them it is not (0.57).
+    names = {candidate.lstrip("-"): candidate for candidate in candidates}
+    matches = difflib.get_close_matches(word.lstrip("-"), list(names), n=1)
+    return names[matches[0]] if matches else None
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -214,6 +217,12 @@ def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | 
         namespace, unknown = parser.parse_known_args(args)
         command = getattr(namespace, "command", None)
         if command is None:  # a bare `projectops` shows its help, as git and gh do
+            flags = [arg.split("=", 1)[0] for arg in unknown if arg.startswith("-")]
+            if flags:  # not silently dropped: `projectops --verbose` is a mistake to name
+                options = [o for o in parser._option_string_actions if o[:2] == "--"]
+                suggestion = _closest(flags[0], options)
+                hint = f"; did you mean {suggestion}?" if suggestion else ""
+                raise UsageError(f"unknown option {flags[0]}{hint} (see '{parser.prog} --help')")
             if args:
                 raise UsageError(f"a command is required (see '{parser.prog} --help')")
             parser.print_help()

@@ -315,7 +315,7 @@ class BaseClient(Generic[Icpt, T]):
         try:  # not strict: a newer server may add fields this version does not know
             return from_json(answer.body, op.response_type)
         except InvalidArgument as exc:
-            what = f"the answer of {op.path} is not a {op.response_type.__name__}"
+            what = f"{where} is not a {op.response_type.__name__}"
             text = f"{what}: {outside_text(exc.message, secrets=keys)}"
             raise mark_redacted(InvalidResponse(text, http_status=status)) from None
 

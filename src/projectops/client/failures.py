@@ -11,6 +11,7 @@ from projectops.client._errors import (
     AnswerTimedOut,
     AnswerTooLarge,
     InvalidRequest,
+    InvalidResponse,
     MissingApiKey,
     MissingBaseUrl,
     ServiceUnreachable,
@@ -134,6 +135,11 @@ FAILURES: Mapping[type[BaseException], Failure] = {
     AnswerTimedOut: _NO_ANSWER,
     AnswerTooLarge: Failure(
         EXIT_FAILURE, "{message}", "The service's answer could not be read safely: {message}"
+    ),
+    # A 2xx answer that cannot be read: the message says what came; "200 internal" would read
+    # as the server's own error.
+    InvalidResponse: Failure(
+        EXIT_FAILURE, "unusable answer: {message}", "The service's answer is unusable: {message}"
     ),
     ApiError: Failure(
         EXIT_FAILURE,

@@ -29,4 +29,4 @@ __all__ = ["CHECKS", "CheckResult", "CheckSpec", "Report", "command", "proxy_com
 __all__ += ["run_checks", "write_report"]
 
 if not TYPE_CHECKING:
-    __getattr__ = lazy_attributes(__name__, _WHERE)
+    __getattr__ = lazy_attributes(__name__, _WHERE, extra="client")

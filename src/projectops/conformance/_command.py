@@ -276,6 +276,11 @@ def _run_proxy(args: argparse.Namespace) -> int:
     if record is not None:
         _write_file("--record", record, recording.write)
         left_out = f"; {recording.left_out} left out" if recording.left_out else ""
+        if recording.count == 0 and not recording.left_out:  # say why the file is empty
+            left_out = (
+                "; no 200 answer of an operation came through the proxy (only those are "
+                "recorded: error answers and other paths are not)"
+            )
         print(
             f"projectops proxy recorded {recording.count} answer"
             f"{'' if recording.count == 1 else 's'} to {outside_text(record, 200)}{left_out}; its "

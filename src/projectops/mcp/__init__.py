@@ -29,4 +29,4 @@ _WHERE = {name: module for module, names in _NAMES.items() for name in names.spl
 __all__ = sorted(_WHERE)
 
 if not TYPE_CHECKING:
-    __getattr__ = lazy_attributes(__name__, _WHERE)
+    __getattr__ = lazy_attributes(__name__, _WHERE, extra="mcp")

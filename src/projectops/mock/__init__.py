@@ -40,4 +40,4 @@ __all__ = [
 ]
 
 if not TYPE_CHECKING:
-    __getattr__ = lazy_attributes(__name__, _WHERE)
+    __getattr__ = lazy_attributes(__name__, _WHERE, extra="testing")
