@@ -279,10 +279,14 @@ def _header_problem(key: str) -> str:
     the rule of ``projectops.client.usable_api_key``, so every project can be called."""
     if key != key.strip(" \t"):
         return "has white space around it"
-    bad = next((char for char in key if not "!" <= char <= "~"), "~")  # "~": none
+    bad = next((char for char in key if not "!" <= char <= "~"), None)
+    if bad is None:
+        return ""
     if bad < " " or "\x7f" <= bad <= "\x9f":
         return "holds a control character"
-    return "holds white space" if bad == " " else "holds a non-ASCII character" if bad > "~" else ""
+    if bad == " ":
+        return "holds white space"
+    return "holds a non-ASCII character"
 
 
 def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:

@@ -186,7 +186,9 @@ def _encode_map(aux: Any, value: Any) -> dict[str, Any]:
     key_kind, value_kind, value_aux, value_order = aux
     out: dict[str, Any] = {}
     for key in value:  # json_format's iteration, in the map's order
-        text = ("true" if key else "false") if key_kind == BOOL else str(key)
+        text = str(key)
+        if key_kind == BOOL:  # JSON's spelling of a bool map key, not Python's
+            text = "true" if key else "false"
         out[text] = _encode_value(value_kind, value_aux, value[key], value_order)
     return out
 

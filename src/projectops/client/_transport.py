@@ -264,8 +264,11 @@ class _Exchange:
         return self._http.build_request(method, self.base_url + path, headers=pairs, content=body)
 
     def _end(self, deadline: float | None) -> float | None:
-        end = None if self.timeout is None else time.monotonic() + self.timeout
-        return deadline if end is None else end if deadline is None else min(end, deadline)
+        """The earlier of this exchange's time-out and the caller's `deadline`, or ``None``."""
+        ends = [deadline] if deadline is not None else []
+        if self.timeout is not None:
+            ends.append(time.monotonic() + self.timeout)
+        return min(ends, default=None)
 
     def _cap(self, response: httpx2.Response) -> int:
         """The cap of this answer's body; 0: a 2xx announcing more (not read)."""
@@ -403,10 +406,12 @@ class RawClient(_Exchange, _Closing):
         try:
             with closing(self._http.send(request, stream=True)) as response:
                 body, cap = bytearray(), self._cap(response)
-                consumed = response.is_stream_consumed  # an in-memory answer, read already
-                for chunk in (
-                    ((response.content,) if consumed else response.iter_raw()) if cap else ()
-                ):
+                chunks: Iterable[bytes] = ()  # a 2xx announcing more than the cap: not read
+                if cap and response.is_stream_consumed:  # an in-memory answer, read already
+                    chunks = (response.content,)
+                elif cap:
+                    chunks = response.iter_raw()
+                for chunk in chunks:
                     if not self._take(body, chunk, cap):
                         break
                     if stop is not None and stop.is_set():

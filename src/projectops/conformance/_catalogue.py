@@ -320,13 +320,12 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
             elif numbers and _kind(target) == _INT64 and isinstance(item, str):
                 item, changed = int(item), changed + 1
             converted[at] = item
-        out[name] = (
-            converted
-            if is_map(fd)
-            else list(converted.values())
-            if fd.is_repeated
-            else converted[None]
-        )
+        if is_map(fd):
+            out[name] = converted
+        elif fd.is_repeated:
+            out[name] = list(converted.values())
+        else:
+            out[name] = converted[None]
     return out, changed
 
 

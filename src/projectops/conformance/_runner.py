@@ -388,14 +388,12 @@ class _OperationRun:
                 self._results[check_id] = self._no_success()
             else:
                 self._results[check_id] = ("skipped", f"no 200 answer held {held}")
-        missed: tuple[Status, str] = (
-            "skipped",
-            f"not run: the run's --deadline of {self._deadline:g} s passed"
-            if self.stopped
-            else f"not run: the run's limit of {MAX_REQUESTS} requests was reached"
-            if self.spent
-            else f"{self._op.name} is not implemented (501 unimplemented)",
-        )
+        why = f"{self._op.name} is not implemented (501 unimplemented)"
+        if self.stopped:
+            why = f"not run: the run's --deadline of {self._deadline:g} s passed"
+        elif self.spent:
+            why = f"not run: the run's limit of {MAX_REQUESTS} requests was reached"
+        missed: tuple[Status, str] = ("skipped", why)
         results = []
         for check_id, spec in catalogue.CHECKS.items():
             status, detail = self._results.get(check_id, missed)
@@ -436,13 +434,12 @@ class _OperationRun:
                     named = True
                 else:
                     unnamed += [f"no violation names {fd.json_name!r}", exchange.shown()]
-        self._results["errors.violation-paths"] = (
-            _fail(*unnamed)
-            if unnamed
-            else _PASS
-            if named
-            else ("skipped", f"no {_MISSING} {_INVALID} answer came")
-        )
+        paths: tuple[Status, str] = ("skipped", f"no {_MISSING} {_INVALID} answer came")
+        if unnamed:
+            paths = _fail(*unnamed)
+        elif named:
+            paths = _PASS
+        self._results["errors.violation-paths"] = paths
         return _fail(*failures) if failures else _PASS
 
     def _not_object(self) -> tuple[Status, str]:
