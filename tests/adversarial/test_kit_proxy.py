@@ -136,9 +136,12 @@ def test_a_target_that_would_leave_the_base_path_is_refused_and_not_sent(target:
 
 def _echo_credentials(sock: socket.socket, request: Request) -> None:
     """A 200 whose fields echo the credentials sent: the key (in a 64-bit field: a drift that
-    quotes it), ``Authorization`` and ``Cookie`` (in valid fields: a recordable answer)."""
+    quotes it), the token of ``Authorization`` and the value of the ``Cookie`` (in valid
+    fields: a recordable answer)."""
     sent = {
-        name: request.header(name) or "" for name in ("Service_Api_Key", "Authorization", "Cookie")
+        "Service_Api_Key": request.header("Service_Api_Key") or "",
+        "Authorization": (request.header("Authorization") or "").split()[-1],
+        "Cookie": (request.header("Cookie") or "").partition("=")[2],
     }
     what = request.header("X-Echo") or "Service_Api_Key"
     if what == "Service_Api_Key":

@@ -252,6 +252,23 @@ def _squashed(name: str) -> str:
     return "".join(c for c in name.lower() if c.isalnum())
 
 
+def _credential_parts(name: str, value: str) -> list[str]:
+    """What an echo of the header `name: value` may show of a credential: the whole value of
+    the key (any spelling), ``Authorization`` or ``Cookie``, and the parts an echo may hold
+    alone (the token after the scheme, each cookie's value) of at least 8 characters; else
+    nothing."""
+    squashed = _squashed(name)
+    if squashed not in _CREDENTIALS or not value.strip():
+        return []
+    parts = [value.strip()]
+    if squashed == "authorization":
+        parts += value.strip().split(None, 1)[1:]
+    elif squashed == "cookie":
+        for pair in value.split(";"):
+            parts += [pair.strip(), pair.partition("=")[2].strip()]
+    return [parts[0], *(part for part in parts[1:] if len(part) >= 8)]
+
+
 def _end_to_end(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """`headers` without those of one connection: the hop-by-hop ones and the ones a
     ``Connection`` header names (RFC 9110 §7.6.1), in any spelling."""
@@ -346,7 +363,7 @@ def create_proxy_app(
         headers = request.headers.items()
         # Every header a server could read as the key, and the other credentials sent.
         keys = [v.strip() for k, v in headers if _squashed(k) == _KEY_HEADER and v.strip()]
-        secrets = [v.strip() for k, v in headers if _squashed(k) in _CREDENTIALS and v.strip()]
+        secrets = [part for k, v in headers for part in _credential_parts(k, v)]
         refused = _refused_target(path, query, upstream.base_url)
         # A percent-encoded path is never an operation's (docs/contract.md §2.4): not judged.
         op = by_path.get(path) if request.method == ALLOWED_METHOD else None
@@ -382,13 +399,10 @@ def create_proxy_app(
             bad = Unavailable(f"the upstream answered with the status {answer.status}")
             return error_response(bad, status=502)
         # The answer goes out first; judging it (and the request) follows, in a worker.
-        task = (
-            None
-            if op is None
-            else BackgroundTask(
-                judge, op, body, answer.status, answer.body, keys[0] if keys else "", secrets
-            )
-        )
+        task = None
+        if op is not None:
+            key = keys[0] if keys else ""
+            task = BackgroundTask(judge, op, body, answer.status, answer.body, key, secrets)
         response = Response(answer.body, answer.status, background=task)
         response.raw_headers = [
             (k.lower().encode("latin-1"), v.encode("latin-1"))
