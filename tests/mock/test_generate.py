@@ -1,5 +1,7 @@
-"""Generated answers, derived from the descriptors of every operation of the registry: valid,
-deterministic, every message field set and every field without presence written."""
+"""Generated answers, derived from the descriptors of every operation of the registry: valid
+(REQUIRED and every protovalidate rule, checked by the engine), deterministic, every message
+field set, every list holding an element and every field without presence written; and
+generated requests, which set only what the rules need."""
 
 from __future__ import annotations
 
@@ -13,10 +15,14 @@ from google.protobuf.message import Message
 import projectops
 from projectops.mock import generate, generated_answer
 from projectops.mock._generate import MAX_DEPTH
+from projectops.rules import field_rules
+from projectops.validation import is_required, rule_violations
 from tests.synthetic import required_string
 
 OPERATIONS = projectops.operations()
 SEEDS = [str(i) for i in range(5)]
+#: Generated answers checked with the engine per operation (docs/contract.md §4.6).
+ANSWERS = 1000
 #: Left unset unless REQUIRED: no empty one has a JSON form.
 UNSET = {"google.protobuf.Any", "google.protobuf.Value"}
 
@@ -122,3 +128,47 @@ def test_generated_answers_differ_for_different_requests(op: projectops.Operatio
     # Trimmed strings are the same request, as in matching.
     trimmed = generated_answer(op, op.request_type(**{name: " 1 "}))
     assert trimmed == generated_answer(op, op.request_type(**{name: "1"}))
+
+
+def _empty_lists(message: Message, depth: int) -> Iterator[str]:
+    """The lists and maps left empty in `message` above MAX_DEPTH (well-known types aside)."""
+    descriptor = message.DESCRIPTOR
+    for fd in descriptor.fields:
+        value = getattr(message, fd.name)
+        if fd.is_repeated and depth < MAX_DEPTH and not len(value):
+            yield f"{descriptor.full_name}.{fd.name}"
+        if fd.message_type is None or fd.message_type.full_name.startswith("google."):
+            continue
+        if fd.message_type.GetOptions().map_entry:
+            children = (
+                list(value.values()) if fd.message_type.fields_by_name["value"].message_type else []
+            )
+        elif fd.is_repeated:
+            children = list(value)
+        else:
+            children = [value] if message.HasField(fd.name) else []
+        for child in children:
+            yield from _empty_lists(child, depth + 1)
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.name)
+def test_a_thousand_generated_answers_keep_every_rule_and_hold_an_element_in_every_list(
+    op: projectops.Operation,
+) -> None:
+    for i in range(ANSWERS):
+        message = generate(op.response_type, f"{op.name}\n{i}")  # as generated_answer seeds
+        assert rule_violations(message) == [], (i, projectops.to_dict(message))
+        assert list(_empty_lists(message, 0)) == [], i
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.name)
+def test_a_generated_request_sets_its_required_fields_only_and_keeps_every_rule(
+    op: projectops.Operation,
+) -> None:
+    for seed in SEEDS:
+        request = generate(op.request_type, seed, minimal=True)
+        assert rule_violations(request) == []
+        assert generate(op.request_type, seed, minimal=True) == request
+        for fd, _ in request.ListFields():  # what REQUIRED or protovalidate's `required` asks
+            rules = field_rules(fd)
+            assert is_required(fd) or (rules is not None and rules.required), fd.name
