@@ -1,5 +1,6 @@
 """The JSON codec against golden fixtures and the rules of the protobuf JSON mapping."""
 
+import gc
 import json
 from typing import Any
 
@@ -217,3 +218,21 @@ def test_errors_never_echo_a_long_value(body: str) -> None:
         projectops.from_json(body, GetReleaseDetailsRequest, strict=True)
     text = projectops.codec.error_body(caught.value)
     assert len(text) < 600, text
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector on", "collector off"])
+def test_the_garbage_collector_is_as_the_program_left_it(enabled: bool) -> None:
+    # from_json and to_json pause the cyclic collector while they run (codec._collector_paused).
+    text = (GOLDEN / "get_release_details.response.json").read_text()
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        message = projectops.from_json(text, GetReleaseDetailsResponse)
+        assert gc.isenabled() is enabled
+        assert json.loads(projectops.to_json(message, indent=2)) == json.loads(text)
+        assert gc.isenabled() is enabled
+        with pytest.raises(projectops.InvalidArgument):
+            projectops.from_json('{"summary": 1}', GetReleaseDetailsResponse)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -8,7 +8,7 @@ than ``json.loads``/``json.dumps``. Modules, each importing only later ones: ``_
 from __future__ import annotations
 
 from projectops._fastcodec._decode import from_dict
-from projectops._fastcodec._encode import iter_json, to_dict
+from projectops._fastcodec._encode import iter_json, json_encoder, to_dict
 from projectops._fastcodec._plans import Unsupported
 
-__all__ = ["Unsupported", "from_dict", "iter_json", "to_dict"]
+__all__ = ["Unsupported", "from_dict", "iter_json", "json_encoder", "to_dict"]

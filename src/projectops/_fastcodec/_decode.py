@@ -167,10 +167,13 @@ def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -
             raise Unsupported
         data = dict(data)
     descriptor = cast(Descriptor, message_type.DESCRIPTOR)
-    if descriptor.file.name in WKT_FILES:
-        raise Unsupported
+    plan = _READY.get(descriptor)  # a well-known type never enters it
+    if plan is None:
+        if descriptor.file.name in WKT_FILES:
+            raise Unsupported
+        plan = decoding_plan(descriptor)
     try:
-        kwargs = decoding_plan(descriptor).decode(data, 1, not strict)
+        kwargs = plan.decode(data, 1, not strict)
     except (TypeError, ValueError):  # an unhashable enum value; a time text refused
         raise Unsupported from None
     try:

@@ -43,7 +43,7 @@ from projectops._fastcodec._plans import (
 from projectops._fastcodec._timefmt import format_duration, format_timestamp
 from projectops._wire import is_map, value_form
 
-__all__ = ["compile_encoder", "encoding_plan", "iter_json", "to_dict"]
+__all__ = ["compile_encoder", "encoding_plan", "iter_json", "json_encoder", "to_dict"]
 
 
 class _NoPlan(Exception):
@@ -249,15 +249,28 @@ def iter_json(message: Message, indent: int | None) -> Iterator[str]:
     yield "".join(pieces)
 
 
+@cache
+def json_encoder(indent: int | None) -> json.JSONEncoder:
+    """The encoder of ``codec.dump``'s format: `indent` spaces per level, or compact if None.
+
+    Made once per `indent` (``json.dumps`` with options makes one per call) and without the
+    circular-reference check: to_dict's values hold no cycle (each dict and list is made anew),
+    and the check costs a dictionary entry per container written."""
+    separators = (",", ": ") if indent is not None else (",", ":")
+    return json.JSONEncoder(
+        indent=indent, separators=separators, ensure_ascii=False, check_circular=False
+    )
+
+
 class _Writer:
     """The punctuation of ``codec.dump``'s format at each level of nesting."""
 
-    __slots__ = ("indent", "key_separator", "separators")
+    __slots__ = ("encode", "indent", "key_separator")
 
     def __init__(self, indent: int | None) -> None:
         self.indent = indent
-        self.separators = (",", ": ") if indent is not None else (",", ":")
-        self.key_separator = self.separators[1]
+        self.encode = json_encoder(indent).encode
+        self.key_separator = ": " if indent is not None else ":"
 
     def newline(self, level: int) -> str:
         """What goes before an item at `level` (and before the bracket closing `level` - 1)."""
@@ -265,7 +278,7 @@ class _Writer:
 
     def dumps(self, value: Any, level: int) -> str:
         """`value` (to_dict's values) as JSON text placed at `level`."""
-        text = json.dumps(value, indent=self.indent, separators=self.separators, ensure_ascii=False)
+        text = self.encode(value)
         if self.indent and level and (type(value) is dict or type(value) is list):
             # Raw newlines are only json.dumps' own line breaks (a string's are escaped).
             text = text.replace("\n", self.newline(level))
