@@ -323,11 +323,10 @@ def _shifted(exc: InvalidArgument, key: str, start: int) -> InvalidArgument:
     prefix = f"{key}["
 
     def shift(text: str) -> str:
-        end = text.find("]", len(prefix))
-        index = text[len(prefix) : end]
-        if not text.startswith(prefix) or end < 0 or not index.isdigit():
+        index, found, rest = text.removeprefix(prefix).partition("]")
+        if not text.startswith(prefix) or not found or not index.isdigit():
             return text
-        return f"{prefix}{int(index) + start}{text[end:]}"
+        return f"{prefix}{int(index) + start}]{rest}"
 
     violations = [
         FieldViolation(field=shift(v.field), description=v.description) for v in exc.violations

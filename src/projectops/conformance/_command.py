@@ -92,14 +92,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         f"run are skipped and the exit code is {EXIT_CONFORMANCE_FAILED} (judging an answer "
         "may end one --timeout later)",
     )
-    add(
-        "--max-judged-bytes",
-        metavar="BYTES",
-        type=whole,
-        default=MAX_JUDGED_BYTES,
-        help="the largest answer judged; the checks of a larger one are skipped, saying so "
-        "(default: %(default)s, 8 MiB)",
-    )
+    judged = "the largest answer judged; the checks of a larger one are skipped, saying so"
+    _limit(parser, "--max-judged-bytes", MAX_JUDGED_BYTES, f"{judged} (8 MiB)")
 
 
 def _fixture_project(path: str, key: str) -> FixtureProject:
@@ -208,36 +202,21 @@ def _configure_proxy(parser: argparse.ArgumentParser) -> None:
     add_listening(parser, host="127.0.0.1", default_port=DEFAULT_PORT)
     add("--json", action="store_true", help="write each drift as a JSON object on stdout")
     add("--record", metavar="FILE", help="write the 200 answers seen to FILE on exit")
-    add(
-        "--record-max-answers",
-        metavar="N",
-        type=whole,
-        default=MAX_RECORDED_ANSWERS,
-        help="answers recorded at most; later new ones are left out (default: %(default)s)",
-    )
-    add(
-        "--max-request-bytes",
-        metavar="BYTES",
-        type=whole,
-        default=MAX_BODY_BYTES,
-        help="the largest request body forwarded; larger ones get 413 and are not sent "
-        "(default: %(default)s, the server adapter's limit)",
-    )
-    add(
-        "--max-judged-bytes",
-        metavar="BYTES",
-        type=whole,
-        default=MAX_JUDGED_BYTES,
-        help="the largest answer judged; larger ones are forwarded, not judged "
-        "(default: %(default)s, 8 MiB)",
-    )
-    add(
-        "--record-max-bytes",
-        metavar="BYTES",
-        type=whole,
-        default=MAX_RECORDED_BYTES,
-        help="bytes of JSON recorded at most (default: %(default)s, 16 MiB)",
-    )
+    answers = "answers recorded at most; later new ones are left out"
+    _limit(parser, "--record-max-answers", MAX_RECORDED_ANSWERS, answers, "N")
+    body = "the largest request body forwarded, larger ones get 413 and are not sent"
+    _limit(parser, "--max-request-bytes", MAX_BODY_BYTES, f"{body} (the server adapter's)")
+    judged = "the largest answer judged; larger ones are forwarded, not judged (8 MiB)"
+    _limit(parser, "--max-judged-bytes", MAX_JUDGED_BYTES, judged)
+    _limit(parser, "--record-max-bytes", MAX_RECORDED_BYTES, "bytes of JSON recorded (16 MiB)")
+
+
+def _limit(
+    parser: argparse.ArgumentParser, flag: str, default: int, what: str, metavar: str = "BYTES"
+) -> None:
+    """Add `flag`, a whole number that defaults to `default`, helped by `what`."""
+    help_text = f"{what}; default: %(default)s"
+    parser.add_argument(flag, metavar=metavar, type=whole, default=default, help=help_text)
 
 
 def _run_proxy(args: argparse.Namespace) -> int:

@@ -255,18 +255,13 @@ def _squashed(name: str) -> str:
 def _credential_parts(name: str, value: str) -> list[str]:
     """What an echo of the header `name: value` may show of a credential: the whole value of
     the key (any spelling), ``Authorization`` or ``Cookie``, and the parts an echo may hold
-    alone (the token after the scheme, each cookie's value) of at least 8 characters; else
-    nothing."""
-    squashed = _squashed(name)
-    if squashed not in _CREDENTIALS or not value.strip():
+    alone (an ``Authorization`` token after its scheme, a cookie, a cookie's value) of at
+    least 8 characters; else nothing."""
+    if _squashed(name) not in _CREDENTIALS or not value.strip():
         return []
-    parts = [value.strip()]
-    if squashed == "authorization":
-        parts += value.strip().split(None, 1)[1:]
-    elif squashed == "cookie":
-        for pair in value.split(";"):
-            parts += [pair.strip(), pair.partition("=")[2].strip()]
-    return [parts[0], *(part for part in parts[1:] if len(part) >= 8)]
+    pairs = value.split(";")
+    parts = [*value.split(None, 1)[1:], *pairs, *(pair.partition("=")[2] for pair in pairs)]
+    return [value.strip(), *(part.strip() for part in parts if len(part.strip()) >= 8)]
 
 
 def _end_to_end(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -289,10 +284,9 @@ def _refused_target(path: str, query: str, base_url: str) -> str | None:
     `base_url` as it came; ``None``: it can. Refused: no leading ``/``, a ``#`` or ``\\``, a
     dot segment (``.``, ``..``, percent-encoded too), or any other difference between what the
     HTTP client would send and ``base path + target``."""
-    if not path.startswith("/") or "#" in path or "#" in query or "\\" in path:
-        return "it holds '#' or '\\' or does not start with '/'"
-    if any(unquote(segment) in (".", "..") for segment in path.split("/")):
-        return "it holds a dot segment ('.' or '..')"
+    dots = any(unquote(segment) in (".", "..") for segment in path.split("/"))
+    if dots or not path.startswith("/") or "#" in path + query or "\\" in path:
+        return "it holds a dot segment ('.' or '..'), a '#' or a '\\', or does not start with '/'"
     target = path + (f"?{query}" if query else "")
     expected = urlsplit(base_url).path + target
     try:
@@ -350,12 +344,26 @@ def create_proxy_app(
         waiting[0] += 1
         try:
             drifts = await anyio.to_thread.run_sync(
-                _judge_call, op, body, status, judged, key, secrets, recording, limiter=judges
+                judge_call, op, body, status, judged, key, secrets, limiter=judges
             )
         finally:
             waiting[0] -= 1
         for found in drifts:
             report(found)
+
+    def judge_call(
+        op: Operation, body: bytes, status: int, answer: bytes | None, key: str, secrets: list[str]
+    ) -> list[Drift]:
+        """The drifts of one call (in a worker thread; `answer` ``None``: not judged); its 200
+        answer recorded when both sides decode."""
+        drifts, sent = drift(op, "request", body, secrets=secrets)
+        if answer is None:
+            return drifts
+        found, got = drift(op, "answer", answer, status=status, secrets=secrets)
+        # `got` is set for a 200 answer that decodes strictly only.
+        if recording is not None and sent is not None and got is not None:
+            recording.add(op, key, sent, got, secrets)
+        return drifts + found
 
     async def proxy(request: Request) -> Response:
         path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
@@ -412,24 +420,3 @@ def create_proxy_app(
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
     return Starlette(routes=[Route("/{path:path}", proxy, methods=methods)])
-
-
-def _judge_call(
-    op: Operation,
-    body: bytes,
-    status: int,
-    answer: bytes | None,
-    key: str,
-    secrets: list[str],
-    recording: Recording | None,
-) -> list[Drift]:
-    """The drifts of one call (in a worker thread; `answer` ``None``: not judged); its 200
-    answer recorded when both sides decode."""
-    drifts, sent = drift(op, "request", body, secrets=secrets)
-    if answer is None:
-        return drifts
-    found, got = drift(op, "answer", answer, status=status, secrets=secrets)
-    # `got` is set for a 200 answer that decodes strictly only.
-    if recording is not None and sent is not None and got is not None:
-        recording.add(op, key, sent, got, secrets)
-    return drifts + found

@@ -158,14 +158,11 @@ class Endpoint:
         raise self._past_deadline(where)  # reached only when the scope cancelled `work`
 
     def _past_deadline(self, where: str, thread: str = "") -> DeadlineExceeded:
+        name, seconds = self._op.name, self._timeout
         logger.warning(
-            "serving %s ran past handler_timeout (%g s) in %s%s",
-            self._op.name,
-            self._timeout,
-            where,
-            thread,
+            "serving %s ran past handler_timeout (%g s) in %s%s", name, seconds, where, thread
         )
-        return DeadlineExceeded(f"{self._op.name} did not finish within {self._timeout:g} seconds")
+        return DeadlineExceeded(f"{name} did not finish within {seconds:g} seconds")
 
     async def _project(self, keys: list[str]) -> Any:
         if len(keys) > 1:  # which one would decide the project is anyone's guess
@@ -325,10 +322,9 @@ async def read_body(
         starlette.requests.ClientDisconnect: the client went away before the body was whole.
     """
     limit = max_request_bytes
-    declared = (
-        content_length.encode("latin-1") if isinstance(content_length, str) else content_length
-    )
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if isinstance(content_length, str):  # as bytes: isdigit() is then ASCII only, as int() is
+        content_length = content_length.encode("latin-1")
+    if content_length and content_length.isdigit() and int(content_length) > limit:
         raise too_large(limit)
     chunks: list[bytes] = []
     size = 0
