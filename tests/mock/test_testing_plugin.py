@@ -157,7 +157,7 @@ def test_bad_scripts_raise_at_once(
 def _readme_test() -> str:
     readme = (REPO / "README.md").read_text()
     found = re.search(
-        r"## Test code that calls the API\n.*?```python test\n(.*?)```",
+        r"## Test code that calls the API\n.*?```python file=test_releases.py\n(.*?)```",
         readme,
         re.S,
     )
