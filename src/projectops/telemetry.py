@@ -1,13 +1,19 @@
 """OpenTelemetry spans and duration histograms of rpcs (extra ``otel``, docs/python.md): one
-interceptor a side, put first. Each looks its tracer and histogram up once, through the public API,
-from the providers given or the global ones; without ``opentelemetry-api`` it only calls on.
+interceptor a side, put first: ``Client(interceptors=[ClientTelemetry()])``
+(``AsyncClientTelemetry`` for the async client) and
+``create_app(..., interceptors=[ServerTelemetry()])``. Each looks its tracer and histogram up
+once, through OpenTelemetry's public API, from the providers given or the global ones (the API's
+proxies until an SDK sets them). Without ``opentelemetry-api`` they only call on; while no tracer
+provider is configured a call costs a clock read and a dropped measurement.
 
-Per rpc (RPC semantic conventions v1.37): a CLIENT or SERVER span ``<service>/<Rpc>`` with
-``rpc.system``, ``rpc.service``, ``rpc.method``, ``http.response.status_code`` and, if failed,
-``projectops.error_code`` and ``error.type`` (the code; the client marks any failure an error, the
-server a 5xx only); a histogram ``rpc.<side>.duration`` (ms), same attributes and code. The span
-context travels in the global propagator's headers (W3C ``traceparent``). Never recorded: the
-key, a header, a body, a message.
+Per rpc (RPC semantic conventions v1.37): a span ``<service>/<Rpc>``, CLIENT or SERVER, with
+``rpc.system`` (``projectops``: the listed systems name wire protocols this API does not speak),
+``rpc.service``, ``rpc.method``, ``http.response.status_code`` and, for a failed call,
+``projectops.error_code`` and ``error.type`` (the code; the client marks any failure an error,
+the server a 5xx only); a histogram ``rpc.<side>.duration`` (ms), same ``rpc.*`` attributes and
+code. The client sends its span context in the global propagator's headers (W3C
+``traceparent``); the server's span continues it and holds the handler, for calls past the key
+check and decoding (docs/contract.md §2.4). Never recorded: the key, a header, a body, a message.
 """
 
 from __future__ import annotations

@@ -1,5 +1,12 @@
-"""How a failed call is reported: the CLI's exit code and line, the tool server's sentence,
-from one table keyed by exception class (:data:`FAILURES`)."""
+"""How a failed call is reported: the CLI's exit code and line, the tool server's sentence
+(docs/contract.md §5.6).
+
+One table, :data:`FAILURES`, keyed by exception class; :func:`failure` takes the row of the
+nearest class in an exception's MRO. An error the server *answered* is reported by its status
+where the contract promises an exit code by status (401 -> 3, 400 -> 4, others -> 5). Every
+line and sentence is one line: escaped and cut to :data:`MAX_MESSAGE_CHARS` (outside text in it
+was redacted where it entered, :mod:`projectops.client.redaction`).
+"""
 
 from __future__ import annotations
 

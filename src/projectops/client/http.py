@@ -1,8 +1,28 @@
 """The HTTP client of the API, sync and async (docs/python.md; the wire: docs/contract.md §1-2).
 
-Retries: only an idempotent rpc, on no complete answer or 429, 502, 503, 504; ``timeout`` covers
-every attempt and wait. Interceptors (first outermost) wrap each call, retries included. The
-errors: docs/python.md "Errors"; none holds the key (:mod:`projectops.client.redaction`).
+Retries (``retries=``, default 2): only an rpc marked ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT``,
+when no complete answer came or it is 429, 502, 503 or 504; ``timeout`` covers every attempt
+and wait. Interceptors (first outermost) wrap each call, retries included. Errors beside
+:mod:`projectops.errors` (``http_status`` ``None`` when no whole answer came)::
+
+    ApiError
+    ├── InvalidArgument
+    │   └── InvalidRequest        the request is invalid, found locally; nothing was sent
+    ├── Unauthenticated
+    │   └── MissingApiKey         no usable key configured; nothing was sent
+    ├── Internal
+    │   └── InvalidResponse       a 2xx answer that is not the response message
+    │       └── AnswerTooLarge    an answer over max_response_bytes; not read to its end
+    ├── UnexpectedRedirect        a 3xx answer (never followed: a POST must not become a GET)
+    ├── Unavailable
+    │   └── ServiceUnreachable    no answer: the service could not be reached
+    └── DeadlineExceeded
+        └── AnswerTimedOut        no complete answer within the time-out
+
+Every peer is hostile: the exchange (:class:`~projectops.client.RawClient`) bounds and caps
+the call (error bodies at 1 MiB); outside text is escaped, cut and has the key redacted before
+it enters an exception; any other exception of a call is scrubbed of the key
+(:mod:`projectops.client.redaction`).
 """
 
 from __future__ import annotations

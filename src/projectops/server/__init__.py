@@ -1,6 +1,11 @@
-"""projectops.server: the ASGI server adapter of the API (extra ``server``; docs/server.md):
-``create_app(Service(), authenticate=keys.get)`` serves a subclass of the generated
-:class:`OperationsServiceHandler`."""
+"""projectops.server: the ASGI server adapter of the API (extra ``server``; docs/server.md).
+
+A subclass of the generated :class:`OperationsServiceHandler` overrides the rpcs it serves;
+:func:`create_app` serves it at the registry's paths and checks each request in the order of
+docs/contract.md §2.4, every failure an ``ErrorResponse``::
+
+    app = create_app(Service(), authenticate=keys.get)   # uvicorn module:app
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-""":func:`create_app`: one Starlette app serving a service at the registry's paths."""
+"""The ASGI server adapter: :func:`create_app`, one Starlette app serving a service object at
+the registry's paths (docs/server.md; the order of its checks: docs/contract.md §2.4)."""
 
 from __future__ import annotations
 
@@ -42,21 +43,26 @@ def create_app(
     the order of its checks: docs/contract.md §2.4).
 
     Args:
-        service: an instance of a subclass of :class:`OperationsServiceHandler`, methods plain (in
-            anyio's thread pool) or ``async def``; an rpc it does not override answers 501.
-        authenticate: :data:`Authenticate`, ``api_key -> project | None`` (plain or
-            ``async def``; a plain one runs in a thread pool), never called with an empty key
-            (docs/contract.md §2.2); ``None`` or a ``LookupError`` answers 401 (§2.3). The
-            project it returns is ``context.project`` of the handler's call.
+        service: an instance of a subclass of the generated :class:`OperationsServiceHandler`;
+            a method plain (run in anyio's default thread pool, 40 threads) or ``async def``.
+            An rpc it does not override answers 501 ``unimplemented``.
+        authenticate: :data:`Authenticate`, ``api_key -> project | None`` (plain, run in a
+            thread pool of its own, or ``async def``), never called with an empty key
+            (docs/contract.md §2.2); the project it returns is ``context.project`` of the
+            handler's call. ``None`` or a ``LookupError`` answers 401 (§2.3), an
+            :class:`~projectops.ApiError` itself, any other exception a logged 500.
         strict: unknown request fields and enum names are 400 instead of ignored (§3.4);
             ``False`` by default (§3.3).
         handler_timeout: seconds that `authenticate`, the interceptors and the handler may
-            take together for one request, then 504 ``deadline_exceeded``; ``None`` (the
-            default): no limit.
-        interceptors: around every handler, the first outermost.
+            take together for one request, then 504 ``deadline_exceeded``: an ``async def``
+            handler is cancelled at its next ``await``; a plain one's thread runs on, keeping its
+            place in the pool, until it returns. ``None`` (the default): no limit.
+        interceptors: :class:`ServerInterceptor` callables around every rpc's handler, the
+            first outermost; none by default.
         operations: the operations to serve; ``None`` (the default): all of
             :func:`projectops.operations`. The paths of the others answer 404.
-        max_request_bytes: the largest request body, in bytes, else 413 (§6); 1 MiB
+        max_request_bytes: the largest request body, in bytes; a larger one is 413
+            ``resource_exhausted`` (by ``Content-Length`` or by the bytes read, §6); 1 MiB
             (:data:`~projectops.conventions.MAX_BODY_BYTES`) by default.
         validate_responses: check every answer of the service (not a ``PreEncoded`` one)
             against the schema's rules (REQUIRED and protovalidate's, docs/contract.md §4.6)
@@ -69,8 +75,9 @@ def create_app(
             ``invalid_argument``, one violation per rule.
 
     Returns:
-        An ASGI app (Starlette) answering ``POST`` at each operation's path; it keeps no state
-        between requests beyond its thread pools, so any number of processes may serve it.
+        An ASGI app (Starlette) answering ``POST`` at each operation's path, to run under any
+        ASGI server or mount in a larger app; it keeps no state between requests beyond its
+        thread pools, so several workers may serve it.
 
     Raises:
         ValueError: `handler_timeout` or `max_request_bytes` is not positive.
