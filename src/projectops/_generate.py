@@ -64,23 +64,24 @@ def generate(message_type: type[M], seed: bytes | str, *, minimal: bool = False)
     return message
 
 
-def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero: bool) -> None:
-    """Fill `message`; `zero`: its numbers are zero (a message above it has CEL rules)."""
+def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero: bool) -> bool:
+    """Fill `message`; `zero`: its numbers are zero (a message above it has CEL rules). Returns
+    whether they are (it or a message above has CEL rules)."""
     descriptor = cast(Descriptor, message.DESCRIPTOR)
     if descriptor.full_name in _TIMES:
         message.seconds = rng.randrange(*_TIMES[descriptor.full_name])  # type: ignore[attr-defined]
         message.nanos = rng.randrange(1_000_000) * 1000  # type: ignore[attr-defined]
-        return
+        return zero
     if depth > _HARD_DEPTH or descriptor.full_name in _EMPTY:
-        return
-    zero = zero or _has_cel(descriptor)
+        return zero
+    zero = zero or len(getattr(message_rules(descriptor), "cel", ())) > 0
     # A proto3 `optional` is a oneof of one: a plain field here.
     chosen = {o.name: rng.choice(o.fields) for o in descriptor.oneofs if len(o.fields) > 1}
     for fd in descriptor.fields:
         oneof, kind, rules = fd.containing_oneof, fd.message_type, field_rules(fd)
         if oneof is not None and chosen.get(oneof.name, fd) is not fd:
             continue
-        low, high = _bounds(fd, "min_items", "max_items", 0, MAX_REPEATED)
+        low, high = _typed(fd).get("min_items", 0), _typed(fd).get("max_items", MAX_REPEATED)
         needed = is_required(fd) or (rules is not None and rules.required) or low > 0
         if kind is not None and kind.full_name in _UNSET and not needed:
             continue
@@ -106,10 +107,10 @@ def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero:
                     target[key] = _scalar(value, rng, zero)
             elif kind is not None:
                 element = target.add()
-                _fill(element, rng, depth + 1, minimal, zero)
-                _unlike(element, target[:-1], rng, zero or _has_cel(kind))
+                _unlike(element, target[:-1], rng, _fill(element, rng, depth + 1, minimal, zero))
             else:
                 target.append(_scalar(fd, rng, zero))
+    return zero
 
 
 def _unlike(element: Message, siblings: list[Message], rng: random.Random, zero: bool) -> None:
@@ -117,7 +118,11 @@ def _unlike(element: Message, siblings: list[Message], rng: random.Random, zero:
     has (what a CEL ``unique()`` over a field asks); with `zero`, strings only."""
     for fd in cast(Descriptor, element.DESCRIPTOR).fields:
         cpp = fd.cpp_type
-        if fd.is_repeated or cpp in _NOT_UNIQUE or (zero and cpp != fd.CPPTYPE_STRING):
+        if (
+            fd.is_repeated
+            or cpp in (fd.CPPTYPE_BOOL, fd.CPPTYPE_ENUM, fd.CPPTYPE_MESSAGE)
+            or (zero and cpp != fd.CPPTYPE_STRING)
+        ):
             continue
         seen = {getattr(sibling, fd.name) for sibling in siblings}
         for _ in range(_UNIQUE_TRIES):
@@ -126,22 +131,10 @@ def _unlike(element: Message, siblings: list[Message], rng: random.Random, zero:
             setattr(element, fd.name, _scalar(fd, rng))
 
 
-def _has_cel(descriptor: Descriptor) -> bool:
-    rules = message_rules(descriptor)
-    return rules is not None and len(rules.cel) > 0
-
-
-def _bounds(fd: FieldDescriptor, least: str, most: str, low: Any, high: Any) -> tuple[Any, Any]:
-    """The (`least`, `most`) rules of `fd`'s type-specific rules, each `low`/`high` if unset."""
+def _typed(fd: FieldDescriptor) -> dict[str, Any]:
+    """The type-specific rules set on `fd` by name (``max_len``, ``gte``, ...); empty if none."""
     found = rule_kind(fd)
-    if found is None:
-        return low, high
-    rules = found[1]
-    if rules.DESCRIPTOR.fields_by_name.get(least) and rules.HasField(least):
-        low = getattr(rules, least)
-    if rules.DESCRIPTOR.fields_by_name.get(most) and rules.HasField(most):
-        high = getattr(rules, most)
-    return low, high
+    return {f.name: value for f, value in found[1].ListFields()} if found else {}
 
 
 def _scalar(fd: FieldDescriptor, rng: random.Random, zero: bool = False) -> Any:
@@ -163,18 +156,12 @@ def _scalar(fd: FieldDescriptor, rng: random.Random, zero: bool = False) -> Any:
     else:
         value = rng.randint(1, 4_000_000) / 4  # a float or double, exact in a float32 too
     step = 1 if isinstance(value, int) else 0.25
-    low, high = _bounds(fd, "gte", "lte", None, None)
-    above, below = _bounds(fd, "gt", "lt", None, None)
-    if low is None and above is not None:
-        low = above + step
-    if high is None and below is not None:
-        high = below - step
-    if zero:
-        value = 0 if low is None or low <= 0 else low
-    if low is not None and value < low:
-        value = low + (rng.randint(0, 100) * step if high is None else 0)
-    if high is not None and value > high:
-        value = high if low is None else max(low, high - rng.randint(0, 100) * step)
+    rules = _typed(fd)
+    low = rules["gt"] + step if "gt" in rules else rules.get("gte")
+    high = rules["lt"] - step if "lt" in rules else rules.get("lte")
+    value = 0 if zero else value  # within the range below
+    value = value if low is None else max(value, low)
+    value = value if high is None else min(value, high)
     return value
 
 
@@ -182,25 +169,16 @@ def _string(fd: FieldDescriptor, rng: random.Random) -> str:
     """A string of `fd` in the lengths of its rules, matching its ``pattern``."""
     tail = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(4, 12)))
     text = f"{fd.name.replace('_', '-')}-{tail}"
-    found = rule_kind(fd)
-    if found is None or found[0] != "string":
-        return text
-    rules = found[1]
-    if rules.HasField("pattern"):
+    rules = _typed(fd)
+    if "pattern" in rules:
         # The schema's own pattern (buf lint compiled it), on forms of at most 64 characters.
-        forms = [*rules.example, text, rng.randbytes(20).hex(), rng.randbytes(32).hex()]
-        forms += [str(rng.randrange(10**8)), ""]
-        return str(next((f for f in forms if re.search(rules.pattern, f)), text))
-    low, high = _bounds(fd, "min_len", "max_len", 0, len(text))
-    low, high = _bounds(fd, "len", "len", low, high)
+        forms = [*rules.get("example", ()), text, rng.randbytes(20).hex(), rng.randbytes(32).hex()]
+        return str(next((f for f in [*forms, ""] if re.search(rules["pattern"], f)), text))
+    low = rules.get("len", rules.get("min_len", 0))
+    high = rules.get("len", rules.get("max_len", len(text)))
     return str((text + "x" * low)[: max(low, min(high, len(text)))])
 
 
-_NOT_UNIQUE = {
-    FieldDescriptor.CPPTYPE_BOOL,
-    FieldDescriptor.CPPTYPE_ENUM,
-    FieldDescriptor.CPPTYPE_MESSAGE,
-}
 _TIMES = {  # the range of their seconds: a random int64 would not be a valid time
     "google.protobuf.Timestamp": (1577836800, 1893456000),  # 2020 to 2030
     "google.protobuf.Duration": (0, 86_400),

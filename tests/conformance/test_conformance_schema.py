@@ -150,10 +150,12 @@ def test_a_server_of_another_schema_fails_exactly_the_checks_of_its_breakage(
     # Both request forms are really tried, not skipped for want of such a field.
     for check_id in TESTED_ON_A_SYNTHETIC_SCHEMA:
         assert status[check_id] == ("failed" if check_id in expected else "passed")
-    # The schema has no REQUIRED field, enum or timestamp: only the checks of those are skipped.
+    # The schema has no REQUIRED field, rule, enum or timestamp: only the checks of those are
+    # skipped.
     skipped = {c.id: c.detail for c in report.checks if c.status == "skipped"}
     assert set(skipped) == {
         "request.required",
+        "request.rules",
         "errors.violation-paths",
         "json.enum-names",
         "json.timestamps",

@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from starlette.applications import Starlette
@@ -36,8 +37,10 @@ from projectops.conformance._catalogue import required_fields
 from projectops.conformance._proxy import STAND_IN_KEY, Drift, Recording, create_proxy_app
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.fixtures import FixtureAnswer, decode_fixtures, default_fixtures, request_key
-from projectops.mock import create_mock_app, load_fixtures
+from projectops.mock import create_mock_app, generate, load_fixtures
+from projectops.rules import rule_kind
 from projectops.server import OperationsServiceHandler, create_app
+from projectops.validation import is_required
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 from tests.openapi.support import serving
 
@@ -142,7 +145,8 @@ def _ordinary_calls() -> list[tuple[str, str, bytes, dict[str, str]]]:
     calls = [_post(op, to_json(answer.request).encode()) for op, answer in _demo_answers()]
     valid = {op.name: body for (op, _), (_, _, body, _) in zip(_demo_answers(), calls, strict=True)}
     for op in projectops.operations():
-        no_key = _post(op, valid.get(op.name, b"{}"), key=None)
+        derived = to_json(generate(op.request_type, op.name, minimal=True)).encode()
+        no_key = _post(op, valid.get(op.name, derived), key=None)
         calls += [no_key, _post(op, b"[]"), ("GET", op.path, b"", {})]
     return calls
 
@@ -328,11 +332,46 @@ def test_an_unknown_request_field_is_no_drift_a_missing_required_one_is() -> Non
     ]
 
 
+def _has_pattern(fd: FieldDescriptor) -> bool:
+    found = rule_kind(fd)
+    return found is not None and found[0] == "string" and found[1].HasField("pattern")
+
+
+def test_an_answer_that_breaks_a_rule_draws_a_drift_line_naming_the_field() -> None:
+    # Issue 32: a gitSha of "xyz" (a string breaking its pattern), an "Always set" field
+    # (detailedResults) left out; a server on 127.0.0.1 answering so.
+    op, answer, data, path = _broken_answer(_has_pattern, lambda _: "xyz")
+    dropped = next(
+        (
+            (o, a, fd.json_name)
+            for o, a in _demo_answers()
+            for fd in o.response_type.DESCRIPTOR.fields
+            if is_required(fd)
+        ),
+        None,
+    )
+    assert path is not None and dropped is not None, "no answer has a pattern or a REQUIRED field"
+    gone, gone_answer, name = dropped
+    left_out = {k: v for k, v in to_dict(gone_answer.response).items() if k != name}
+    drifts = []
+    for o, a, body in ((op, answer, data), (gone, gone_answer, left_out)):
+        call = _post(o, to_json(a.request).encode())
+        via, straight, found = _call(_answering(200, json.dumps(body).encode()), [call])
+        assert via == straight
+        drifts += found
+    assert [(d.side, d.check, d.field) for d in drifts] == [
+        ("answer", "response.rules", path),
+        ("answer", "response.rules", name),
+    ]
+    assert "does not match regex pattern" in drifts[0].detail and "xyz" not in drifts[0].field
+    assert drifts[1].line() == f"drift: {gone.name} answer response.rules {name}: is required"
+
+
 def test_outside_text_is_escaped_and_the_key_redacted() -> None:
     op, answer, data, path = _broken_answer(_is_timestamp, lambda _: f"{KEY} \x1b[2J")
     evil = "evil\x1b]0;title\x07"
     drifts = []
-    for body in (data, {**to_dict(op.response_type()), evil: 1}):
+    for body in (data, {**to_dict(answer.response), evil: 1}):
         call = _post(op, to_json(answer.request).encode())
         drifts += _call(_answering(200, json.dumps(body).encode()), [call])[2]
     assert [(d.check, d.field) for d in drifts] == [
@@ -386,16 +425,19 @@ def test_the_recording_keeps_one_answer_per_request_and_stops_at_its_caps() -> N
 
 def test_a_large_answer_is_judged_and_recorded_as_a_small_one() -> None:
     found = [
-        (op, answer, to_dict(answer.response), name)
+        (op, answer, to_dict(answer.response), fd)
         for op, answer in _demo_answers()
-        for name, value in to_dict(answer.response).items()
-        if isinstance(value, list) and value
+        for fd in op.response_type.DESCRIPTOR.fields
+        if fd.is_repeated and fd.message_type and not fd.message_type.GetOptions().map_entry
     ]
     if not found:
-        pytest.skip("no answer of the default fixtures has a list at its top level")
-    op, answer, data, name = found[0]
-    data[name] *= 1 + 100_000 // len(json.dumps(data))  # well over 64 KiB
+        pytest.skip("no answer of the default fixtures has a list of messages at its top level")
+    op, answer, data, fd = found[0]
+    # Generated elements: each keeps the rules, and they differ (a list may hold each once).
+    element = message_factory.GetMessageClass(fd.message_type)
+    data[fd.json_name] = [to_dict(generate(element, str(i))) for i in range(1000)]
     body = json.dumps(data).encode()
+    assert len(body) > 64 * 1024
     recording = Recording(max_answers=10, max_bytes=CAP)
     call = _post(op, to_json(answer.request).encode())
     via, _, drifts = _call(_answering(200, body), [call], recording=recording)

@@ -6,10 +6,11 @@ message: a lenient decoder accepts the very forms they refuse.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,12 +25,13 @@ from projectops.answers import ERROR_CASES
 from projectops.codec import from_json, parse_json, read_error_body, to_dict
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, FieldViolation, InvalidArgument
 from projectops.registry import Operation
+from projectops.rules import cel_rules, rule_kind
 from projectops.v1.error_pb2 import ErrorResponse
-from projectops.validation import BLANK, is_required
+from projectops.validation import BLANK, is_required, rule_violations
 
 __all__ = ["BLANK_TRIES", "CHECKS", "DECODES", "ERRORS", "JSON_CHECKS", "CheckSpec", "Verdict"]
 __all__ += ["error_problem", "int64_as_numbers", "judge_answer", "mapping_problems", "proto_names"]
-__all__ += ["required_fields", "rfc3339_utc", "unknown_field_name"]
+__all__ += ["broken_requests", "required_fields", "rfc3339_utc", "unknown_field_name"]
 
 #: How binding a check is: ``must`` (the contract) or ``should`` (this package's design).
 Level = Literal["must", "should"]
@@ -68,8 +70,12 @@ auth.before-body must - no key and a malformed body get 401, not 400 (§2.4)
 request.required must - a REQUIRED field missing, or blank in any white space of §4.2, gets 400 \
 invalid_argument with a message (§4.1, §4.2, §4.3)
 request.not-object must - a body that is not a JSON object gets 400 (§1.2, §3.5)
+request.rules must - a request breaking one rule of a field (over its max_len, outside its range, \
+...) gets 400 invalid_argument naming the field (§4.3, §4.6)
 fixtures.response must 200 each fixture request is answered 200 with the fixture's response
 response.decodes must 200 every 200 answer decodes strictly as the response message (§1.2, §3.4)
+response.rules must 200 every 200 answer keeps the response's rules: REQUIRED fields set, each \
+protovalidate rule kept (§4.1, §4.6)
 auth.scope-headers must 200 Project-Id/Organization-Id headers that disagree with the key change \
 nothing (§2.2)
 json.camel-case must 200 answers name fields in lowerCamelCase (§3.1)
@@ -105,7 +111,7 @@ CHECKS: Mapping[str, CheckSpec] = {
 }
 
 #: The checks judged on every answer besides :data:`JSON_CHECKS`.
-DECODES, ERRORS = "response.decodes", "errors.error-response"
+DECODES, RULES, ERRORS = "response.decodes", "response.rules", "errors.error-response"
 #: The ids of the JSON-mapping checks :func:`mapping_problems` reports on.
 JSON_CHECKS = tuple(check for check in CHECKS if check.startswith("json."))
 _CAMEL, _INT64, _ENUM, _TIME, _ZERO = JSON_CHECKS
@@ -277,6 +283,11 @@ def judge_answer(response_type: type[Message], status: int, body: bytes) -> Verd
     for check, found in mapping_problems(data, descriptor, verdict.examined).items():
         if found:
             verdict.problems[check] = found
+    with suppress(ImportError):  # no engine (extra `server`): the check is not examined
+        broken = rule_violations(verdict.message) if verdict.message else []
+        verdict.examined.add(RULES)
+        if broken:
+            verdict.problems[RULES] = [f"{v.field or 'the body'}: {v.description}" for v in broken]
     return verdict
 
 
@@ -354,6 +365,44 @@ def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:
     """The top-level REQUIRED request fields of `op` (a nested one needs its parent set)."""
     descriptor = cast(Descriptor, op.request_type.DESCRIPTOR)
     return tuple(fd for fd in descriptor.fields if is_required(fd))
+
+
+# A value breaking a rule, from the rule's value (a length, a bound, a pattern, a list); one
+# the request keeps anyway (a length past the body's limit, say) is found out by the engine.
+_BREAK: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(("max_len", "len", "max_bytes"), lambda n: "x" * (min(n, 2**20) + 1)),
+    **dict.fromkeys(("min_len", "min_bytes"), lambda n: "x" * (n - 1)),
+    **dict.fromkeys(("gt", "lt", "const"), lambda v: v),  # `const`: no more than breaks it
+    **{"gte": lambda v: v - 1, "lte": lambda v: v + 1, "not_in": lambda v: v[0]},
+    "pattern": lambda p: next(t for t in ("", "~", "x", "0") if not re.search(p, t)),
+}
+
+
+def broken_requests(op: Operation, base: Message) -> Iterator[tuple[str, str, Message | None]]:
+    """One request per rule of a top-level field of `op`'s request (docs/contract.md §4.6):
+    `base` (a request that keeps every rule) with that field set to a value breaking the rule.
+
+    Yields:
+        ``(field's JSON name, rule id, request)``, the request ``None`` when no value breaking
+        that rule alone was derived (a CEL rule, a rule of a list, a bound at the type's end).
+
+    Raises:
+        ImportError: protovalidate is not installed (each request is checked with the engine).
+    """
+    for fd in cast(Descriptor, op.request_type.DESCRIPTOR).fields:
+        found = rule_kind(fd)
+        named = (
+            [(f"{found[0]}.{r.name}", r.name, v) for r, v in found[1].ListFields()] if found else []
+        )
+        for rule, name, value in named + [(rule.id, "", None) for rule in cel_rules(fd)]:
+            request = copy.deepcopy(base)
+            try:
+                setattr(request, fd.name, _BREAK[name](value))
+                broken = {v.field for v in rule_violations(request)} == {fd.json_name}
+            except (KeyError, AttributeError, TypeError, ValueError, StopIteration):
+                broken = False
+            if name != "example":  # no rule: a value the schema shows
+                yield fd.json_name, rule, request if broken else None
 
 
 def unknown_field_name(descriptor: Descriptor) -> str:

@@ -8,7 +8,8 @@ waiting for at its deadline plus one time-out; an answer over the judged size
 (:data:`~projectops.conformance._report.MAX_JUDGED_BYTES`) is not judged, which bounds the
 run's memory whatever the answers' shape. A check passes only when it examined what it checks,
 else it is ``skipped``, saying why. At most ``32 + 4 x (REQUIRED top-level
-fields)`` requests per operation, :data:`MAX_REQUESTS` in all.
+fields) + (rules of top-level request fields)`` requests per operation, :data:`MAX_REQUESTS` in
+all.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from google.protobuf.message import Message
 
 import projectops
 from projectops import answers, conventions
+from projectops._generate import generate
 from projectops._text import escape, outside_text
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue as catalogue
@@ -231,6 +233,7 @@ _NEEDS = "a field whose JSON name differs from its proto name|a 64-bit integer|a
 _NEEDS += "a timestamp|a field without presence"
 _HELD = {
     catalogue.DECODES: "",
+    catalogue.RULES: "a message that decodes, or protovalidate is not installed (extra server)",
     **dict(zip(catalogue.JSON_CHECKS, _NEEDS.split("|"), strict=True)),
     catalogue.ERRORS: "",
 }
@@ -265,12 +268,11 @@ class _OperationRun:
         self._known_paths, self._deadline = known_paths, deadline
         self.stopped = self.unimplemented = self.spent = False
         given = project.answers.get(op.name, ()) if project else ()
-        # (request, the fixture's response or None for the implicit `{}`), known to succeed.
+        # (request, the fixture's response or None), known to succeed; without one, a request
+        # derived from the schema (REQUIRED fields set, every rule kept; `{}` without them).
         self._good: list[tuple[Message, Message | None]] = [
             (a.request, a.response) for a in given[:MAX_FIXTURE_REQUESTS] if a.error is None
-        ]
-        if not self._good and not catalogue.required_fields(op):
-            self._good = [(op.request_type(), None)]
+        ] or [(generate(op.request_type, op.name, minimal=True), None)]
         # Each known-good request answered 200, with the digest of its answer.
         self._answered: list[tuple[Message, str]] = []
         self._results: dict[str, tuple[Status, str]] = {}
@@ -334,7 +336,7 @@ class _OperationRun:
             self.unimplemented = True
 
     def _no_success(self) -> tuple[Status, str]:
-        if self._good:
+        if self._good[0][1] is not None:  # a fixture's request, not the derived one
             why = "none of its requests known to succeed was answered 200"
         elif self._project is None:
             why = "no --fixtures given"
@@ -354,6 +356,7 @@ class _OperationRun:
             ("auth.before-body", lambda: self._status(self._post(b"{", key="none")[0], _401)),
             ("request.required", self._required),
             ("request.not-object", self._not_object),
+            ("request.rules", self._rules),
             ("fixtures.response", self._known_good),
             ("auth.scope-headers", self._scope_headers),
             ("request.proto-names", lambda: self._form(catalogue.proto_names, "field names")),
@@ -413,7 +416,6 @@ class _OperationRun:
             self._results["errors.violation-paths"] = ("skipped", reason)
             return ("skipped", reason)
         base = to_dict(self._good[0][0]) if self._good else {}
-        wanted = f"expected {_MISSING} {_INVALID} with a message"
         failures: list[str] = []
         unnamed: list[str] = []
         named = False
@@ -425,14 +427,10 @@ class _OperationRun:
                     ("blank", {**rest, fd.json_name: blank}) for blank in catalogue.BLANK_TRIES
                 ]
             for how, data in variants:
-                exchange, verdict = self._post(json.dumps(data).encode())
-                error = verdict.error if verdict else None
-                if exchange.status != _MISSING or error is None or error.code != _INVALID:
-                    failures += [f"{fd.json_name} {how}: {wanted}", exchange.shown()]
-                elif fd.json_name in {v.field for v in error.violations}:
-                    named = True
-                else:
-                    unnamed += [f"no violation names {fd.json_name!r}", exchange.shown()]
+                label, body = f"{fd.json_name} {how}", json.dumps(data).encode()
+                status, lines = self._invalid(label, fd.json_name, body)
+                named |= status == "passed"
+                (unnamed if status == "skipped" else failures).extend(lines)
         paths: tuple[Status, str] = ("skipped", f"no {_MISSING} {_INVALID} answer came")
         if unnamed:
             paths = _fail(*unnamed)
@@ -440,6 +438,34 @@ class _OperationRun:
             paths = _PASS
         self._results["errors.violation-paths"] = paths
         return _fail(*failures) if failures else _PASS
+
+    def _invalid(self, label: str, name: str, body: bytes) -> tuple[Status, list[str]]:
+        """Send `body`, which breaks a rule of the field `name`: ``passed`` when answered 400
+        ``invalid_argument`` with a violation naming it, ``skipped`` when none names it,
+        ``failed`` otherwise; and the lines saying what went wrong."""
+        exchange, verdict = self._post(body)
+        error = verdict.error if verdict else None
+        if exchange.status != _MISSING or error is None or error.code != _INVALID:
+            return "failed", [f"{label}: expected {_MISSING} {_INVALID}", exchange.shown()]
+        if name in {v.field for v in error.violations}:
+            return "passed", []
+        return "skipped", [f"{label}: no violation names {name!r}", exchange.shown()]
+
+    def _rules(self) -> tuple[Status, str]:
+        """One request per rule of a top-level request field, breaking it alone."""
+        try:
+            broken = list(catalogue.broken_requests(self._op, self._good[0][0]))
+        except ImportError:
+            return ("skipped", "protovalidate is not installed (pip install 'projectops[server]')")
+        failures, underived = [], [f"{name} {rule}" for name, rule, r in broken if r is None]
+        for name, rule, request in broken:
+            if request is not None:
+                label, body = f"{name} breaking {rule}", to_json(request).encode()
+                failures += self._invalid(label, name, body)[1]
+        if not broken or failures:
+            return _fail(*failures) if failures else ("skipped", "the request has no rule")
+        status: Status = "passed" if len(underived) < len(broken) else "skipped"
+        return status, f"no value derived to break: {', '.join(underived) or 'none'}"
 
     def _not_object(self) -> tuple[Status, str]:
         failures: list[str] = []
