@@ -5,17 +5,19 @@ to an operation nobody wrote a fixture for.
 
 Rules met: a string's ``min_len``, ``max_len`` and ``len``, and its ``pattern`` (the first of a
 few forms that matches: the rule's own ``example`` values, the plain form, 40 and 64 hexadecimal
-digits, digits, the empty string); a number's ``gt``/``gte``/``lt``/``lte``; a list's
-``min_items``/``max_items``; protovalidate's ``required``. CEL cannot be solved in general: a
-list's elements hold distinct values in each string and number field (what a
-``this.map(x, x.id).unique()`` asks), and the numbers under a message that has CEL rules of its
-own (sums and bounds between its counts) are zero, or the lowest their range allows. Other rules
+digits, the empty string); a number's ``gt``/``gte``/``lt``/``lte`` (the value is held within
+them); a list's ``min_items``/``max_items``; protovalidate's ``required``. CEL cannot be solved
+in general: the strings (a random tail of 4 to 12 characters) and numbers (up to 10^9, or past
+2^53) practically never repeat within a list, which is what a ``this.map(x, x.id).unique()``
+asks, and the numbers under a message that has CEL rules of its own (sums and bounds between
+its counts) are zero, or the nearest value their range allows. Other rules
 are not looked at: ``tests/mock/test_generate.py`` checks a thousand answers per operation with
 the engine, so a rule the schema starts using and this module does not meet fails there.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from typing import Any, TypeVar, cast
@@ -37,11 +39,7 @@ MAX_REPEATED = 3
 # A REQUIRED message field that (through others) holds itself would never end: past this depth
 # nothing is set, and validation says so.
 _HARD_DEPTH = 32
-# How often a scalar field without rules that is not REQUIRED is set.
-_SET_CHANCE = 0.8
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
-# Tries at a value no earlier element of a list has.
-_UNIQUE_TRIES = 20
 
 
 def generate(message_type: type[M], seed: bytes | str, *, minimal: bool = False) -> M:
@@ -53,27 +51,25 @@ def generate(message_type: type[M], seed: bytes | str, *, minimal: bool = False)
         seed: any bytes or text; equal seeds give equal messages.
         minimal: set only what the rules need (REQUIRED fields, protovalidate's ``required``,
             a list's ``min_items``), as a request written by hand would be; ``False`` (the
-            default): down to :data:`MAX_DEPTH` every singular message field and every list is
-            set (one to :data:`MAX_REPEATED` elements), other fields mostly.
+            default): down to :data:`MAX_DEPTH` every field is set, a list with one to
+            :data:`MAX_REPEATED` elements.
 
     Returns:
         A new `message_type` message.
     """
-    message = message_type()
-    _fill(message, random.Random(seed), 0, minimal, False)
+    _fill(message := message_type(), random.Random(seed), 0, minimal, False)
     return message
 
 
-def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero: bool) -> bool:
-    """Fill `message`; `zero`: its numbers are zero (a message above it has CEL rules). Returns
-    whether they are (it or a message above has CEL rules)."""
+def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero: bool) -> None:
+    """Fill `message`; `zero`: its numbers are zero (a message above it has CEL rules)."""
     descriptor = cast(Descriptor, message.DESCRIPTOR)
     if descriptor.full_name in _TIMES:
         message.seconds = rng.randrange(*_TIMES[descriptor.full_name])  # type: ignore[attr-defined]
         message.nanos = rng.randrange(1_000_000) * 1000  # type: ignore[attr-defined]
-        return zero
+        return
     if depth > _HARD_DEPTH or descriptor.full_name in _EMPTY:
-        return zero
+        return
     zero = zero or len(getattr(message_rules(descriptor), "cel", ())) > 0
     # A proto3 `optional` is a oneof of one: a plain field here.
     chosen = {o.name: rng.choice(o.fields) for o in descriptor.oneofs if len(o.fields) > 1}
@@ -83,12 +79,9 @@ def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero:
             continue
         low, high = _typed(fd).get("min_items", 0), _typed(fd).get("max_items", MAX_REPEATED)
         needed = is_required(fd) or (rules is not None and rules.required) or low > 0
-        if kind is not None and kind.full_name in _UNSET and not needed:
-            continue
-        # A field with rules or a list is always set: its zero value may break them (min_len).
-        always = kind is not None or fd.is_repeated or rules is not None
-        wanted = not minimal and depth < MAX_DEPTH and (always or rng.random() < _SET_CHANCE)
-        if not (needed or wanted):
+        unset = kind is not None and kind.full_name in _UNSET  # see _UNSET
+        # Every field is set: a zero may break a rule (min_len), or repeat in a list (unique()).
+        if not needed and (minimal or depth >= MAX_DEPTH or unset):
             continue
         target = getattr(message, fd.name)
         if not fd.is_repeated:
@@ -106,35 +99,14 @@ def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero:
                 else:
                     target[key] = _scalar(value, rng, zero)
             elif kind is not None:
-                element = target.add()
-                _unlike(element, target[:-1], rng, _fill(element, rng, depth + 1, minimal, zero))
+                _fill(target.add(), rng, depth + 1, minimal, zero)
             else:
                 target.append(_scalar(fd, rng, zero))
-    return zero
-
-
-def _unlike(element: Message, siblings: list[Message], rng: random.Random, zero: bool) -> None:
-    """Give each string and number field of a list's new `element` a value no earlier element
-    has (what a CEL ``unique()`` over a field asks); with `zero`, strings only."""
-    for fd in cast(Descriptor, element.DESCRIPTOR).fields:
-        cpp = fd.cpp_type
-        if (
-            fd.is_repeated
-            or cpp in (fd.CPPTYPE_BOOL, fd.CPPTYPE_ENUM, fd.CPPTYPE_MESSAGE)
-            or (zero and cpp != fd.CPPTYPE_STRING)
-        ):
-            continue
-        seen = {getattr(sibling, fd.name) for sibling in siblings}
-        for _ in range(_UNIQUE_TRIES):
-            if getattr(element, fd.name) not in seen:
-                break
-            setattr(element, fd.name, _scalar(fd, rng))
 
 
 def _typed(fd: FieldDescriptor) -> dict[str, Any]:
     """The type-specific rules set on `fd` by name (``max_len``, ``gte``, ...); empty if none."""
-    found = rule_kind(fd)
-    return {f.name: value for f, value in found[1].ListFields()} if found else {}
+    return {f.name: value for f, value in found[1].ListFields()} if (found := rule_kind(fd)) else {}
 
 
 def _scalar(fd: FieldDescriptor, rng: random.Random, zero: bool = False) -> Any:
@@ -150,19 +122,16 @@ def _scalar(fd: FieldDescriptor, rng: random.Random, zero: bool = False) -> Any:
         return rng.choice(numbers) if numbers else 0
     if cpp in (FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64):
         big = rng.random() < 1 / 3
-        value: Any = rng.randint(2**53 + 1, 2**63 - 1) if big else rng.randint(1, 10**5)
+        value: Any = rng.randint(2**53 + 1, 2**63 - 1) if big else rng.randint(1, 10**9)
     elif cpp in (FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_UINT32):
         value = rng.randint(1, 2**31 - 1)
     else:
         value = rng.randint(1, 4_000_000) / 4  # a float or double, exact in a float32 too
     step = 1 if isinstance(value, int) else 0.25
     rules = _typed(fd)
-    low = rules["gt"] + step if "gt" in rules else rules.get("gte")
-    high = rules["lt"] - step if "lt" in rules else rules.get("lte")
-    value = 0 if zero else value  # within the range below
-    value = value if low is None else max(value, low)
-    value = value if high is None else min(value, high)
-    return value
+    low = rules["gt"] + step if "gt" in rules else rules.get("gte", -math.inf)
+    high = rules["lt"] - step if "lt" in rules else rules.get("lte", math.inf)
+    return min(max(0 if zero else value, low), high)
 
 
 def _string(fd: FieldDescriptor, rng: random.Random) -> str:

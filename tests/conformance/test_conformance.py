@@ -552,7 +552,12 @@ OPS = projectops.operations()
 WITH_REQUIRED = [op for op in OPS if required_fields(op)]
 WITHOUT_REQUIRED = [op for op in OPS if not required_fields(op)]
 #: What a skip may say when the check cannot apply to an operation of this schema.
-CANNOT_APPLY = ("has no REQUIRED field", "with another form", "no 200 answer held", "has no rule")
+CANNOT_APPLY = (
+    "has no REQUIRED field",
+    "with another form",
+    "no 200 answer held",
+    "has no rule",
+)
 
 
 def _most_requests(ops: Any) -> int:

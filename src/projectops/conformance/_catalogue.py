@@ -372,8 +372,8 @@ def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:
 _BREAK: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(("max_len", "len", "max_bytes"), lambda n: "x" * (min(n, 2**20) + 1)),
     **dict.fromkeys(("min_len", "min_bytes"), lambda n: "x" * (n - 1)),
-    **dict.fromkeys(("gt", "lt", "const"), lambda v: v),  # `const`: no more than breaks it
-    **{"gte": lambda v: v - 1, "lte": lambda v: v + 1, "not_in": lambda v: v[0]},
+    **{"gt": lambda v: v, "lt": lambda v: v, "gte": lambda v: v - 1, "lte": lambda v: v + 1},
+    "not_in": lambda v: v[0],
     "pattern": lambda p: next(t for t in ("", "~", "x", "0") if not re.search(p, t)),
 }
 
@@ -390,10 +390,8 @@ def broken_requests(op: Operation, base: Message) -> Iterator[tuple[str, str, Me
         ImportError: protovalidate is not installed (each request is checked with the engine).
     """
     for fd in cast(Descriptor, op.request_type.DESCRIPTOR).fields:
-        found = rule_kind(fd)
-        named = (
-            [(f"{found[0]}.{r.name}", r.name, v) for r, v in found[1].ListFields()] if found else []
-        )
+        k = rule_kind(fd)  # (kind, its rules)
+        named = [(f"{k[0]}.{r.name}", r.name, v) for r, v in k[1].ListFields()] if k else []
         for rule, name, value in named + [(rule.id, "", None) for rule in cel_rules(fd)]:
             request = copy.deepcopy(base)
             try:
