@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+import httpx2
 from google.protobuf.message import Message
 
 import projectops
@@ -104,7 +105,8 @@ if TYPE_CHECKING:  # a default (PEP 696) types `call` without `response_type=` a
 else:
     R = TypeVar("R", bound=Message)
 Icpt = TypeVar("Icpt")
-T = TypeVar("T")
+# The transport of the client: httpx2.BaseTransport (sync) or AsyncBaseTransport.
+T = TypeVar("T", bound="httpx2.BaseTransport | httpx2.AsyncBaseTransport")
 
 
 class BaseClient(Generic[Icpt, T]):

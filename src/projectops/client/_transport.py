@@ -206,7 +206,7 @@ class _Exchange:
         timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_error_bytes: int | None = None,
-        transport: Any = None,
+        transport: httpx2.BaseTransport | httpx2.AsyncBaseTransport | None = None,
         secrets: Iterable[str | None] = (),
     ) -> None:
         """Configure exchanges with one service; nothing is connected until the first exchange.
