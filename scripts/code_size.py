@@ -109,8 +109,10 @@ def main() -> int:
         0 within the budget, else 1.
     """
     written, produced = count()
-    print(f"{written} lines of code written by hand under src/ (budget {BUDGET})")
-    print(f"{produced} lines of generated code (src/projectops/v1/, */_services.py), not counted")
+    print(
+        f"{written} lines of code written by hand under src/ (budget {BUDGET})\n"
+        f"{produced} lines of generated code (src/projectops/v1/, */_services.py), not counted"
+    )
     return 0 if written <= BUDGET else 1
 
 
