@@ -98,24 +98,29 @@ VERSION = "{version}"
 SERIALIZED = {serialized}
 
 
-def _register() -> None:
+def _register() -> bool:
+    """Put the file into the default pool unless it is there or buf's package is installed;
+    whether this module added it (so the default pool holds this version)."""
     pool = _descriptor_pool.Default()
     try:
         pool.FindFileByName(NAME)
-        return
+        return False
     except KeyError:
         pass
     try:
         # Installed, buf's package registers the file when imported; importing it first means
         # it never meets ours in the pool, in whichever order a program imports the two.
         import_module("buf.validate.validate_pb2")
-        return
+        return False
     except ImportError:
         pass
     pool.AddSerializedFile(SERIALIZED)
+    return True
 
 
-_register()
+#: Whether the default pool's buf/validate/validate.proto is this vendored version (False: buf's
+#: own package, or another module, registered it first).
+REGISTERED_HERE = _register()
 '''
 
 

@@ -15,7 +15,16 @@ from typing import Any, Literal
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-__all__ = ["Shape", "ValueForm", "elements", "is_map", "join", "shape", "value_form"]
+__all__ = [
+    "NON_NEGATIVE_INT64_PATTERN",
+    "Shape",
+    "ValueForm",
+    "elements",
+    "is_map",
+    "join",
+    "shape",
+    "value_form",
+]
 
 
 def _at_most(limit: int) -> str:
@@ -43,6 +52,9 @@ def _at_most(limit: int) -> str:
 _END = r"$(?!\n)"
 _INT64_PATTERN = f"^(?:0|{_at_most(2**63 - 1)}|-(?:{_at_most(2**63)})){_END}"
 _UINT64_PATTERN = f"^(?:0|{_at_most(2**64 - 1)}){_END}"
+#: A signed 64-bit integer that is not negative, in its JSON string form: what a
+#: protovalidate rule ``int64.gte = 0`` leaves of ``_INT64_PATTERN``.
+NON_NEGATIVE_INT64_PATTERN = f"^(?:0|{_at_most(2**63 - 1)}){_END}"
 _INT64_RANGE = {"minimum": -(2**63), "maximum": 2**63 - 1}
 _UINT64_RANGE = {"minimum": 0, "maximum": 2**64 - 1}
 _YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"  # 0001..9999

@@ -165,7 +165,7 @@ class RuleViolation:
             for a rule of the top-level message as a whole.
         description: what the rule says, in English: ``is required`` for REQUIRED (§4.3), the
             engine's message for a standard rule (``must be at most 128 characters``), the
-            ``message`` of a CEL rule (``holds each issue_id once``).
+            ``message`` of a CEL rule (``holds each issueId once``).
         rule: the rule's id: :data:`REQUIRED_RULE`, a standard rule's (``string.max_len``,
             ``int64.gte``), a CEL rule's own (``issues.unique_issue_id``), or
             :data:`EVALUATION_RULE`.

@@ -110,7 +110,10 @@ SUMMARY = {"release": {"version": "1.0"}, "openIssues": {}}
 @pytest.mark.parametrize(
     ("payload", "valid"),
     [
-        ({"summary": SUMMARY, "detailedResults": {"issues": [{"issueId": "12"}]}}, True),
+        (
+            {"summary": SUMMARY, "detailedResults": {"issues": [{"issueId": "12", "title": "t"}]}},
+            True,
+        ),
         ({"summary": SUMMARY, "detailedResults": {"issues": [{"issueId": 12}]}}, False),
         ({"summary": SUMMARY, "detailedResults": {"issues": [{"status": "RESOLVED"}]}}, False),
         ({"summary": {**SUMMARY, "release": {"createTime": "yesterday"}}}, False),
@@ -165,3 +168,71 @@ def test_recursive_messages_go_through_defs() -> None:
     v = validator(schema)
     assert v.is_valid({"name": "a", "children": [{"edge": {"target": {"weight": "3"}}}]})
     assert not v.is_valid({"children": [{"edge": {"target": {"weight": "-3"}}}]})
+
+
+# --- the protovalidate rules as keywords (docs/contract.md §4.6) ---------------------------------
+
+
+def test_the_rules_are_keywords_of_the_output_schema() -> None:
+    v = validator(json_schema.output_schema("get_release_details"))
+
+    def written(payload: dict[str, Any]) -> dict[str, Any]:
+        """`payload` as the codec writes it (every field without presence)."""
+        return projectops.to_dict(projectops.from_json(payload, GetReleaseDetailsResponse))
+
+    good = written({"summary": SUMMARY, "detailedResults": {}})
+    assert v.is_valid(good)
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    good["summary"]["release"]["gitSha"] = sha
+    assert v.is_valid(good)
+    for where, key, value in (
+        ("release", "gitSha", "xyz"),  # pattern
+        ("release", "version", ""),  # minLength
+        ("openIssues", "total", "-1"),  # a count: the non-negative pattern
+    ):
+        broken = written({"summary": SUMMARY, "detailedResults": {}})
+        broken["summary"][where][key] = value
+        assert not v.is_valid(broken), (where, key, value)
+    twice = written(
+        {"summary": SUMMARY, "detailedResults": {"issues": [{"issueId": "1", "title": "a"}] * 2}}
+    )
+    assert v.is_valid(twice)  # a CEL rule: said in the description only
+    issues = json_schema.output_schema("get_release_details")["$defs"][
+        "projectops.v1.ReleaseDetailedResults"
+    ]["properties"]["issues"]
+    assert issues["description"].endswith("Rule: holds each issueId once.")
+
+
+def test_the_request_rules_are_keywords_of_the_input_schema() -> None:
+    schema = json_schema.input_schema("get_release_details")
+    v = validator(schema)
+    assert v.is_valid({"version": "1" * 128})
+    assert not v.is_valid({"version": "1" * 129})
+    assert schema["properties"]["version"]["maxLength"] == 128
+
+
+def test_every_rule_of_the_schema_is_a_keyword_or_said_in_the_description() -> None:
+    """The phrases of `projectops.rules` that no keyword states are in the description."""
+    from projectops import rules
+    from projectops._wire import value_form
+
+    seen: set[str] = set()
+    todo = [
+        m.DESCRIPTOR for op in projectops.operations() for m in (op.request_type, op.response_type)
+    ]
+    while todo:
+        message = todo.pop()
+        if message.full_name in seen:
+            continue
+        seen.add(message.full_name)
+        schema = json_schema.message_schema(message, "output")
+        for phrase in rules.rule_phrases(message):
+            assert phrase in schema["description"], (message.full_name, phrase)
+        for fd in message.fields:
+            prop = schema["properties"][fd.json_name]
+            keywords = set(prop) - {"type", "description", "items", "$ref", "format"}
+            for phrase in rules.rule_phrases(fd):
+                said = phrase in prop.get("description", "")
+                assert said or keywords, (fd.full_name, phrase)
+            if (nested := value_form(fd).message) is not None:
+                todo.append(nested)

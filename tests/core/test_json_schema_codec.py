@@ -16,12 +16,15 @@ from hypothesis import strategies as st
 
 from projectops import InvalidArgument, from_json, to_dict
 from projectops.json_schema import message_schema
-from projectops.v1.release_pb2 import ScenarioResult, SecurityScanSummary
+from projectops.v1.release_pb2 import Issue, ScenarioResult, SecurityScanSummary
 from tests.hypothesis_profiles import examples
 
 _SUMMARY_IN = message_schema(SecurityScanSummary, "input")["properties"]
+# An int64 field without a protovalidate rule: the codec's form alone (tests/core/test_rules.py
+# and test_json_schema.py cover the rules' keywords).
+_ISSUE_IN = message_schema(Issue, "input")["properties"]
 _RESULT_OUT = message_schema(ScenarioResult, "output")["properties"]
-INT64 = re.compile(_SUMMARY_IN["findingCount"]["pattern"])
+INT64 = re.compile(_ISSUE_IN["scenarioId"]["pattern"])
 TIMESTAMP = re.compile(_SUMMARY_IN["startTime"]["pattern"])
 DURATION = re.compile(_RESULT_OUT["runDuration"]["pattern"])
 
@@ -46,14 +49,14 @@ def _matches(pattern: re.Pattern[str], text: str) -> bool:
     ["9223372036854775808", "-9223372036854775809", "99999999999999999999", "1" * 40, "5\n"],
 )
 def test_int64_pattern_refuses_out_of_range(text: str) -> None:
-    assert not _matches(INT64, text) or _accepts("findingCount", text)
+    assert not _matches(INT64, text) or _accepts("scenarioId", text, Issue)
     if text != "5\n":
         assert not _matches(INT64, text)
 
 
 @pytest.mark.parametrize("value", [0, 1, -1, 2**63 - 1, -(2**63), 10**18, -(10**18)])
 def test_int64_pattern_takes_the_codecs_output(value: int) -> None:
-    text = to_dict(SecurityScanSummary(finding_count=value))["findingCount"]
+    text = to_dict(Issue(scenario_id=value))["scenarioId"]
     assert _matches(INT64, text)
 
 
@@ -67,18 +70,18 @@ def test_int64_pattern_takes_the_codecs_output(value: int) -> None:
 )
 def test_int64_pattern_matches_only_what_the_codec_takes(text: str) -> None:
     if _matches(INT64, text):
-        assert _accepts("findingCount", text), text
+        assert _accepts("scenarioId", text, Issue), text
         assert -(2**63) <= int(text) < 2**63
     elif text == str(int(text)) and text != "-0":  # the canonical form: exactly the range
-        assert not _accepts("findingCount", text), text
+        assert not _accepts("scenarioId", text, Issue), text
 
 
 @settings(max_examples=examples(300), deadline=None)
 @given(st.integers(min_value=-(2**66), max_value=2**66))
 def test_int64_input_schema_as_a_number_matches_the_codec(number: int) -> None:
-    schema = message_schema(SecurityScanSummary, "input")
-    valid = jsonschema.Draft202012Validator(schema).is_valid({"findingCount": number})
-    assert valid == _accepts("findingCount", number)
+    schema = message_schema(Issue, "input")
+    valid = jsonschema.Draft202012Validator(schema).is_valid({"scenarioId": number})
+    assert valid == _accepts("scenarioId", number, Issue)
 
 
 @settings(max_examples=examples(300), deadline=None)

@@ -153,7 +153,7 @@ def test_paths_of_list_elements_and_cel_messages() -> None:
     issues.add(issue_id=7, title="")
     assert rule_violations(answer) == [
         RuleViolation(
-            "detailedResults.issues", "holds each issue_id once", "issues.unique_issue_id"
+            "detailedResults.issues", "holds each issueId once", "issues.unique_issue_id"
         ),
         RuleViolation(
             "detailedResults.issues[1].title", "must be at least 1 characters", "string.min_len"
@@ -167,7 +167,7 @@ def test_a_message_rule_names_the_message() -> None:
     assert rule_violations(answer) == [
         RuleViolation(
             "summary.openIssues",
-            "total must equal active + in_progress + blocked",
+            "total must equal active + inProgress + blocked",
             "open_issue_statistics.total_by_status",
         )
     ]
