@@ -24,7 +24,7 @@ CASES: list[tuple[str, str, bytes, int, str]] = [
         GET,
         json.dumps({"version": "v" * BIG}).encode(),
         400,
-        "failed_precondition",
+        "invalid_argument",  # the version's maximum length (docs/contract.md §4.6)
     ),
     (
         "near-limit number where a string goes",

@@ -199,3 +199,69 @@ def test_the_testing_extra_registers_the_pytest_plugin(tmp_path: Path, wheel: Pa
     (user / "test_user.py").write_text(readme_plugin_example())
     out = run(venv / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=user)
     assert "1 passed" in out, out
+
+
+def buf_package(root: Path) -> Path:
+    """A wheel of "buf's own generated package" as the BSR's Python SDK or protovalidate 1.x's
+    environment have it: ``buf/validate/validate_pb2.py`` (namespace packages, no
+    ``__init__``), compiled by protoc from a validate.proto that differs from ours (one message
+    more), as another release of protovalidate would."""
+    from grpc_tools import protoc
+
+    proto = root / "proto" / "buf" / "validate" / "validate.proto"
+    proto.parent.mkdir(parents=True)
+    vendored = REPO / "third_party" / "protovalidate" / "buf" / "validate" / "validate.proto"
+    proto.write_text(
+        vendored.read_text() + "\n// Not in ours: another release.\nmessage OtherRelease {}\n"
+    )
+    project = root / "project"
+    project.mkdir()
+    wkt = Path(protoc.__file__).parent / "_proto"
+    assert (
+        protoc.main(
+            ["protoc", f"-I{root / 'proto'}", f"-I{wkt}", f"--python_out={project}", str(proto)]
+        )
+        == 0
+    )
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
+        '[project]\nname = "buf-validate-generated"\nversion = "1.0"\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["buf"]\n'
+    )
+    run(sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", root, project)
+    (found,) = root.glob("buf_validate_generated-*.whl")
+    return found
+
+
+COEXIST = """
+import sys
+first = sys.argv[1]
+if first == "buf":
+    import buf.validate.validate_pb2 as theirs
+import projectops
+from projectops import rules
+from projectops.v1 import buf_validate, release_pb2
+from projectops.validation import rule_violations
+if first != "buf":
+    import buf.validate.validate_pb2 as theirs
+assert theirs.OtherRelease  # buf's package is the one loaded, ours did not replace it
+assert not buf_validate.REGISTERED_HERE
+fd = release_pb2.Release.DESCRIPTOR.fields_by_name["git_sha"]
+print(rules.rule_kind(fd)[1].pattern)
+found = rule_violations(release_pb2.Release(version="1", git_sha="xyz"))
+print([(v.field, v.rule) for v in found])
+"""
+
+
+def test_the_wheel_installs_beside_bufs_own_buf_validate_package(
+    tmp_path: Path, wheel: Path
+) -> None:
+    """Our validate.proto never clashes with buf's generated ``buf.validate`` package: both
+    install (no file of one overwrites the other) and import in either order, and the rules
+    are read and enforced (docs/contract.md §4.6; ARCHITECTURE.md, "Generated code")."""
+    assert not [n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("buf/")]
+    theirs = buf_package(tmp_path / "buf")
+    venv = venv_with(tmp_path / "venv", f"{wheel}[server]", theirs)
+    for first in ("buf", "projectops"):
+        out = run(venv / "bin" / "python", "-c", COEXIST, first, cwd=tmp_path).splitlines()
+        assert out == ["^([0-9a-f]{40})?$", "[('gitSha', 'string.pattern')]"], (first, out)

@@ -17,8 +17,10 @@ from typing import cast
 
 from starlette.applications import Starlette
 
+from projectops import operation
 from projectops.server import OperationsServiceHandler, RequestContext, create_app
 from projectops.v1 import operations_pb2 as ops
+from tests.synthetic import minimal_answer
 
 #: The API key the app accepts.
 KEY = "slow-key"
@@ -34,7 +36,7 @@ class _Slow:
         if self.mark:
             Path(self.mark).touch()
         await asyncio.sleep(self.sleep)
-        response = ops.GetReleaseDetailsResponse()
+        response = minimal_answer(operation("get_release_details"))  # keeps the rules
         response.summary.release.version = request.version
         return response
 
