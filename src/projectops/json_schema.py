@@ -172,123 +172,67 @@ def _present(fd: FieldDescriptor) -> dict[str, Any]:
 
 
 # --- the protovalidate rules as JSON Schema keywords (docs/contract.md §4.6) -----------------
-# As protoc-gen-connect-openapi writes them: what a keyword states exactly becomes the keyword;
-# the rest (a CEL rule's message, a bound on a 64-bit integer written as a string, a duration's
-# bound) goes into the description, as words (projectops.rules.rule_phrases).
+# As protoc-gen-connect-openapi writes them: a rule a keyword states exactly becomes the keyword;
+# any other (a CEL rule's message, a bound of a duration or of a 64-bit integer written as a
+# string) is said in words in the description (projectops.rules.rule_phrases).
 
-_STRING_KEYWORDS = {"min_len": "minLength", "max_len": "maxLength", "pattern": "pattern"}
-_STRING_FORMATS = {
-    "email": "email",
-    "hostname": "hostname",
-    "ipv4": "ipv4",
-    "ipv6": "ipv6",
-    "uri": "uri",
-    "uri_ref": "uri-reference",
-    "uuid": "uuid",
+#: rule -> keyword, by the kinds of value it applies to (bytes: a length in base64 differs).
+_KEYWORDS = {
+    "string": {"min_len": "minLength", "max_len": "maxLength", "pattern": "pattern"},
+    "number": {
+        "gte": "minimum",
+        "gt": "exclusiveMinimum",
+        "lte": "maximum",
+        "lt": "exclusiveMaximum",
+    },
+    "repeated": {"min_items": "minItems", "max_items": "maxItems", "unique": "uniqueItems"},
+    "map": {"min_pairs": "minProperties", "max_pairs": "maxProperties"},
 }
-_NUMBER_KEYWORDS = {
-    "gte": "minimum",
-    "gt": "exclusiveMinimum",
-    "lte": "maximum",
-    "lt": "exclusiveMaximum",
-    "const": "const",
-}
-_LIST_KEYWORDS = {"min_items": "minItems", "max_items": "maxItems"}
-_MAP_KEYWORDS = {"min_pairs": "minProperties", "max_pairs": "maxProperties"}
 _64_BIT = {"int64", "uint64", "sint64", "fixed64", "sfixed64"}
 _NUMBERS = {"int32", "uint32", "sint32", "fixed32", "sfixed32", "float", "double", *_64_BIT}
 
 
-def _with_rules(text: str, unsaid: tuple[str, ...] | list[str]) -> str:
+def _with_rules(text: str, unsaid: list[str] | tuple[str, ...]) -> str:
     """`text` (a description) and a last paragraph naming the rules no keyword states."""
     if not unsaid:
         return text
-    rule = "Rule: " if len(unsaid) == 1 else "Rules: "
-    paragraph = rule + "; ".join(unsaid) + "."
+    paragraph = ("Rule: " if len(unsaid) == 1 else "Rules: ") + "; ".join(unsaid) + "."
     return f"{text}\n\n{paragraph}" if text else paragraph
 
 
 def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
-    """Add the keywords of `fd`'s rules to its `schema` (the items' or values' schema of a list
-    or a map); the phrases of the rules no keyword states."""
+    """Add the keywords of `fd`'s rules to its `schema` (a list's or a map's element rules to
+    its ``items`` or ``additionalProperties``); the phrases of the rules no keyword states."""
     found = rules.field_rules(fd)
-    if found is None:
-        return []
+    if found is None or found.ignore:  # a rule that skips some values: no keyword may refuse them
+        return list(rules.rule_phrases(fd))
     unsaid = [rule.message or rule.expression for rule in rules.cel_rules(fd)]
     kind = found.WhichOneof("type")
-    if kind is None:
-        return unsaid
-    if found.ignore:  # a rule that skips some values: no keyword may refuse them
-        return list(rules.rule_phrases(fd))
-    typed = getattr(found, kind)
-    if kind in ("repeated", "map"):
-        keywords = _LIST_KEYWORDS if kind == "repeated" else _MAP_KEYWORDS
-        for rule, value in _set(typed):
-            if rule in keywords:
-                _merge(schema, {keywords[rule]: value})
-            elif rule == "unique" and value:
-                _merge(schema, {"uniqueItems": True})
-            elif rule in ("items", "values"):
-                element_kind = value.WhichOneof("type")
-                if element_kind is not None:
-                    target = (
-                        schema["items"] if kind == "repeated" else schema["additionalProperties"]
-                    )
-                    element = dict(target)
-                    unsaid += _scalar(element_kind, getattr(value, element_kind), fd, element)
-                    schema["items" if kind == "repeated" else "additionalProperties"] = element
-                unsaid += [c.message or c.expression for c in value.cel]
-            else:
-                unsaid += [p for p in rules.rule_phrases(fd) if p.startswith("each key")]
-        return unsaid
-    return unsaid + _scalar(kind, typed, fd, schema)
-
-
-def _scalar(kind: str, typed: Any, fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
-    """Add the keywords of one value's rules (`typed`, the ``<kind>Rules`` message) to `schema`;
-    the phrases of those no keyword states."""
-    unsaid = []
-    for rule, value in _set(typed):
-        if kind == "string" and rule in _STRING_KEYWORDS:
-            _merge(schema, {_STRING_KEYWORDS[rule]: value})
-        elif kind == "string" and rule == "len":
-            _merge(schema, {"minLength": value, "maxLength": value})
-        elif kind == "string" and rule in _STRING_FORMATS and value:
-            _merge(schema, {"format": _STRING_FORMATS[rule]})
-        elif kind in ("string", "bool") and rule == "const":
-            _merge(schema, {"const": value})
-        elif kind == "string" and rule == "in":
-            _merge(schema, {"enum": list(value)})
-        elif kind == "string" and rule == "not_in":
-            _merge(schema, {"not": {"enum": list(value)}})
-        elif kind in _NUMBERS and rule in _NUMBER_KEYWORDS:
-            _merge(schema, {_NUMBER_KEYWORDS[rule]: value})
-            if kind in _64_BIT:  # the keyword binds a JSON number, not the string form
-                unsaid.append(rules.phrase(kind, rule, value))
-                if (
-                    kind == "int64"
-                    and rule in ("gte", "gt")
-                    and value >= (0 if rule == "gte" else -1)
-                ):
-                    schema["pattern"] = NON_NEGATIVE_INT64_PATTERN
-        elif kind in _NUMBERS and rule in ("in", "not_in") and kind not in _64_BIT:
-            enum = {"enum": list(value)}
-            _merge(schema, enum if rule == "in" else {"not": enum})
-        elif kind == "enum" and rule in ("const", "in", "not_in"):
-            values = fd.enum_type.values_by_number if fd.enum_type else {}
-            names = [values[n].name for n in ([value] if rule == "const" else value) if n in values]
-            keyword = {"const": names[0]} if rule == "const" and names else {"enum": names}
-            _merge(schema, keyword if rule != "not_in" else {"not": {"enum": names}})
-        elif kind == "enum" and rule == "defined_only":
-            continue  # the enum's names are the schema's `enum` already
-        else:
-            unsaid.append(rules.phrase(kind, rule, value))
+    if kind is not None:
+        unsaid += _keywords(kind, getattr(found, kind), schema)
     return unsaid
 
 
-def _set(typed: Any) -> list[tuple[str, Any]]:
-    """The rules a ``<kind>Rules`` message sets, by name (``example`` values are no rules)."""
-    return [(fd.name, value) for fd, value in typed.ListFields() if fd.name != "example"]
+def _keywords(kind: str, typed: Any, schema: dict[str, Any]) -> list[str]:
+    """Add the keywords of a ``<Kind>Rules`` message `typed` to `schema`; the phrases of the
+    rules no keyword states."""
+    unsaid = []
+    keywords = _KEYWORDS.get("number" if kind in _NUMBERS else kind, {})
+    for fd, value in typed.ListFields():
+        rule = fd.name
+        if rule in ("items", "values") and (element := value.WhichOneof("type")):
+            where = "items" if kind == "repeated" else "additionalProperties"
+            schema[where] = dict(schema[where])
+            unsaid += _keywords(element, getattr(value, element), schema[where])
+            unsaid += [c.message or c.expression for c in value.cel]
+        elif rule in keywords and kind not in _64_BIT:
+            _merge(schema, {keywords[rule]: value})
+        elif kind == "int64" and rule == "gte" and value == 0:  # a count, written as a string
+            schema["pattern"] = NON_NEGATIVE_INT64_PATTERN
+            _merge(schema, {"minimum": 0})
+        elif rule != "example":
+            unsaid.append(rules.phrase(kind, rule, value))
+    return unsaid
 
 
 def _merge(schema: dict[str, Any], keywords: dict[str, Any]) -> None:

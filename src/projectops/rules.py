@@ -134,7 +134,8 @@ def rule_kind(fd: FieldDescriptor) -> tuple[str, Any] | None:
     return kind, getattr(rules, kind)
 
 
-# What each standard rule says, in words (docs/contract.md §4.6): `{}` is the rule's value.
+# What a standard rule says, in words (docs/contract.md §4.6): `{}` is the rule's value; a rule
+# not named here reads as its name (`email`) or its name and value (`prefix v`).
 _WORDS = {
     "const": "equals {}",
     "in": "one of {}",
@@ -146,33 +147,12 @@ _WORDS = {
     "len": "exactly {} {unit}",
     "min_len": "at least {} {unit}",
     "max_len": "at most {} {unit}",
-    "len_bytes": "exactly {} bytes",
-    "min_bytes": "at least {} bytes",
-    "max_bytes": "at most {} bytes",
     "pattern": "matches the pattern {}",
-    "prefix": "starts with {}",
-    "suffix": "ends with {}",
-    "contains": "contains {}",
-    "not_contains": "does not contain {}",
     "min_items": "at least {} items",
     "max_items": "at most {} items",
     "unique": "each item once",
     "min_pairs": "at least {} entries",
     "max_pairs": "at most {} entries",
-    "defined_only": "a value the enum defines",
-    "email": "an email address",
-    "hostname": "a host name",
-    "ip": "an IP address",
-    "ipv4": "an IPv4 address",
-    "ipv6": "an IPv6 address",
-    "uri": "an absolute URI",
-    "uri_ref": "a URI reference",
-    "uuid": "a UUID",
-    "tuuid": "a UUID without dashes",
-    "address": "a host name or an IP address",
-    "within": "within {} of now",
-    "lt_now": "in the past",
-    "gt_now": "in the future",
 }
 
 
@@ -198,21 +178,16 @@ def rule_phrases(of: FieldDescriptor | Descriptor) -> tuple[str, ...]:
 
 
 def _phrases(rules: Any) -> list[str]:
-    """The standard rules of a ``FieldRules`` message in words."""
+    """The standard rules of a ``FieldRules`` message in words; a list's or a map's element
+    rules as ``each item: ...``, ``each value: ...``."""
     kind = rules.WhichOneof("type")
-    if kind is None:
-        return []
-    typed = getattr(rules, kind)
     out: list[str] = []
-    for fd, value in typed.ListFields():
-        if fd.name in ("items", "keys", "values"):  # a list's or a map's element rules
+    for fd, value in getattr(rules, kind).ListFields() if kind else ():
+        if fd.name in ("items", "keys", "values"):
             nested = _phrases(value) + [c.message or c.expression for c in value.cel]
-            where = {"items": "each item", "keys": "each key", "values": "each value"}[fd.name]
-            out += [f"{where}: {phrase}" for phrase in nested]
-            continue
-        if fd.name == "example" or (fd.type == fd.TYPE_BOOL and not value):
-            continue
-        out.append(phrase(kind, fd.name, value))
+            out += [f"each {fd.name.removesuffix('s')}: {words}" for words in nested]
+        elif fd.name != "example" and value is not False:
+            out.append(phrase(kind, fd.name, value))
     return out
 
 
@@ -227,19 +202,17 @@ def phrase(kind: str, rule: str, value: Any) -> str:
     Returns:
         The phrase, such as ``at most 128 characters`` or ``at least 0``.
     """
-    words = _WORDS.get(rule, rule.replace("_", " ") + " {}")
+    name = rule.replace("_", " ")
+    words = _WORDS.get(rule, name if value is True else name + " {}")
     unit = "byte" if kind == "bytes" else "character"
     unit += "" if value == 1 else "s"
     return words.format(_shown(value), unit=unit)
 
 
 def _shown(value: Any) -> str:
-    """A rule's value as the phrases show it: durations as ``60s``, lists as ``[a, b]``,
-    strings quoted only when they hold white space."""
+    """A rule's value as the phrases show it (a duration as ``60s``)."""
     if hasattr(value, "ToJsonString"):  # Duration, Timestamp
         return str(value.ToJsonString())
-    if isinstance(value, str):
-        return repr(value) if not value or any(c.isspace() for c in value) else value
-    if hasattr(value, "__len__") and not isinstance(value, bytes):
-        return "[" + ", ".join(_shown(v) for v in value) + "]"
-    return str(value)
+    return (
+        str(list(value)) if hasattr(value, "__len__") and not isinstance(value, str) else str(value)
+    )
