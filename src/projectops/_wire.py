@@ -15,16 +15,7 @@ from typing import Any, Literal
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-__all__ = [
-    "NON_NEGATIVE_INT64_PATTERN",
-    "Shape",
-    "ValueForm",
-    "elements",
-    "is_map",
-    "join",
-    "shape",
-    "value_form",
-]
+__all__ = ["Shape", "ValueForm", "elements", "is_map", "join", "shape", "value_form"]
 
 
 def _at_most(limit: int) -> str:

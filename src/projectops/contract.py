@@ -1,7 +1,8 @@
 """The API contract check (docs/contract.md §7.6): what ``buf breaking`` cannot see. Each schema
-goes into a private pool; custom options are re-parsed from the serialized options with the
-``google.api`` extensions registered, whichever protobuf implementation built the pool, and the
-``buf.validate`` rules through :mod:`projectops.rules`.
+goes into a private pool; its descriptors' options are parsed with the extensions the default
+pool knows (``google.api``, ``buf.validate``), by either protobuf implementation, so REQUIRED is
+read by :func:`projectops.validation.is_required` and the rules by :mod:`projectops.rules` as
+for the runtime schema.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import google.api.annotations_pb2 as annotations_pb2
-import google.api.field_behavior_pb2 as field_behavior_pb2
 from google.api import http_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import (
@@ -26,6 +26,7 @@ from google.protobuf.descriptor import (
 from projectops import rules
 from projectops._wire import join
 from projectops.conventions import rpc_operation_name
+from projectops.validation import is_required
 
 __all__ = ["HttpBinding", "Operation", "check", "check_files", "load", "operations"]
 
@@ -116,12 +117,6 @@ def _http(method: MethodDescriptor) -> HttpBinding:
     if pattern == "custom":
         return HttpBinding(rule.custom.kind.upper(), rule.custom.path, rule.body)
     return HttpBinding(pattern.upper(), getattr(rule, pattern), rule.body)
-
-
-def _required(field: FieldDescriptor) -> bool:
-    options = descriptor_pb2.FieldOptions.FromString(field.GetOptions().SerializeToString())
-    behaviors: list[int] = options.Extensions[field_behavior_pb2.field_behavior]  # type: ignore[index]
-    return field_behavior_pb2.REQUIRED in behaviors
 
 
 def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> dict[str, Operation]:
@@ -233,17 +228,11 @@ def _pairs(old: Descriptor, new: Descriptor) -> Iterator[tuple[Descriptor, Descr
 def _request_findings(old: Operation, new: Operation) -> Iterator[str]:
     for o, n, path in _pairs(old.method.input_type, new.method.input_type):
         yield from _rule_findings("request", old.name, path, o, n)
-        for field in o.fields:
-            current = n.fields_by_number.get(field.number)
-            if current is not None:
-                yield from _rule_findings(
-                    "request", old.name, join(path, field.name), field, current
-                )
         for field in n.fields:
-            if not _required(field):
+            if not is_required(field):
                 continue
             released = o.fields_by_number.get(field.number)
-            if released is not None and _required(released):
+            if released is not None and is_required(released):
                 continue
             where = join(path, field.name)
             was = "a new field" if released is None else "was optional"
@@ -266,12 +255,11 @@ def _response_findings(old: Operation, new: Operation) -> Iterator[str]:
                     f"(number {field.number}; was {_type_name(field)}, now absent)"
                 )
                 continue
-            if _required(field) and not _required(current):
+            if is_required(field) and not is_required(current):
                 yield (
                     f"{field.full_name}: response of operation {old.name} no longer promises "
                     f"{where} (it was REQUIRED; released clients rely on it)"
                 )
-            yield from _rule_findings("response", old.name, where, field, current)
             if field.enum_type is not None and current.enum_type is not None:
                 key = (field.enum_type.full_name, current.enum_type.full_name)
                 if key not in enums:
@@ -285,75 +273,43 @@ _LOWER = ("min_len", "min_bytes", "min_items", "min_pairs", "gte", "gt")
 
 
 def _rule_findings(
-    side: str,
-    operation: str,
-    where: str,
-    old: FieldDescriptor | Descriptor,
-    new: FieldDescriptor | Descriptor,
+    side: str, operation: str, path: str, old: Descriptor, new: Descriptor
 ) -> Iterator[str]:
-    """A released field's (or message's) protovalidate rules that got stricter on a request
-    (a request a released client sends may now be refused) or looser on a response (an answer
-    a released client relies on may now break them): each rule added, removed or changed, by
-    the flattened rule name (``string.max_len``, ``cel[issues.unique_issue_id]``). A bound that
-    moves is judged by its direction; any other change counts both ways."""
-    before, after = _rule_leaves(old), _rule_leaves(new)
-    for name in sorted(before.keys() | after.keys()):
-        was, now = before.get(name), after.get(name)
-        if was == now:
-            continue
-        stricter = was is None or (now is not None and _tighter(name, was, now))
-        looser = now is None or (was is not None and _tighter(name, now, was))
-        if (side == "request" and stricter) or (side == "response" and looser):
-            verb = "tightened" if side == "request" else "loosened"
-            at = where or f"(the {side} message)"
-            yield (
-                f"{new.full_name}: {side} of operation {operation} {verb} rule {name} at {at} "
-                f"(was {_shown(was)}, now {_shown(now)})"
-            )
+    """The protovalidate rules of a released message (at `path`) and of its released fields
+    that got stricter on a request (a request a released client sends may now be refused) or
+    looser on a response (an answer a released client relies on may now break them): each rule
+    added, removed or changed, by its flattened name (``string.max_len``,
+    ``cel[issues.unique_issue_id]``). A bound that moves is judged by its direction; any other
+    change counts both ways."""
+    pairs: list[tuple[str, Any, Any]] = [(path or f"(the {side} message)", old, new)]
+    for field in old.fields:
+        if (current := new.fields_by_number.get(field.number)) is not None:
+            pairs.append((join(path, field.name), field, current))
+    for where, o, n in pairs:
+        before, after = rules.rule_items(o), rules.rule_items(n)
+        for name in sorted(before.keys() | after.keys()):
+            was, now = before.get(name), after.get(name)
+            stricter = was is None or (now is not None and _tighter(name, was, now))
+            looser = now is None or (was is not None and _tighter(name, now, was))
+            if was != now and (stricter if side == "request" else looser):
+                verb = "tightened" if side == "request" else "loosened"
+                yield (
+                    f"{n.full_name}: {side} of operation {operation} {verb} rule {name} at "
+                    f"{where} (was {_shown(was)}, now {_shown(now)})"
+                )
 
 
 def _tighter(name: str, was: Any, now: Any) -> bool:
     """Whether `now` is stricter than `was` for rule `name` (True for any change that is not a
     bound moving the loose way)."""
     leaf = name.rsplit(".", 1)[-1]
-    if leaf in _UPPER and isinstance(was, int | float | tuple):
-        return bool(now < was)
-    if leaf in _LOWER and isinstance(was, int | float | tuple):
-        return bool(now > was)
-    return True
+    if not isinstance(was, int | float) or leaf not in _UPPER + _LOWER:
+        return True
+    return bool(now < was if leaf in _UPPER else now > was)
 
 
 def _shown(value: Any) -> str:
     return "unset" if value is None else repr(value)
-
-
-def _rule_leaves(of: FieldDescriptor | Descriptor) -> dict[str, Any]:
-    """The protovalidate rules of a field or a message, flattened: ``{"string.max_len": 128,
-    "cel[issues.unique_issue_id]": "this.map(...).unique()"}``; durations and timestamps as
-    ``(seconds, nanos)``."""
-    found = rules.field_rules(of) if isinstance(of, FieldDescriptor) else rules.message_rules(of)
-    leaves: dict[str, Any] = {}
-
-    def walk(message: Any, prefix: str) -> None:
-        for fd, value in message.ListFields():
-            name = join(prefix, fd.name)
-            if fd.message_type is not None and fd.is_repeated:  # CEL rules, by id
-                for item in value:
-                    leaves[f"{name}[{getattr(item, 'id', '')}]"] = getattr(
-                        item, "expression", str(item)
-                    )
-            elif fd.message_type is not None and fd.message_type.full_name.startswith(
-                "google.protobuf."
-            ):
-                leaves[name] = (value.seconds, value.nanos)
-            elif fd.message_type is not None:
-                walk(value, name)
-            else:
-                leaves[name] = tuple(value) if fd.is_repeated else value
-
-    if found is not None:
-        walk(found, "")
-    return leaves
 
 
 def _enum_findings(

@@ -111,7 +111,7 @@ class _Builder:
 
     def object_schema(self, message: Descriptor) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object"}
-        if text := _with_rules(description(message), rules.rule_phrases(message)):
+        if text := rules.described(description(message), rules.rule_phrases(message)):
             schema["description"] = text
         schema["properties"] = {fd.json_name: self.field_schema(fd) for fd in message.fields}
         # What the codec always writes is required of an answer: fields without presence.
@@ -139,7 +139,7 @@ class _Builder:
         if self.required_values and is_required(fd):
             schema.update(_present(fd))
         unsaid = _apply_rules(fd, schema)
-        if text := _with_rules(description(fd), unsaid):
+        if text := rules.described(description(fd), unsaid):
             schema["description"] = text
         return schema
 
@@ -176,62 +176,39 @@ def _present(fd: FieldDescriptor) -> dict[str, Any]:
 # any other (a CEL rule's message, a bound of a duration or of a 64-bit integer written as a
 # string) is said in words in the description (projectops.rules.rule_phrases).
 
-#: rule -> keyword, by the kinds of value it applies to (bytes: a length in base64 differs).
+#: Kind of rules -> rule -> the keyword that states it exactly. Not bytes (a length in base64
+#: differs) nor the 64-bit integers (a JSON string: `minimum` does not bind it).
+_NUMBERS = ("int32", "uint32", "sint32", "fixed32", "sfixed32", "float", "double")
+_BOUNDS = {"gte": "minimum", "gt": "exclusiveMinimum", "lte": "maximum", "lt": "exclusiveMaximum"}
 _KEYWORDS = {
     "string": {"min_len": "minLength", "max_len": "maxLength", "pattern": "pattern"},
-    "number": {
-        "gte": "minimum",
-        "gt": "exclusiveMinimum",
-        "lte": "maximum",
-        "lt": "exclusiveMaximum",
-    },
     "repeated": {"min_items": "minItems", "max_items": "maxItems", "unique": "uniqueItems"},
     "map": {"min_pairs": "minProperties", "max_pairs": "maxProperties"},
+    **{kind: _BOUNDS for kind in _NUMBERS},
 }
-_64_BIT = {"int64", "uint64", "sint64", "fixed64", "sfixed64"}
-_NUMBERS = {"int32", "uint32", "sint32", "fixed32", "sfixed32", "float", "double", *_64_BIT}
-
-
-def _with_rules(text: str, unsaid: list[str] | tuple[str, ...]) -> str:
-    """`text` (a description) and a last paragraph naming the rules no keyword states."""
-    if not unsaid:
-        return text
-    paragraph = ("Rule: " if len(unsaid) == 1 else "Rules: ") + "; ".join(unsaid) + "."
-    return f"{text}\n\n{paragraph}" if text else paragraph
 
 
 def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
     """Add the keywords of `fd`'s rules to its `schema` (a list's or a map's element rules to
     its ``items`` or ``additionalProperties``); the phrases of the rules no keyword states."""
-    found = rules.field_rules(fd)
-    if found is None or found.ignore:  # a rule that skips some values: no keyword may refuse them
-        return list(rules.rule_phrases(fd))
-    unsaid = [rule.message or rule.expression for rule in rules.cel_rules(fd)]
-    kind = found.WhichOneof("type")
-    if kind is not None:
-        unsaid += _keywords(kind, getattr(found, kind), schema)
-    return unsaid
-
-
-def _keywords(kind: str, typed: Any, schema: dict[str, Any]) -> list[str]:
-    """Add the keywords of a ``<Kind>Rules`` message `typed` to `schema`; the phrases of the
-    rules no keyword states."""
+    phrases = rules.rule_phrases(fd)
+    if getattr(rules.field_rules(fd), "ignore", 0):  # skips some values: no keyword may refuse them
+        return list(phrases)
+    targets = {"": schema, "repeated.items": schema.get("items")}
+    targets["map.values"] = schema.get("additionalProperties")
     unsaid = []
-    keywords = _KEYWORDS.get("number" if kind in _NUMBERS else kind, {})
-    for fd, value in typed.ListFields():
-        rule = fd.name
-        if rule in ("items", "values") and (element := value.WhichOneof("type")):
-            where = "items" if kind == "repeated" else "additionalProperties"
-            schema[where] = dict(schema[where])
-            unsaid += _keywords(element, getattr(value, element), schema[where])
-            unsaid += [c.message or c.expression for c in value.cel]
-        elif rule in keywords and kind not in _64_BIT:
-            _merge(schema, {keywords[rule]: value})
-        elif kind == "int64" and rule == "gte" and value == 0:  # a count, written as a string
-            schema["pattern"] = NON_NEGATIVE_INT64_PATTERN
-            _merge(schema, {"minimum": 0})
-        elif rule != "example":
-            unsaid.append(rules.phrase(kind, rule, value))
+    for (name, value), phrase in zip(rules.rule_items(fd).items(), phrases, strict=True):
+        prefix, _, rule = name.rpartition(".")  # "repeated.items.string", "min_len"
+        where, _, kind = prefix.rpartition(".")  # "repeated.items", "string"
+        target = None if "[" in name else targets.get(where)  # a CEL rule: in words
+        keyword = _KEYWORDS.get(kind, {}).get(rule)
+        if target is not None and keyword:
+            _merge(target, {keyword: value})
+        elif target is not None and kind == "int64" and rule == "gte" and value == 0:
+            target["pattern"] = NON_NEGATIVE_INT64_PATTERN  # a count, written as a string
+            _merge(target, {"minimum": 0})
+        else:
+            unsaid.append(phrase)
     return unsaid
 
 

@@ -17,7 +17,7 @@ from projectops._text import escape, escape_lines
 from projectops._wire import shape, value_form
 from projectops.descriptions import description, summary
 from projectops.registry import SERVICE, Operation, operation, operations
-from projectops.rules import rule_phrases
+from projectops.rules import described, rule_phrases
 from projectops.validation import is_required
 
 __all__ = ["MIN_WIDTH", "describe", "index"]
@@ -59,8 +59,8 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
         message = cast(Descriptor, body.DESCRIPTOR)
         out.blank()
         out.wrap(f"{title} body: {_name(message)}", 0, _STEP)
-        out.paragraphs(escape_lines(description(message)), _STEP)  # none: a blank line
-        _rules(out, rule_phrases(message), _STEP)
+        # The comment and the message's rules (§4.6); none: a blank line.
+        out.paragraphs(escape_lines(described(description(message), rule_phrases(message))), _STEP)
         if not message.fields:
             out.blank()
             out.wrap("No fields: the body is the empty JSON object {}.", _STEP, _STEP)
@@ -163,21 +163,12 @@ def _fields(
         kind = {"map": "object of string -> ", "list": "array of "}.get(shape(fd), "")
         required = ", REQUIRED" if is_required(fd) else ""
         out.wrap(f"{fd.json_name}: {kind}{value}{required}", indent, indent + 2 * _STEP)
-        out.paragraphs(escape_lines(description(fd)), indent + _STEP)
         # The field's rules, then those of the message it expands (docs/contract.md §4.6).
         phrases = rule_phrases(fd) + (rule_phrases(nested) if nested and expand else ())
-        _rules(out, phrases, indent + _STEP)
+        out.paragraphs(escape_lines(described(description(fd), phrases)), indent + _STEP)
         if nested is not None and expand:
             shown.add(nested.full_name)
             _fields(out, nested, indent + _STEP, (*path, nested.full_name), shown, request)
-
-
-def _rules(out: _Lines, phrases: tuple[str, ...], indent: int) -> None:
-    """A paragraph naming the protovalidate rules (none: nothing)."""
-    if phrases:
-        out.blank()
-        label = "Rule: " if len(phrases) == 1 else "Rules: "
-        out.paragraphs(escape_lines(label + "; ".join(phrases) + "."), indent)
 
 
 def _value_type(fd: FieldDescriptor, path: tuple[str, ...], expand: bool, request: bool) -> str:

@@ -9,7 +9,6 @@ the protovalidate rules together, checked by the official engine (:func:`rule_vi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -103,11 +102,7 @@ def validate(message: Message) -> None:
             are missing: one violation each, ``"is required"`` (§4.3), at its JSON field path
             (§4.4).
     """
-    found = list(violations(message))
-    if not found:
-        return
-    text = "; ".join(f"{v.field}: {v.description}" for v in found)
-    raise InvalidArgument(text, found)
+    _refuse(list(violations(message)))
 
 
 def violations(message: Message, path: str = "") -> Iterator[FieldViolation]:
@@ -211,10 +206,8 @@ def rule_violations(message: Message) -> list[RuleViolation]:
     except protovalidate.EvaluationError as exc:
         found.append(RuleViolation("", escape(cut(str(exc), 200)), EVALUATION_RULE))
         return found
-    descriptor = cast(Descriptor, message.DESCRIPTOR)
-    for violation in engine:
-        proto = violation.proto
-        path = _json_path(descriptor, proto.field.elements if proto.field else ())
+    for proto in (violation.proto for violation in engine):
+        path = _json_path(message.DESCRIPTOR, proto.field.elements if proto.field else ())
         found.append(RuleViolation(path, proto.message, proto.rule_id))
     return found
 
@@ -231,14 +224,17 @@ def validate_rules(message: Message) -> None:
             message joining them (``version: must be at most 128 characters``).
         ImportError: protovalidate is not installed.
     """
-    found = rule_violations(message)
-    if not found:
-        return
-    text = "; ".join(f"{v.field}: {v.description}" if v.field else v.description for v in found)
-    raise InvalidArgument(text, [v.field_violation() for v in found])
+    _refuse([v.field_violation() for v in rule_violations(message)])
 
 
-def _json_path(root: Descriptor, elements: Any) -> str:
+def _refuse(found: list[FieldViolation]) -> None:
+    """Raise the ``InvalidArgument`` of `found`, its message joining them; nothing when empty."""
+    if found:
+        text = "; ".join(f"{v.field}: {v.description}".removeprefix(": ") for v in found)
+        raise InvalidArgument(text, found)
+
+
+def _json_path(root: object, elements: Any) -> str:
     """The JSON path (§4.4) of a ``buf.validate.FieldPath``'s elements under `root`."""
     path, descriptor = "", cast(Descriptor | None, root)
     for element in elements:
@@ -248,9 +244,7 @@ def _json_path(root: Descriptor, elements: Any) -> str:
         kind = getattr(subscript, "field", None)
         if kind == "index":
             path += f"[{subscript.value}]"
-        elif kind is not None:
-            key = subscript.value
-            text = key if isinstance(key, str) else json.dumps(key)
-            path += f"[{json.dumps(text, ensure_ascii=False)}]"
+        elif kind is not None and fd is not None:  # a map's key, as §4.4 writes it
+            path = next(elements(fd, {subscript.value: None}, path))[0]
         descriptor = value_form(fd).message if fd is not None else None
     return path

@@ -95,9 +95,11 @@ def test_rules_read_the_vendored_validate_proto() -> None:
     version = operations_pb2.GetReleaseDetailsRequest.DESCRIPTOR.fields_by_name["version"]
     kind, string = rules.rule_kind(version)  # type: ignore[misc]
     assert kind == "string" and string.max_len == 128
-    unique = rules.cel_rules(release_pb2.ReleaseDetailedResults.DESCRIPTOR.fields_by_name["issues"])
+    unique = rules.field_rules(
+        release_pb2.ReleaseDetailedResults.DESCRIPTOR.fields_by_name["issues"]
+    ).cel
     assert [r.expression for r in unique] == ["this.map(i, i.issue_id).unique()"]
-    assert rules.cel_rules(release_pb2.OpenIssueStatistics.DESCRIPTOR)
+    assert rules.rule_items(release_pb2.OpenIssueStatistics.DESCRIPTOR)
     plain = release_pb2.Release.DESCRIPTOR.fields_by_name["focus_areas"]
     assert rules.field_rules(plain) is None and rules.rule_kind(plain) is None
 

@@ -128,7 +128,7 @@ def test_an_answer_breaking_a_rule_is_500_and_logged(caplog: pytest.LogCaptureFi
     assert error["code"] == "internal" and error["violations"] == []
     assert ALWAYS_SET.json_name not in response.text  # the caller learns nothing of it
     assert f"{ALWAYS_SET.json_name}: is required" in caplog.text
-    assert "breaks the schema's rules" in caplog.text
+    assert f"the answer of the handler of {ANSWERING.name} (its rules) failed" in caplog.text
     assert "key-a" not in caplog.text
 
 

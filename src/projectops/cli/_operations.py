@@ -26,7 +26,7 @@ from projectops.commands import Command, add_retries
 from projectops.conventions import API_KEY_HEADER, DEFAULT_BASE_URL, MAX_BODY_BYTES, base_url_hint
 from projectops.descriptions import description
 from projectops.registry import Operation, operation, operations
-from projectops.rules import rule_phrases
+from projectops.rules import described, rule_phrases
 
 if TYPE_CHECKING:
     import httpx2 as httpx
@@ -97,9 +97,8 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
     group = parser.add_argument_group("request")
     for fd in _flag_fields(op):
         # argparse %-formats every help string.
-        phrases = rule_phrases(fd)  # docs/contract.md §4.6
-        rule = (" Rule: " if len(phrases) == 1 else " Rules: ") + "; ".join(phrases) + "."
-        text = escape_lines(description(fd) + (rule if phrases else "")).replace("%", "%%")
+        # The field's comment and its rules (docs/contract.md §4.6).
+        text = escape_lines(described(description(fd), rule_phrases(fd))).replace("%", "%%")
         options: dict[str, Any] = {"dest": _FIELD_DEST + fd.name, "default": None, "help": text}
         if fd.is_repeated:
             options.update(action="append", help=text + " Repeat the flag for several values.")

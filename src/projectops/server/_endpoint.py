@@ -26,7 +26,7 @@ from projectops.answers import (
 )
 from projectops.codec import OFF_LOOP_BYTES, from_json, to_json
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
-from projectops.errors import ApiError, DeadlineExceeded, Internal
+from projectops.errors import ApiError, DeadlineExceeded, Internal, InvalidArgument
 from projectops.registry import Operation
 from projectops.server._context import RequestContext
 from projectops.server._interceptors import PreEncoded, ServerCallNext, ServerInterceptor, wrap
@@ -42,7 +42,7 @@ from projectops.server._replies import (
 )
 from projectops.server._services import OperationsServiceHandler
 from projectops.server._threads import Callee, Pools, cancelled_from_outside
-from projectops.validation import rule_violations, validate_rules
+from projectops.validation import validate_rules
 
 __all__ = ["Endpoint", "read_body"]
 
@@ -255,17 +255,12 @@ class Endpoint:
         if not isinstance(response, self._op.response_type):
             self._wrong_type(source, response, api_key)
             raise self._interceptor_failed()
-        if self._validate_responses:
-            broken = rule_violations(response)
-            if broken:
-                # The service's own mistake: logged for its team, a generic 500 for the caller.
-                text = "; ".join(f"{v.field or '(the answer)'}: {v.description}" for v in broken)
-                log_failure(
-                    f"{source} of {self._op.name}",
-                    ValueError(f"the answer breaks the schema's rules: {text}"),
-                    api_key,
-                )
-                raise self._interceptor_failed()
+        try:
+            if self._validate_responses:
+                validate_rules(response)
+        except InvalidArgument as broken:  # the service's own mistake: logged, a generic 500
+            log_failure(f"the answer of {source} of {self._op.name} (its rules)", broken, api_key)
+            raise self._interceptor_failed() from None
         return to_json(response)
 
     def _wrong_type(self, source: str, response: object, api_key: str) -> None:
