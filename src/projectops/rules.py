@@ -25,6 +25,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from projectops.v1 import buf_validate  # noqa: F401  (registers validate.proto, see above)
 
 __all__ = [
+    "cel_rules",
     "described",
     "field_rules",
     "message_rules",
@@ -34,13 +35,27 @@ __all__ = [
 ]
 
 
+def cel_rules(of: FieldDescriptor | Descriptor) -> tuple[Any, ...]:
+    """The CEL rules of a field or of a message (docs/contract.md §4.6).
+
+    Args:
+        of: a field's or a message's descriptor.
+
+    Returns:
+        Its ``buf.validate.Rule`` messages (read-only), in the proto's order: each rule's
+        ``id``, ``message`` (what a violation says; the schemas put it in the description) and
+        CEL ``expression``; empty when it has none.
+    """
+    found = field_rules(of) if isinstance(of, FieldDescriptor) else message_rules(of)
+    return tuple(found.cel) if found else ()
+
+
 def _extension(extension: str, of: FieldDescriptor | Descriptor) -> Any:
     """The `extension` (``buf.validate.field``, ...) of the options of `of`; None when unset.
     A descriptor of a private pool (the contract gate's) has its options parsed with the
     default pool's extensions too."""
-    options = of.GetOptions()
     handle: Any = descriptor_pool.Default().FindExtensionByName(extension)  # a FieldDescriptor
-    return options.Extensions[handle] if options.HasExtension(handle) else None
+    return of.GetOptions().Extensions[handle] if of.GetOptions().HasExtension(handle) else None
 
 
 @cache
@@ -138,8 +153,7 @@ def rule_phrases(of: FieldDescriptor | Descriptor) -> tuple[str, ...]:
         protovalidate's words (``string.max_len = 128``), a CEL rule as its ``message``
         (``holds each issueId once``); empty when there are none. REQUIRED is not among them.
     """
-    found = field_rules(of) if isinstance(of, FieldDescriptor) else message_rules(of)
-    messages = {f"cel[{rule.id}]": rule.message for rule in (found.cel if found else ())}
+    messages = {f"cel[{rule.id}]": rule.message for rule in cel_rules(of)}
     return tuple(
         messages.get(name) or (value if name.endswith("]") else f"{name} = {value!r}")
         for name, value in rule_items(of).items()

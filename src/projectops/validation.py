@@ -170,14 +170,6 @@ class RuleViolation:
     description: str
     rule: str
 
-    def field_violation(self) -> FieldViolation:
-        """The violation as the error body carries it (§5.1).
-
-        Returns:
-            A new ``FieldViolation`` with `field` and `description` (the rule id is not sent).
-        """
-        return FieldViolation(field=self.field, description=self.description)
-
 
 def rule_violations(message: Message) -> list[RuleViolation]:
     """Every broken rule of `message` (a request or a response), REQUIRED first (:func:`violations`,
@@ -224,7 +216,8 @@ def validate_rules(message: Message) -> None:
             message joining them (``version: must be at most 128 characters``).
         ImportError: protovalidate is not installed.
     """
-    _refuse([v.field_violation() for v in rule_violations(message)])
+    found = rule_violations(message)
+    _refuse([FieldViolation(field=v.field, description=v.description) for v in found])
 
 
 def _refuse(found: list[FieldViolation]) -> None:
