@@ -157,13 +157,13 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
         "\nexit codes:",
         *(f"  {code:<3} {meaning}" for code, meaning in sorted(EXIT_CODES.items())),
         # A wheel holds the docstrings, not docs/: the reference is pydoc's; the guides are the
-        # sources' (the sdist holds them), where ./scripts/docs serves them as a site.
+        # sources' (the sdist holds them; in a checkout, ./scripts/docs serves them as a site).
         "\nread more:",
         "  projectops describe [<command>]     an operation's fields, from the installed schema",
         "  python -m pydoc projectops.client   the Python API reference (installed docstrings)",
         f"  in the projectops sources (the sdist): {DOCS[0]} first, then {', '.join(DOCS[1:3])},",
         f"  {', '.join(DOCS[3:])};",
-        "  ./scripts/docs serves them with the API reference as a site",
+        "  (in a checkout, ./scripts/docs serves them with the API reference as a site)",
     ]
     parser = _Parser(
         prog="projectops",
