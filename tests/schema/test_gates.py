@@ -196,3 +196,13 @@ def test_a_script_module_imported_elsewhere_never_replaces_the_process(
     monkeypatch.setattr(sys, "executable", str(REPO / ".venv" / "bin" / "python"))
     with pytest.raises(SystemExit, match="error: no-such-dist is not installed"):
         protolib.ensure_dev_python("no_such_module_here", "no-such-dist")
+
+
+@pytest.mark.slow
+def test_a_rule_that_does_not_compile_fails_lint(copy: Path) -> None:
+    """buf lint's PROTOVALIDATE (in STANDARD) checks every rule against its field: a string
+    rule on a count fails the schema gates (a CEL expression that does not compile too)."""
+    edit(copy, "[(buf.validate.field).int64.gte = 0]", "[(buf.validate.field).string.min_len = 1]")
+    result = run("check-proto", "--root", str(copy))
+    assert result.returncode == 1
+    assert "session_count" in result.stdout and "buf lint" in result.stderr
