@@ -29,6 +29,7 @@ from projectops._text import redact_secrets
 from projectops.client.redaction import redact
 from projectops.conventions import API_KEY_HEADER
 from projectops.descriptions import _XREF
+from projectops.registry import operations
 from tests.adversarial.hostile import answer, hostile_server
 from tests.adversarial.test_client_cli import finish, one_error_line, start
 from tests.adversarial.test_client_mcp import INITIALIZE, INITIALIZED, McpProcess, _call, _line
@@ -307,4 +308,4 @@ def test_the_tool_server_reads_a_mebibyte_error_of_backslashes_and_keeps_answeri
     )
     assert results[2]["result"]["isError"] is True
     assert call_seconds < 2 + 1.0
-    assert len(results[3]["result"]["tools"]) == 2 and list_seconds < 1.0
+    assert len(results[3]["result"]["tools"]) == len(operations()) and list_seconds < 1.0

@@ -28,6 +28,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 import projectops
 from projectops.fixtures import FixtureAnswer, default_fixtures, trimmed
+from projectops.mock import generate
 from projectops.validation import is_required
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 
@@ -61,9 +62,11 @@ WITH_REQUIRED = next(op for op in projectops.operations() if required_fields(op)
 
 def demo_arguments(op: projectops.Operation) -> dict[str, Any]:
     """Arguments of `op` the mock server answers for project demo: the request of its first
-    default fixture that answers with data, else none (the mock then generates the answer)."""
+    default fixture that answers with data, else a request derived from the schema (its
+    REQUIRED fields set; the mock then generates the answer)."""
     answer = _demo_answer(op)
-    return {k: v for k, v in trimmed(answer.request).items() if v} if answer else {}
+    request = answer.request if answer else generate(op.request_type, op.name, minimal=True)
+    return {k: v for k, v in trimmed(request).items() if v}
 
 
 def demo_response(op: projectops.Operation) -> dict[str, Any]:

@@ -3,7 +3,9 @@ operation"): in a copy of the repository with an rpc planted in operations.proto
 scripts/generate run, the in-process suite passes with no other edit, and the new operation is
 listed, served by the mock with a generated answer, documented, a CLI command, checked by the
 conformance runner, and mypy still accepts everything it checks (tests/typing's one-rpc server
-among it).
+among it). The planted request has a REQUIRED field after an optional one, both with a
+protovalidate rule; the slow tests that go over the operations run in the copy too
+(planting.SLOW_OVER_OPERATIONS).
 
 The copy's own package is imported (``PYTHONPATH=<copy>/src``); the suite being registry-driven,
 most of what the new operation gets is asserted there, and only a few facts here by name.
@@ -11,20 +13,29 @@ most of what the new operation gets is asserted there, and only a few facts here
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.schema.planting import OPERATION, environment, planted_copy, pytest_in
+from tests.schema.planting import (
+    OPERATION,
+    REPO,
+    SLOW_LEFT_OUT,
+    SLOW_OVER_OPERATIONS,
+    environment,
+    planted_copy,
+    pytest_in,
+)
 
 # What the copy answers about the planted operation, from the copy's own package.
 PROBE = f"""
 import sys
 import projectops
 from projectops.conformance import run_checks
-from projectops.mock import MockServer, generated_answer
+from projectops.mock import MockServer, generate, generated_answer
 from projectops.openapi import document
 from projectops.server import OperationsServiceHandler
 
@@ -32,11 +43,19 @@ assert projectops.__file__.startswith(sys.argv[1]), projectops.__file__
 op = projectops.operation({OPERATION!r})
 assert op.path in document()["paths"], "the OpenAPI document lacks the path"
 assert hasattr(OperationsServiceHandler, op.name), "the handler base lacks the method"
+# A request derived from the schema: its REQUIRED field set, every rule kept.
+request = generate(op.request_type, "probe", minimal=True)
+assert [fd.name for fd, _ in request.ListFields()], "the planted request sets no field"
 mock = MockServer()
 try:
-    with mock.client() as client:
-        answer = getattr(client, op.name)()  # the typed client's method
-    assert answer == generated_answer(op, op.request_type()), answer
+    with mock.client() as client:  # the typed client's method, a keyword per field
+        answer = getattr(client, op.name)(**{{fd.name: v for fd, v in request.ListFields()}})
+        try:
+            getattr(client, op.name)()
+            raise AssertionError("a call without the REQUIRED field was sent")
+        except projectops.InvalidArgument:
+            pass
+    assert answer == generated_answer(op, request), answer
     report = run_checks("http://mock.invalid", mock.api_key, transport=mock.transport)
 finally:
     mock.close()
@@ -88,3 +107,16 @@ def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
         root, "-m", "not slow", "-x", "-q", "-n", "2", "--hypothesis-profile=fast", timeout=600
     )
     assert suite.returncode == 0, suite.stdout[-6000:] + suite.stderr[-2000:]
+    # And the slow tests that go over the operations (entry points, the conformance runner and
+    # the proxy against the mock, the CLI, the tool server).
+    slow = pytest_in(root, "-m", "slow and not npm", "-x", "-q", "-n", "2", *SLOW_OVER_OPERATIONS)
+    assert slow.returncode == 0, slow.stdout[-6000:] + slow.stderr[-2000:]
+
+
+def test_the_planted_run_covers_every_module_whose_slow_tests_go_over_the_operations() -> None:
+    over: set[str] = set()
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "mark.slow" in text and re.search(r"\boperations\(\)|\bOPS\b|\bOPERATIONS\b", text):
+            over.add(str(path.relative_to(REPO)))
+    assert over == set(SLOW_OVER_OPERATIONS) | set(SLOW_LEFT_OUT)

@@ -368,7 +368,8 @@ def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:
 
 
 # A value breaking a rule, from the rule's value (a length, a bound, a pattern, a list); one
-# the request keeps anyway (a length past the body's limit, say) is found out by the engine.
+# the request keeps anyway (a length past the body's limit, say), or that breaks REQUIRED too
+# (0 for `gte: 1` of a REQUIRED number: missing), is found out by the engine, and not sent.
 _BREAK: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(("max_len", "len", "max_bytes"), lambda n: "x" * (min(n, 2**20) + 1)),
     **dict.fromkeys(("min_len", "min_bytes"), lambda n: "x" * (n - 1)),
@@ -380,7 +381,8 @@ _BREAK: dict[str, Callable[[Any], Any]] = {
 
 def broken_requests(op: Operation, base: Message) -> Iterator[tuple[str, str, Message | None]]:
     """One request per rule of a top-level field of `op`'s request (docs/contract.md §4.6):
-    `base` (a request that keeps every rule) with that field set to a value breaking the rule.
+    `base` (a request that keeps every rule) with that field set to a value breaking the rule,
+    and no other rule but that field's (REQUIRED has its own check, §4.1).
 
     Yields:
         ``(field's JSON name, rule id, request)``, the request ``None`` when no value breaking
@@ -396,7 +398,9 @@ def broken_requests(op: Operation, base: Message) -> Iterator[tuple[str, str, Me
             request = copy.deepcopy(base)
             try:
                 setattr(request, fd.name, _BREAK[name](value))
-                broken = {v.field for v in rule_violations(request)} == {fd.json_name}
+                # That field's rules only, REQUIRED not among them (request.required's).
+                found = {(v.field, v.rule == "required") for v in rule_violations(request)}
+                broken = found == {(fd.json_name, False)}
             except (KeyError, AttributeError, TypeError, ValueError, StopIteration):
                 broken = False
             if name != "example":  # no rule: a value the schema shows

@@ -11,16 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
-from projectops.conformance._report import DEFAULT_DEADLINE, MAX_JUDGED_BYTES, MAX_REQUESTS
-from projectops.conventions import (
-    API_KEY_ENV,
-    BASE_URL_ENV,
-    MAX_BODY_BYTES,
-    InvalidBaseUrl,
-    normalize_base_url,
-    shown_url,
-)
-from projectops.program.commands import (
+from projectops.client.failures import EXIT_CONFORMANCE_FAILED, EXIT_FAILURE, EXIT_OK, UsageError
+from projectops.commands import (
     Command,
     add_listening,
     listen,
@@ -30,7 +22,15 @@ from projectops.program.commands import (
     warn_if_every_interface,
     whole,
 )
-from projectops.program.failures import EXIT_CONFORMANCE_FAILED, EXIT_FAILURE, EXIT_OK, UsageError
+from projectops.conformance._report import DEFAULT_DEADLINE, MAX_JUDGED_BYTES, MAX_REQUESTS
+from projectops.conventions import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    MAX_BODY_BYTES,
+    InvalidBaseUrl,
+    normalize_base_url,
+    shown_url,
+)
 
 if TYPE_CHECKING:
     import httpx2 as httpx

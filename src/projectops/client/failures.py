@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from projectops._text import outside_text
-from projectops.client import (
+from projectops.client._errors import (
     AnswerTimedOut,
     AnswerTooLarge,
     InvalidRequest,
@@ -23,6 +23,7 @@ from projectops.client import (
     MissingBaseUrl,
     ServiceUnreachable,
 )
+from projectops.commands import CannotListen
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from projectops.errors import (
     ApiError,
@@ -31,7 +32,6 @@ from projectops.errors import (
     OutOfRange,
     Unauthenticated,
 )
-from projectops.program.commands import CannotListen
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
