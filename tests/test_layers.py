@@ -1,6 +1,6 @@
 """The layers of ARCHITECTURE.md: the contracts of ``[tool.importlinter]`` in pyproject.toml
-(features above client and server, above the core; siblings independent), no private module
-reached from outside its package, and no import circle anywhere."""
+(features above the program, above client and server, above the core; siblings independent),
+no private module reached from outside its package, and no import circle anywhere."""
 
 from __future__ import annotations
 

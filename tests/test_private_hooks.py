@@ -28,7 +28,7 @@ def test_sse_starlette_drain_switches_of_mcp_http() -> None:
 
 def test_argparse_overrides_suggest_the_closest_choice_and_keep_paragraphs() -> None:
     from projectops.cli import build_parser
-    from projectops.client.failures import UsageError
+    from projectops.program.failures import UsageError
 
     parser = build_parser()
     with pytest.raises(UsageError, match="did you mean 'openapi'"):

@@ -16,8 +16,8 @@ import projectops
 from projectops import FieldViolation, Unauthenticated
 from projectops._text import cut, escape, outside_text
 from projectops.client import Client, MissingBaseUrl
-from projectops.client.failures import failure
 from projectops.client.redaction import redact, scrub_exception
+from projectops.program.failures import failure
 from tests.support import KEY, RunCli
 
 UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs"}

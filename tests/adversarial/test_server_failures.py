@@ -22,8 +22,8 @@ from google.protobuf.descriptor import FieldDescriptor
 
 import projectops
 from projectops import rules
-from projectops.commands import listen, listen_url
 from projectops.conventions import API_KEY_HEADER
+from projectops.program.commands import listen, listen_url
 from projectops.server import create_app
 from projectops.validation import is_required
 from tests.loopback import LOOPBACK

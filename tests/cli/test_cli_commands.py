@@ -28,8 +28,8 @@ from projectops.client import (
     ServiceUnreachable,
     error_from_answer,
 )
-from projectops.client.failures import failure
-from projectops.commands import Command
+from projectops.program.commands import Command
+from projectops.program.failures import failure
 from projectops.v1 import release_pb2
 from tests.support import DEMO_KEY, KEY, Recorder, cli_env
 from tests.synthetic import with_required_string, without_request_fields

@@ -22,7 +22,7 @@ from projectops.client import (
     OperationsServiceClient,
 )
 from projectops.client._errors import error_from_answer
-from projectops.client.failures import failure
+from projectops.program.failures import failure
 from projectops.registry import operation
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
 from tests.support import KEY, RunCli

@@ -24,7 +24,6 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 import projectops
-from projectops.client.failures import EXIT_CONFORMANCE_FAILED
 from projectops.conformance import Report, run_checks
 from projectops.conformance._catalogue import (
     CHECKS,
@@ -35,6 +34,7 @@ from projectops.conformance._catalogue import (
 )
 from projectops.fixtures import default_fixtures, request_key
 from projectops.mock import create_mock_app, generate, load_fixtures
+from projectops.program.failures import EXIT_CONFORMANCE_FAILED
 from projectops.rules import rule_kind
 from projectops.server import create_app
 from projectops.validation import is_required, rule_violations

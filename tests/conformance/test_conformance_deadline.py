@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from projectops.client.failures import EXIT_CONFORMANCE_FAILED
 from projectops.conformance import run_checks
 from projectops.conformance._catalogue import CHECKS
+from projectops.program.failures import EXIT_CONFORMANCE_FAILED
 from projectops.registry import operations
 from tests.conformance.test_conformance import DEFAULT_FIXTURES, DEMO_KEY, TIMEOUT, _demo, _mock_app
 from tests.loopback import raw_listener

@@ -19,8 +19,8 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 
 from projectops.client import AsyncClient
-from projectops.commands import listen
 from projectops.mcp import _server as mcp_server
+from projectops.program.commands import listen
 from tests.mcp.conformance_fixtures import fixture_tools
 
 

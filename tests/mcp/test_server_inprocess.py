@@ -32,7 +32,7 @@ from projectops.client import (
     MissingApiKey,
     ServiceUnreachable,
 )
-from projectops.client.failures import failure
+from projectops.program.failures import failure
 from tests.mcp.support import (
     NO_ARGUMENTS,
     WITH_REQUIRED,

@@ -355,7 +355,7 @@ def test_help_derives_its_defaults_from_the_conventions(capsys: pytest.CaptureFi
 
 
 def test_help_shows_the_limits_defaults_stated_once(capsys: pytest.CaptureFixture[str]) -> None:
-    from projectops.commands import DEFAULT_BACKLOG, DEFAULT_DRAIN_TIMEOUT
+    from projectops.program.commands import DEFAULT_BACKLOG, DEFAULT_DRAIN_TIMEOUT
 
     assert main(["mock-server", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())

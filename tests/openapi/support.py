@@ -21,10 +21,10 @@ import uvicorn
 from starlette.applications import Starlette
 
 import projectops
-from projectops.commands import listen, listen_url
 from projectops.errors import ERROR_CLASSES, Code
 from projectops.mock import create_mock_app, load_fixtures
 from projectops.openapi import ERROR_CASES, OUTSIDE_OPERATIONS
+from projectops.program.commands import listen, listen_url
 from projectops.registry import operations
 from projectops.server import create_app
 from projectops.server.docs import docs_routes
@@ -73,7 +73,7 @@ def api_error_classes() -> dict[str, type[projectops.ApiError]]:
 def serving(app: Starlette) -> Iterator[str]:
     """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL.
 
-    The socket is the mock server's own (:func:`projectops.commands.listen`): asyncio turns
+    The socket is the mock server's own (:func:`projectops.program.commands.listen`): asyncio turns
     Nagle's algorithm off only on sockets made with ``IPPROTO_TCP``, and with it on every
     answer waited 40 ms for the client's delayed ACK.
     """

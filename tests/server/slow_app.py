@@ -50,9 +50,9 @@ def app_from_env() -> Starlette:
 
 
 def run_mock_server(argv: list[str]) -> int:
-    """Serve the slow app as ``projectops mock-server`` serves (``projectops.commands``: its
+    """Serve the slow app as ``projectops mock-server`` serves (``projectops.program.commands``: its
     listening socket and its uvicorn runtime); ``argv``: ``--host H --port P --drain-timeout S``."""
-    from projectops.commands import listen, serve_app
+    from projectops.program.commands import listen, serve_app
 
     args = dict(zip(argv[::2], argv[1::2], strict=True))
     sock = listen(args["--host"], int(args["--port"]))

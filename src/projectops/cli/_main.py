@@ -1,6 +1,6 @@
 """The ``projectops`` program: one parser composed of the commands of the operations
 (:mod:`projectops.cli._operations`) and of the features' public faces (conformance, proxy, mock
-server); every failure is reported through the one table of :mod:`projectops.client.failures`."""
+server); every failure is reported through the one table of :mod:`projectops.program.failures`."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 import projectops
 from projectops import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, conformance, mcp, mock
 from projectops.cli import _operations as cli
-from projectops.client import DEFAULT_RETRIES, failures
-from projectops.client.failures import UsageError
-from projectops.commands import Command, add_retries, seconds, whole
+from projectops.client import DEFAULT_RETRIES
 from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
+from projectops.program import failures
+from projectops.program.commands import Command, add_retries, seconds, whole
+from projectops.program.failures import UsageError
 
 if TYPE_CHECKING:
     import httpx2 as httpx
@@ -147,7 +148,7 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
 
     Returns:
         The parser; each command's namespace has ``command`` (its
-        :class:`~projectops.commands.Command`) and ``command_parser``.
+        :class:`~projectops.program.commands.Command`) and ``command_parser``.
     """
     epilog = [
         "environment:",

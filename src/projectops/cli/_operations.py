@@ -19,12 +19,12 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops._text import REDACTED, escape, escape_lines, unsafe_characters
 from projectops.client import DEFAULT_RETRIES
-from projectops.client.failures import EXIT_OK, UsageError
 from projectops.client.redaction import redact
 from projectops.codec import describe_value
-from projectops.commands import Command, add_retries
 from projectops.conventions import API_KEY_HEADER, DEFAULT_BASE_URL, MAX_BODY_BYTES, base_url_hint
 from projectops.descriptions import description
+from projectops.program.commands import Command, add_retries
+from projectops.program.failures import EXIT_OK, UsageError
 from projectops.registry import Operation, operation, operations
 from projectops.rules import described, rule_phrases
 

@@ -11,17 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
-from projectops.client.failures import EXIT_CONFORMANCE_FAILED, EXIT_FAILURE, EXIT_OK, UsageError
-from projectops.commands import (
-    Command,
-    add_listening,
-    listen,
-    listen_url,
-    seconds,
-    serve_app,
-    warn_if_every_interface,
-    whole,
-)
 from projectops.conformance._report import DEFAULT_DEADLINE, MAX_JUDGED_BYTES, MAX_REQUESTS
 from projectops.conventions import (
     API_KEY_ENV,
@@ -31,6 +20,17 @@ from projectops.conventions import (
     normalize_base_url,
     shown_url,
 )
+from projectops.program.commands import (
+    Command,
+    add_listening,
+    listen,
+    listen_url,
+    seconds,
+    serve_app,
+    warn_if_every_interface,
+    whole,
+)
+from projectops.program.failures import EXIT_CONFORMANCE_FAILED, EXIT_FAILURE, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
     import httpx2 as httpx

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from projectops.client import DEFAULT_RETRIES
-from projectops.client.failures import UsageError
-from projectops.commands import (
+from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
+from projectops.program.commands import (
     DEFAULT_DRAIN_TIMEOUT,
     Command,
     add_listening,
@@ -15,7 +15,7 @@ from projectops.commands import (
     warn_if_every_interface,
     whole,
 )
-from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
+from projectops.program.failures import UsageError
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "command"]
 

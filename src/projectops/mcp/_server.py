@@ -1,6 +1,6 @@
 """The MCP tool server, ``projectops mcp`` (docs/mcp.md): one tool per operation of the registry,
 each call sent with the server's one :class:`~projectops.client.AsyncClient`; every failure is an
-``isError`` result of one sentence (:mod:`projectops.client.failures`)."""
+``isError`` result of one sentence (:mod:`projectops.program.failures`)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,8 @@ import projectops
 from projectops import json_schema
 from projectops._text import outside_text
 from projectops.client import DEFAULT_RETRIES, AsyncClient, MissingBaseUrl
-from projectops.client.failures import EXIT_INTERNAL, failure
 from projectops.client.redaction import redact
 from projectops.codec import dump, iter_json, to_dict
-from projectops.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url, serve_app
 from projectops.conventions import (
     API_KEY_ENV,
     BASE_URL_ENV,
@@ -38,6 +36,8 @@ from projectops.conventions import (
 )
 from projectops.descriptions import description
 from projectops.mcp._stdio import serve_stdio
+from projectops.program.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url, serve_app
+from projectops.program.failures import EXIT_INTERNAL, failure
 from projectops.registry import SERVICE, Operation, operations
 
 #: The largest tool result's JSON text by default, in bytes (``--max-result-bytes``).
@@ -245,7 +245,7 @@ def serve_http(
 
     Args:
         server: the server from :func:`create_server`.
-        sock: a bound, listening socket (:func:`projectops.commands.listen`); closed after.
+        sock: a bound, listening socket (:func:`projectops.program.commands.listen`); closed after.
         drain_timeout: seconds the calls in flight may take after the signal; 10 by default.
     """
     # sse-starlette would end every event stream, a POST's answer included, the moment uvicorn
@@ -323,7 +323,7 @@ def run(
         MissingBaseUrl: neither `base_url` nor ``SERVICE_BACKEND_URL``.
         projectops.InvalidBaseUrl: not an absolute http(s) URL (the message names its source).
         ValueError: a limit is not positive, or the environment's proxy is unusable.
-        projectops.commands.CannotListen: with `http`, `host`:`port` cannot be bound.
+        projectops.program.commands.CannotListen: with `http`, `host`:`port` cannot be bound.
     """
     configure_logging()
     try:

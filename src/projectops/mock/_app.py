@@ -18,14 +18,14 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from projectops._text import outside_text
-from projectops.commands import (
+from projectops.mock._matching import MockProject, load_fixtures
+from projectops.program.commands import (
     DEFAULT_BACKLOG,
     DEFAULT_DRAIN_TIMEOUT,
     listen,
     listen_url,
     serve_app,
 )
-from projectops.mock._matching import MockProject, load_fixtures
 from projectops.registry import Operation, operations
 from projectops.server import OperationsServiceHandler, PreEncoded, RequestContext, create_app
 from projectops.server.docs import docs_routes

@@ -6,14 +6,14 @@ import argparse
 from functools import partial
 from urllib.parse import urlsplit
 
-from projectops.commands import (
+from projectops.conventions import DEFAULT_BASE_URL
+from projectops.program.commands import (
     DEFAULT_BACKLOG,
     Command,
     add_listening,
     warn_if_every_interface,
     whole,
 )
-from projectops.conventions import DEFAULT_BASE_URL
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "commands"]
 

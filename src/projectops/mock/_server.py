@@ -17,12 +17,12 @@ from google.protobuf.message import Message
 
 from projectops.client import AsyncOperationsServiceClient, OperationsServiceClient
 from projectops.codec import to_dict
-from projectops.commands import listen
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.errors import ApiError, Code
 from projectops.fixtures import FixtureAnswer, FixtureError, decode_answer
 from projectops.mock._app import create_mock_app
 from projectops.mock._matching import Call, MockProject
+from projectops.program.commands import listen
 from projectops.registry import Operation, operation
 
 __all__ = ["API_KEY", "PROJECT", "MockServer"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from projectops._text import outside_text
-from projectops.client._errors import (
+from projectops.client import (
     AnswerTimedOut,
     AnswerTooLarge,
     InvalidRequest,
@@ -23,7 +23,6 @@ from projectops.client._errors import (
     MissingBaseUrl,
     ServiceUnreachable,
 )
-from projectops.commands import CannotListen
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from projectops.errors import (
     ApiError,
@@ -32,6 +31,7 @@ from projectops.errors import (
     OutOfRange,
     Unauthenticated,
 )
+from projectops.program.commands import CannotListen
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
