@@ -79,9 +79,9 @@ def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero:
             continue
         low, high = _typed(fd).get("min_items", 0), _typed(fd).get("max_items", MAX_REPEATED)
         needed = is_required(fd) or (rules is not None and rules.required) or low > 0
-        unset = kind is not None and kind.full_name in _UNSET  # see _UNSET
-        # Every field is set: a zero may break a rule (min_len), or repeat in a list (unique()).
-        if not needed and (minimal or depth >= MAX_DEPTH or unset):
+        # Every field is set (but see _UNSET): a zero may break a rule (min_len), or repeat in
+        # a list (unique()).
+        if not needed and (minimal or depth >= MAX_DEPTH or (kind and kind.full_name in _UNSET)):
             continue
         target = getattr(message, fd.name)
         if not fd.is_repeated:
