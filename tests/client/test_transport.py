@@ -19,7 +19,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from projectops.client import AnswerTimedOut, AsyncRawClient, RawAnswer, RawClient
+from projectops.client import AnswerTimedOut, AsyncRawClient, RawClient, RawResponse
 from tests.adversarial.hostile import Request, hostile_server, trickle_body, trickle_head
 from tests.support import Recorder
 
@@ -28,13 +28,13 @@ from tests.support import Recorder
 TIMEOUT = 0.3
 
 
-def exchange(kind: str, base_url: str, *args: Any, **options: Any) -> RawAnswer:
+def exchange(kind: str, base_url: str, *args: Any, **options: Any) -> RawResponse:
     """One POST through a fresh sync or async exchange (`kind`)."""
     if kind == "sync":
         with RawClient(base_url, **options) as raw:
             return raw.send("POST", "/x", b"{}", *args)
 
-    async def go() -> RawAnswer:
+    async def go() -> RawResponse:
         async with AsyncRawClient(base_url, **options) as raw:
             return await raw.send("POST", "/x", b"{}", *args)
 

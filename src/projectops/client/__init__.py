@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from projectops.client._transport import InvalidProxy as InvalidProxy
     from projectops.client._transport import RawAnswer as RawAnswer
     from projectops.client._transport import RawClient as RawClient
+    from projectops.client._transport import RawResponse as RawResponse
     from projectops.client.http import AsyncClient as AsyncClient
     from projectops.client.http import Client as Client
 
@@ -49,7 +50,7 @@ _NAMES = {
     "usable_api_key",
     "projectops.client._retry": "DEFAULT_RETRIES",
     "projectops.client._services": "AsyncOperationsServiceClient OperationsServiceClient",
-    "projectops.client._transport": "AsyncRawClient InvalidProxy RawAnswer RawClient",
+    "projectops.client._transport": "AsyncRawClient InvalidProxy RawAnswer RawClient RawResponse",
     "projectops.client.http": "AsyncClient Client",
 }
 _WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}

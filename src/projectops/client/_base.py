@@ -29,11 +29,12 @@ from projectops.client._errors import (
 from projectops.client._retry import DEFAULT_RETRIES, may_retry, retry_delay
 from projectops.client._transport import (
     AsyncRawClient,
-    RawAnswer,
     RawClient,
+    RawResponse,
     check_header,
     check_limits,
     header_key,
+    timed_out,
 )
 from projectops.client.redaction import mark_redacted
 from projectops.codec import from_json, to_json
@@ -101,15 +102,15 @@ AsyncInterceptor = Callable[[Message, CallContext, AsyncCallNext], Awaitable[Mes
 if TYPE_CHECKING:  # a default (PEP 696) types `call` without `response_type=` as Message
     from typing_extensions import TypeVar as DefaultTypeVar
 
-    R = DefaultTypeVar("R", bound=Message, default=Message)
+    ResponseT = DefaultTypeVar("ResponseT", bound=Message, default=Message)
 else:
-    R = TypeVar("R", bound=Message)
-Icpt = TypeVar("Icpt")
+    ResponseT = TypeVar("ResponseT", bound=Message)
+InterceptorT = TypeVar("InterceptorT")
 # The transport of the client: httpx2.BaseTransport (sync) or AsyncBaseTransport.
-T = TypeVar("T", bound="httpx2.BaseTransport | httpx2.AsyncBaseTransport")
+TransportT = TypeVar("TransportT", bound="httpx2.BaseTransport | httpx2.AsyncBaseTransport")
 
 
-class BaseClient(Generic[Icpt, T]):
+class BaseClient(Generic[InterceptorT, TransportT]):
     """What :class:`~projectops.client.Client` and :class:`~projectops.client.AsyncClient` share:
     the configuration, the request's preparation, the interceptor chain and the reading of an
     answer; each adds only its waiting.
@@ -126,8 +127,8 @@ class BaseClient(Generic[Icpt, T]):
         timeout: float | None = DEFAULT_CALL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retries: int = DEFAULT_RETRIES,
-        interceptors: Sequence[Icpt] = (),
-        transport: T | None = None,
+        interceptors: Sequence[InterceptorT] = (),
+        transport: TransportT | None = None,
     ) -> None:
         """Configure a client of one service; nothing is connected until the first call.
 
@@ -250,20 +251,20 @@ class BaseClient(Generic[Icpt, T]):
         headers = {name.lower(): (name, value) for name, value in [*own, *extra.items()]}
         return to_json(message).encode(), [*headers.values(), (API_KEY_HEADER, self._api_key or "")]
 
-    def _checked(self, op: Operation, response: object, _: type[R] | None) -> R:
+    def _checked(self, op: Operation, response: object, _: type[ResponseT] | None) -> ResponseT:
         """`response`, typed as the call's `response_type` asks (or :class:`Message`)."""
         if not isinstance(response, op.response_type):
             raise TypeError(
                 f"an interceptor returned a {type(response).__name__}, not the "
                 f"{op.response_type.__name__} of {op.name}"
             )
-        return cast("R", response)
+        return cast("ResponseT", response)
 
     def _step(
         self,
         op: Operation,
         retry: int,
-        answer: RawAnswer | ApiError,
+        answer: RawResponse | ApiError,
         context: CallContext,
         deadline: float | None,
     ) -> Message | float:
@@ -274,18 +275,18 @@ class BaseClient(Generic[Icpt, T]):
         failure = answer if isinstance(answer, ApiError) else self._outcome(op, answer, context)
         if isinstance(failure, Message):
             return failure
-        status = answer.status if isinstance(answer, RawAnswer) else None
+        status = answer.status if isinstance(answer, RawResponse) else None
         last = retry >= self._retries or isinstance(failure, AnswerTimedOut)
         if last or not may_retry(op, status):
             raise mark_redacted(failure)  # the exchange redacted the peer's text
-        after = answer.header("Retry-After") if isinstance(answer, RawAnswer) else None
+        after = answer.header("Retry-After") if isinstance(answer, RawResponse) else None
         wait = retry_delay(retry, after)
         if deadline is not None and wait >= deadline - time.monotonic():
-            raise mark_redacted(failure if status else self._http._timed_out())
+            raise mark_redacted(failure if status else timed_out(self._http))
         return wait
 
     def _outcome(
-        self, op: Operation, answer: RawAnswer, context: CallContext
+        self, op: Operation, answer: RawResponse, context: CallContext
     ) -> Message | ApiError:
         """The response message of an answer, or its error (returned if retryable, else raised)."""
         status, keys = answer.status, self._secrets

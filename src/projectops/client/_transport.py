@@ -131,8 +131,8 @@ class _DeadlineTransport(httpx2.HTTPTransport):
 _SHOWN_BYTES = 1 << 20  # what is kept of an answer over its cap
 
 
-class RawAnswer(NamedTuple):
-    """An answer as it came, before anything reads it (docs/contract.md §9.2).
+class RawResponse(NamedTuple):
+    """A response as it came, before anything reads it (docs/contract.md §9.2).
 
     Attributes:
         status: the HTTP status code.
@@ -161,6 +161,10 @@ class RawAnswer(NamedTuple):
         return next((value for key, value in self.headers if key.lower() == name), None)
 
 
+#: The name of :class:`RawResponse` before 0.2 (deprecated).
+RawAnswer = RawResponse
+
+
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE = re.compile(r"[\x20-\x7e\t]*")
 # The exchange writes these itself.
@@ -183,6 +187,12 @@ def check_header(name: object, value: object) -> None:
         raise ValueError(f"the value of header {name} must be text without control characters")
 
 
+def timed_out(client: _BaseRawClient) -> AnswerTimedOut:
+    """The failure of an exchange of `client` not done within its time-out."""
+    limit = "" if client.timeout is None else f" of {client.timeout:g} s"
+    return AnswerTimedOut(f"no complete answer from {client.shown_url} within the time-out{limit}")
+
+
 def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | None) -> int:
     """The error bodies' cap; ``ValueError``, ``TypeError``: a time-out or cap that cannot work."""
     if timeout is not None and not timeout > 0:
@@ -196,7 +206,7 @@ def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | N
     return min(max_bytes, error_cap)
 
 
-class _Exchange:
+class _BaseRawClient:
     _http_class: Any = httpx2.Client
 
     def __init__(
@@ -285,22 +295,16 @@ class _Exchange:
         return len(body) <= cap
 
     @staticmethod
-    def _answer(response: httpx2.Response, body: bytearray, cap: int) -> RawAnswer:
+    def _response(response: httpx2.Response, body: bytearray, cap: int) -> RawResponse:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
         truncated = not cap or len(body) > cap
         # Cut in place before the copy: a slice, then bytes, would hold the answer three times.
         del body[min(cap, _SHOWN_BYTES) if truncated else cap :]
-        return RawAnswer(response.status_code, headers, bytes(body), truncated)
-
-    def _timed_out(self) -> AnswerTimedOut:
-        limit = "" if self.timeout is None else f" of {self.timeout:g} s"
-        return AnswerTimedOut(
-            f"no complete answer from {self.shown_url} within the time-out{limit}"
-        )
+        return RawResponse(response.status_code, headers, bytes(body), truncated)
 
     def _failure(self, exc: httpx2.RequestError) -> AnswerTimedOut | ServiceUnreachable:
         if isinstance(exc, httpx2.TimeoutException):
-            return self._timed_out()
+            return timed_out(self)
         reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
         reason = outside_text(reason, 300, self._secrets)
         return ServiceUnreachable(
@@ -308,7 +312,7 @@ class _Exchange:
         )
 
 
-class _Closing:  # of RawClient and Client
+class Closing:  # of RawClient and Client
     _http: Any
 
     def close(self) -> None:
@@ -322,7 +326,7 @@ class _Closing:  # of RawClient and Client
         self.close()
 
 
-class _AsyncClosing:
+class AsyncClosing:
     _http: Any
 
     async def aclose(self) -> None:
@@ -336,7 +340,7 @@ class _AsyncClosing:
         await self.aclose()
 
 
-class RawClient(_Exchange, _Closing):
+class RawClient(_BaseRawClient, Closing):
     """Bounded raw HTTP exchanges with one service, under the clients, the conformance runner and
     the proxy (docs/contract.md §9.1, §9.2).
 
@@ -353,7 +357,7 @@ class RawClient(_Exchange, _Closing):
         headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
         *,
         deadline: float | None = None,
-    ) -> RawAnswer:
+    ) -> RawResponse:
         """One exchange: `method` to ``base_url + path`` with `body` and exactly `headers`, plus the
         framing headers the exchange writes itself.
 
@@ -376,7 +380,7 @@ class RawClient(_Exchange, _Closing):
                 exception.
         """
         request, end = self._request(method, path, body, headers), self._end(deadline)
-        result: RawAnswer | BaseException
+        result: RawResponse | BaseException
         if self._own or end is None:
             token = _DEADLINE.set(end)
             try:
@@ -384,7 +388,7 @@ class RawClient(_Exchange, _Closing):
             finally:
                 _DEADLINE.reset(token)
         else:  # a caller's transport knows no deadline: the exchange stops waiting for it
-            done: list[RawAnswer | BaseException] = []
+            done: list[RawResponse | BaseException] = []
             stop = threading.Event()
 
             def work() -> None:
@@ -397,12 +401,14 @@ class RawClient(_Exchange, _Closing):
             worker.start()
             worker.join(max(0.0, end - time.monotonic()))
             stop.set()  # a late worker drops its answer
-            result = done[0] if done else self._timed_out()
+            result = done[0] if done else timed_out(self)
         if isinstance(result, BaseException):
             raise result  # outside any handler: no __context__ holding the request
         return result
 
-    def _read(self, request: httpx2.Request, stop: threading.Event | None) -> RawAnswer | Exception:
+    def _read(
+        self, request: httpx2.Request, stop: threading.Event | None
+    ) -> RawResponse | Exception:
         try:
             with closing(self._http.send(request, stream=True)) as response:
                 body, cap = bytearray(), self._cap(response)
@@ -416,12 +422,12 @@ class RawClient(_Exchange, _Closing):
                         break
                     if stop is not None and stop.is_set():
                         raise httpx2.ReadTimeout("the exchange stopped waiting for this answer")
-                return self._answer(response, body, cap)
+                return self._response(response, body, cap)
         except httpx2.RequestError as exc:
             return self._failure(exc)
 
 
-class AsyncRawClient(_Exchange, _AsyncClosing):
+class AsyncRawClient(_BaseRawClient, AsyncClosing):
     """:class:`RawClient` for ``await`` and ``async with``: `transport` is an
     ``httpx2.AsyncBaseTransport``; a cancel scope bounds each exchange.
     """
@@ -439,7 +445,7 @@ class AsyncRawClient(_Exchange, _AsyncClosing):
         headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
         *,
         deadline: float | None = None,
-    ) -> RawAnswer:
+    ) -> RawResponse:
         """One exchange, awaited: :meth:`RawClient.send`.
 
         Args:
@@ -464,9 +470,9 @@ class AsyncRawClient(_Exchange, _AsyncClosing):
             if isinstance(result, Exception):
                 raise result
             return result
-        raise self._timed_out()  # cancelled at the end
+        raise timed_out(self)  # cancelled at the end
 
-    async def _read(self, request: httpx2.Request) -> RawAnswer | Exception:
+    async def _read(self, request: httpx2.Request) -> RawResponse | Exception:
         try:
             async with aclosing(await self._http.send(request, stream=True)) as response:
                 body, cap = bytearray(), self._cap(response)
@@ -476,6 +482,6 @@ class AsyncRawClient(_Exchange, _AsyncClosing):
                     async for chunk in response.aiter_raw():
                         if not self._take(body, chunk, cap):
                             break
-                return self._answer(response, body, cap)
+                return self._response(response, body, cap)
         except httpx2.RequestError as exc:
             return self._failure(exc)

@@ -42,8 +42,8 @@ from projectops.client._base import (
     CallContext,
     Interceptor,
     OperationKey,
-    R,
     RequestLike,
+    ResponseT,
     request_message,
 )
 from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
@@ -54,7 +54,7 @@ from projectops.errors import ApiError
 __all__ = ["AsyncClient", "Client", "request_message"]  # the generated clients import these
 
 
-class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
+class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
     """The synchronous client of the API (docs/contract.md §1-§2, §5): one ``POST`` a call, retried
     where the schema allows, bounded as a whole, the answer read within its cap.
 
@@ -75,8 +75,8 @@ class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
         operation: OperationKey,
         request: RequestLike = None,
         *,
-        response_type: type[R] | None = None,
-    ) -> R:
+        response_type: type[ResponseT] | None = None,
+    ) -> ResponseT:
         """Call one operation and return its response message.
 
         Args:
@@ -108,7 +108,7 @@ class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
             def send(request: Message, context: CallContext) -> Message:
                 parts = self._build(op, request, message, context)  # body, headers
                 for retry in range(self._retries + 1):
-                    answer: _transport.RawAnswer | ApiError
+                    answer: _transport.RawResponse | ApiError
                     try:
                         answer = self._http.send("POST", op.path, *parts, deadline=deadline)
                     except (ServiceUnreachable, AnswerTimedOut) as exc:
@@ -125,7 +125,7 @@ class Client(_transport._Closing, BaseClient[Interceptor, BaseTransport]):
             raise
 
 
-class AsyncClient(_transport._AsyncClosing, BaseClient[AsyncInterceptor, AsyncBaseTransport]):
+class AsyncClient(_transport.AsyncClosing, BaseClient[AsyncInterceptor, AsyncBaseTransport]):
     """:class:`Client` for ``await`` and ``async with``: `transport` is an
     ``httpx2.AsyncBaseTransport`` and `interceptors` are ``async def``. An answer over 64 KiB is
     decoded in a worker thread, off the event loop.
@@ -139,8 +139,8 @@ class AsyncClient(_transport._AsyncClosing, BaseClient[AsyncInterceptor, AsyncBa
         operation: OperationKey,
         request: RequestLike = None,
         *,
-        response_type: type[R] | None = None,
-    ) -> R:
+        response_type: type[ResponseT] | None = None,
+    ) -> ResponseT:
         """Call one operation and return its response message, awaited.
 
         Args:
@@ -163,7 +163,7 @@ class AsyncClient(_transport._AsyncClosing, BaseClient[AsyncInterceptor, AsyncBa
             async def send(request: Message, context: CallContext) -> Message:
                 parts = self._build(op, request, message, context)  # body, headers
                 for retry in range(self._retries + 1):
-                    answer: _transport.RawAnswer | ApiError
+                    answer: _transport.RawResponse | ApiError
                     try:
                         answer = await self._http.send("POST", op.path, *parts, deadline=deadline)
                     except (ServiceUnreachable, AnswerTimedOut) as exc:

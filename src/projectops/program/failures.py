@@ -13,16 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from projectops import client
 from projectops._text import outside_text
-from projectops.client import (
-    AnswerTimedOut,
-    AnswerTooLarge,
-    InvalidRequest,
-    InvalidResponse,
-    MissingApiKey,
-    MissingBaseUrl,
-    ServiceUnreachable,
-)
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from projectops.errors import (
     ApiError,
@@ -117,14 +109,14 @@ _TRY_THE_MOCK = (
 FAILURES: Mapping[type[BaseException], Failure] = {
     UsageError: _LOCAL,
     CannotListen: _LOCAL,  # a busy or foreign --host/--port: fixed by another flag value
-    MissingApiKey: Failure(
+    client.MissingApiKey: Failure(
         EXIT_USAGE,
         "{message}",
         f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is "
         "not set, or not usable as a header value, so nothing was sent",
     ),
-    MissingBaseUrl: Failure(EXIT_USAGE, _TRY_THE_MOCK, _TRY_THE_MOCK),
-    InvalidRequest: Failure(
+    client.MissingBaseUrl: Failure(EXIT_USAGE, _TRY_THE_MOCK, _TRY_THE_MOCK),
+    client.InvalidRequest: Failure(
         EXIT_USAGE, "invalid request: {message}", "Invalid arguments for {tool}: {message}"
     ),
     Unauthenticated: Failure(
@@ -138,14 +130,14 @@ FAILURES: Mapping[type[BaseException], Failure] = {
     InvalidArgument: _REJECTED,
     FailedPrecondition: _REJECTED,
     OutOfRange: _REJECTED,
-    ServiceUnreachable: _NO_ANSWER,
-    AnswerTimedOut: _NO_ANSWER,
-    AnswerTooLarge: Failure(
+    client.ServiceUnreachable: _NO_ANSWER,
+    client.AnswerTimedOut: _NO_ANSWER,
+    client.AnswerTooLarge: Failure(
         EXIT_FAILURE, "{message}", "The service's answer could not be read safely: {message}"
     ),
     # A 2xx answer that cannot be read: the message says what came; "200 internal" would read
     # as the server's own error.
-    InvalidResponse: Failure(
+    client.InvalidResponse: Failure(
         EXIT_FAILURE, "unusable answer: {message}", "The service's answer is unusable: {message}"
     ),
     ApiError: Failure(
