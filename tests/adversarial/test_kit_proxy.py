@@ -11,7 +11,9 @@ on 127.0.0.1 with raw-socket servers (:mod:`tests.adversarial.hostile`):
 - the recording bounds projects, not only answers, and is written through a new file (a link
   at the recording's path or at the old predictable temporary name is not followed);
 - a 31.9 MiB answer is forwarded first, then judged in bounded workers or skipped with one
-  drift line (figures: ``pytest tests/adversarial/test_kit_proxy.py -s | grep FIGURE``).
+  drift line (figures: ``pytest tests/adversarial/test_kit_proxy.py -s | grep FIGURE``);
+- an answer that breaks the schema's rules (issue 32: an "Always set" field left out, a git SHA
+  of ``xyz``) draws one ``response.rules`` drift line per broken rule, naming the field.
 """
 
 from __future__ import annotations
@@ -30,9 +32,14 @@ from pathlib import Path
 
 import pytest
 
+from projectops.codec import to_json
 from projectops.conventions import MAX_BODY_BYTES
+from projectops.mock import generate
+from projectops.registry import Operation, operations
+from projectops.validation import is_required, rule_violations
 from tests.adversarial.hostile import Request, answer, hostile_server
 from tests.adversarial.servers import raw_exchange, read_until_closed
+from tests.conformance.test_conformance import _patterns_broken, _required_left_out
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 from tests.support import cli_env
 
@@ -345,3 +352,46 @@ def test_answers_go_out_before_they_are_judged_by_a_bounded_number_of_workers() 
     assert judged_when_answered < done  # the answers did not wait for their judging
     assert 1 <= busy <= 4  # two judged at once, two waiting, the others not judged
     assert done + busy == 6
+
+
+def test_answers_that_break_the_schemas_rules_draw_a_drift_line_per_broken_rule() -> None:
+    # Issue 32: an "Always set" field left out (detailedResults), a gitSha of "xyz". The
+    # upstream answers each operation with a generated answer (it keeps every rule), then
+    # broken as the X-Break header asks.
+    def broken(op: Operation, how: str) -> bytes:
+        message = generate(op.response_type, "hostile")
+        (_required_left_out if how == "required" else _patterns_broken)(message)
+        return to_json(message).encode()
+
+    by_path = {op.path: op for op in operations()}
+
+    def upstream_answer(sock: socket.socket, request: Request) -> None:
+        op = by_path[_target(request)]
+        answer(200, broken(op, request.header("X-Break") or ""))(sock, request)
+
+    wanted = set()
+    for op in operations():
+        message = generate(op.response_type, "hostile")
+        wanted |= {(op.name, fd.json_name) for fd in message.DESCRIPTOR.fields if is_required(fd)}
+        _patterns_broken(message)
+        wanted |= {(op.name, v.field) for v in rule_violations(message)}
+    assert wanted, "no operation's answer has a REQUIRED field or a pattern"
+    with hostile_server(upstream_answer) as upstream, proxy(upstream.base_url) as running:
+        for op in operations():
+            body = to_json(generate(op.request_type, op.name, minimal=True)).encode()
+            for how in ("required", "pattern"):
+                headers = {"Service-Api-Key": KEY, "X-Break": how}
+                assert _status(_raw(running.port, op.path, headers, body)) == 200
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # judged after the answers went out
+            shown = {
+                (line.split()[1], line.split()[4].rstrip(":"))
+                for line in running.drift_text().splitlines()
+                if line.startswith("drift: ") and " answer response.rules " in line
+            }
+            if shown >= wanted:
+                break
+            time.sleep(0.2)
+        text = running.drift_text()
+    assert shown == wanted, text
+    assert "is required" in text and "does not match regex pattern" in text, text
