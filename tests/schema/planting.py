@@ -61,6 +61,7 @@ message {RPC}Response {{
 SLOW_OVER_OPERATIONS = (
     "tests/adversarial/test_client_cli.py",
     "tests/adversarial/test_client_mcp.py",
+    "tests/adversarial/test_kit_proxy.py",
     "tests/adversarial/test_linear_patterns.py",
     "tests/adversarial/test_server_fixtures.py",
     "tests/cli/test_cli.py",
