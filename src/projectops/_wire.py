@@ -69,13 +69,13 @@ _DURATION_PATTERN = (
 _T = FieldDescriptor
 _SIGNED_64 = (_INT64_PATTERN, "a 64-bit integer")
 _UNSIGNED_64 = (_UINT64_PATTERN, "an unsigned 64-bit integer")
-_INT_TYPES_64 = {
+INT_TYPES_64 = {
     **dict.fromkeys((_T.TYPE_INT64, _T.TYPE_SINT64, _T.TYPE_SFIXED64), _SIGNED_64),
     **dict.fromkeys((_T.TYPE_UINT64, _T.TYPE_FIXED64), _UNSIGNED_64),
 }
 _SIGNED_32 = ((-(2**31), 2**31 - 1), "a 32-bit integer")
 _UNSIGNED_32 = ((0, 2**32 - 1), "an unsigned 32-bit integer")
-_INT_TYPES_32 = {
+INT_TYPES_32 = {
     **dict.fromkeys((_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32), _SIGNED_32),
     **dict.fromkeys((_T.TYPE_UINT32, _T.TYPE_FIXED32), _UNSIGNED_32),
 }
@@ -175,14 +175,14 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
         shown = ", ".join(names[1:] if len(names) > 1 else names)
         schema = {"type": "string", "enum": names}
         return ValueForm(f"one of the names {shown}", schema, schema)
-    if kind in _INT_TYPES_64:
-        pattern, what = _INT_TYPES_64[kind]
+    if kind in INT_TYPES_64:
+        pattern, what = INT_TYPES_64[kind]
         out = {"type": "string", "pattern": pattern}
         bounds = _UINT64_RANGE if pattern == _UINT64_PATTERN else _INT64_RANGE
         inp = {"type": ["string", "integer"], "pattern": pattern, **bounds}
         return ValueForm(f"{what} (a string of digits or a whole number)", out, inp)
-    if kind in _INT_TYPES_32:
-        (low, high), what = _INT_TYPES_32[kind]
+    if kind in INT_TYPES_32:
+        (low, high), what = INT_TYPES_32[kind]
         schema = {"type": "integer", "minimum": low, "maximum": high}
         return ValueForm(what, schema, schema)
     if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):

@@ -234,7 +234,7 @@ def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> An
         projectops.InvalidArgument: decoding would cost too much memory, the bytes are not UTF-8,
             or the text is not JSON.
     """
-    _check_decode_cost(text, message_type)
+    check_decode_cost(text, message_type)
     if isinstance(text, (bytes, bytearray)):
         try:
             text = text.decode("utf-8")
@@ -251,9 +251,21 @@ def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> An
         ) from None
 
 
-def _check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]) -> None:
+def check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]) -> None:
     """Refuse `text` when decoding it would cost more than it may: each ``{`` and ``[`` counted
-    at memchr speed is an upper bound; under a Struct or Value, commas count as objects too."""
+    at memchr speed is an upper bound; under a Struct or Value, commas count as objects too.
+
+    :func:`from_json` checks it before decoding; :mod:`projectops.fixtures` before it parses a
+    fixtures file (docs/contract.md §9).
+
+    Args:
+        text: the JSON text, not yet parsed.
+        message_type: the message class it is to be decoded into.
+
+    Raises:
+        InvalidArgument: decoding would cost more than :data:`DECODE_BYTES_PER_BYTE` bytes of
+            memory per byte of JSON (at least :data:`DECODE_BYTES_FLOOR`).
+    """
     if len(text) * _OBJECT_COST <= DECODE_BYTES_FLOOR:
         return  # even a text of nothing but braces is allowed: no need to count
     brace, comma, bracket = ("{", ",", "[") if isinstance(text, str) else (b"{", b",", b"[")

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
-from projectops.codec import _check_decode_cost, from_json, to_dict
+from projectops.codec import check_decode_cost, from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import Code, InvalidArgument
 from projectops.registry import Operation, operations
@@ -164,7 +164,7 @@ def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProje
     duplicates: list[tuple[int, str]] = []
     if isinstance(data, str | bytes):
         try:  # before parsing: 15 MiB of "{}," would cost gigabytes
-            _check_decode_cost(data, MockFixtures)
+            check_decode_cost(data, MockFixtures)
         except InvalidArgument as exc:
             raise FixtureError(exc.message.replace("the body", "the file", 1)) from None
         try:

@@ -12,7 +12,7 @@ from typing import Any, Final, Literal, cast
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 
-from projectops._wire import _INT_TYPES_32, _INT_TYPES_64, is_map, value_form
+from projectops._wire import INT_TYPES_32, INT_TYPES_64, is_map, value_form
 
 
 class Unsupported(Exception):
@@ -47,8 +47,8 @@ _SCALAR_KINDS: Final = {
     FieldDescriptor.TYPE_BOOL: BOOL,
     FieldDescriptor.TYPE_DOUBLE: DOUBLE,
     FieldDescriptor.TYPE_FLOAT: FLOAT,
-    **dict.fromkeys(_INT_TYPES_64, INT64),
-    **dict.fromkeys(_INT_TYPES_32, INT32),
+    **dict.fromkeys(INT_TYPES_64, INT64),
+    **dict.fromkeys(INT_TYPES_32, INT32),
 }
 _OWN_WKT: Final = {"google.protobuf.Timestamp": TIMESTAMP, "google.protobuf.Duration": DURATION}
 _OTHER_WKT_FILES: Final = {

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import projectops
 from projectops import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, conformance, mcp, mock
-from projectops.cli import _operations as cli
+from projectops.cli import _operations
 from projectops.client import DEFAULT_RETRIES
 from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
 from projectops.program import failures
@@ -22,7 +22,7 @@ from projectops.program.commands import Command, add_retries, seconds, whole
 from projectops.program.failures import UsageError
 
 if TYPE_CHECKING:
-    import httpx2 as httpx
+    import httpx2
 
 __all__ = ["build_parser", "main"]
 
@@ -133,12 +133,12 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
         args.max_response_bytes = args.max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES
 
 
-def _all_commands(transport: httpx.BaseTransport | None) -> list[Command]:
+def _all_commands(transport: httpx2.BaseTransport | None) -> list[Command]:
     features = [mcp.command(), conformance.command(), conformance.proxy_command(), *mock.commands()]
-    return [*cli.commands(transport), *features]
+    return [*_operations.commands(transport), *features]
 
 
-def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.ArgumentParser:
+def build_parser(transport: httpx2.BaseTransport | None = None) -> argparse.ArgumentParser:
     """The argument parser of ``projectops``: the operation commands and those the features
     contribute (docs/cli.md).
 
@@ -193,7 +193,9 @@ def build_parser(transport: httpx.BaseTransport | None = None) -> argparse.Argum
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, transport: httpx.BaseTransport | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, transport: httpx2.BaseTransport | None = None
+) -> int:
     """Run ``projectops`` (docs/cli.md). Never raises: a failure is one ``error: ...`` line on
     stderr and its exit code.
 

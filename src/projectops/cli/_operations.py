@@ -29,7 +29,7 @@ from projectops.registry import Operation, operation, operations
 from projectops.rules import described, rule_phrases
 
 if TYPE_CHECKING:
-    import httpx2 as httpx
+    import httpx2
     from google.protobuf.message import Message
 
 __all__ = ["commands"]
@@ -42,7 +42,7 @@ _OWN_FLAGS = frozenset(
 )
 
 
-def commands(transport: httpx.BaseTransport | None = None) -> list[Command]:
+def commands(transport: httpx2.BaseTransport | None = None) -> list[Command]:
     """In the order of ``projectops --help``; `transport`: what the operation commands send
     through instead of the network (tests)."""
     return [
@@ -168,7 +168,7 @@ def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_operation(
-    op: Operation, transport: httpx.BaseTransport | None, args: argparse.Namespace
+    op: Operation, transport: httpx2.BaseTransport | None, args: argparse.Namespace
 ) -> int:
     import httpx2
 
@@ -220,7 +220,7 @@ def inert_json(text: str) -> str:
 class _DryRun(Exception):
     """Carries the would-be request out of the client: ``--dry-run`` stops the call here."""
 
-    def __init__(self, request: httpx.Request) -> None:
+    def __init__(self, request: httpx2.Request) -> None:
         super().__init__("dry run")
         lines = [f"{request.method} {request.url} HTTP/1.1"]
         for raw_name, raw_value in request.headers.raw:
@@ -231,7 +231,7 @@ class _DryRun(Exception):
         self.text = "\n".join(lines) + "\n\n" + body + "\n"
 
 
-def _refuse(request: httpx.Request) -> httpx.Response:
+def _refuse(request: httpx2.Request) -> httpx2.Response:
     """The handler of ``--dry-run``'s transport: sends nothing, raises :class:`_DryRun`."""
     raise _DryRun(request)
 

@@ -33,7 +33,7 @@ from projectops.program.commands import (
 from projectops.program.failures import EXIT_CONFORMANCE_FAILED, EXIT_FAILURE, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
-    import httpx2 as httpx
+    import httpx2
 
     from projectops.fixtures import FixtureProject
 
@@ -112,7 +112,7 @@ def _fixture_project(path: str, key: str) -> FixtureProject:
     )
 
 
-def _run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None) -> int:
+def _run(args: argparse.Namespace, transport: httpx2.BaseTransport | None = None) -> int:
     from projectops.client import usable_api_key
 
     key = usable_api_key((os.environ.get(API_KEY_ENV) or "").strip())

@@ -31,15 +31,14 @@ from projectops import answers, conventions
 from projectops._generate import generate
 from projectops._text import escape, outside_text
 from projectops.codec import to_dict, to_json
-from projectops.conformance import _catalogue as catalogue
-from projectops.conformance import _report
+from projectops.conformance import _catalogue, _report
 from projectops.conformance._report import MAX_REQUESTS, CheckResult, Report, Status
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 from projectops.fixtures import FixtureProject
 from projectops.registry import Operation, operations
 
 if TYPE_CHECKING:
-    import httpx2 as httpx
+    import httpx2
 
 __all__ = ["MAX_FIXTURE_REQUESTS", "run_checks"]
 
@@ -94,7 +93,7 @@ class Sender:
         *,
         timeout: float,
         max_response_bytes: int,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx2.BaseTransport | None = None,
         run_deadline: float | None = None,
         max_judged_bytes: int = _report.MAX_JUDGED_BYTES,
     ) -> None:
@@ -122,7 +121,7 @@ class Sender:
 
     def judge(
         self, response_type: type[Message], exchange: Exchange, body: bytes
-    ) -> catalogue.Verdict:
+    ) -> _catalogue.Verdict:
         """The verdict on a whole answer; over :attr:`max_judged_bytes`, only its digest
         (`exchange` marked ``unjudged``). Judging runs in a daemon thread that the run stops
         waiting for at its deadline plus one time-out (without a deadline: after one time-out).
@@ -132,11 +131,11 @@ class Sender:
         """
         if len(body) > self.max_judged_bytes:
             exchange.unjudged = True
-            return catalogue.Verdict(digest=hashlib.sha256(body).hexdigest())
+            return _catalogue.Verdict(digest=hashlib.sha256(body).hexdigest())
         status = exchange.status or 0
-        done: list[catalogue.Verdict] = []
+        done: list[_catalogue.Verdict] = []
         worker = threading.Thread(
-            target=lambda: done.append(catalogue.judge_answer(response_type, status, body)),
+            target=lambda: done.append(_catalogue.judge_answer(response_type, status, body)),
             name="projectops-judge",
             daemon=True,  # an abandoned one does not hold the process at its exit
         )
@@ -232,15 +231,16 @@ _PASS: tuple[Status, str] = ("passed", "")
 _NEEDS = "a field whose JSON name differs from its proto name|a 64-bit integer|an enum value|"
 _NEEDS += "a timestamp|a field without presence"
 _HELD = {
-    catalogue.DECODES: "",
-    catalogue.RULES: "a message that decodes, or protovalidate is not installed (extra server)",
-    **dict(zip(catalogue.JSON_CHECKS, _NEEDS.split("|"), strict=True)),
-    catalogue.ERRORS: "",
+    _catalogue.DECODES: "",
+    _catalogue.RULES: "a message that decodes, or protovalidate is not installed (extra server)",
+    **dict(zip(_catalogue.JSON_CHECKS, _NEEDS.split("|"), strict=True)),
+    _catalogue.ERRORS: "",
 }
-_401 = answers.UNAUTHENTICATED.http_status
+_UNAUTHORIZED = answers.UNAUTHENTICATED.http_status
 _MALFORMED = answers.MALFORMED_BODY.http_status
 _MISSING, _INVALID = answers.MISSING_REQUIRED.http_status, str(answers.MISSING_REQUIRED.code)
-_501, _UNIMPLEMENTED = answers.NOT_IMPLEMENTED.http_status, str(answers.NOT_IMPLEMENTED.code)
+_NOT_IMPLEMENTED = answers.NOT_IMPLEMENTED.http_status
+_UNIMPLEMENTED = str(answers.NOT_IMPLEMENTED.code)
 
 
 def _fail(*parts: str) -> tuple[Status, str]:
@@ -289,7 +289,7 @@ class _OperationRun:
         headers: Mapping[str, str] | None = None,
         method: str = answers.ALLOWED_METHOD,
         path: str | None = None,
-    ) -> tuple[Exchange, catalogue.Verdict | None]:
+    ) -> tuple[Exchange, _catalogue.Verdict | None]:
         """Send a request and judge its answer (``None``: no whole answer to judge)."""
         exchange, body = self._sender.send(
             method, path or self._op.path, body, key=key, headers=headers
@@ -298,8 +298,8 @@ class _OperationRun:
             return exchange, None
         if exchange.truncated:
             if exchange.status == 200:
-                self._examined.add(catalogue.DECODES)
-                self._note(catalogue.DECODES, ["larger than --max-response-bytes"], exchange)
+                self._examined.add(_catalogue.DECODES)
+                self._note(_catalogue.DECODES, ["larger than --max-response-bytes"], exchange)
             return exchange, None
         verdict = self._sender.judge(self._op.response_type, exchange, body)
         del body
@@ -314,7 +314,7 @@ class _OperationRun:
             for check, problems in verdict.problems.items():
                 self._note(check, problems, exchange)
         error = verdict.error
-        if ours and key == "own" and exchange.status == _501 and error:
+        if ours and key == "own" and exchange.status == _NOT_IMPLEMENTED and error:
             if error.code == _UNIMPLEMENTED:
                 raise _Unimplemented
         return exchange, verdict
@@ -350,21 +350,25 @@ class _OperationRun:
             "succeed: an answer of the operation for the project whose apiKey is the key in use",
         )
 
+    def _unauthorized(self, body: bytes, key: KeyUse) -> tuple[Status, str]:
+        """Whether `body` sent without the key, or with a wrong one, gets 401."""
+        return self._status(self._post(body, key=key)[0], _UNAUTHORIZED)
+
     def run(self) -> list[CheckResult]:
         sample = to_json(self._good[0][0]).encode()
         steps: tuple[tuple[str, Callable[[], tuple[Status, str]]], ...] = (
-            ("auth.no-key", lambda: self._status(self._post(sample, key="none")[0], _401)),
-            ("auth.wrong-key", lambda: self._status(self._post(sample, key="wrong")[0], _401)),
-            ("auth.before-body", lambda: self._status(self._post(b"{", key="none")[0], _401)),
+            ("auth.no-key", lambda: self._unauthorized(sample, key="none")),
+            ("auth.wrong-key", lambda: self._unauthorized(sample, key="wrong")),
+            ("auth.before-body", lambda: self._unauthorized(b"{", key="none")),
             ("request.required", self._required),
             ("request.not-object", self._not_object),
             ("request.rules", self._rules),
             ("fixtures.response", self._known_good),
             ("auth.scope-headers", self._scope_headers),
-            ("request.proto-names", lambda: self._form(catalogue.proto_names, "field names")),
+            ("request.proto-names", lambda: self._form(_catalogue.proto_names, "field names")),
             (
                 "request.int64-numbers",
-                lambda: self._form(catalogue.int64_as_numbers, "int64 values"),
+                lambda: self._form(_catalogue.int64_as_numbers, "int64 values"),
             ),
             ("request.unknown-fields", self._unknown_field),
             ("http.method", self._method),
@@ -386,7 +390,7 @@ class _OperationRun:
             elif self._unjudged:
                 limit = f"--max-judged-bytes ({self._sender.max_judged_bytes:,} bytes)"
                 self._results[check_id] = ("skipped", f"answers over {limit} are not judged")
-            elif not catalogue.CHECKS[check_id].needs_success:  # it judges the error answers
+            elif not _catalogue.CHECKS[check_id].needs_success:  # it judges the error answers
                 self._results[check_id] = ("skipped", "no answer but 2xx came")
             elif not self._got_200:
                 self._results[check_id] = self._no_success()
@@ -399,7 +403,7 @@ class _OperationRun:
             why = f"not run: the run's limit of {MAX_REQUESTS} requests was reached"
         missed: tuple[Status, str] = ("skipped", why)
         results = []
-        for check_id, spec in catalogue.CHECKS.items():
+        for check_id, spec in _catalogue.CHECKS.items():
             status, detail = self._results.get(check_id, missed)
             # A server's text (an unknown code, a field's value) may echo the key: never shown.
             detail = self._sender.shown(detail, _DETAIL_CHARS)
@@ -412,7 +416,7 @@ class _OperationRun:
         return _PASS if exchange.status == wanted else _fail(f"expected {wanted}", exchange.shown())
 
     def _required(self) -> tuple[Status, str]:
-        fields = catalogue.required_fields(self._op)
+        fields = _catalogue.required_fields(self._op)
         if not fields:
             reason = f"the request of {self._op.name} has no REQUIRED field"
             self._results["errors.violation-paths"] = ("skipped", reason)
@@ -426,7 +430,7 @@ class _OperationRun:
             variants = [("missing", rest)]
             if fd.type == fd.TYPE_STRING and not fd.is_repeated:
                 variants += [
-                    ("blank", {**rest, fd.json_name: blank}) for blank in catalogue.BLANK_TRIES
+                    ("blank", {**rest, fd.json_name: blank}) for blank in _catalogue.BLANK_TRIES
                 ]
             for how, data in variants:
                 label, body = f"{fd.json_name} {how}", json.dumps(data).encode()
@@ -455,7 +459,7 @@ class _OperationRun:
 
     def _rules(self) -> tuple[Status, str]:
         """One request per rule of a top-level request field, breaking it alone."""
-        broken = list(catalogue.broken_requests(self._op, self._good[0][0]))
+        broken = list(_catalogue.broken_requests(self._op, self._good[0][0]))
         failures, underived = [], [f"{name} {rule}" for name, rule, r in broken if r is None]
         for name, rule, request in broken:
             if request is not None:  # the label: "version string.max_len"
@@ -535,7 +539,7 @@ class _OperationRun:
         return self._same(f"{what} in their other form", make, what=what)
 
     def _unknown_field(self) -> tuple[Status, str]:
-        name = catalogue.unknown_field_name(cast(Descriptor, self._op.request_type.DESCRIPTOR))
+        name = _catalogue.unknown_field_name(cast(Descriptor, self._op.request_type.DESCRIPTOR))
         return self._same("with an unknown field", lambda r: ({**to_dict(r), name: "x"}, 1))
 
     def _method(self) -> tuple[Status, str]:
@@ -566,7 +570,7 @@ def run_checks(
     project: FixtureProject | None = None,
     timeout: float = conventions.DEFAULT_CALL_TIMEOUT,
     max_response_bytes: int = conventions.DEFAULT_MAX_RESPONSE_BYTES,
-    transport: httpx.BaseTransport | None = None,
+    transport: httpx2.BaseTransport | None = None,
     deadline: float | None = _report.DEFAULT_DEADLINE,
     of: Sequence[Operation] | None = None,
     max_judged_bytes: int = _report.MAX_JUDGED_BYTES,

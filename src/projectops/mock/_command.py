@@ -80,11 +80,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from projectops.mock import _app as mock
+    from projectops.mock import _app
 
     warn_if_every_interface(args.host)
     limits = {name: getattr(args, name) for name in _LIMITS if getattr(args, name) is not None}
-    return mock.serve(
+    return _app.serve(
         host=args.host,
         port=args.port,
         fixtures=args.fixtures,

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import anyio
-import httpx2 as httpx
+import httpx2
 import uvicorn
 from anyio.from_thread import BlockingPortal
 from google.protobuf.message import Message
@@ -60,8 +60,8 @@ class MockServer:
         self._projects: dict[str, MockProject] = {}
         self._rebuild()
         self.app = create_mock_app(self._projects, docs=False)
-        self.async_transport = httpx.ASGITransport(app=self.app)
-        self.transport = httpx.MockTransport(self._in_portal)
+        self.async_transport = httpx2.ASGITransport(app=self.app)
+        self.transport = httpx2.MockTransport(self._in_portal)
         # The sync transport's event loop, in a thread of its own, started on first use.
         self._portal: BlockingPortal | None = None
         self._lock = threading.Lock()
@@ -170,17 +170,17 @@ class MockServer:
         options.setdefault("timeout", 30.0)
         return cls(base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=transport, **options)
 
-    def _in_portal(self, request: httpx.Request) -> httpx.Response:
+    def _in_portal(self, request: httpx2.Request) -> httpx2.Response:
         # On the portal's loop (delays wait there): the sync client needs no socket.
         with self._lock:
             if self._portal is None:
                 self._portal = _daemon_portal()
         return self._portal.call(self._send, request)
 
-    async def _send(self, request: httpx.Request) -> httpx.Response:
+    async def _send(self, request: httpx2.Request) -> httpx2.Response:
         answer = await self.async_transport.handle_async_request(request)
         content = b"".join([chunk async for chunk in answer.aiter_raw()])
-        return httpx.Response(answer.status_code, headers=answer.headers.raw, content=content)
+        return httpx2.Response(answer.status_code, headers=answer.headers.raw, content=content)
 
     @property
     def base_url(self) -> str:

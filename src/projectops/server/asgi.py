@@ -11,9 +11,9 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
+from projectops import registry
 from projectops.conventions import MAX_BODY_BYTES, VALIDATE_RESPONSES_ENV
 from projectops.registry import Operation
-from projectops.registry import operations as registry_operations
 from projectops.server._endpoint import Endpoint
 from projectops.server._interceptors import ServerInterceptor, check_interceptors
 from projectops.server._replies import http_exception
@@ -107,7 +107,7 @@ def create_app(
                 validate_responses=validate_responses,
             ),
         )
-        for op in (registry_operations() if operations is None else operations)
+        for op in (registry.operations() if operations is None else operations)
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_exception})
     # "/api/mcp/x/" must not become a 307 to "/api/mcp/x": clients do not follow redirects.
