@@ -223,9 +223,9 @@ def _table(page: Path, header: str) -> list[list[str]]:
 
 def test_the_contracts_error_tables_agree_with_the_code() -> None:
     """§5.2 is HTTP_STATUS_BY_CODE row for row, and every answer of the adapter's own table
-    (``answers.ERROR_CASES``) is a row of §5.2 or, outside the table, of §5.4."""
+    (``error_cases.ERROR_CASES``) is a row of §5.2 or, outside the table, of §5.4."""
     import projectops
-    from projectops.answers import ERROR_CASES
+    from projectops.error_cases import ERROR_CASES
 
     contract = REPO / "docs" / "contract.md"
     codes = {row[0].strip("`"): int(row[1]) for row in _table(contract, "| code | status |")}

@@ -26,9 +26,8 @@ from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import Message
 
 import projectops
-from projectops import answers, json_schema
+from projectops import error_cases, json_schema
 from projectops._wire import value_form
-from projectops.answers import ERROR_CASES, MALFORMED_BODY, MISSING_REQUIRED, ErrorCase
 from projectops.codec import from_json, to_dict
 from projectops.conventions import (
     API_KEY_HEADER,
@@ -38,6 +37,7 @@ from projectops.conventions import (
     shown_url,
 )
 from projectops.descriptions import description
+from projectops.error_cases import ERROR_CASES, MALFORMED_BODY, MISSING_REQUIRED, ErrorCase
 from projectops.errors import Code, InvalidArgument
 from projectops.fixtures import default_fixtures
 from projectops.registry import SERVICE, Operation, operations
@@ -57,7 +57,7 @@ _SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
 #: The adapter's answers of no operation (an unknown path, a method but POST): stated once, not
 #: among every POST's responses, where tools would offer them as outcomes of a call.
-OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (answers.NO_OPERATION, answers.WRONG_METHOD)
+OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (error_cases.NO_OPERATION, error_cases.WRONG_METHOD)
 
 
 class RenderError(ValueError):

@@ -21,8 +21,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops._wire import elements, is_map, join, value_form
-from projectops.answers import ERROR_CASES
 from projectops.codec import from_json, parse_json, read_error_body, to_dict
+from projectops.error_cases import ERROR_CASES
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, FieldViolation, InvalidArgument
 from projectops.registry import Operation
 from projectops.rules import cel_rules, rule_kind
@@ -222,7 +222,7 @@ def _messages(
 
 _CODES = frozenset(code.value for code in Code)
 #: (code, status) of every answer the contract allows: the table's, and the transport
-#: answers of projectops.answers with a status of their own (the 405 of a wrong method).
+#: answers of projectops.error_cases with a status of their own (the 405 of a wrong method).
 _ALLOWED_ERRORS = frozenset(
     {(code.value, status) for code, status in HTTP_STATUS_BY_CODE.items()}
     | {(str(case.code), case.http_status) for case in ERROR_CASES}

@@ -35,12 +35,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from projectops._text import REDACTED, outside_text, redact_secrets
-from projectops.answers import ALLOWED_METHOD
 from projectops.client import AsyncRawClient
 from projectops.codec import dump, from_json, to_dict
 from projectops.conformance._catalogue import DECODES, judge_answer
 from projectops.conformance._report import MAX_JUDGED_BYTES
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
+from projectops.error_cases import ALLOWED_METHOD
 from projectops.errors import ApiError, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
 from projectops.registry import Operation, operations

@@ -27,7 +27,7 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 import projectops
-from projectops import answers, conventions
+from projectops import conventions, error_cases
 from projectops._generate import generate
 from projectops._text import escape, outside_text
 from projectops.codec import to_dict, to_json
@@ -236,11 +236,11 @@ _HELD = {
     **dict(zip(_catalogue.JSON_CHECKS, _NEEDS.split("|"), strict=True)),
     _catalogue.ERRORS: "",
 }
-_UNAUTHORIZED = answers.UNAUTHENTICATED.http_status
-_MALFORMED = answers.MALFORMED_BODY.http_status
-_MISSING, _INVALID = answers.MISSING_REQUIRED.http_status, str(answers.MISSING_REQUIRED.code)
-_NOT_IMPLEMENTED = answers.NOT_IMPLEMENTED.http_status
-_UNIMPLEMENTED = str(answers.NOT_IMPLEMENTED.code)
+_UNAUTHORIZED = error_cases.UNAUTHENTICATED.http_status
+_MALFORMED = error_cases.MALFORMED_BODY.http_status
+_MISSING = error_cases.MISSING_REQUIRED.http_status
+_INVALID = str(error_cases.MISSING_REQUIRED.code)
+_NOT_IMPLEMENTED = error_cases.NOT_IMPLEMENTED.http_status
 
 
 def _fail(*parts: str) -> tuple[Status, str]:
@@ -287,7 +287,7 @@ class _OperationRun:
         *,
         key: KeyUse = "own",
         headers: Mapping[str, str] | None = None,
-        method: str = answers.ALLOWED_METHOD,
+        method: str = error_cases.ALLOWED_METHOD,
         path: str | None = None,
     ) -> tuple[Exchange, _catalogue.Verdict | None]:
         """Send a request and judge its answer (``None``: no whole answer to judge)."""
@@ -307,7 +307,7 @@ class _OperationRun:
             self._unjudged += 1
             return exchange, verdict
         # Another path's or method's 2xx is no answer of the operation.
-        ours = path is None and method == answers.ALLOWED_METHOD
+        ours = path is None and method == error_cases.ALLOWED_METHOD
         if ours or exchange.status not in range(200, 300):
             self._got_200 |= exchange.status == 200
             self._examined |= verdict.examined
@@ -315,7 +315,7 @@ class _OperationRun:
                 self._note(check, problems, exchange)
         error = verdict.error
         if ours and key == "own" and exchange.status == _NOT_IMPLEMENTED and error:
-            if error.code == _UNIMPLEMENTED:
+            if error.code == error_cases.NOT_IMPLEMENTED.code:
                 raise _Unimplemented
         return exchange, verdict
 
@@ -544,9 +544,9 @@ class _OperationRun:
 
     def _method(self) -> tuple[Status, str]:
         exchange, _ = self._post(None, method="GET")
-        if exchange.status != answers.WRONG_METHOD.http_status:
-            return _fail(f"expected {answers.WRONG_METHOD.http_status}", exchange.shown())
-        for name, value in (answers.WRONG_METHOD.headers or {}).items():
+        if exchange.status != error_cases.WRONG_METHOD.http_status:
+            return _fail(f"expected {error_cases.WRONG_METHOD.http_status}", exchange.shown())
+        for name, value in (error_cases.WRONG_METHOD.headers or {}).items():
             got = {v.strip().upper() for v in exchange.headers.get(name.lower(), "").split(",")}
             if value.upper() not in got:
                 return _fail(f"expected the header {name}: {value}", exchange.shown())
@@ -556,11 +556,11 @@ class _OperationRun:
         path = conventions.operation_path(f"{self._op.name}_unknown")
         while path in self._known_paths:
             path += "_x"
-        return self._status(self._post(b"{}", path=path)[0], answers.NO_OPERATION.http_status)
+        return self._status(self._post(b"{}", path=path)[0], error_cases.NO_OPERATION.http_status)
 
     def _body_limit(self) -> tuple[Status, str]:
         body = b"{" + b" " * conventions.MAX_BODY_BYTES + b"}"
-        return self._status(self._post(body)[0], answers.BODY_TOO_LARGE.http_status)
+        return self._status(self._post(body)[0], error_cases.BODY_TOO_LARGE.http_status)
 
 
 def run_checks(

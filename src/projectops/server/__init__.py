@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from projectops.server._context import RequestContext
     from projectops.server._endpoint import read_body
     from projectops.server._interceptors import PreEncoded, ServerCallNext, ServerInterceptor
-    from projectops.server._replies import error_response
+    from projectops.server._responses import error_response
     from projectops.server._services import OperationsServiceHandler
     from projectops.server.asgi import Authenticate, create_app
 
@@ -29,7 +29,7 @@ _WHERE = {
     "ServerCallNext": "projectops.server._interceptors",
     "ServerInterceptor": "projectops.server._interceptors",
     "create_app": "projectops.server.asgi",
-    "error_response": "projectops.server._replies",
+    "error_response": "projectops.server._responses",
     "read_body": "projectops.server._endpoint",
 }
 

@@ -15,7 +15,9 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from projectops._text import REDACTED
-from projectops.answers import (
+from projectops.codec import OFF_LOOP_BYTES, from_json, to_json
+from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
+from projectops.error_cases import (
     ALLOWED_METHOD,
     INTERNAL_FAILURE,
     MALFORMED_BODY,
@@ -24,24 +26,22 @@ from projectops.answers import (
     UNAUTHENTICATED,
     WRONG_METHOD,
 )
-from projectops.codec import OFF_LOOP_BYTES, from_json, to_json
-from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.errors import ApiError, DeadlineExceeded, Internal, InvalidArgument
 from projectops.registry import Operation
 from projectops.server._context import RequestContext
 from projectops.server._interceptors import PreEncoded, ServerCallNext, ServerInterceptor, wrap
-from projectops.server._replies import (
+from projectops.server._responses import (
+    Abort,
     Json,
-    Refusal,
-    answer,
     error_response,
     log_failure,
     logger,
     quoted,
+    respond,
     too_large,
 )
 from projectops.server._services import OperationsServiceHandler
-from projectops.server._threads import Callee, Pools, cancelled_from_outside
+from projectops.server._threads import PooledCallable, Pools, cancelled_from_outside
 from projectops.validation import validate_rules
 
 __all__ = ["Endpoint", "read_body"]
@@ -80,8 +80,8 @@ class Endpoint:
         self._validate_responses = validate_responses
         self._max_request_bytes = max_request_bytes
         handler = _implementation(service, op)
-        self._handler = None if handler is None else Callee(handler)
-        self._authenticate = Callee(authenticate, pools.authenticate)
+        self._handler = None if handler is None else PooledCallable(handler)
+        self._authenticate = PooledCallable(authenticate, pools.authenticate)
         self._strict = strict
         self._timeout = timeout
         self._pools = pools
@@ -90,9 +90,9 @@ class Endpoint:
         self._interceptor_what = f"an interceptor of {op.name}"
         serving = f"internal error while serving {op.name}"
         self._handler_failed = partial(Internal, serving)
-        self._interceptor_failed = partial(Refusal, INTERNAL_FAILURE, serving)
+        self._interceptor_failed = partial(Abort, INTERNAL_FAILURE, serving)
         self._authenticate_failed = partial(
-            Refusal, INTERNAL_FAILURE, "internal error while checking the API key"
+            Abort, INTERNAL_FAILURE, "internal error while checking the API key"
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -103,10 +103,10 @@ class Endpoint:
         # Route on the path as sent: "/api/mcp%2fx" decodes to an operation's path, but is not it.
         if b"%" in scope.get("raw_path", b""):
             sent = scope["raw_path"].decode("latin-1")
-            return answer(NO_OPERATION, f"no operation at {quoted(sent)}")
+            return respond(NO_OPERATION, f"no operation at {quoted(sent)}")
         method = scope["method"]
         if method != _POST:
-            return answer(
+            return respond(
                 WRONG_METHOD, f"method {method} is not allowed; every operation is {_POST}"
             )
         keys: list[str] = []
@@ -123,7 +123,7 @@ class Endpoint:
         try:
             project = await self._bounded(deadline, "authenticate", self._project(keys))
             if self._handler is None:
-                raise Refusal(NOT_IMPLEMENTED, f"{self._op.name} is not implemented by this server")
+                raise Abort(NOT_IMPLEMENTED, f"{self._op.name} is not implemented by this server")
             body = await read_body(
                 receive, max_request_bytes=self._max_request_bytes, content_length=declared
             )
@@ -140,12 +140,12 @@ class Endpoint:
             context = RequestContext(project=project, operation=self._op, headers=headers)
             serving = self._serve(self._handler, message, context, api_key, deadline)
             encoded = await self._bounded(deadline, "an interceptor", serving)
-        except Refusal as refusal:
-            return answer(refusal.case, refusal.message)
+        except Abort as abort:
+            return respond(abort.case, abort.message)
         except ApiError as exc:  # the codec's, validation's, a handler's or authenticate's
             return error_response(exc)
         except ClientDisconnect:
-            return answer(MALFORMED_BODY, "the client disconnected before the body was read")
+            return respond(MALFORMED_BODY, "the client disconnected before the body was read")
         return Json(encoded)
 
     async def _bounded(self, deadline: float | None, where: str, work: Awaitable[T]) -> T:
@@ -166,14 +166,10 @@ class Endpoint:
 
     async def _project(self, keys: list[str]) -> Any:
         if len(keys) > 1:  # which one would decide the project is anyone's guess
-            raise Refusal(
-                UNAUTHENTICATED, f"more than one {API_KEY_HEADER} header: send exactly one"
-            )
+            raise Abort(UNAUTHENTICATED, f"more than one {API_KEY_HEADER} header: send exactly one")
         api_key = keys[0] if keys else ""
         if not api_key.strip():
-            raise Refusal(
-                UNAUTHENTICATED, f"missing API key: send it in the {API_KEY_HEADER} header"
-            )
+            raise Abort(UNAUTHENTICATED, f"missing API key: send it in the {API_KEY_HEADER} header")
         with _Contained("authenticate", api_key, self._authenticate_failed):
             try:
                 if self._timeout is None:
@@ -183,9 +179,7 @@ class Endpoint:
             except LookupError:  # `KEYS[key]`: an unknown key (docs/contract.md §2.3)
                 project = None
         if project is None:
-            raise Refusal(
-                UNAUTHENTICATED, f"the API key in the {API_KEY_HEADER} header is not valid"
-            )
+            raise Abort(UNAUTHENTICATED, f"the API key in the {API_KEY_HEADER} header is not valid")
         return project
 
     def _decode(self, body: bytes) -> Message:
@@ -195,7 +189,7 @@ class Endpoint:
 
     async def _serve(
         self,
-        handler: Callee,
+        handler: PooledCallable,
         message: Message,
         context: RequestContext[Any],
         api_key: str,
@@ -226,7 +220,7 @@ class Endpoint:
 
     async def _call(
         self,
-        handler: Callee,
+        handler: PooledCallable,
         message: Message,
         context: RequestContext[Any],
         api_key: str,

@@ -14,7 +14,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-__all__ = ["Callee", "Pools", "cancelled_from_outside"]
+__all__ = ["PooledCallable", "Pools", "cancelled_from_outside"]
 
 # A plain `authenticate` and large bodies' decoding get pools of their own, apart from the
 # handlers' (anyio's default, 40 threads): handlers stuck in every thread hold up neither.
@@ -67,7 +67,7 @@ def cancelled_from_outside(exc: BaseException) -> bool:
     return task is not None and task.cancelling() > 0
 
 
-class Callee:
+class PooledCallable:
     """A callable run on the loop (``async def``) or in a thread of `limiter()` (default:
     anyio's)."""
 

@@ -16,7 +16,7 @@ from projectops.conventions import MAX_BODY_BYTES, VALIDATE_RESPONSES_ENV
 from projectops.registry import Operation
 from projectops.server._endpoint import Endpoint
 from projectops.server._interceptors import ServerInterceptor, check_interceptors
-from projectops.server._replies import http_exception
+from projectops.server._responses import http_exception
 from projectops.server._services import OperationsServiceHandler
 from projectops.server._threads import Pools
 

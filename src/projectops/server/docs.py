@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route
 from projectops.conventions import InvalidBaseUrl, normalize_base_url, shown_url
 from projectops.errors import InvalidArgument, NotFound
 from projectops.openapi import TITLE, document
-from projectops.server._replies import error_response
+from projectops.server._responses import error_response
 
 __all__ = ["DOCS_PATH", "OPENAPI_PATH", "docs_routes", "swagger_ui_assets"]
 

@@ -1,5 +1,5 @@
-"""The adapter's answers: its refusals (rows of :mod:`projectops.answers`), error bodies cut to
-size, the 200 of encoded JSON; and the bounded log of a failure."""
+"""The adapter's responses: its own errors (rows of :mod:`projectops.error_cases`), error
+bodies cut to size, the 200 of encoded JSON; and the bounded log of a failure."""
 
 from __future__ import annotations
 
@@ -13,26 +13,26 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from projectops._text import MAX_TEXT_CHARS, cut, outside_text
-from projectops.answers import (
+from projectops.codec import error_body
+from projectops.conventions import CONTENT_TYPE
+from projectops.error_cases import (
     BODY_TOO_LARGE,
     INTERNAL_FAILURE,
     NO_OPERATION,
     WRONG_METHOD,
     ErrorCase,
 )
-from projectops.codec import error_body
-from projectops.conventions import CONTENT_TYPE
 from projectops.errors import ERROR_CLASSES, HTTP_STATUS_BY_CODE, ApiError, FieldViolation
 
 __all__ = [
+    "Abort",
     "Json",
-    "Refusal",
-    "answer",
     "error_response",
     "http_exception",
     "log_failure",
     "logger",
     "quoted",
+    "respond",
     "too_large",
 ]
 
@@ -48,7 +48,7 @@ async def http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (no such path, a wrong method on /docs) as ``ErrorResponse``."""
     status = exc.status_code if isinstance(exc, HTTPException) else INTERNAL_FAILURE.http_status
     if status == NO_OPERATION.http_status:
-        return answer(
+        return respond(
             NO_OPERATION,
             f"no operation at {quoted(request.url.path)}; operations are served "
             "at /api/mcp/<operation_name>",
@@ -56,15 +56,17 @@ async def http_exception(request: Request, exc: Exception) -> Response:
     headers = getattr(exc, "headers", None)
     if status == WRONG_METHOD.http_status:
         allowed = (headers or {}).get("Allow", "GET")
-        return answer(WRONG_METHOD, f"{request.method} is not allowed here; use {allowed}", headers)
+        return respond(
+            WRONG_METHOD, f"{request.method} is not allowed here; use {allowed}", headers
+        )
     return error_response(
         ApiError(str(getattr(exc, "detail", "")) or f"HTTP {status}"), status, headers
     )
 
 
-class Refusal(Exception):
-    """A refusal with one of the adapter's rows (no ``ApiError``: a handler's ``except``
-    cannot catch it)."""
+class Abort(Exception):
+    """Ends a call with one of the adapter's own error responses, as gRPC's ``context.abort``
+    does with a status (no ``ApiError``: a handler's ``except`` cannot catch it)."""
 
     def __init__(self, case: ErrorCase, message: str) -> None:
         super().__init__(message)
@@ -72,8 +74,8 @@ class Refusal(Exception):
         self.message = message
 
 
-def answer(case: ErrorCase, message: str, headers: Mapping[str, str] | None = None) -> Response:
-    """The answer of `case` saying `message` (`headers` replace the row's)."""
+def respond(case: ErrorCase, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    """The response of `case` saying `message` (`headers` replace the row's)."""
     return error_response(
         case.error(message), case.http_status, case.headers if headers is None else headers
     )
@@ -111,7 +113,7 @@ def error_response(
 
 
 class Json:
-    """The 200 answer of an encoded JSON body, a bare ASGI app (the hot path)."""
+    """The 200 response of an encoded JSON body, a bare ASGI app (the hot path)."""
 
     __slots__ = ("_body",)
     status_code = 200

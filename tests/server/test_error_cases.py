@@ -1,4 +1,4 @@
-"""The adapter's own error answers come from one table (``projectops.answers``), which the
+"""The adapter's own error answers come from one table (``projectops.error_cases``), which the
 OpenAPI document describes: each row, triggered for real, is answered with the row's status,
 code and headers, and the document's response for that status states the same."""
 
@@ -12,7 +12,7 @@ import httpx2 as httpx
 import pytest
 
 import projectops
-from projectops import answers, openapi
+from projectops import error_cases, openapi
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.errors import FailedPrecondition
 from projectops.server import create_app
@@ -44,16 +44,16 @@ class _Request:
 
 
 # One request per row, in the table's order, that the adapter answers with that row.
-TRIGGERS: list[tuple[answers.ErrorCase, _Request]] = [
-    (answers.UNAUTHENTICATED, _Request(GET.path, key="not-a-key")),
-    (answers.NO_OPERATION, _Request("/api/mcp/no_such_operation")),
-    (answers.WRONG_METHOD, _Request(GET.path, method="PUT")),
-    (answers.BODY_TOO_LARGE, _Request(GET.path, body=b" " * (MAX_BODY_BYTES + 1))),
-    (answers.MALFORMED_BODY, _Request(GET.path, body=b"[]")),
-    (answers.MISSING_REQUIRED, _Request(GET.path, body=b'{"version": "  "}')),
-    (answers.BUSINESS_RULE, _Request(GET.path, body=b'{"version": "9.9.9"}')),
-    (answers.NOT_IMPLEMENTED, _Request(LIST.path)),
-    (answers.INTERNAL_FAILURE, _Request(GET.path, body=b'{"version": "boom"}')),
+TRIGGERS: list[tuple[error_cases.ErrorCase, _Request]] = [
+    (error_cases.UNAUTHENTICATED, _Request(GET.path, key="not-a-key")),
+    (error_cases.NO_OPERATION, _Request("/api/mcp/no_such_operation")),
+    (error_cases.WRONG_METHOD, _Request(GET.path, method="PUT")),
+    (error_cases.BODY_TOO_LARGE, _Request(GET.path, body=b" " * (MAX_BODY_BYTES + 1))),
+    (error_cases.MALFORMED_BODY, _Request(GET.path, body=b"[]")),
+    (error_cases.MISSING_REQUIRED, _Request(GET.path, body=b'{"version": "  "}')),
+    (error_cases.BUSINESS_RULE, _Request(GET.path, body=b'{"version": "9.9.9"}')),
+    (error_cases.NOT_IMPLEMENTED, _Request(LIST.path)),
+    (error_cases.INTERNAL_FAILURE, _Request(GET.path, body=b'{"version": "boom"}')),
 ]
 
 
@@ -73,14 +73,14 @@ def _send(request: _Request) -> httpx.Response:
 
 
 def test_every_row_of_the_table_has_a_trigger_here() -> None:
-    assert [case for case, _ in TRIGGERS] == list(answers.ERROR_CASES)
+    assert [case for case, _ in TRIGGERS] == list(error_cases.ERROR_CASES)
 
 
 @pytest.mark.parametrize(
     ("case", "request_"), TRIGGERS, ids=[case.situation[:40] for case, _ in TRIGGERS]
 )
 def test_the_adapter_answers_each_row_as_the_row_states(
-    case: answers.ErrorCase, request_: _Request
+    case: error_cases.ErrorCase, request_: _Request
 ) -> None:
     response = _send(request_)
     assert response.status_code == case.http_status
@@ -90,8 +90,8 @@ def test_the_adapter_answers_each_row_as_the_row_states(
         assert response.headers[name] == value
 
 
-@pytest.mark.parametrize("case", answers.ERROR_CASES, ids=lambda case: case.situation[:40])
-def test_the_document_states_each_row(case: answers.ErrorCase) -> None:
+@pytest.mark.parametrize("case", error_cases.ERROR_CASES, ids=lambda case: case.situation[:40])
+def test_the_document_states_each_row(case: error_cases.ErrorCase) -> None:
     doc = openapi.document()
     if case in openapi.OUTSIDE_OPERATIONS:  # 404, 405: no answer of a POST; stated apart
         (entry,) = [
@@ -109,9 +109,9 @@ def test_the_document_states_each_row(case: answers.ErrorCase) -> None:
 
 
 def test_the_document_reads_the_adapters_table() -> None:
-    assert openapi.ERROR_CASES is answers.ERROR_CASES
-    assert openapi.ErrorCase is answers.ErrorCase
-    inside = [case for case in answers.ERROR_CASES if case not in openapi.OUTSIDE_OPERATIONS]
+    assert openapi.ERROR_CASES is error_cases.ERROR_CASES
+    assert openapi.ErrorCase is error_cases.ErrorCase
+    inside = [case for case in error_cases.ERROR_CASES if case not in openapi.OUTSIDE_OPERATIONS]
     statuses = {case.http_status for case in inside}
     for item in openapi.document()["paths"].values():
         assert {int(s) for s in item["post"]["responses"]} - {200} == statuses
@@ -120,17 +120,21 @@ def test_the_document_reads_the_adapters_table() -> None:
 def test_only_the_wrong_method_row_leaves_the_code_table() -> None:
     # Every other answer's status is HTTP_STATUS_BY_CODE's for its code, so a client maps it
     # back to its class; the 405 says which method to use instead.
-    outside = [case for case in answers.ERROR_CASES if case.status is not None]
-    assert outside == [answers.WRONG_METHOD]
-    assert answers.WRONG_METHOD.http_status == 405
-    assert answers.WRONG_METHOD.headers == {"Allow": answers.ALLOWED_METHOD} == {"Allow": "POST"}
-    for case in answers.ERROR_CASES:
+    outside = [case for case in error_cases.ERROR_CASES if case.status is not None]
+    assert outside == [error_cases.WRONG_METHOD]
+    assert error_cases.WRONG_METHOD.http_status == 405
+    assert (
+        error_cases.WRONG_METHOD.headers
+        == {"Allow": error_cases.ALLOWED_METHOD}
+        == {"Allow": "POST"}
+    )
+    for case in error_cases.ERROR_CASES:
         if case.status is None:
             assert case.http_status == projectops.HTTP_STATUS_BY_CODE[projectops.Code(case.code)]
 
 
 def test_error_builds_the_codes_class() -> None:
-    error = answers.UNAUTHENTICATED.error("no key")
+    error = error_cases.UNAUTHENTICATED.error("no key")
     assert isinstance(error, projectops.Unauthenticated)
     assert (error.code, error.message, error.violations) == ("unauthenticated", "no key", ())
-    assert isinstance(answers.MALFORMED_BODY.error("bad"), projectops.InvalidArgument)
+    assert isinstance(error_cases.MALFORMED_BODY.error("bad"), projectops.InvalidArgument)
