@@ -406,7 +406,7 @@ def test_a_base_url_with_a_control_character_is_refused_by_every_client(url: str
         with pytest.raises(projectops.InvalidBaseUrl, match="control character"):
             make(url)
     with pytest.raises(projectops.InvalidBaseUrl, match="control character"):
-        run_checks(url, KEY, of=())
+        run_checks(url, KEY, operations=())
 
 
 @pytest.mark.parametrize("url", BROKEN_URLS[:1])

@@ -644,7 +644,7 @@ def test_checks_the_request_budget_cut_short_say_so(
     op = WITH_REQUIRED[0]
     # The three auth checks, then one request of request.required.
     monkeypatch.setattr("projectops.conformance._runner.MAX_REQUESTS", 4)
-    report = run_checks(mock_url, DEMO_KEY, project=_demo(), timeout=TIMEOUT, of=[op])
+    report = run_checks(mock_url, DEMO_KEY, project=_demo(), timeout=TIMEOUT, operations=[op])
     assert report.requests == 4 and report.unimplemented == ()
     for check_id in ("request.required", "errors.violation-paths", "http.body-limit"):
         check = _check(report, op.name, check_id)

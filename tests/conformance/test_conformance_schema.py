@@ -5,7 +5,7 @@ exactly their way.
 
 The schema is built in a private descriptor pool; its one operation is served by
 :func:`projectops.server.create_app` (``operations=[...]``), on uvicorn in a thread on
-127.0.0.1, and the runner is pointed at it with ``run_checks(of=...)``.
+127.0.0.1, and the runner is pointed at it with ``run_checks(operations=...)``.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_a_server_of_another_schema_fails_exactly_the_checks_of_its_breakage(
 ) -> None:
     make_app, expected = BROKEN[breakage]
     with serving(make_app()) as url:
-        report = run_checks(url, KEY, project=_project(), timeout=TIMEOUT, of=[OP])
+        report = run_checks(url, KEY, project=_project(), timeout=TIMEOUT, operations=[OP])
     failed = {c.id for c in report.checks if c.status == "failed"}
     assert failed == expected, [c for c in report.checks if c.status == "failed"]
     assert [c.operation for c in report.checks] == [OP.name] * len(CHECKS)

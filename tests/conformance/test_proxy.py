@@ -34,7 +34,7 @@ import projectops
 from projectops.client import AsyncRawClient
 from projectops.codec import to_dict, to_json
 from projectops.conformance._catalogue import required_fields
-from projectops.conformance._proxy import STAND_IN_KEY, Drift, Recording, create_proxy_app
+from projectops.conformance._proxy import STAND_IN_KEY, Recording, Violation, create_proxy_app
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.fixtures import FixtureAnswer, decode_fixtures, default_fixtures, request_key
 from projectops.mock import create_mock_app, generate, load_fixtures
@@ -107,10 +107,10 @@ def _call(
     recording: Recording | None = None,
     timeout: float = TIMEOUT,
     cap: int = CAP,
-) -> tuple[list[Got], list[Got], list[Drift]]:
+) -> tuple[list[Got], list[Got], list[Violation]]:
     """Send each (method, path, body, headers) through the proxy and straight to `upstream`
-    (an ASGI app); what each answered, and the drifts the proxy reported."""
-    drifts: list[Drift] = []
+    (an ASGI app); what each answered, and the violations (drift lines) the proxy reported."""
+    drifts: list[Violation] = []
 
     async def main() -> tuple[list[Got], list[Got]]:
         transport = httpx2.ASGITransport(upstream)
@@ -482,7 +482,7 @@ def test_an_answer_over_the_cap_is_503_and_a_late_one_504() -> None:
         return Response(b"{}")
 
     slow = Starlette(routes=[Route(op.path, never, methods=["POST"])])
-    drifts: list[Drift] = []
+    drifts: list[Violation] = []
 
     async def main() -> httpx2.Response:
         forward = AsyncRawClient(
@@ -601,7 +601,7 @@ def test_headers_go_through_as_they_came_both_ways() -> None:
 
 def test_on_real_sockets_it_answers_as_the_upstream(no_proxy_in_env: Any) -> None:
     calls = _ordinary_calls()
-    drifts: list[Drift] = []
+    drifts: list[Violation] = []
     with serving(_mock()) as upstream_url:
         forward = AsyncRawClient(upstream_url, timeout=TIMEOUT, max_response_bytes=CAP)
         with serving(create_proxy_app(forward, report=drifts.append)) as proxy_url:

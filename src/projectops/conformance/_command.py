@@ -136,7 +136,7 @@ def _run(args: argparse.Namespace, transport: httpx2.BaseTransport | None = None
         project=project,
         transport=transport,
         deadline=args.deadline,
-        of=ops,
+        operations=ops,
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
         max_judged_bytes=args.max_judged_bytes,
@@ -221,7 +221,7 @@ def _limit(
 
 def _run_proxy(args: argparse.Namespace) -> int:
     from projectops.client import AsyncRawClient
-    from projectops.conformance._proxy import STAND_IN_KEY, Drift, Recording, create_proxy_app
+    from projectops.conformance._proxy import STAND_IN_KEY, Recording, Violation, create_proxy_app
 
     if args.base_url is not None:
         raise UsageError("--base-url does nothing for 'proxy': give the server with --upstream")
@@ -237,8 +237,8 @@ def _run_proxy(args: argparse.Namespace) -> int:
         base_url, timeout=args.timeout, max_response_bytes=args.max_response_bytes
     )
 
-    def report(drift: Drift) -> None:
-        shown = drift.json_line() if args.json else drift.line()
+    def report(violation: Violation) -> None:
+        shown = violation.json_line() if args.json else violation.line()
         print(shown, file=sys.stdout if args.json else sys.stderr, flush=True)
 
     app = create_proxy_app(

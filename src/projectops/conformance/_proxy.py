@@ -2,7 +2,7 @@
 (docs/conformance.md). Calls are forwarded as they came and answered with what the upstream
 answered; once the answer is sent, an operation's request is decoded as a server does and its
 answer judged with the catalogue's checks of one answer, in a bounded number of worker threads,
-each violation a :class:`Drift`; 200 answers can be recorded as mock fixtures
+each violation a :class:`Violation`; 200 answers can be recorded as mock fixtures
 (:class:`Recording`).
 
 What it refuses to forward, with an ``ErrorResponse``: a request target with a dot segment, a
@@ -47,8 +47,8 @@ from projectops.registry import Operation, operations
 from projectops.server import error_response, read_body
 from projectops.validation import validate, violations
 
-__all__ = ["JUDGING_WORKERS", "NOT_JUDGED", "STAND_IN_KEY", "Drift"]
-__all__ += ["Recording", "create_proxy_app", "drift"]
+__all__ = ["JUDGING_WORKERS", "NOT_JUDGED", "STAND_IN_KEY", "Violation"]
+__all__ += ["Recording", "create_proxy_app", "find_violations"]
 
 #: The ``apiKey`` of the recorded fixtures' first project (then ``-2``, ``-3``, ...).
 STAND_IN_KEY = "recorded-key"
@@ -75,7 +75,7 @@ _log = logging.getLogger("projectops.proxy")
 
 
 @dataclass(frozen=True)
-class Drift:
+class Violation:
     """Where a request or an answer breaks the contract: the catalogue's `check` id (a request:
     ``request.decodes`` or ``request.required``), the `field` path (``""``: the whole body) and
     the `detail`; both outside text, the caller's key redacted."""
@@ -96,10 +96,10 @@ class Drift:
         return json.dumps(asdict(self), ensure_ascii=True)
 
 
-def drift(
+def find_violations(
     op: Operation, side: Side, body: bytes, *, status: int = 200, secrets: Sequence[str] = ()
-) -> tuple[list[Drift], Message | None]:
-    """The drifts of one side of a call of `op`, and its message.
+) -> tuple[list[Violation], Message | None]:
+    """The violations of one side of a call of `op`, and its message.
 
     Args:
         op: the operation called.
@@ -112,7 +112,7 @@ def drift(
             ``Authorization``, ``Cookie``), redacted from each drift's texts.
 
     Returns:
-        The drifts, and the message (``None``: it does not decode, or is an error answer).
+        The violations, and the message (``None``: it does not decode, or is an error answer).
     """
     message: Message | None
     if side == "request":
@@ -126,7 +126,7 @@ def drift(
         verdict = judge_answer(op.response_type, status, body)
         problems = verdict.problems
         message = None if DECODES in problems else verdict.message
-    out: list[Drift] = []
+    out: list[Violation] = []
     named: set[str] = set()
     # The mapping checks first: they name the fields the decoding check would name again.
     for check, found in sorted(problems.items(), key=lambda item: item[0].endswith("decodes")):
@@ -136,7 +136,7 @@ def drift(
                 continue
             named.add(field)
             field, what = (outside_text(t, _DETAIL_CHARS, secrets) for t in (field, what))
-            out.append(Drift(op.name, side, check, field, what))
+            out.append(Violation(op.name, side, check, field, what))
     return out, message
 
 
@@ -301,7 +301,7 @@ def _refused_target(path: str, query: str, base_url: str) -> str | None:
 def create_proxy_app(
     upstream: AsyncRawClient,
     *,
-    report: Callable[[Drift], None],
+    report: Callable[[Violation], None],
     recording: Recording | None = None,
     max_request_bytes: int = MAX_BODY_BYTES,
     max_judged_bytes: int = MAX_JUDGED_BYTES,
@@ -334,36 +334,38 @@ def create_proxy_app(
         """Judge one forwarded call in a worker thread, after its answer went out."""
         if waiting[0] >= 2 * workers:
             busy = f"{waiting[0]} calls are being judged or waiting for it"
-            report(Drift(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
+            report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
             return
         judged: bytes | None = answer
         if len(answer) > max_judged_bytes:  # the request is still judged: at most 1 MiB
             size = f"{len(answer):,} bytes, over the {max_judged_bytes:,} judged"
-            report(Drift(op.name, "answer", NOT_JUDGED, "", f"not judged: the answer is {size}"))
+            report(
+                Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: the answer is {size}")
+            )
             judged = None
         waiting[0] += 1
         try:
-            drifts = await anyio.to_thread.run_sync(
+            reported = await anyio.to_thread.run_sync(
                 judge_call, op, body, status, judged, key, secrets, limiter=judges
             )
         finally:
             waiting[0] -= 1
-        for found in drifts:
+        for found in reported:
             report(found)
 
     def judge_call(
         op: Operation, body: bytes, status: int, answer: bytes | None, key: str, secrets: list[str]
-    ) -> list[Drift]:
-        """The drifts of one call (in a worker thread; `answer` ``None``: not judged); its 200
+    ) -> list[Violation]:
+        """The violations of one call (in a worker thread; `answer` ``None``: not judged); its 200
         answer recorded when both sides decode."""
-        drifts, sent = drift(op, "request", body, secrets=secrets)
+        in_request, sent = find_violations(op, "request", body, secrets=secrets)
         if answer is None:
-            return drifts
-        found, got = drift(op, "answer", answer, status=status, secrets=secrets)
+            return in_request
+        found, got = find_violations(op, "answer", answer, status=status, secrets=secrets)
         # `got` is set for a 200 answer that decodes strictly only.
         if recording is not None and sent is not None and got is not None:
             recording.add(op, key, sent, got, secrets)
-        return drifts + found
+        return in_request + found
 
     async def proxy(request: Request) -> Response:
         path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"

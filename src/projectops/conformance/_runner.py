@@ -27,7 +27,7 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 import projectops
-from projectops import conventions, error_cases
+from projectops import conventions, error_cases, registry
 from projectops._generate import generate
 from projectops._text import escape, outside_text
 from projectops.codec import to_dict, to_json
@@ -35,7 +35,7 @@ from projectops.conformance import _catalogue, _report
 from projectops.conformance._report import MAX_REQUESTS, CheckResult, Report, Status
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 from projectops.fixtures import FixtureProject
-from projectops.registry import Operation, operations
+from projectops.registry import Operation
 
 if TYPE_CHECKING:
     import httpx2
@@ -572,7 +572,7 @@ def run_checks(
     max_response_bytes: int = conventions.DEFAULT_MAX_RESPONSE_BYTES,
     transport: httpx2.BaseTransport | None = None,
     deadline: float | None = _report.DEFAULT_DEADLINE,
-    of: Sequence[Operation] | None = None,
+    operations: Sequence[Operation] | None = None,
     max_judged_bytes: int = _report.MAX_JUDGED_BYTES,
 ) -> Report:
     """Run every check of the catalogue against a server of the API (docs/conformance.md).
@@ -590,7 +590,8 @@ def run_checks(
         deadline: seconds the whole run may take, 600 by default; the checks it cuts short are
             skipped saying so; judging an answer may end one `timeout` past it. ``None``:
             bounded only by `timeout` and the run's 1,000 requests at most.
-        of: the operations to check; ``None`` (the default): every operation of the registry.
+        operations: the operations to check; ``None`` (the default): every operation of the
+            registry.
         max_judged_bytes: the largest answer judged, in bytes (8 MiB by default); the checks a
             larger one would feed are skipped, saying so.
 
@@ -601,7 +602,7 @@ def run_checks(
         projectops.InvalidBaseUrl: `base_url` is not an absolute http(s) URL.
     """
     url = conventions.normalize_base_url(base_url, secrets=[api_key])
-    ops = tuple(operations() if of is None else of)
+    ops = tuple(registry.operations() if operations is None else operations)
     start = time.monotonic()
     sender = Sender(
         url,
