@@ -1,5 +1,5 @@
 """OpenTelemetry spans and duration histograms of a call from the clients through a create_app
-server, in process (httpx.ASGITransport), recorded by the SDK's in-memory exporter and reader.
+server, in process (httpx2.ASGITransport), recorded by the SDK's in-memory exporter and reader.
 
 The interceptors of both sides (``ClientTelemetry``, ``AsyncClientTelemetry``,
 ``ServerTelemetry``) are given the providers instead of the global ones, so no other test of the
@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
@@ -107,24 +107,24 @@ def async_call(app: Any, rec: Recorded, op: str, request: dict[str, Any], key: s
             key,
             retries=0,
             interceptors=[AsyncClientTelemetry(rec.tracer_provider, rec.meter_provider)],
-            transport=httpx.ASGITransport(app=app),
+            transport=httpx2.ASGITransport(app=app),
         ) as client:
             return await client.call(op, request)
 
     return asyncio.run(go())
 
 
-class _SyncASGI(httpx.BaseTransport):
+class _SyncASGI(httpx2.BaseTransport):
     """The sync client's requests served by an ASGI app in process."""
 
     def __init__(self, app: Any) -> None:
-        self._asgi = httpx.ASGITransport(app=app)
+        self._asgi = httpx2.ASGITransport(app=app)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        async def go() -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        async def go() -> httpx2.Response:
             response = await self._asgi.handle_async_request(request)
             body = b"".join([chunk async for chunk in response.stream])  # type: ignore[union-attr]
-            return httpx.Response(response.status_code, headers=response.headers, content=body)
+            return httpx2.Response(response.status_code, headers=response.headers, content=body)
 
         return asyncio.run(go())
 
@@ -187,8 +187,8 @@ def test_a_call_failed_by_its_last_answer_records_that_answers_status(
     shorten_backoff(monkeypatch)
     answers = iter(
         [
-            httpx.Response(503, json={"code": "unavailable", "message": "busy"}),
-            httpx.Response(200, content=b"{" + b" " * 100 + b"}"),
+            httpx2.Response(503, json={"code": "unavailable", "message": "busy"}),
+            httpx2.Response(200, content=b"{" + b" " * 100 + b"}"),
         ]
     )
     seen: list[int | None] = []
@@ -204,7 +204,7 @@ def test_a_call_failed_by_its_last_answer_records_that_answers_status(
         KEY,
         max_response_bytes=10,
         interceptors=[ClientTelemetry(rec.tracer_provider, rec.meter_provider), last_status],
-        transport=httpx.MockTransport(lambda request: next(answers)),
+        transport=httpx2.MockTransport(lambda request: next(answers)),
     ) as client:
         with pytest.raises(AnswerTooLarge):
             client.call("list_rum_environments", {})
@@ -355,10 +355,10 @@ def test_without_the_api_installed_nothing_is_imported_or_recorded(
     assert sync(None, None, lambda request, context: "passed") == "passed"
 
 
-async def _post(app: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+async def _post(app: Any, headers: dict[str, str] | None = None) -> httpx2.Response:
     """``list_rum_environments`` of `app` with the key and `headers`, in-process."""
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    async with httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app), base_url="http://test"
     ) as client:
         return await client.post(
             "/api/mcp/list_rum_environments",

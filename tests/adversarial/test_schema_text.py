@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from google.protobuf import descriptor_pb2
 from hypothesis import given, settings
@@ -160,14 +160,14 @@ def marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     assert not path.exists(), "a proto comment ran as code"
 
 
-def _answer_empty(request: httpx.Request) -> httpx.Response:
-    return httpx.Response(200, json={})
+def _answer_empty(request: httpx2.Request) -> httpx2.Response:
+    return httpx2.Response(200, json={})
 
 
 def test_typed_methods_run_no_comment(generated: Generated, marker: Path) -> None:
     mod = generated.client
     with mod.OperationsServiceClient(
-        base_url="http://127.0.0.1:9", api_key="k", transport=httpx.MockTransport(_answer_empty)
+        base_url="http://127.0.0.1:9", api_key="k", transport=httpx2.MockTransport(_answer_empty)
     ) as client:
         client.list_rum_environments()
         client.get_release_details(version="1.0.0")
@@ -176,7 +176,7 @@ def test_typed_methods_run_no_comment(generated: Generated, marker: Path) -> Non
         async with mod.AsyncOperationsServiceClient(
             base_url="http://127.0.0.1:9",
             api_key="k",
-            transport=httpx.MockTransport(_answer_empty),
+            transport=httpx2.MockTransport(_answer_empty),
         ) as client:
             await client.list_rum_environments()
             await client.get_release_details(version="1.0.0")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
@@ -75,7 +75,7 @@ def test_an_error_quotes_only_a_short_prefix_of_a_request_value(
     base_url: str, name: str, path: str, body: bytes, status: int, code: str
 ) -> None:
     start = time.monotonic()
-    answer = httpx.post(
+    answer = httpx2.post(
         base_url + path, content=body, headers={API_KEY_HEADER: "demo-key"}, timeout=20
     )
     seconds = time.monotonic() - start

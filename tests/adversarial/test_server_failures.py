@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 import uvicorn
 from google.protobuf.descriptor import FieldDescriptor
@@ -83,9 +83,9 @@ def served(app: Any) -> Iterator[str]:
         sock.close()
 
 
-def _post(url: str, path: str, body: object) -> httpx.Response:
+def _post(url: str, path: str, body: object) -> httpx2.Response:
     headers = {API_KEY_HEADER: KEY}
-    return httpx.post(url + path, content=json.dumps(body), headers=headers, timeout=10)
+    return httpx2.post(url + path, content=json.dumps(body), headers=headers, timeout=10)
 
 
 def test_every_base_exception_of_the_services_code_is_the_500_error_response(

@@ -8,7 +8,7 @@ import re
 import time
 from urllib.parse import quote, quote_plus
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from projectops.conventions import API_KEY_HEADER
@@ -26,7 +26,7 @@ def test_the_access_log_never_writes_a_query_string() -> None:
         f"/docs?key={SECRET}",
     ]
     with mock_server(["--access-log"]) as server:
-        with httpx.Client(base_url=server.base_url, timeout=10) as client:
+        with httpx2.Client(base_url=server.base_url, timeout=10) as client:
             for url in urls:
                 client.post(url, json={}, headers={API_KEY_HEADER: "demo-key"})
         # A path with an escape sequence (percent-encoded: the request line allows no raw ESC).
@@ -58,7 +58,7 @@ def test_the_crash_log_redacts_the_key_in_every_escaping() -> None:
         json.dumps(CRASH_KEY)[1:-1],
     }
     with crashing_server() as server:
-        answer = httpx.post(
+        answer = httpx2.post(
             f"{server.base_url}/api/mcp/get_release_details",
             json={"version": CRASH_KEY},
             headers={API_KEY_HEADER: CRASH_KEY},

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx2 as httpx
+import httpx2
 import jsonschema
 import pytest
 
@@ -159,5 +159,5 @@ HEADERS = {"Accept": "application/json, text/event-stream"}
     ids=["own-host", "foreign-host", "foreign-origin"],
 )
 def test_dns_rebinding_protection(plain: HttpServer, headers: dict[str, str], status: int) -> None:
-    response = httpx.post(plain.url, json=INITIALIZE, headers={**HEADERS, **headers}, timeout=10)
+    response = httpx2.post(plain.url, json=INITIALIZE, headers={**HEADERS, **headers}, timeout=10)
     assert response.status_code == status

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from projectops import API_KEY_ENV, BASE_URL_ENV
@@ -62,7 +62,7 @@ def slow_backend(sleep: float, mark: Path, log: Path) -> Iterator[str]:
 
 
 def _rpc(
-    client: httpx.Client, url: str, method: str, params: dict[str, Any], id: int | None = None
+    client: httpx2.Client, url: str, method: str, params: dict[str, Any], id: int | None = None
 ) -> dict[str, Any] | None:
     """One JSON-RPC message POSTed to `url`; the answer to it (JSON or the first SSE
     ``data:`` event), ``None`` for a notification."""
@@ -91,7 +91,7 @@ def _call_during_sigterm(server: HttpServer, mark: Path) -> dict[str, Any]:
     from mcp import types
 
     headers = {"Accept": "application/json, text/event-stream"}
-    with httpx.Client(headers=headers, timeout=SLEEP + 3 * SLACK) as client:
+    with httpx2.Client(headers=headers, timeout=SLEEP + 3 * SLACK) as client:
         init = _rpc(
             client,
             server.url,
@@ -116,7 +116,7 @@ def _call_during_sigterm(server: HttpServer, mark: Path) -> dict[str, Any]:
                     {"name": "get-release-details", "arguments": {"version": "1.0.0"}},
                     id=2,
                 )
-            except httpx.HTTPError as exc:  # the cut call: any failure, as long as it ends
+            except httpx2.HTTPError as exc:  # the cut call: any failure, as long as it ends
                 seen["error"] = repr(exc)
             seen["ended"] = time.monotonic()
 

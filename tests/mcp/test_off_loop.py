@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import httpx2 as httpx
+import httpx2
 import pytest
 
 import projectops
@@ -64,7 +64,7 @@ def test_a_large_answer_leaves_the_loop_to_the_other_sessions(
 
     monkeypatch.setattr(anyio.to_thread, "run_sync", held_run_sync)
     monkeypatch.setattr(mcp_server, "_result", encode)
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=LARGE))
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=LARGE))
     server = mcp_server.create_server(AsyncClient("http://service.test", "k", transport=transport))
 
     async def caller(client: Client) -> None:

@@ -1,5 +1,5 @@
 """The tool server in-process (``mcp.Client(server)``), with the HTTP client on an
-``httpx.MockTransport``: the failure sentences of every kind of answer, key redaction, one
+``httpx2.MockTransport``: the failure sentences of every kind of answer, key redaction, one
 validation and one HTTP client, and both MCP protocol eras; a wrong key and a refused
 connection against real sockets. The end-to-end tests are in ``test_stdio.py``."""
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx2 as httpx
+import httpx2
 import pytest
 
 import projectops
@@ -50,12 +50,12 @@ if TYPE_CHECKING:
 
 SERVICE = "http://service.test"
 KEY = "k-3b1f0e"
-Handler = Callable[[httpx.Request], httpx.Response]
+Handler = Callable[[httpx2.Request], httpx2.Response]
 
 
 def factory(handler: Handler, key: str | None = KEY) -> AsyncClient:
     """The one HTTP client of a tool server, sending to `handler`."""
-    return AsyncClient(SERVICE, key, transport=httpx.MockTransport(handler))
+    return AsyncClient(SERVICE, key, transport=httpx2.MockTransport(handler))
 
 
 def create_server(client: AsyncClient) -> Server[Any]:
@@ -78,7 +78,7 @@ def call(
 
 
 def answer(status: int, body: dict[str, Any]) -> Handler:
-    return lambda request: httpx.Response(status, json=body)
+    return lambda request: httpx2.Response(status, json=body)
 
 
 OP, ARGUMENTS, ANSWER = WITH_REQUIRED, demo_arguments(WITH_REQUIRED), demo_response(WITH_REQUIRED)
@@ -88,11 +88,11 @@ TOOL = OP.tool_name
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_a_call_sends_the_request_and_returns_text_and_structured_content(mode: str) -> None:
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
-        return httpx.Response(200, json=ANSWER)
+        return httpx2.Response(200, json=ANSWER)
 
     result = call(create_server(factory(handler)), TOOL, ARGUMENTS, mode)
     assert result.is_error is False
@@ -106,7 +106,7 @@ def test_a_call_sends_the_request_and_returns_text_and_structured_content(mode: 
 
 
 def test_invalid_arguments_send_nothing() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         raise AssertionError("nothing may be sent")
 
     result = call(create_server(factory(handler)), TOOL, {FIELD: ""})
@@ -195,8 +195,8 @@ def test_failure_sentence(error: projectops.ApiError, text: str) -> None:
 
 
 def test_no_answer_names_the_base_url() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused", request=request)
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request)
 
     result = call(create_server(factory(handler)), NO_ARGUMENTS.tool_name, {})
     assert result.is_error is True
@@ -227,7 +227,7 @@ def test_a_service_nobody_listens_at_is_named_with_its_variable(dead_url: str) -
 
 
 def test_a_missing_key_fails_the_call_only() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         raise AssertionError("nothing may be sent")
 
     result = call(create_server(factory(handler, key=None)), NO_ARGUMENTS.tool_name, {})
@@ -271,7 +271,7 @@ def test_a_bad_limit_is_refused_without_blaming_the_base_url(
 def test_an_unexpected_failure_is_an_error_result_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def broken(request: httpx.Request) -> httpx.Response:
+    def broken(request: httpx2.Request) -> httpx2.Response:
         raise RuntimeError("bug")
 
     result = call(create_server(factory(broken)), NO_ARGUMENTS.tool_name, {})
@@ -302,7 +302,7 @@ def test_tools_list_carries_titles_and_hints_from_the_proto() -> None:
     from mcp import Client
 
     async def run() -> list[types.Tool]:
-        server = create_server(factory(lambda request: httpx.Response(500)))
+        server = create_server(factory(lambda request: httpx2.Response(500)))
         async with Client(server) as client:  # type: ignore[arg-type]
             return (await client.list_tools()).tools
 
@@ -330,7 +330,7 @@ def test_a_log_line_quoting_outside_text_is_escaped_and_cut(
         monkeypatch.setattr(logger, "level", logger.level)
     configure_logging()
 
-    def broken(request: httpx.Request) -> httpx.Response:
+    def broken(request: httpx2.Request) -> httpx2.Response:
         raise RuntimeError("\x1b]0;pwned\x07" + "A" * 200_000)
 
     assert call(create_server(factory(broken)), NO_ARGUMENTS.tool_name, {}).is_error is True
@@ -353,8 +353,8 @@ def test_a_one_letter_key_leaves_our_sentences_whole_and_is_redacted_from_outsid
     monkeypatch.setenv(API_KEY_ENV, "A")
     configure_logging()
 
-    def refused(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused: the key was A")
+    def refused(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("refused: the key was A")
 
     server = create_server(factory(refused, key="A"))
     text = text_of(call(server, NO_ARGUMENTS.tool_name, {}))

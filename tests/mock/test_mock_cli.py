@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
@@ -257,7 +257,7 @@ def test_custom_fixtures_are_served_and_matched_after_trimming(
     # --no-generate: an operation the file does not mention is not answered with a made-up one.
     server = start_mock_server(path, ["--no-generate"])
     headers = {API_KEY_HEADER: "p-key"}
-    with httpx.Client(base_url=server.base_url) as client:
+    with httpx2.Client(base_url=server.base_url) as client:
         found = client.post(GET.path, json={FIELD.json_name: "2.0"}, headers=headers)
         assert found.status_code == 200
         assert projectops.from_json(found.content, GET.response_type, strict=True) == response
@@ -279,7 +279,7 @@ def test_stop_signals_exit_0_and_output_only_the_listening_line(
     start_mock_server: Any, sig: signal.Signals
 ) -> None:
     server = start_mock_server()
-    with httpx.Client(base_url=server.base_url) as client:
+    with httpx2.Client(base_url=server.base_url) as client:
         for key in ("demo-key", "other-key", "guessed-key-5555"):
             client.post(GET.path, json={FIELD.json_name: "1.0.0"}, headers={API_KEY_HEADER: key})
             client.post(GET.path, content=b"[", headers={API_KEY_HEADER: key})
@@ -293,7 +293,7 @@ def test_stop_signals_exit_0_and_output_only_the_listening_line(
 def test_access_log_never_shows_an_api_key(start_mock_server: Any) -> None:
     server = start_mock_server(extra_args=["--access-log"])
     keys = ["demo-key", "other-key", "guessed-key-5555"]
-    with httpx.Client(base_url=server.base_url) as client:
+    with httpx2.Client(base_url=server.base_url) as client:
         for key in keys:
             client.post(GET.path, json={FIELD.json_name: "1.0.0"}, headers={API_KEY_HEADER: key})
             client.post(LIST.path + "?key=" + "q", headers={API_KEY_HEADER: key})
@@ -320,7 +320,7 @@ def test_port_0_picks_a_free_port_and_prints_it(tmp_path: Path) -> None:
         match = LISTENING.match(err_path.read_text().strip())
         assert match, err_path.read_text()
         assert int(match.group(2)) > 0
-        response = httpx.post(
+        response = httpx2.post(
             match.group(1) + LIST.path, json={}, headers={API_KEY_HEADER: "demo-key"}
         )
         assert response.status_code == 200

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 import projectops
@@ -36,20 +36,20 @@ def expected(project: str, op: projectops.Operation, request: dict[str, Any]) ->
 
 
 @pytest.fixture(scope="module")
-def client(mock_server: Any) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=mock_server.base_url, timeout=10) as c:
+def client(mock_server: Any) -> Iterator[httpx2.Client]:
+    with httpx2.Client(base_url=mock_server.base_url, timeout=10) as c:
         yield c
 
 
 def post(
-    client: httpx.Client,
+    client: httpx2.Client,
     op_or_path: projectops.Operation | str,
     body: Any = None,
     *,
     key: str | None = "demo-key",
     headers: dict[str, str] | None = None,
     content: bytes | None = None,
-) -> httpx.Response:
+) -> httpx2.Response:
     path = op_or_path.path if isinstance(op_or_path, projectops.Operation) else op_or_path
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     if key is not None:
@@ -59,7 +59,7 @@ def post(
     return client.post(path, content=content, headers=all_headers)
 
 
-def error_of(response: httpx.Response, status: int, code: str) -> str:
+def error_of(response: httpx2.Response, status: int, code: str) -> str:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/json"
     body = response.json()
@@ -70,7 +70,7 @@ def error_of(response: httpx.Response, status: int, code: str) -> str:
 
 
 @pytest.mark.slow
-def test_list_rum_environments_end_to_end(client: httpx.Client) -> None:
+def test_list_rum_environments_end_to_end(client: httpx2.Client) -> None:
     response = post(client, LIST, {})
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
@@ -84,7 +84,7 @@ def test_list_rum_environments_end_to_end(client: httpx.Client) -> None:
 
 
 @pytest.mark.slow
-def test_get_release_details_end_to_end(client: httpx.Client) -> None:
+def test_get_release_details_end_to_end(client: httpx2.Client) -> None:
     response = post(client, GET, {"version": "1.0.0"})
     assert response.status_code == 200
     body = response.json()
@@ -106,19 +106,19 @@ def test_get_release_details_end_to_end(client: httpx.Client) -> None:
 
 
 @pytest.mark.slow
-def test_empty_body_equals_the_empty_object(client: httpx.Client) -> None:
+def test_empty_body_equals_the_empty_object(client: httpx2.Client) -> None:
     assert post(client, LIST).json() == post(client, LIST, {}).json()
 
 
 @pytest.mark.slow
-def test_version_with_surrounding_spaces_matches(client: httpx.Client) -> None:
+def test_version_with_surrounding_spaces_matches(client: httpx2.Client) -> None:
     assert post(client, GET, {"version": "  1.0.0\t"}).json() == expected(
         "demo", GET, {"version": "1.0.0"}
     )
 
 
 @pytest.mark.slow
-def test_the_other_project_has_other_data(client: httpx.Client) -> None:
+def test_the_other_project_has_other_data(client: httpx2.Client) -> None:
     other = post(client, LIST, {}, key="other-key").json()
     assert other == expected("other", LIST, {})
     assert other != post(client, LIST, {}).json()
@@ -132,7 +132,7 @@ def test_the_other_project_has_other_data(client: httpx.Client) -> None:
 
 
 @pytest.mark.slow
-def test_project_id_header_naming_another_project_changes_nothing(client: httpx.Client) -> None:
+def test_project_id_header_naming_another_project_changes_nothing(client: httpx2.Client) -> None:
     plain = post(client, GET, {"version": "1.0.0"})
     for header in ("Project-Id", "Organization-Id"):
         crossed = post(client, GET, {"version": "1.0.0"}, headers={header: "other"})
@@ -146,26 +146,26 @@ def test_project_id_header_naming_another_project_changes_nothing(client: httpx.
 
 
 @pytest.mark.slow
-def test_unknown_release_is_400_failed_precondition(client: httpx.Client) -> None:
+def test_unknown_release_is_400_failed_precondition(client: httpx2.Client) -> None:
     message = error_of(post(client, GET, {"version": "9.9.9"}), 400, "failed_precondition")
     assert message == 'project demo has no get_release_details answer for version "9.9.9"'
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", [None, "wrong-key", ""])
-def test_missing_or_wrong_key_is_401(client: httpx.Client, key: str | None) -> None:
+def test_missing_or_wrong_key_is_401(client: httpx2.Client, key: str | None) -> None:
     error_of(post(client, GET, {"version": "1.0.0"}, key=key), 401, "unauthenticated")
     error_of(post(client, LIST, {}, key=key), 401, "unauthenticated")
 
 
 @pytest.mark.slow
-def test_no_key_and_a_bad_body_is_401(client: httpx.Client) -> None:
+def test_no_key_and_a_bad_body_is_401(client: httpx2.Client) -> None:
     error_of(post(client, GET, content=b"{not json", key=None), 401, "unauthenticated")
     error_of(post(client, GET, content=b"[]", key="wrong-key"), 401, "unauthenticated")
 
 
 @pytest.mark.slow
-def test_two_key_headers_are_401(client: httpx.Client) -> None:
+def test_two_key_headers_are_401(client: httpx2.Client) -> None:
     headers = [(API_KEY_HEADER, "demo-key"), (API_KEY_HEADER, "other-key")]
     response = client.post(LIST.path, content=b"{}", headers=headers)
     message = error_of(response, 401, "unauthenticated")
@@ -185,7 +185,7 @@ def test_two_key_headers_are_401(client: httpx.Client) -> None:
     ],
 )
 def test_bad_requests_are_400_naming_the_field(
-    client: httpx.Client, body: bytes, field: str, text: str
+    client: httpx2.Client, body: bytes, field: str, text: str
 ) -> None:
     response = post(client, GET, content=body)
     message = error_of(response, 400, "invalid_argument")
@@ -196,7 +196,7 @@ def test_bad_requests_are_400_naming_the_field(
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["demo-key", None])
 def test_unknown_operation_is_404_without_needing_a_key(
-    client: httpx.Client, key: str | None
+    client: httpx2.Client, key: str | None
 ) -> None:
     message = error_of(post(client, "/api/mcp/delete_everything", {}, key=key), 404, "not_found")
     assert "/api/mcp/delete_everything" in message
@@ -204,19 +204,19 @@ def test_unknown_operation_is_404_without_needing_a_key(
 
 
 @pytest.mark.slow
-def test_a_percent_encoded_operation_path_is_404(client: httpx.Client) -> None:
+def test_a_percent_encoded_operation_path_is_404(client: httpx2.Client) -> None:
     error_of(post(client, "/api/mcp%2flist_rum_environments", {}), 404, "not_found")
 
 
 @pytest.mark.slow
-def test_get_is_405_with_allow_post(client: httpx.Client) -> None:
+def test_get_is_405_with_allow_post(client: httpx2.Client) -> None:
     response = client.get(GET.path, headers={API_KEY_HEADER: "demo-key"})
     error_of(response, 405, "unimplemented")
     assert response.headers["allow"] == "POST"
 
 
 @pytest.mark.slow
-def test_body_over_one_mebibyte_is_413(client: httpx.Client) -> None:
+def test_body_over_one_mebibyte_is_413(client: httpx2.Client) -> None:
     big = {"version": "1.0.0", "padding": "x" * MAX_BODY_BYTES}
     error_of(post(client, GET, big), 413, "resource_exhausted")
 

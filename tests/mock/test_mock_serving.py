@@ -10,7 +10,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from google.protobuf.message import Message
 
@@ -43,7 +43,7 @@ def get(value: str) -> Message:
 def test_the_mock_server_serves_the_openapi_document_and_the_reference_page(
     mock_server: Any,
 ) -> None:
-    with httpx.Client(base_url=mock_server.base_url, timeout=10) as client:
+    with httpx2.Client(base_url=mock_server.base_url, timeout=10) as client:
         document = client.get("/openapi.json")
         page = client.get("/docs")
     assert document.status_code == 200
@@ -59,7 +59,7 @@ def test_the_mock_server_serves_the_openapi_document_and_the_reference_page(
 def test_a_wrong_method_on_the_reference_is_the_error_table_405(
     mock_server: Any, path: str
 ) -> None:
-    with httpx.Client(base_url=mock_server.base_url, timeout=10) as client:
+    with httpx2.Client(base_url=mock_server.base_url, timeout=10) as client:
         answer = client.post(path)
     assert answer.status_code == 405 and "GET" in answer.headers["allow"]
     assert answer.json()["code"] == "unimplemented"
@@ -93,7 +93,7 @@ def test_workers_serve_the_given_fixtures_from_n_processes(
     server = start_mock_server(fixtures_path=path, extra_args=["--workers", "2"])
     answers = []
     for _ in range(8):  # new connections: the kernel spreads them over the workers
-        with httpx.Client(base_url=server.base_url, timeout=10) as client:
+        with httpx2.Client(base_url=server.base_url, timeout=10) as client:
             answers.append(client.post(LIST.path, json={}, headers={API_KEY_HEADER: "w-key"}))
     assert {a.status_code for a in answers} == {200}
     assert {a.content for a in answers} == {projectops.to_json(W).encode()}

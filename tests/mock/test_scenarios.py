@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import jsonschema
 import pytest
 import uvicorn
@@ -165,7 +165,7 @@ def test_the_cli_shows_scenario_answers(
 
 def test_no_generate_answers_failed_precondition(tmp_path: Path) -> None:
     for url in _serve(_app(tmp_path, SCENARIOS, generate=False)):
-        answer = httpx.post(f"{url}{LIST.path}", json={}, headers={API_KEY_HEADER: KEY})
+        answer = httpx2.post(f"{url}{LIST.path}", json={}, headers={API_KEY_HEADER: KEY})
         assert answer.status_code == 400
         assert answer.json() == {
             "code": "failed_precondition",

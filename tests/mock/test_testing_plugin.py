@@ -16,7 +16,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from google.protobuf.message import Message
 
@@ -108,7 +108,7 @@ def test_base_url_serves_a_real_port(projectops_mock: MockServer) -> None:
     url = projectops_mock.base_url
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
     assert projectops_mock.env == {BASE_URL_ENV: url, API_KEY_ENV: projectops_mock.api_key}
-    answer = httpx.post(
+    answer = httpx2.post(
         f"{url}{GET.path}",
         json={FIELD.json_name: "1"},
         headers={API_KEY_HEADER: projectops_mock.api_key},
@@ -116,7 +116,7 @@ def test_base_url_serves_a_real_port(projectops_mock: MockServer) -> None:
     )
     assert answer.status_code == 200
     assert projectops.from_json(answer.content, GET.response_type, strict=True) == RESPONSE
-    refused = httpx.post(f"{url}{GET.path}", json={}, headers={API_KEY_HEADER: "x"}, timeout=30)
+    refused = httpx2.post(f"{url}{GET.path}", json={}, headers={API_KEY_HEADER: "x"}, timeout=30)
     assert refused.status_code == 401
     assert [c.operation for c in projectops_mock.calls] == [GET.name]
 
@@ -125,8 +125,8 @@ def test_the_port_is_stopped_at_close() -> None:
     server = MockServer()
     url = server.base_url
     server.close()
-    with pytest.raises(httpx.ConnectError):
-        httpx.post(f"{url}{LIST.path}", json={}, timeout=5)
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.post(f"{url}{LIST.path}", json={}, timeout=5)
 
 
 #: A value no field of any type accepts (not an object, a scalar, a list of scalars or objects).

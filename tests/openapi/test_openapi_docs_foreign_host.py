@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from .support import DEMO_KEY, chromium, dump_dom, mock_app, serving
@@ -237,7 +237,7 @@ def test_try_it_out_with_a_spec_fetched_under_a_foreign_host_stays_on_the_page_o
         tempfile.TemporaryDirectory() as profile,
     ):
         # The front does what it should: the spec fetch carries the foreign Host.
-        assert httpx.get(f"{base_url}{HOOK_PATH}", timeout=10).status_code == 200
+        assert httpx2.get(f"{base_url}{HOOK_PATH}", timeout=10).status_code == 200
         # The hook's waits add up to 80 s of virtual time, under this budget, so it always
         # reports (an outcome or the step that timed out) before Chromium dumps the DOM.
         result = dump_dom(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -42,8 +42,8 @@ def test_a_real_server_behind_forwarded_headers_names_no_host_either() -> None:
     # uvicorn trusts X-Forwarded-* from 127.0.0.1 (its default), so the scheme and client it
     # reports change; the document must not.
     with serving(mock_app()) as base_url:
-        plain = httpx.get(f"{base_url}/openapi.json", timeout=10)
-        foreign = httpx.get(f"{base_url}/openapi.json", headers=FOREIGN, timeout=10)
+        plain = httpx2.get(f"{base_url}/openapi.json", timeout=10)
+        foreign = httpx2.get(f"{base_url}/openapi.json", headers=FOREIGN, timeout=10)
     assert plain.status_code == foreign.status_code == 200
     assert foreign.content == plain.content
     assert foreign.json()["servers"] == [{"url": "/"}]
@@ -95,7 +95,7 @@ def test_docs_page_and_assets_are_local() -> None:
 def test_chromium_renders_every_operation_and_field() -> None:
     chromium()  # fails, never skips, when Chromium is missing
     with serving(mock_app()) as base_url, tempfile.TemporaryDirectory() as profile:
-        assert httpx.get(f"{base_url}/docs").status_code == 200
+        assert httpx2.get(f"{base_url}/docs").status_code == 200
         result = dump_dom(f"{base_url}/docs", profile, budget_ms=30000)
     dom = result.stdout
     assert result.returncode == 0, result.stderr[-2000:]

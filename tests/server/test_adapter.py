@@ -1,4 +1,4 @@
-"""The ASGI adapter in process (httpx.ASGITransport), with service objects written for each case.
+"""The ASGI adapter in process (httpx2.ASGITransport), with service objects written for each case.
 
 A service is an object with one method per rpc, ``method(request, context)``: the class
 :class:`Service` below as a server package writes it, or a ``SimpleNamespace`` of functions.
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from starlette.applications import Starlette
 from starlette.types import Message as AsgiMessage
@@ -89,21 +89,21 @@ def call(
     key: str | None = "key-a",
     method: str = "POST",
     headers: Mapping[str, str] | None = None,
-) -> httpx.Response:
+) -> httpx2.Response:
     """One request to `app` in process; `key=None` sends no key header."""
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     if key is not None:
         all_headers[API_KEY_HEADER] = key
 
-    async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async def go() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
             return await client.request(method, path, content=body, headers=all_headers)
 
     return asyncio.run(go())
 
 
-def error_of(response: httpx.Response) -> dict[str, Any]:
+def error_of(response: httpx2.Response) -> dict[str, Any]:
     """The ErrorResponse body; asserts the content type and that code and status agree (a 405
     is the one transport answer outside the table: its code is ``unimplemented``)."""
     assert response.headers["content-type"] == "application/json"
@@ -215,9 +215,9 @@ def test_missing_blank_or_unknown_key_is_401(key: str | None) -> None:
 
 
 def test_two_key_headers_are_401() -> None:
-    async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=APP)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async def go() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=APP)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
             headers = [(API_KEY_HEADER, "key-a"), (API_KEY_HEADER, "key-b")]
             return await client.post(LIST.path, content=b"{}", headers=headers)
 

@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 import projectops
@@ -57,14 +57,14 @@ TRIGGERS: list[tuple[error_cases.ErrorCase, _Request]] = [
 ]
 
 
-def _send(request: _Request) -> httpx.Response:
+def _send(request: _Request) -> httpx2.Response:
     headers = {"Content-Type": "application/json"}
     if request.key is not None:
         headers[API_KEY_HEADER] = request.key
 
-    async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=APP)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async def go() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=APP)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
             return await client.request(
                 request.method, request.path, content=request.body, headers=headers
             )

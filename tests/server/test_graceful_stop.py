@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 import projectops
@@ -88,14 +88,14 @@ class Served:
 
         def send() -> None:
             try:
-                response = httpx.post(
+                response = httpx2.post(
                     f"http://{LOOPBACK}:{self.port}{GET.path}",
                     json={"version": "1.0.0"},
                     headers={API_KEY_HEADER: KEY},
                     timeout=SLEEP + 2 * SLACK,
                 )
                 outcome["status"], outcome["body"] = response.status_code, response.text
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 outcome["error"] = repr(exc)
             outcome["at"] = time.monotonic()
 

@@ -1,4 +1,4 @@
-"""What the ASGI adapter does with handlers that misbehave, in process (httpx.ASGITransport).
+"""What the ASGI adapter does with handlers that misbehave, in process (httpx2.ASGITransport).
 
 - A handler (or ``authenticate``) raising a ``BaseException`` that is not an ``Exception`` gets
   the same 500 ``internal`` as an ``Exception``, logged with the key redacted; the process's
@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import anyio
-import httpx2 as httpx
+import httpx2
 import pytest
 
 import projectops
@@ -56,22 +56,22 @@ async def quick_release(request: Any, context: Any) -> ops.GetReleaseDetailsResp
 
 
 def post(
-    client: httpx.AsyncClient, path: str, body: str = "{}", key: str = KEY
-) -> Awaitable[httpx.Response]:
+    client: httpx2.AsyncClient, path: str, body: str = "{}", key: str = KEY
+) -> Awaitable[httpx2.Response]:
     headers = {"Content-Type": "application/json", API_KEY_HEADER: key}
     return client.post(path, content=body, headers=headers)
 
 
-def run_against(app: Any, scenario: Callable[[httpx.AsyncClient], Any]) -> Any:
+def run_against(app: Any, scenario: Callable[[httpx2.AsyncClient], Any]) -> Any:
     async def go() -> Any:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
             return await scenario(client)
 
     return anyio.run(go)
 
 
-def error_of(response: httpx.Response, code: str) -> dict[str, Any]:
+def error_of(response: httpx2.Response, code: str) -> dict[str, Any]:
     assert response.headers["content-type"] == "application/json"
     body: dict[str, Any] = response.json()
     assert body["code"] == code
@@ -160,7 +160,7 @@ def test_a_sync_handler_past_the_time_out_is_answered_and_keeps_its_thread() -> 
         SimpleNamespace(list_rum_environments=stuck), authenticate=authenticate, handler_timeout=0.2
     )
 
-    async def scenario(client: httpx.AsyncClient) -> tuple[httpx.Response, int, int]:
+    async def scenario(client: httpx2.AsyncClient) -> tuple[httpx2.Response, int, int]:
         pool = anyio.to_thread.current_default_thread_limiter()
         try:
             with anyio.fail_after(PROMPT):
@@ -188,7 +188,7 @@ def test_a_quick_handler_is_unaffected_by_the_time_out() -> None:
         handler_timeout=30,
     )
 
-    async def scenario(client: httpx.AsyncClient) -> list[int]:
+    async def scenario(client: httpx2.AsyncClient) -> list[int]:
         first = await post(client, GET.path, '{"version": "1.0.0"}')
         second = await post(client, LIST.path)
         return [first.status_code, second.status_code]
@@ -226,7 +226,7 @@ def test_stuck_sync_handlers_do_not_starve_authentication_or_async_handlers(
     )
     stuck_requests = POOL_THREADS + 5
 
-    async def scenario(client: httpx.AsyncClient) -> dict[str, Any]:
+    async def scenario(client: httpx2.AsyncClient) -> dict[str, Any]:
         answers: list[int] = []
 
         async def stuck_request() -> None:

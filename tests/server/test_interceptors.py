@@ -1,4 +1,4 @@
-"""Server interceptors of create_app, in process (httpx.ASGITransport): refusing a call by
+"""Server interceptors of create_app, in process (httpx2.ASGITransport): refusing a call by
 operation, timing it, editing its response, their order, and their failures."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import logging
 import time
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 import projectops
@@ -52,10 +52,10 @@ def app_with(*interceptors: Any) -> Any:
     return create_app(Service(), authenticate={KEY: "demo"}.get, interceptors=list(interceptors))
 
 
-def post(app: Any, path: str, body: str = "{}", key: str = KEY) -> httpx.Response:
-    async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+def post(app: Any, path: str, body: str = "{}", key: str = KEY) -> httpx2.Response:
+    async def go() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
             return await client.post(path, content=body, headers={API_KEY_HEADER: key})
 
     return asyncio.run(go())

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -53,16 +53,16 @@ SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-Post = Callable[[str, bytes, str], httpx.Response]
+Post = Callable[[str, bytes, str], httpx2.Response]
 
 
 @pytest.fixture(scope="module")
-def post() -> Iterator[Callable[[str, bytes, str], httpx.Response]]:
+def post() -> Iterator[Callable[[str, bytes, str], httpx2.Response]]:
     """post(path, body, key): one request in process, on one loop and client for the module."""
     loop = asyncio.new_event_loop()
-    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=APP), base_url="http://test")
+    client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP), base_url="http://test")
 
-    def run(path: str, body: bytes, key: str) -> httpx.Response:
+    def run(path: str, body: bytes, key: str) -> httpx2.Response:
         return loop.run_until_complete(
             client.post(path, content=body, headers={API_KEY_HEADER: key})
         )
@@ -72,7 +72,7 @@ def post() -> Iterator[Callable[[str, bytes, str], httpx.Response]]:
     loop.close()
 
 
-def check(response: httpx.Response, path: str) -> None:
+def check(response: httpx2.Response, path: str) -> None:
     assert response.status_code != 500, response.text
     assert response.headers["content-type"] == "application/json"
     if response.status_code == 200:
