@@ -108,7 +108,7 @@ def test_format_duration_is_to_json_string(seconds: int, magnitude: int) -> None
     message = duration_pb2.Duration(seconds=seconds, nanos=nanos)
     text = format_duration(message)
     assert text == message.ToJsonString()
-    assert parse_duration(text) == {"seconds": seconds, "nanos": nanos}
+    assert duration_pb2.Duration(**parse_duration(text)) == message
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from projectops._fastcodec._plans import (
     FLOAT,
     INT32,
     INT64,
+    MAP,
     MAX_DEPTH,
     MESSAGE,
     OPAQUE,
@@ -80,34 +81,25 @@ def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[
             namespace[f"E{i}"] = field.aux.by_name
         kind, shape = field.kind, field.shape
         key, name = repr(field.json_name), repr(field.name)
-        if kind == OPAQUE or (shape == SINGLE and kind == WKT and _is_value(field.aux)):
-            # null is a value here (null_value): json_format's business
+        count = [f"o{field.oneof} += 1"] if field.oneof >= 0 else []
+        if kind == OPAQUE or (shape != MAP and kind == WKT and _is_value(field.aux)):
+            # null is a value here (null_value), and json_format fails on a list's: its business
             lines += [f"    v = d.get({key}, MISSING)", "    if v is None:", "        raise U"]
             lines.append("    if v is not MISSING:")
+            lines += ["        " + line for line in count + _decode_any(kind, shape, i, name)]
+            continue
+        lines.append(f"    v = d.get({key})")
+        # The value of the usual type is tested first: one test, not a None test and a type
+        # test, for most values read (each test is bytecode run per field of every object).
+        usual = _USUAL.get((shape, kind))
+        if usual is not None:
+            test, value = usual
+            lines += [f"    if {test}:", *("        " + c for c in count)]
+            lines.append(f"        out[{name}] = {value.format(i=i)}")
+            lines.append("    elif v is not None:")
         else:
-            lines += [f"    v = d.get({key})", "    if v is not None:"]
-        body = [f"o{field.oneof} += 1"] if field.oneof >= 0 else []
-        if shape == SINGLE:
-            body += _decode_single(kind, i, name)
-        elif shape == REPEATED:
-            body += ["if type(v) is not list:", "    raise U"]
-            if kind == MESSAGE:
-                body.append(
-                    f"out[{name}] = [A{i}.decode(x, depth + 1, lenient) if type(x) is dict"
-                    " else BAD() for x in v]"
-                )
-            elif kind == STR:  # a lone surrogate: upb's UTF-8 check fails, as json_format does
-                body += [
-                    "for x in v:",
-                    "    if type(x) is not str:",
-                    "        raise U",
-                    f"out[{name}] = v",
-                ]
-            else:
-                body.append(f"out[{name}] = REPEATED({kind}, A{i}, v, depth + 1, lenient)")
-        else:
-            body.append(f"out[{name}] = MAP(A{i}, v, depth + 1, lenient)")
-        lines += ["        " + line for line in body]
+            lines.append("    if v is not None:")
+        lines += ["        " + line for line in count + _decode_any(kind, shape, i, name)]
     for i in oneofs:  # two members of one oneof: json_format refuses
         lines += [f"    if o{i} > 1:", "        raise U"]
     lines.append("    return out")
@@ -117,19 +109,43 @@ def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[
     )
 
 
-def _decode_single(kind: int, i: int, name: str) -> list[str]:
-    """Lines that check a non-null JSON value `v` and store it as ``out[name]``."""
-    if kind == STR:  # a lone surrogate: upb's UTF-8 check fails, as json_format does
-        return ["if type(v) is not str:", "    raise U", f"out[{name}] = v"]
-    if kind == INT64 or kind == INT32:
-        return [
-            "if type(v) is str and v.isdigit() and v.isascii() and len(v) < 21:",
-            f"    out[{name}] = int(v)",
-            "elif type(v) is int:",
-            f"    out[{name}] = v",
-            "else:",
-            f"    out[{name}] = INTEGER(v)",
-        ]
+# (shape, kind) -> the test of a value of the usual JSON type and the expression of its field
+# value; `{i}` is the field's number in the plan. Anything else non-null goes to _decode_any.
+_USUAL: Final = {
+    (SINGLE, STR): ("type(v) is str", "v"),
+    (SINGLE, BOOL): ("type(v) is bool", "v"),
+    (SINGLE, INT64): ("type(v) is str and v.isdigit() and v.isascii() and len(v) < 21", "int(v)"),
+    (SINGLE, INT32): ("type(v) is int", "v"),
+    (SINGLE, MESSAGE): ("type(v) is dict", "A{i}.decode(v, depth + 1, lenient)"),
+    (SINGLE, TIMESTAMP): ("type(v) is str and depth < MAX_DEPTH", "TIMESTAMP(v)"),
+    (SINGLE, DURATION): ("type(v) is str and depth < MAX_DEPTH", "DURATION(v)"),
+    (REPEATED, MESSAGE): (
+        "type(v) is list",
+        "[A{i}.decode(x, depth + 1, lenient) if type(x) is dict else BAD() for x in v]",
+    ),
+}
+
+
+def _decode_any(kind: int, shape: int, i: int, name: str) -> list[str]:
+    """Lines that check a non-null JSON value `v` not of the usual type (:data:`_USUAL`) and
+    store it as ``out[name]``, or raise."""
+    if (shape, kind) in _USUAL and kind not in (INT64, INT32):
+        return ["raise U"]  # a string for a message, a number for a string: json_format's
+    if shape == MAP:
+        return [f"out[{name}] = MAP(A{i}, v, depth + 1, lenient)"]
+    if shape == REPEATED:
+        lines = ["if type(v) is not list:", "    raise U"]
+        if kind == STR:  # a lone surrogate: upb's UTF-8 check fails, as json_format does
+            return [
+                *lines,
+                "for x in v:",
+                "    if type(x) is not str:",
+                "        raise U",
+                f"out[{name}] = v",
+            ]
+        return [*lines, f"out[{name}] = REPEATED({kind}, A{i}, v, depth + 1, lenient)"]
+    if kind == INT64 or kind == INT32:  # numbers for an int64, strings for an int32, "-1", 5.0
+        return [f"out[{name}] = INTEGER(v)"]
     if kind == ENUM:
         return [
             f"x = E{i}.get(v)",  # an unhashable value: TypeError, Unsupported in from_dict
@@ -139,21 +155,6 @@ def _decode_single(kind: int, i: int, name: str) -> list[str]:
             f"    x = ENUM(A{i}, v, lenient)",
             "    if x is not SKIP:",
             f"        out[{name}] = x",
-        ]
-    if kind == BOOL:
-        return ["if type(v) is not bool:", "    raise U", f"out[{name}] = v"]
-    if kind == MESSAGE:
-        return [
-            "if type(v) is not dict:",
-            "    raise U",
-            f"out[{name}] = A{i}.decode(v, depth + 1, lenient)",
-        ]
-    if kind == TIMESTAMP or kind == DURATION:
-        function = "TIMESTAMP" if kind == TIMESTAMP else "DURATION"
-        return [
-            "if type(v) is not str or depth >= MAX_DEPTH:",
-            "    raise U",
-            f"out[{name}] = {function}(v)",
         ]
     return [f"out[{name}] = VALUE({kind}, A{i}, v, depth + 1, lenient)"]
 

@@ -34,16 +34,17 @@ _MINUTE_TEXT: dict[int, str] = {}  # seconds into the hour -> "MM:SS"
 def parse_timestamp(value: str) -> dict[str, int]:
     """``Timestamp.FromJsonString(value)`` as constructor arguments: ``seconds`` since the epoch,
     ``nanos`` when the text has a fraction. Raises ValueError: refused, or out of range."""
-    # The usual form first: UTC, an hour met before.
-    if value[-1:] == "Z" and len(value) >= 20:
-        hour = _HOUR_SECONDS.get(value[:14])  # "YYYY-MM-DDTHH:"
+    # The usual form first: an hour and a minute met before (their texts checked then), UTC.
+    hour = _HOUR_SECONDS.get(value[:14])  # "YYYY-MM-DDTHH:"
+    if hour is not None:
         rest = _MINUTE_SECONDS.get(value[14:19])  # "MM:SS"
-        if hour is not None and rest is not None:
-            if len(value) == 20:
+        if rest is not None:
+            if len(value) == 20 and value[19] == "Z":
                 return {"seconds": hour + rest}
             fraction = value[20:-1]
             if (
-                value[19] == "."
+                value[19:20] == "."
+                and value[-1] == "Z"
                 and len(fraction) <= 9
                 and fraction.isdigit()
                 and fraction.isascii()
@@ -79,24 +80,23 @@ def parse_duration(value: str) -> dict[str, int]:
     whole, point, fraction = value[:-1].partition(".")
     negative = whole[:1] == "-"
     digits = whole[1:] if negative else whole
-    if (
-        value[-1:] == "s"
-        and digits.isdigit()
-        and digits.isascii()
-        and len(digits) <= 12
-        and (not point or (fraction.isdigit() and fraction.isascii() and len(fraction) <= 9))
-    ):
+    if value[-1:] == "s" and digits.isdigit() and digits.isascii() and len(digits) <= 12:
         seconds = int(digits)
         if seconds > DURATION_SECONDS_MAX:
             raise ValueError("Duration out of range")
+        if not point and not negative:  # the usual form, "38s"
+            return {"seconds": seconds}
         # Nanoseconds of 1 to 9 fractional digits (FromJsonString's rounding gives the same),
         # inline here and above: a call per value costs more than the conversion.
-        nanos = int(fraction.ljust(9, "0")) if point else 0  # the sign of the string
-        return (
-            {"seconds": -seconds, "nanos": -nanos}
-            if negative
-            else {"seconds": seconds, "nanos": nanos}
-        )
+        if not point:
+            nanos = 0
+        elif len(fraction) <= 9 and fraction.isdigit() and fraction.isascii():
+            nanos = int(fraction.ljust(9, "0"))
+        else:
+            return _from_json_string("Duration", value)
+        if negative:  # both with the sign of the string
+            return {"seconds": -seconds, "nanos": -nanos}
+        return {"seconds": seconds, "nanos": nanos}
     return _from_json_string("Duration", value)
 
 
