@@ -19,7 +19,7 @@ from google.protobuf.message import Message
 import projectops
 from projectops import Operation, mock, operation_path
 from projectops.cli import _operations as cli
-from projectops.cli._main import _all_commands, main
+from projectops.cli._main import _commands, main
 from projectops.client import (
     AnswerTimedOut,
     InvalidRequest,
@@ -146,13 +146,25 @@ def test_help_lists_enum_choices_and_keeps_paragraphs(capsys: pytest.CaptureFixt
 
 
 def test_program_is_composed_of_the_features_commands(capsys: pytest.CaptureFixture[str]) -> None:
-    names = [c.name for c in _all_commands(None)]
+    names = [c.name for c in _commands(None, [])]
     assert len(names) == len(set(names))
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     for name in names:
         assert name in out
     assert {"schema", "mcp", "conformance", "proxy", "mock-server"} <= set(names)
+
+
+def test_a_parser_for_one_of_the_programs_own_commands_holds_it_alone() -> None:
+    every = [c.name for c in _commands(None, [])]
+    tool = projectops.operations()[0].tool_name
+    for argv in ([tool], ["--timeout", "5", tool, "--help"], ["--base-url=http://x", "describe"]):
+        named = next(arg for arg in argv[::-1] if arg in every)
+        assert [c.name for c in _commands(None, argv)] == [named]
+    # A feature's command, help before the command, an option's value that names a command,
+    # or no command: every command, so that argparse finds and lists the right one.
+    for argv in (["mcp"], ["--help", tool], ["--base-url", tool, "mcp"], ["-x", tool], []):
+        assert [c.name for c in _commands(None, argv)] == every
 
 
 @pytest.mark.slow
@@ -185,6 +197,10 @@ NOT_ON_A_CALLS_PATH = (
     "projectops.mock._app",
     "projectops.conformance._runner",
     "projectops.conformance._proxy",
+    "projectops.conformance._command",  # the other commands' parsers are not built
+    "projectops.conformance._report",
+    "projectops.mcp._command",
+    "projectops.mock._command",
     "projectops.json_schema",
     "projectops.openapi",
     "google.protobuf.json_format",  # the codec's fallback, for input the fast path refuses

@@ -131,21 +131,15 @@ def _decode_any(kind: int, shape: int, i: int, name: str) -> list[str]:
     store it as ``out[name]``, or raise."""
     if (shape, kind) in _USUAL and kind not in (INT64, INT32):
         return ["raise U"]  # a string for a message, a number for a string: json_format's
+    # An integer in another form (a number for an int64, "-1", 5.0) goes to VALUE too.
     if shape == MAP:
         return [f"out[{name}] = MAP(A{i}, v, depth + 1, lenient)"]
     if shape == REPEATED:
-        lines = ["if type(v) is not list:", "    raise U"]
-        if kind == STR:  # a lone surrogate: upb's UTF-8 check fails, as json_format does
-            return [
-                *lines,
-                "for x in v:",
-                "    if type(x) is not str:",
-                "        raise U",
-                f"out[{name}] = v",
-            ]
-        return [*lines, f"out[{name}] = REPEATED({kind}, A{i}, v, depth + 1, lenient)"]
-    if kind == INT64 or kind == INT32:  # numbers for an int64, strings for an int32, "-1", 5.0
-        return [f"out[{name}] = INTEGER(v)"]
+        return [
+            "if type(v) is not list:",
+            "    raise U",
+            f"out[{name}] = REPEATED({kind}, A{i}, v, depth + 1, lenient)",
+        ]
     if kind == ENUM:
         return [
             f"x = E{i}.get(v)",  # an unhashable value: TypeError, Unsupported in from_dict
@@ -371,7 +365,6 @@ _HELPERS: Final[dict[str, Any]] = {
     "SKIP": _SKIP,
     "NORMALIZE": _normalize,
     "BAD": _bad,
-    "INTEGER": _integer,
     "ENUM": _enum,
     "VALUE": _decode_value,
     "REPEATED": _decode_repeated,

@@ -42,14 +42,9 @@ def parse_timestamp(value: str) -> dict[str, int]:
             if len(value) == 20 and value[19] == "Z":
                 return {"seconds": hour + rest}
             fraction = value[20:-1]
-            if (
-                value[19:20] == "."
-                and value[-1] == "Z"
-                and len(fraction) <= 9
-                and fraction.isdigit()
-                and fraction.isascii()
-            ):
-                return {"seconds": hour + rest, "nanos": int(fraction.ljust(9, "0"))}
+            if value[19:20] == "." and value[-1] == "Z" and len(fraction) <= 9:
+                if fraction.isdigit() and fraction.isascii():
+                    return {"seconds": hour + rest, "nanos": int(fraction.ljust(9, "0"))}
     match = _TIMESTAMP.fullmatch(value)
     if match is None:
         return _from_json_string("Timestamp", value)

@@ -13,7 +13,7 @@ from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 import projectops
-from projectops import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, conformance, mcp, mock
+from projectops import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from projectops.cli import _operations
 from projectops.client import DEFAULT_RETRIES
 from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
@@ -133,18 +133,42 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
         args.max_response_bytes = args.max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES
 
 
-def _all_commands(transport: httpx2.BaseTransport | None) -> list[Command]:
+def _commands(transport: httpx2.BaseTransport | None, argv: Sequence[str]) -> list[Command]:
+    """The commands a parser of `argv` needs: the command `argv` names first when it is one of
+    the program's own, as argparse finds it (each option before it without ``=`` takes the next
+    argument as its value); every command when `argv` names none, a feature's or asks for help.
+    """
+    own = _operations.commands(transport)
+    rest = iter(argv)
+    for arg in rest:
+        if arg in ("-h", "--help"):
+            break
+        if not arg.startswith("-"):
+            named = [command for command in own if command.name == arg]
+            if named:
+                return named
+            break
+        if "=" not in arg:
+            next(rest, None)  # the value of --base-url, --timeout, ... (or of a wrong option)
+    from projectops import conformance, mcp, mock  # only their commands, not their machinery
+
     features = [mcp.command(), conformance.command(), conformance.proxy_command(), *mock.commands()]
-    return [*_operations.commands(transport), *features]
+    return [*own, *features]
 
 
-def build_parser(transport: httpx2.BaseTransport | None = None) -> argparse.ArgumentParser:
+def build_parser(
+    transport: httpx2.BaseTransport | None = None, *, argv: Sequence[str] | None = None
+) -> argparse.ArgumentParser:
     """The argument parser of ``projectops``: the operation commands and those the features
     contribute (docs/cli.md).
 
     Args:
         transport: an ``httpx2.BaseTransport`` the operation commands send through instead of
             the network (tests); ``None`` (the default): the network.
+        argv: the arguments the parser is for: when they name one of the program's own
+            commands (an operation, ``describe``, ...), the parser holds that command only, so
+            a call imports no feature and builds no other command's arguments; ``None`` (the
+            default): every command.
 
     Returns:
         The parser; each command's namespace has ``command`` (its
@@ -179,7 +203,7 @@ def build_parser(transport: httpx2.BaseTransport | None = None) -> argparse.Argu
     _add_connection_options(parser, top_level=True)
     add_retries(parser, DEFAULT_RETRIES, top_level=True)
     subparsers = parser.add_subparsers(title="commands", metavar="<command>")
-    for command in _all_commands(transport):
+    for command in _commands(transport, argv or ()):
         sub = subparsers.add_parser(
             command.name,
             help=command.help.replace("%", "%%"),
@@ -212,7 +236,7 @@ def main(
     args = list(sys.argv[1:] if argv is None else argv)
     command: Command | None = None
     try:
-        parser = build_parser(transport)
+        parser = build_parser(transport, argv=args)
         if "_ARGCOMPLETE" in os.environ and find_spec("argcomplete"):  # Tab in the shell
             import argcomplete
 
