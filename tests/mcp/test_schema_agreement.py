@@ -2,7 +2,9 @@
 
 Over the golden requests and hypothesis-made JSON objects around each request message: the JSON
 Schema (2020-12) of ``projectops schema <tool>`` accepts exactly what strict decoding plus
-``validate`` accept, so an agent that follows the schema is never refused by the server.
+``validate`` (REQUIRED, the client's check) and the protovalidate rules (the server's, which the
+schema states as keywords: a ``minimum``, a ``maxLength``) accept, so an agent that follows the
+schema is never refused by the server.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 import projectops
 from projectops import json_schema
 from projectops.client import InvalidRequest, prepare_request
+from projectops.validation import rule_violations
 from tests.hypothesis_profiles import examples
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -50,8 +53,7 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
 def _agree(op: projectops.Operation, arguments: Any) -> None:
     schema_ok = _validator(op.name).is_valid(arguments)
     try:
-        prepare_request(op, arguments)
-        codec_ok = True
+        codec_ok = rule_violations(prepare_request(op, arguments)) == []
     except InvalidRequest:
         codec_ok = False
     assert schema_ok == codec_ok, (op.name, arguments)
