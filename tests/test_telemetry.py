@@ -25,7 +25,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import projectops
 from projectops import telemetry
-from projectops.client import AnswerTooLarge, AsyncClient, Client
+from projectops.client import AsyncClient, Client, ResponseTooLarge
 from projectops.server import OperationsServiceHandler, RequestContext, create_app
 from projectops.telemetry import AsyncClientTelemetry, ClientTelemetry, ServerTelemetry
 from projectops.v1 import operations_pb2 as ops
@@ -206,7 +206,7 @@ def test_a_call_failed_by_its_last_answer_records_that_answers_status(
         interceptors=[ClientTelemetry(rec.tracer_provider, rec.meter_provider), last_status],
         transport=httpx2.MockTransport(lambda request: next(answers)),
     ) as client:
-        with pytest.raises(AnswerTooLarge):
+        with pytest.raises(ResponseTooLarge):
             client.call("list_rum_environments", {})
     (span,) = rec.finished()
     assert span.attributes is not None

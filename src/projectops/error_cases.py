@@ -1,6 +1,6 @@
 """The error responses of the server adapter, each stated once (the order of the checks:
 docs/contract.md §2.4): the adapter responds from these rows and the OpenAPI document describes
-them. (Before 0.2 this module was ``projectops.answers``; that name still imports it.)
+them.
 """
 
 from __future__ import annotations

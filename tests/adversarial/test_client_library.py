@@ -24,8 +24,6 @@ import pytest
 import projectops
 from projectops import DeadlineExceeded, Unauthenticated, Unavailable
 from projectops.client import (
-    AnswerTimedOut,
-    AnswerTooLarge,
     AsyncClient,
     AsyncOperationsServiceClient,
     Client,
@@ -33,6 +31,8 @@ from projectops.client import (
     InvalidRequest,
     InvalidResponse,
     OperationsServiceClient,
+    ResponseTimedOut,
+    ResponseTooLarge,
     ServiceUnreachable,
     UnexpectedRedirect,
 )
@@ -101,7 +101,7 @@ def call(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Cal
 def test_a_trickling_answer_times_out_as_a_whole(call: Call, trickle: Any) -> None:
     with hostile_server(trickle(interval=0.05, limit=10)) as server:
         started = time.monotonic()
-        with pytest.raises(AnswerTimedOut) as caught:
+        with pytest.raises(ResponseTimedOut) as caught:
             call(server.base_url, timeout=TIMEOUT)
         elapsed = time.monotonic() - started
     print(
@@ -122,7 +122,7 @@ def test_a_trickling_proxy_from_the_environment_times_out_as_a_whole(
     with hostile_server(trickle_head(interval=0.05, limit=10)) as proxy:
         no_proxy_in_env.setenv("HTTP_PROXY", proxy.base_url)
         started = time.monotonic()
-        with pytest.raises(AnswerTimedOut):
+        with pytest.raises(ResponseTimedOut):
             call("http://svc.example", timeout=TIMEOUT)
         elapsed = time.monotonic() - started
     (request,) = proxy.requests  # the call went through the proxy
@@ -156,7 +156,7 @@ def test_the_typed_clients_take_the_same_limits() -> None:
         started = time.monotonic()
         with (
             OperationsServiceClient(server.base_url, KEY, timeout=TIMEOUT) as client,
-            pytest.raises(AnswerTimedOut),
+            pytest.raises(ResponseTimedOut),
         ):
             client.list_rum_environments()
 
@@ -167,7 +167,7 @@ def test_the_typed_clients_take_the_same_limits() -> None:
                 assert client.max_response_bytes == 10
                 await client.list_rum_environments()
 
-        with pytest.raises(AnswerTimedOut):
+        with pytest.raises(ResponseTimedOut):
             asyncio.run(go())
         assert time.monotonic() - started < 2 * TIMEOUT + 1.5
     default = OperationsServiceClient("http://127.0.0.1:1", api_key=KEY)
@@ -190,7 +190,7 @@ def test_an_answer_over_the_cap_stops_the_read(call: Call, announce: bool) -> No
     size = 100_000_000
     with hostile_server(huge_body(size, announce=announce)) as server:
         started = time.monotonic()
-        with pytest.raises(AnswerTooLarge) as caught:
+        with pytest.raises(ResponseTooLarge) as caught:
             call(server.base_url, max_response_bytes=1 << 20)
         elapsed = time.monotonic() - started
     print(f"FIGURE library 100 MB answer, cap 1 MiB, announce={announce}: {elapsed:.2f} s")
@@ -349,7 +349,7 @@ def test_a_key_in_the_environment_is_redacted_too(monkeypatch: pytest.MonkeyPatc
 
 def test_a_one_letter_key_rewrites_none_of_our_own_text(call: Call, silent_url: str) -> None:
     """Issue 25.4: only outside text is redacted; "a" leaves "no complete answer" whole."""
-    with pytest.raises(AnswerTimedOut) as caught:
+    with pytest.raises(ResponseTimedOut) as caught:
         call(silent_url, api_key="a", timeout=0.2)
     assert caught.value.message.startswith("no complete answer from http://")
     html = answer(502, "<html>a bad gateway</html>", {"Content-Type": "text/html"})

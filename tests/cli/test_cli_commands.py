@@ -21,12 +21,12 @@ from projectops import Operation, mock, operation_path
 from projectops.cli import _operations as cli
 from projectops.cli._main import _commands, main
 from projectops.client import (
-    AnswerTimedOut,
     InvalidRequest,
     InvalidResponse,
     MissingApiKey,
+    ResponseTimedOut,
     ServiceUnreachable,
-    error_from_answer,
+    error_from_response,
 )
 from projectops.program.commands import Command
 from projectops.program.failures import failure
@@ -255,11 +255,11 @@ def test_an_operations_call_imports_only_what_it_needs(mock_server: Any) -> None
         (InvalidRequest("version: is required"), 2),
         (MissingApiKey("no usable API key"), 2),
         (ServiceUnreachable("cannot reach http://127.0.0.1:1: refused"), 5),
-        (AnswerTimedOut("no answer within 3 s"), 5),
-        (error_from_answer(401, b'{"message": "nope"}'), 3),
-        (error_from_answer(400, b'{"code": "failed_precondition", "message": "no"}'), 4),
-        (error_from_answer(400, b"<html>bad</html>"), 4),
-        (error_from_answer(503, b""), 5),
+        (ResponseTimedOut("no answer within 3 s"), 5),
+        (error_from_response(401, b'{"message": "nope"}'), 3),
+        (error_from_response(400, b'{"code": "failed_precondition", "message": "no"}'), 4),
+        (error_from_response(400, b"<html>bad</html>"), 4),
+        (error_from_response(503, b""), 5),
         (InvalidResponse("not a response", http_status=200), 5),
         (RuntimeError("boom"), 1),
     ],

@@ -1,4 +1,4 @@
-"""error_from_answer: the ApiError class a non-2xx answer stands for, from its status and body.
+"""error_from_response: the ApiError class a non-2xx answer stands for, from its status and body.
 
 Moved here from the HTTP client's tests: the mapping is :mod:`projectops.client._errors`'s, and
 both clients and the tool server raise what it gives.
@@ -24,7 +24,7 @@ from projectops import (
     Unavailable,
     Unknown,
 )
-from projectops.client._errors import error_from_answer
+from projectops.client._errors import error_from_response
 from projectops.codec import error_body
 
 
@@ -33,7 +33,7 @@ def test_an_error_body_comes_back_as_its_class(cls: type[ApiError]) -> None:
     status = projectops.HTTP_STATUS_BY_CODE[cls.code]
     sent = cls("something is off")
     for body in (error_body(sent), error_body(sent).encode()):
-        error = error_from_answer(status, body)
+        error = error_from_response(status, body)
         assert type(error) is cls
         assert (error.message, error.http_status) == ("something is off", status)
 
@@ -43,7 +43,7 @@ def test_an_error_body_keeps_its_violations() -> None:
         "version: is required",
         [projectops.FieldViolation(field="version", description="is required")],
     )
-    error = error_from_answer(400, error_body(sent).encode())
+    error = error_from_response(400, error_body(sent).encode())
     assert type(error) is InvalidArgument
     assert [(v.field, v.description) for v in error.violations] == [("version", "is required")]
 
@@ -67,7 +67,7 @@ def test_an_error_body_keeps_its_violations() -> None:
 def test_an_answer_without_a_usable_body_is_the_class_of_its_status(
     status: int, body: bytes, cls: type[ApiError], message: str
 ) -> None:
-    error = error_from_answer(status, body)
+    error = error_from_response(status, body)
     assert type(error) is cls
     assert error.message == message
     assert error.http_status == status
@@ -93,6 +93,13 @@ def test_an_answer_without_a_usable_body_is_the_class_of_its_status(
 def test_a_known_body_code_gives_the_class_and_the_status_stays_the_answers(
     status: int, code: str, cls: type[ApiError]
 ) -> None:
-    error = error_from_answer(status, json.dumps({"code": code, "message": "m"}))
+    error = error_from_response(status, json.dumps({"code": code, "message": "m"}))
     assert type(error) is cls
     assert (error.message, error.http_status) == ("m", status)
+
+
+def test_the_0_1_0_name_of_the_time_out_still_imports_and_catches() -> None:
+    from projectops.client import AnswerTimedOut, ResponseTimedOut
+
+    with pytest.raises(AnswerTimedOut):
+        raise ResponseTimedOut("no complete answer")

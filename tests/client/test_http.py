@@ -33,13 +33,13 @@ from projectops import (
     Unknown,
 )
 from projectops.client import (
-    AnswerTimedOut,
-    AnswerTooLarge,
     AsyncClient,
     Client,
     InvalidRequest,
     InvalidResponse,
     MissingApiKey,
+    ResponseTimedOut,
+    ResponseTooLarge,
     ServiceUnreachable,
     UnexpectedRedirect,
 )
@@ -183,7 +183,7 @@ def test_request_is_a_post_with_exactly_the_spec_headers(call: Call) -> None:
 
 def test_an_in_memory_answer_is_capped_too(call: Call) -> None:
     body = b'{"environments": [{"environment": "' + b"x" * 2000 + b'"}]}'
-    with pytest.raises(AnswerTooLarge) as caught:
+    with pytest.raises(ResponseTooLarge) as caught:
         call(LIST, api_key=KEY, handler=Exchanges(200, body), max_response_bytes=1000)
     assert caught.value.http_status == 200 and "1,000 bytes" in caught.value.message
     envs = call(LIST, api_key=KEY, handler=Exchanges(200, body), max_response_bytes=len(body))
@@ -239,7 +239,7 @@ def test_redirects_are_errors_and_never_followed(call: Call) -> None:
             '{"code": "deadline_exceeded", "message": "upstream slow"}',
             DeadlineExceeded,
             "upstream slow",
-        ),  # an answered 504 is no AnswerTimedOut
+        ),  # an answered 504 is no ResponseTimedOut
         (500, "", Unknown, "HTTP 500"),  # no code: a bare 500 says nothing more than "unknown"
     ],
 )
@@ -374,7 +374,7 @@ def test_unreachable_service_is_unavailable_naming_the_base_url(call: Call, dead
 
 
 def test_silent_service_is_deadline_exceeded(call: Call, silent_url: str) -> None:
-    with pytest.raises(AnswerTimedOut) as caught:
+    with pytest.raises(ResponseTimedOut) as caught:
         call(LIST, base_url=silent_url, api_key=KEY, timeout=0.2)
     assert isinstance(caught.value, DeadlineExceeded)
     assert silent_url in caught.value.message

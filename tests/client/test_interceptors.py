@@ -21,7 +21,7 @@ from projectops.client import (
     Client,
     OperationsServiceClient,
 )
-from projectops.client._errors import error_from_answer
+from projectops.client._errors import error_from_response
 from projectops.program.failures import failure
 from projectops.registry import operation
 from projectops.v1.operations_pb2 import ListRumEnvironmentsResponse
@@ -200,7 +200,7 @@ def test_interceptors_must_be_callables() -> None:
 def test_exit_code_is_keyed_by_status_as_the_readme_promises(
     status: int, code: str, cls: type[projectops.ApiError], exit_code: int
 ) -> None:
-    error = error_from_answer(status, json.dumps({"code": code, "message": "m"}))
+    error = error_from_response(status, json.dumps({"code": code, "message": "m"}))
     assert type(error) is cls and error.http_status == status
     assert failure(error).exit_code == exit_code
     line, _ = failure(error).format(error, "list-rum-environments")

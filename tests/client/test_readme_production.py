@@ -28,7 +28,7 @@ def _readme_exception_names() -> set[tuple[str, str]]:
         if not module.startswith("projectops.v1"):  # proto full names, not Python paths
             found.add((module, name))
     # Bare names in the client's paragraph: importable from projectops.client or projectops.
-    clients = {"AnswerTooLarge", "InvalidResponse", "UnexpectedRedirect", "InvalidProxy"}
+    clients = {"ResponseTooLarge", "InvalidResponse", "UnexpectedRedirect", "InvalidProxy"}
     suffixes = ("Error", "Request", "Key", "Url", "Unreachable", "TimedOut")
     for name in re.findall(r"`([A-Z][a-zA-Z]+)`", README):
         if (
@@ -42,7 +42,7 @@ def _readme_exception_names() -> set[tuple[str, str]]:
 
 def test_every_name_the_readme_tells_users_to_catch_is_importable_where_it_says() -> None:
     names = _readme_exception_names()
-    assert ("", "AnswerTooLarge") in names and ("", "MissingBaseUrl") in names
+    assert ("", "ResponseTooLarge") in names and ("", "MissingBaseUrl") in names
     missing = []
     for module, name in sorted(names):
         if module:
@@ -55,17 +55,17 @@ def test_every_name_the_readme_tells_users_to_catch_is_importable_where_it_says(
 
 def test_the_clients_errors_are_all_importable_from_projectops_client() -> None:
     from projectops.client import (  # noqa: F401
-        AnswerTimedOut,
-        AnswerTooLarge,
         InvalidProxy,
         InvalidRequest,
         InvalidResponse,
         MissingApiKey,
         MissingBaseUrl,
+        ResponseTimedOut,
+        ResponseTooLarge,
         ServiceUnreachable,
         UnexpectedRedirect,
     )
 
     assert issubclass(MissingBaseUrl, projectops.InvalidBaseUrl)
     assert issubclass(MissingBaseUrl, ValueError)
-    assert issubclass(AnswerTooLarge, InvalidResponse)
+    assert issubclass(ResponseTooLarge, InvalidResponse)

@@ -19,10 +19,10 @@ import pytest
 
 import projectops
 from projectops.client import (
-    AnswerTimedOut,
     AsyncClient,
     CallContext,
     Client,
+    ResponseTimedOut,
     ServiceUnreachable,
 )
 from projectops.client._retry import MAX_RETRY_AFTER, may_retry, retry_delay
@@ -185,7 +185,7 @@ def test_an_always_unavailable_service_ends_within_the_time_out_with_its_answer(
 def test_no_answer_ever_ends_as_the_time_out(call: Any, serve: Any) -> None:
     server = serve(["close"])
     result, attempts, seconds = call(server.base_url, timeout=0.5, retries=1000)
-    assert isinstance(result, AnswerTimedOut) and result.http_status is None
+    assert isinstance(result, ResponseTimedOut) and result.http_status is None
     # The attempt under way when the time is up may be cut before the server counted it.
     assert server.calls >= 2 and server.calls <= attempts <= server.calls + 1
     assert seconds < 0.5 + 3
@@ -378,6 +378,6 @@ def test_a_callers_transport_keeps_the_whole_call_time_out(trickling_url: str) -
     start = time.monotonic()
     # Each byte comes within any read time-out: only a bound on the whole call ends it.
     with Client(trickling_url, KEY, timeout=0.5, transport=httpx2.HTTPTransport()) as client:
-        with pytest.raises(AnswerTimedOut):
+        with pytest.raises(ResponseTimedOut):
             client.call(LIST)
     assert time.monotonic() - start < 0.5 + 3

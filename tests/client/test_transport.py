@@ -19,7 +19,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from projectops.client import AnswerTimedOut, AsyncRawClient, RawClient, RawResponse
+from projectops.client import AsyncRawClient, RawClient, RawResponse, ResponseTimedOut
 from tests.adversarial.hostile import Request, hostile_server, trickle_body, trickle_head
 from tests.support import Recorder
 
@@ -49,7 +49,7 @@ KINDS = ["sync", "async"]
 def test_a_trickling_answer_is_cut_off_at_the_time_out(kind: str, trickle: Any) -> None:
     with hostile_server(trickle(interval=0.05, limit=10)) as server:
         started = time.monotonic()
-        with pytest.raises(AnswerTimedOut) as caught:
+        with pytest.raises(ResponseTimedOut) as caught:
             exchange(kind, server.base_url, timeout=TIMEOUT)
         elapsed = time.monotonic() - started
     assert TIMEOUT * 0.9 <= elapsed < TIMEOUT + 2.0, elapsed
@@ -57,7 +57,7 @@ def test_a_trickling_answer_is_cut_off_at_the_time_out(kind: str, trickle: Any) 
 
 
 def test_a_passed_deadline_sends_nothing(recorder: Recorder, no_proxy_in_env: Any) -> None:
-    with RawClient(recorder.base_url) as raw, pytest.raises(AnswerTimedOut):
+    with RawClient(recorder.base_url) as raw, pytest.raises(ResponseTimedOut):
         raw.send("POST", "/x", b"{}", deadline=time.monotonic() - 1)
     assert recorder.requests == []
 
@@ -141,7 +141,7 @@ def test_the_async_exchange_bounds_a_callers_transport_too() -> None:
         await asyncio.sleep(10)
         return httpx2.Response(200)
 
-    with pytest.raises(AnswerTimedOut):
+    with pytest.raises(ResponseTimedOut):
         exchange("async", "http://127.0.0.1:9", timeout=0.2, transport=httpx2.MockTransport(slow))
 
 
@@ -151,6 +151,6 @@ def test_the_sync_exchange_bounds_a_callers_transport_too() -> None:
         return httpx2.Response(200)
 
     started = time.monotonic()
-    with pytest.raises(AnswerTimedOut):
+    with pytest.raises(ResponseTimedOut):
         exchange("sync", "http://127.0.0.1:9", timeout=0.2, transport=httpx2.MockTransport(slow))
     assert time.monotonic() - started < 1.5

@@ -1,6 +1,6 @@
 """The error model: one code -> status table, one class per code, ErrorResponse bodies out.
 
-How an HTTP answer maps back to its class is the client's job (``error_from_answer``), tested
+How an HTTP answer maps back to its class is the client's job (``error_from_response``), tested
 in tests/client/test_http.py.
 """
 

@@ -26,10 +26,10 @@ from projectops import (
     Unauthenticated,
 )
 from projectops.client import (
-    AnswerTimedOut,
     AsyncClient,
     InvalidRequest,
     MissingApiKey,
+    ResponseTimedOut,
     ServiceUnreachable,
 )
 from projectops.program.failures import failure
@@ -182,7 +182,7 @@ def test_service_answers_become_one_sentence(status: int, body: dict[str, Any], 
             f"{BASE_URL_ENV} sets its base URL.",
         ),
         (
-            AnswerTimedOut("no answer from http://h:1 within 30.0 s"),
+            ResponseTimedOut("no answer from http://h:1 within 30.0 s"),
             f"The service did not answer: no answer from http://h:1 within 30.0 s; {BASE_URL_ENV} "
             "sets its base URL.",
         ),

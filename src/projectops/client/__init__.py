@@ -20,14 +20,15 @@ if TYPE_CHECKING:
     from projectops.client._base import RequestLike as RequestLike
     from projectops.client._base import prepare_request as prepare_request
     from projectops.client._errors import AnswerTimedOut as AnswerTimedOut
-    from projectops.client._errors import AnswerTooLarge as AnswerTooLarge
     from projectops.client._errors import InvalidRequest as InvalidRequest
     from projectops.client._errors import InvalidResponse as InvalidResponse
     from projectops.client._errors import MissingApiKey as MissingApiKey
     from projectops.client._errors import MissingBaseUrl as MissingBaseUrl
+    from projectops.client._errors import ResponseTimedOut as ResponseTimedOut
+    from projectops.client._errors import ResponseTooLarge as ResponseTooLarge
     from projectops.client._errors import ServiceUnreachable as ServiceUnreachable
     from projectops.client._errors import UnexpectedRedirect as UnexpectedRedirect
-    from projectops.client._errors import error_from_answer as error_from_answer
+    from projectops.client._errors import error_from_response as error_from_response
     from projectops.client._errors import usable_api_key as usable_api_key
     from projectops.client._retry import DEFAULT_RETRIES as DEFAULT_RETRIES
     from projectops.client._services import (
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from projectops.client._services import OperationsServiceClient as OperationsServiceClient
     from projectops.client._transport import AsyncRawClient as AsyncRawClient
     from projectops.client._transport import InvalidProxy as InvalidProxy
-    from projectops.client._transport import RawAnswer as RawAnswer
     from projectops.client._transport import RawClient as RawClient
     from projectops.client._transport import RawResponse as RawResponse
     from projectops.client.http import AsyncClient as AsyncClient
@@ -45,12 +45,12 @@ if TYPE_CHECKING:
 _NAMES = {
     "projectops.client._base": "AsyncCallNext AsyncInterceptor CallContext CallNext Interceptor "
     "OperationKey RequestHeaders RequestLike prepare_request",
-    "projectops.client._errors": "AnswerTimedOut AnswerTooLarge InvalidRequest InvalidResponse "
-    "MissingApiKey MissingBaseUrl ServiceUnreachable UnexpectedRedirect error_from_answer "
-    "usable_api_key",
+    "projectops.client._errors": "AnswerTimedOut InvalidRequest InvalidResponse MissingApiKey "
+    "MissingBaseUrl ResponseTimedOut ResponseTooLarge ServiceUnreachable UnexpectedRedirect "
+    "error_from_response usable_api_key",
     "projectops.client._retry": "DEFAULT_RETRIES",
     "projectops.client._services": "AsyncOperationsServiceClient OperationsServiceClient",
-    "projectops.client._transport": "AsyncRawClient InvalidProxy RawAnswer RawClient RawResponse",
+    "projectops.client._transport": "AsyncRawClient InvalidProxy RawClient RawResponse",
     "projectops.client.http": "AsyncClient Client",
 }
 _WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}

@@ -16,14 +16,14 @@ import projectops
 from projectops._text import outside_text
 from projectops.client._errors import (
     MAX_ERROR_BODY_BYTES,
-    AnswerTimedOut,
-    AnswerTooLarge,
     InvalidRequest,
     InvalidResponse,
     MissingApiKey,
     MissingBaseUrl,
+    ResponseTimedOut,
+    ResponseTooLarge,
     UnexpectedRedirect,
-    error_from_answer,
+    error_from_response,
     usable_api_key,
 )
 from projectops.client._retry import DEFAULT_RETRIES, may_retry, retry_delay
@@ -142,7 +142,7 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             timeout: seconds a whole call may take, every attempt, retry and wait included (§9.1);
                 30 by default; ``None``: no limit.
             max_response_bytes: the largest response body read, in bytes (§6); 32 MiB by default.
-                A larger one raises :class:`~projectops.client.AnswerTooLarge`.
+                A larger one raises :class:`~projectops.client.ResponseTooLarge`.
             retries: extra attempts of a read-only or idempotent call that got no answer or 429,
                 502, 503 or 504, with backoff, within `timeout` (§1.5); 2 by default; 0: none.
             interceptors: called around each call, retries included, the first outermost:
@@ -276,7 +276,7 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         if isinstance(failure, Message):
             return failure
         status = answer.status if isinstance(answer, RawResponse) else None
-        last = retry >= self._retries or isinstance(failure, AnswerTimedOut)
+        last = retry >= self._retries or isinstance(failure, ResponseTimedOut)
         if last or not may_retry(op, status):
             raise mark_redacted(failure)  # the exchange redacted the peer's text
         after = answer.header("Retry-After") if isinstance(answer, RawResponse) else None
@@ -306,7 +306,7 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             )
             limit = f"{self.max_response_bytes:,} bytes (max_response_bytes)"
             text = f"{where} {what}, over the limit of {limit}; it was {done}"
-            raise mark_redacted(AnswerTooLarge(text, http_status=status))
+            raise mark_redacted(ResponseTooLarge(text, http_status=status))
         context.http_status = status
         if 300 <= status < 400:
             to = outside_text(answer.header("Location") or "elsewhere", 300, keys)
@@ -314,7 +314,9 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             return UnexpectedRedirect(f"{text} check the base URL)", http_status=status)
         if not 200 <= status < 300:
             url, kind = self._http.shown_url + op.path, answer.header("Content-Type")
-            return error_from_answer(status, answer.body, url=url, content_type=kind, secrets=keys)
+            return error_from_response(
+                status, answer.body, url=url, content_type=kind, secrets=keys
+            )
         try:  # not strict: a newer server may add fields this version does not know
             return from_json(answer.body, op.response_type)
         except InvalidArgument as exc:

@@ -39,16 +39,20 @@ class InvalidResponse(Internal):
     """A 2xx answer that is not the response message, or in a ``Content-Encoding`` not asked for."""
 
 
-class AnswerTooLarge(InvalidResponse):
-    """A 2xx answer over ``max_response_bytes``, not read to its end."""
+class ResponseTooLarge(InvalidResponse):
+    """A 2xx response over ``max_response_bytes``, not read to its end."""
 
 
 class ServiceUnreachable(Unavailable):
     """No complete answer: refused, reset, or the name does not resolve."""
 
 
-class AnswerTimedOut(DeadlineExceeded):
-    """No complete answer within the time-out."""
+class ResponseTimedOut(DeadlineExceeded):
+    """No complete response within the time-out."""
+
+
+#: The name of :class:`ResponseTimedOut` in 0.1.0 (deprecated).
+AnswerTimedOut = ResponseTimedOut
 
 
 class UnexpectedRedirect(ApiError):
@@ -102,7 +106,7 @@ _MAX_FIELD_CHARS = 200
 MAX_ERROR_BODY_BYTES = 1024 * 1024
 
 
-def error_from_answer(
+def error_from_response(
     status: int,
     body: bytes | str,
     *,

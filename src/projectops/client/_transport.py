@@ -24,7 +24,7 @@ import httpcore2
 import httpx2
 
 from projectops._text import outside_text
-from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
+from projectops.client._errors import ResponseTimedOut, ServiceUnreachable
 from projectops.conventions import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -161,10 +161,6 @@ class RawResponse(NamedTuple):
         return next((value for key, value in self.headers if key.lower() == name), None)
 
 
-#: The name of :class:`RawResponse` before 0.2 (deprecated).
-RawAnswer = RawResponse
-
-
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE = re.compile(r"[\x20-\x7e\t]*")
 # The exchange writes these itself.
@@ -187,10 +183,10 @@ def check_header(name: object, value: object) -> None:
         raise ValueError(f"the value of header {name} must be text without control characters")
 
 
-def timed_out(client: _BaseRawClient) -> AnswerTimedOut:
+def timed_out(client: _BaseRawClient) -> ResponseTimedOut:
     """The failure of an exchange of `client` not done within its time-out."""
-    limit = "" if client.timeout is None else f" of {client.timeout:g} s"
-    return AnswerTimedOut(f"no complete answer from {client.shown_url} within the time-out{limit}")
+    limit = "the time-out" if client.timeout is None else f"the time-out of {client.timeout:g} s"
+    return ResponseTimedOut(f"no complete answer from {client.shown_url} within {limit}")
 
 
 def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | None) -> int:
@@ -302,7 +298,7 @@ class _BaseRawClient:
         del body[min(cap, _SHOWN_BYTES) if truncated else cap :]
         return RawResponse(response.status_code, headers, bytes(body), truncated)
 
-    def _failure(self, exc: httpx2.RequestError) -> AnswerTimedOut | ServiceUnreachable:
+    def _failure(self, exc: httpx2.RequestError) -> ResponseTimedOut | ServiceUnreachable:
         if isinstance(exc, httpx2.TimeoutException):
             return timed_out(self)
         reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
@@ -375,7 +371,7 @@ class RawClient(_BaseRawClient, Closing):
         Raises:
             ValueError: a header the exchange refuses (a framing header, a name that is not
                 a token, a value with a control character); nothing was sent.
-            AnswerTimedOut: no complete answer in time.
+            ResponseTimedOut: no complete answer in time.
             ServiceUnreachable: refused, reset, no such host; never chained to the HTTP library's
                 exception.
         """
@@ -461,7 +457,7 @@ class AsyncRawClient(_BaseRawClient, AsyncClosing):
 
         Raises:
             ValueError: a header the exchange refuses; nothing was sent.
-            AnswerTimedOut: no complete answer in time.
+            ResponseTimedOut: no complete answer in time.
             ServiceUnreachable: refused, reset, no such host.
         """
         request, end = self._request(method, path, body, headers), self._end(deadline)

@@ -12,12 +12,12 @@ and wait. Interceptors (first outermost) wrap each call, retries included. Error
     │   └── MissingApiKey         no usable key configured; nothing was sent
     ├── Internal
     │   └── InvalidResponse       a 2xx answer that is not the response message
-    │       └── AnswerTooLarge    an answer over max_response_bytes; not read to its end
+    │       └── ResponseTooLarge    an answer over max_response_bytes; not read to its end
     ├── UnexpectedRedirect        a 3xx answer (never followed: a POST must not become a GET)
     ├── Unavailable
     │   └── ServiceUnreachable    no answer: the service could not be reached
     └── DeadlineExceeded
-        └── AnswerTimedOut        no complete answer within the time-out
+        └── ResponseTimedOut        no complete answer within the time-out
 
 Every peer is hostile: the exchange (:class:`~projectops.client.RawClient`) bounds and caps
 the call (error bodies at 1 MiB); outside text is escaped, cut and has the key redacted before
@@ -46,7 +46,7 @@ from projectops.client._base import (
     ResponseT,
     request_message,
 )
-from projectops.client._errors import AnswerTimedOut, ServiceUnreachable
+from projectops.client._errors import ResponseTimedOut, ServiceUnreachable
 from projectops.client.redaction import scrub_exception
 from projectops.codec import OFF_LOOP_BYTES
 from projectops.errors import ApiError
@@ -97,8 +97,8 @@ class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
             TypeError: a request, `response_type` or interceptor result of another type.
             ValueError: a header an interceptor may not set (:class:`RequestHeaders`).
             projectops.ApiError: the last attempt's non-2xx answer, as its code's class
-                (:func:`error_from_answer`, §5.5); :class:`ServiceUnreachable` or
-                :class:`AnswerTimedOut` when no answer came; :class:`AnswerTooLarge`,
+                (:func:`error_from_response`, §5.5); :class:`ServiceUnreachable` or
+                :class:`ResponseTimedOut` when no answer came; :class:`ResponseTooLarge`,
                 :class:`InvalidResponse` or :class:`UnexpectedRedirect` for an answer that cannot be
                 used. Whatever an interceptor raises. No exception holds the key (§9.4).
         """
@@ -111,7 +111,7 @@ class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
                     answer: _transport.RawResponse | ApiError
                     try:
                         answer = self._http.send("POST", op.path, *parts, deadline=deadline)
-                    except (ServiceUnreachable, AnswerTimedOut) as exc:
+                    except (ServiceUnreachable, ResponseTimedOut) as exc:
                         answer = exc
                     step = self._step(op, retry, answer, context, deadline)
                     if isinstance(step, Message):
@@ -166,7 +166,7 @@ class AsyncClient(_transport.AsyncClosing, BaseClient[AsyncInterceptor, AsyncBas
                     answer: _transport.RawResponse | ApiError
                     try:
                         answer = await self._http.send("POST", op.path, *parts, deadline=deadline)
-                    except (ServiceUnreachable, AnswerTimedOut) as exc:
+                    except (ServiceUnreachable, ResponseTimedOut) as exc:
                         answer = exc
                     # Decoding a large answer takes long: off the event loop other tasks share.
                     large = not isinstance(answer, ApiError) and len(answer.body) > OFF_LOOP_BYTES

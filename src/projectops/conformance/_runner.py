@@ -162,7 +162,7 @@ class Sender:
             BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
             DeadlinePassed: the deadline passed before the request or its whole answer.
         """
-        from projectops.client import AnswerTimedOut, ServiceUnreachable
+        from projectops.client import ResponseTimedOut, ServiceUnreachable
 
         if self.count >= MAX_REQUESTS:
             raise BudgetSpent
@@ -183,7 +183,7 @@ class Sender:
         except ValueError as exc:  # a header the exchange refuses to send: nothing went out
             exchange.problem = f"not sent: {self.shown(str(exc), 300)}"
             return exchange, b""
-        except AnswerTimedOut:
+        except ResponseTimedOut:
             self.check_deadline()  # the run's bound, not the server, ended it: not judged
             exchange.problem = f"no complete answer within the time-out of {self._timeout:g} s"
             return exchange, b""

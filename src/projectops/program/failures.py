@@ -131,8 +131,8 @@ FAILURES: Mapping[type[BaseException], Failure] = {
     FailedPrecondition: _REJECTED,
     OutOfRange: _REJECTED,
     client.ServiceUnreachable: _NO_ANSWER,
-    client.AnswerTimedOut: _NO_ANSWER,
-    client.AnswerTooLarge: Failure(
+    client.ResponseTimedOut: _NO_ANSWER,
+    client.ResponseTooLarge: Failure(
         EXIT_FAILURE, "{message}", "The service's answer could not be read safely: {message}"
     ),
     # A 2xx answer that cannot be read: the message says what came; "200 internal" would read
