@@ -898,14 +898,14 @@ def test_junit_xml_is_shaped_as_pytest_writes_it(
 def test_an_answer_is_shown_with_one_note_only_when_cut(size: int) -> None:
     import httpx2
 
-    from projectops.conformance._runner import Sender
+    from projectops.conformance._runner import RunClient
 
     body = ("é" * size + DEMO_KEY).encode()
     transport = httpx2.MockTransport(lambda _: httpx2.Response(400, content=body))
-    sender = Sender(
+    client = RunClient(
         "http://x", DEMO_KEY, timeout=TIMEOUT, max_response_bytes=2**20, transport=transport
     )
-    shown = sender.send("POST", OPS[0].path, b"{}")[0].excerpt
+    shown = client.send("POST", OPS[0].path, b"{}")[0].excerpt
     assert DEMO_KEY not in shown
     if size < 100:
         assert shown == "é" * size + "***"
@@ -916,13 +916,13 @@ def test_an_answer_is_shown_with_one_note_only_when_cut(size: int) -> None:
 def test_a_server_that_cannot_be_reached_is_shown_without_the_key() -> None:
     import httpx2
 
-    from projectops.conformance._runner import Sender
+    from projectops.conformance._runner import RunClient
 
     def refuse(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ConnectError(f"refused for {DEMO_KEY}")
 
     transport = httpx2.MockTransport(refuse)
-    sender = Sender(
+    client = RunClient(
         "http://x", DEMO_KEY, timeout=TIMEOUT, max_response_bytes=99, transport=transport
     )
-    assert "refused for ***" in sender.send("POST", OPS[0].path, b"{}")[0].problem
+    assert "refused for ***" in client.send("POST", OPS[0].path, b"{}")[0].problem

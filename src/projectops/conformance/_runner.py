@@ -81,10 +81,11 @@ class Exchange:
         return f"sent {self.sent}; got {self.status} {self.excerpt}"
 
 
-class Sender:
-    """Raw requests to `base_url`, each within `timeout` s and `max_response_bytes`, all before
-    `run_deadline` (a :func:`time.monotonic` instant or ``None``); answers up to
-    `max_judged_bytes` judged, each by `run_deadline` plus `timeout` (or within `timeout`)."""
+class RunClient:
+    """The conformance run's client, within the run's bounds: raw requests to `base_url`,
+    each within `timeout` s and `max_response_bytes`, all before `run_deadline` (a
+    :func:`time.monotonic` instant or ``None``); answers up to `max_judged_bytes` judged, each
+    by `run_deadline` plus `timeout` (or within `timeout`)."""
 
     def __init__(
         self,
@@ -257,14 +258,14 @@ class _OperationRun:
 
     def __init__(
         self,
-        sender: Sender,
+        client: RunClient,
         op: Operation,
         project: FixtureProject | None,
         *,
         known_paths: frozenset[str],
         deadline: float | None,
     ) -> None:
-        self._sender, self._op, self._project = sender, op, project
+        self._client, self._op, self._project = client, op, project
         self._known_paths, self._deadline = known_paths, deadline
         self.stopped = self.unimplemented = self.spent = False
         given = project.answers.get(op.name, ()) if project else ()
@@ -291,7 +292,7 @@ class _OperationRun:
         path: str | None = None,
     ) -> tuple[Exchange, _catalogue.Verdict | None]:
         """Send a request and judge its answer (``None``: no whole answer to judge)."""
-        exchange, body = self._sender.send(
+        exchange, body = self._client.send(
             method, path or self._op.path, body, key=key, headers=headers
         )
         if exchange.status is None:
@@ -301,7 +302,7 @@ class _OperationRun:
                 self._examined.add(_catalogue.DECODES)
                 self._note(_catalogue.DECODES, ["larger than --max-response-bytes"], exchange)
             return exchange, None
-        verdict = self._sender.judge(self._op.response_type, exchange, body)
+        verdict = self._client.judge(self._op.response_type, exchange, body)
         del body
         if exchange.unjudged:
             self._unjudged += 1
@@ -321,7 +322,7 @@ class _OperationRun:
 
     def _note(self, check: str, problems: list[str], exchange: Exchange) -> None:
         if len(self._failures[check]) < 6:  # three answers' worth
-            shown = ", ".join(self._sender.shown(p, 200) for p in problems)
+            shown = ", ".join(self._client.shown(p, 200) for p in problems)
             self._failures[check] += [shown, exchange.shown()]
 
     @contextmanager
@@ -388,7 +389,7 @@ class _OperationRun:
             elif check_id in self._examined:
                 self._results[check_id] = _PASS
             elif self._unjudged:
-                limit = f"--max-judged-bytes ({self._sender.max_judged_bytes:,} bytes)"
+                limit = f"--max-judged-bytes ({self._client.max_judged_bytes:,} bytes)"
                 self._results[check_id] = ("skipped", f"answers over {limit} are not judged")
             elif not _catalogue.CHECKS[check_id].needs_success:  # it judges the error answers
                 self._results[check_id] = ("skipped", "no answer but 2xx came")
@@ -406,7 +407,7 @@ class _OperationRun:
         for check_id, spec in _catalogue.CHECKS.items():
             status, detail = self._results.get(check_id, missed)
             # A server's text (an unknown code, a field's value) may echo the key: never shown.
-            detail = self._sender.shown(detail, _DETAIL_CHARS)
+            detail = self._client.shown(detail, _DETAIL_CHARS)
             results.append(CheckResult(check_id, self._op.name, spec.level, status, detail))
         return results
 
@@ -604,7 +605,7 @@ def run_checks(
     url = conventions.normalize_base_url(base_url, secrets=[api_key])
     ops = tuple(registry.operations() if operations is None else operations)
     start = time.monotonic()
-    sender = Sender(
+    client = RunClient(
         url,
         api_key,
         timeout=timeout,
@@ -618,16 +619,16 @@ def run_checks(
     stopped, unimplemented = False, []
     try:
         for op in ops:
-            run = _OperationRun(sender, op, project, known_paths=known_paths, deadline=deadline)
+            run = _OperationRun(client, op, project, known_paths=known_paths, deadline=deadline)
             results += run.run()
             stopped = stopped or run.stopped
             if run.unimplemented:
                 unimplemented.append(op.name)
     finally:
-        sender.close()
+        client.close()
     return Report(
         tuple(results),
-        sender.count,
+        client.count,
         stopped=deadline if stopped else None,
         unimplemented=tuple(unimplemented),
         seconds=time.monotonic() - start,
