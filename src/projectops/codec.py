@@ -199,15 +199,17 @@ def _from_json(
         return _fastcodec.from_dict(data, message_type, strict=strict)
     except _fastcodec.Unsupported:
         pass  # json_format decides, and the locator names any error, as before
-    from google.protobuf import json_format  # only here: the fast path decodes the usual input
+    # Only here: the fast path decodes the usual input.
+    from google.protobuf.json_format import ParseDict, ParseError
 
     descriptor = cast(Descriptor, message_type.DESCRIPTOR)
     message = message_type()
     try:
-        json_format.ParseDict(dict(data), message, ignore_unknown_fields=not strict)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError, SystemError) as exc:
+        ParseDict(dict(data), message, ignore_unknown_fields=not strict)
+    except (ParseError, ValueError, TypeError, RecursionError, SystemError, AttributeError) as exc:
         # Only now walk the input, to name the field and what it should be. upb raises
-        # SystemError for a field name holding an unpaired surrogate (a "\ud800" escape).
+        # SystemError for a field name holding an unpaired surrogate (a "\ud800" escape),
+        # json_format AttributeError for null in a repeated google.protobuf.Value field.
         _raise_if_surrogate(data, "")
         _raise_if_misplaced(data, descriptor, "", strict=strict)
         raise InvalidArgument(f"invalid {descriptor.name}: {_cut(str(exc), 200)}") from None

@@ -1041,3 +1041,13 @@ def test_codec_input_forms_take_the_fast_path() -> None:
         {"createTime": "2026-11-20T21:11:04.120+02:00"},
     ):
         assert isinstance(check_decode({"detailedResults": {"issues": [issue]}}, cls, False), cls)
+
+
+def test_null_for_a_repeated_value_field_is_refused_as_json_format_refuses_it() -> None:
+    # json_format fails on it (it sets null_value on the list); the fast path leaves it to
+    # json_format, and the codec reports the failure as any refused input, never a traceback.
+    from projectops import InvalidArgument, codec
+
+    assert check_decode({"values": None}, WKTS_TYPE, False) is REJECTED
+    with pytest.raises(InvalidArgument, match="Wkts"):
+        codec.from_json('{"values": null}', WKTS_TYPE)
