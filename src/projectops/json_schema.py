@@ -139,6 +139,10 @@ class _Builder:
         if self.required_values and is_required(fd):
             schema.update(_present(fd))
         unsaid = _apply_rules(fd, schema)
+        if self.direction == "input" and not is_required(fd):
+            # The codec reads null as the field's default (§3): a schema refusing it would call
+            # invalid what every server accepts. anyOf, as pydantic writes an Optional field.
+            schema = {"anyOf": [schema, {"type": "null"}]}
         if text := rules.described(description(fd), unsaid):
             schema["description"] = text
         return schema

@@ -163,9 +163,11 @@ def test_recursive_messages_go_through_defs() -> None:
         descriptor_pool.Default().FindMessageTypeByName("st.Node"), "input"
     )
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["properties"]["children"]["items"] == {"$ref": "#"}
-    assert schema["$defs"]["st.Edge"]["properties"]["target"] == {"$ref": "#/$defs/st.Edge"}
+    assert schema["properties"]["children"]["anyOf"][0]["items"] == {"$ref": "#"}
+    edge_or_null = {"anyOf": [{"$ref": "#/$defs/st.Edge"}, {"type": "null"}]}  # null: unset
+    assert schema["$defs"]["st.Edge"]["properties"]["target"] == edge_or_null
     v = validator(schema)
+    assert v.is_valid({"name": None, "edge": {"target": None}})
     assert v.is_valid({"name": "a", "children": [{"edge": {"target": {"weight": "3"}}}]})
     assert not v.is_valid({"children": [{"edge": {"target": {"weight": "-3"}}}]})
 

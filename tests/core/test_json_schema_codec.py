@@ -24,8 +24,9 @@ _SUMMARY_IN = message_schema(SecurityScanSummary, "input")["properties"]
 # and test_json_schema.py cover the rules' keywords).
 _ISSUE_IN = message_schema(Issue, "input")["properties"]
 _RESULT_OUT = message_schema(ScenarioResult, "output")["properties"]
-INT64 = re.compile(_ISSUE_IN["scenarioId"]["pattern"])
-TIMESTAMP = re.compile(_SUMMARY_IN["startTime"]["pattern"])
+# On input a field without REQUIRED is its form or null (null: the default, docs/contract.md §3).
+INT64 = re.compile(_ISSUE_IN["scenarioId"]["anyOf"][0]["pattern"])
+TIMESTAMP = re.compile(_SUMMARY_IN["startTime"]["anyOf"][0]["pattern"])
 DURATION = re.compile(_RESULT_OUT["runDuration"]["pattern"])
 
 
