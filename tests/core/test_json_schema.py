@@ -68,6 +68,9 @@ def test_request_schema_shape(op: projectops.Operation) -> None:
     for field in fields:
         prop = schema["properties"][field.json_name]
         assert prop["description"] == description(field)
+        if not is_required(field):  # null reads as the default (docs/contract.md §3)
+            assert prop["anyOf"][1] == {"type": "null"}
+            prop = prop["anyOf"][0]
         if field.type == field.TYPE_STRING and not field.is_repeated:
             assert prop["type"] == "string"
     assert schema["description"] == description(op.request_type.DESCRIPTOR)
