@@ -50,6 +50,8 @@ def inspector(
     server = config["mcpServers"]["projectops"]
     assert set(server["env"]) == {API_KEY_ENV, BASE_URL_ENV}
     server["env"] = {API_KEY_ENV: DEMO_KEY, BASE_URL_ENV: mock_server.base_url}
+    if "PYTHONPATH" in os.environ:  # the package of a planted copy (tests/schema/planting.py)
+        server["env"]["PYTHONPATH"] = os.environ["PYTHONPATH"]
     config_path = tmp_path / "mcp.json"
     config_path.write_text(json.dumps(config), encoding="utf-8")
     command = [

@@ -71,6 +71,7 @@ SLOW_OVER_OPERATIONS = (
     "tests/conformance/test_proxy.py",
     "tests/mcp/test_cli.py",
     "tests/mcp/test_http.py",
+    "tests/mcp/test_inspector.py",
     "tests/mcp/test_server_inprocess.py",
     "tests/mcp/test_stdio.py",
     "tests/mock/test_mock_cli.py",
@@ -82,7 +83,6 @@ SLOW_OVER_OPERATIONS = (
 #: Modules with slow tests that go over the operations, left out of the copy's run, and why.
 SLOW_LEFT_OUT = {
     "tests/schema/test_wheel.py": "builds wheels and venvs (minutes); this test runs mypy",
-    "tests/mcp/test_inspector.py": "the npm tools, which the copy has not installed",
 }
 
 

