@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from functools import cache
 from typing import Any, TypeVar, cast
 
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
@@ -104,6 +105,7 @@ def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero:
                 target.append(_scalar(fd, rng, zero))
 
 
+@cache  # fixed per field; read on every generated value
 def _typed(fd: FieldDescriptor) -> dict[str, Any]:
     """The type-specific rules set on `fd` by name (``max_len``, ``gte``, ...); empty if none."""
     return {f.name: value for f, value in found[1].ListFields()} if (found := rule_kind(fd)) else {}

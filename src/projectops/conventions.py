@@ -32,6 +32,19 @@ DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 VALIDATE_RESPONSES_ENV = "PROJECTOPS_VALIDATE_RESPONSES"
 
 
+def header_key(name: str) -> str:
+    """`name` as servers that ignore case and read ``_`` as ``-`` (CGI) see it: the key header
+    in any spelling is one key (docs/contract.md §2).
+
+    Args:
+        name: an HTTP header name (outside text; the pattern is linear).
+
+    Returns:
+        `name` lower-cased, every character but ASCII letters and digits removed.
+    """
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
 def operation_path(name: str) -> str:
     """The HTTP path of an operation (docs/contract.md §1.1).
 

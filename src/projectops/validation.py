@@ -227,10 +227,10 @@ def _refuse(found: list[FieldViolation]) -> None:
         raise InvalidArgument(text, found)
 
 
-def _json_path(root: object, elements: Any) -> str:
+def _json_path(root: object, path_elements: Any) -> str:
     """The JSON path (§4.4) of a ``buf.validate.FieldPath``'s elements under `root`."""
     path, descriptor = "", cast(Descriptor | None, root)
-    for element in elements:
+    for element in path_elements:
         fd = descriptor.fields_by_number.get(element.field_number) if descriptor else None
         path = join(path, fd.json_name if fd is not None else element.field_name)
         subscript = element.subscript

@@ -34,7 +34,13 @@ import projectops
 from projectops.client import AsyncRawClient
 from projectops.codec import to_dict, to_json
 from projectops.conformance._catalogue import required_fields
-from projectops.conformance._proxy import STAND_IN_KEY, Recording, Violation, create_proxy_app
+from projectops.conformance._proxy import (
+    STAND_IN_KEY,
+    Recording,
+    Violation,
+    create_proxy_app,
+    find_violations,
+)
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
 from projectops.fixtures import FixtureAnswer, decode_fixtures, default_fixtures, request_key
 from projectops.mock import create_mock_app, generate, load_fixtures
@@ -43,6 +49,7 @@ from projectops.server import OperationsServiceHandler, create_app
 from projectops.validation import is_required
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 from tests.openapi.support import serving
+from tests.synthetic import with_max_length_string
 
 #: The key the upstreams of these tests accept: one no message of the package could hold.
 KEY = "Proxy-Test-Key-5b1f"
@@ -769,3 +776,13 @@ def test_framing_headers_in_any_spelling_are_not_forwarded() -> None:
     call = ("POST", op.path, to_json(answer.request).encode(), {API_KEY_HEADER: KEY, **odd})
     via, straight, _ = _call(_mock(), [call])
     assert via == straight and via[0].status == 200
+
+
+def test_a_request_over_a_rule_is_a_request_rules_drift() -> None:
+    op, fd, most = with_max_length_string()
+    request = to_dict(generate(op.request_type, "drift", minimal=True))  # keeps every other rule
+    request[fd.json_name] = "x" * (most + 1)
+    body = json.dumps(request).encode()
+    found, message = find_violations(op, "request", body)
+    assert message is not None  # it decodes: only the rule is broken
+    assert [(v.check, v.field) for v in found] == [("request.rules", fd.json_name)]

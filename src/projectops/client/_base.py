@@ -33,7 +33,6 @@ from projectops.client._transport import (
     RawResponse,
     check_header,
     check_limits,
-    header_key,
     timed_out,
 )
 from projectops.client.redaction import mark_redacted
@@ -45,6 +44,7 @@ from projectops.conventions import (
     CONTENT_TYPE,
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESPONSE_BYTES,
+    header_key,
 )
 from projectops.errors import ApiError, InvalidArgument
 from projectops.registry import Operation, operation

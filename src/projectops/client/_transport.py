@@ -28,6 +28,7 @@ from projectops.client._errors import ResponseTimedOut, ServiceUnreachable
 from projectops.conventions import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESPONSE_BYTES,
+    header_key,
     normalize_base_url,
     shown_url,
 )
@@ -165,11 +166,6 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE = re.compile(r"[\x20-\x7e\t]*")
 # The exchange writes these itself.
 _FRAMING = frozenset({"contentlength", "transferencoding", "host", "connection", "acceptencoding"})
-
-
-def header_key(name: str) -> str:
-    """`name` as servers that ignore case and read ``_`` as ``-`` (CGI) see it."""
-    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def check_header(name: object, value: object) -> None:

@@ -20,6 +20,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -39,13 +40,13 @@ from projectops.client import AsyncRawClient
 from projectops.codec import dump, from_json, to_dict
 from projectops.conformance._catalogue import DECODES, judge_answer
 from projectops.conformance._report import MAX_JUDGED_BYTES
-from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
+from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES, header_key
 from projectops.error_cases import ALLOWED_METHOD
 from projectops.errors import ApiError, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
 from projectops.registry import Operation, operations
 from projectops.server import error_response, read_body
-from projectops.validation import validate, violations
+from projectops.validation import REQUIRED_RULE, rule_violations, violations
 
 __all__ = ["JUDGING_WORKERS", "NOT_JUDGED", "STAND_IN_KEY", "Violation"]
 __all__ += ["Recording", "create_proxy_app", "find_violations"]
@@ -67,7 +68,7 @@ _HOP_BY_HOP = frozenset(
 )
 # The key header as a server reads it: any case, "-" or "_" (CGI); and the other credentials
 # a client may send along, which a recording must not hold either.
-_KEY_HEADER = "".join(c for c in API_KEY_HEADER.lower() if c.isalnum())
+_KEY_HEADER = header_key(API_KEY_HEADER)
 _CREDENTIALS = frozenset({_KEY_HEADER, "authorization", "cookie"})
 _DETAIL_CHARS = 200
 _UPSTREAM_STATUSES = range(200, 600)  # a final answer; a 1xx cannot end an exchange
@@ -77,8 +78,8 @@ _log = logging.getLogger("projectops.proxy")
 @dataclass(frozen=True)
 class Violation:
     """Where a request or an answer breaks the contract: the catalogue's `check` id (a request:
-    ``request.decodes`` or ``request.required``), the `field` path (``""``: the whole body) and
-    the `detail`; both outside text, the caller's key redacted."""
+    ``request.decodes``, ``request.required`` or ``request.rules``), the `field` path (``""``:
+    the whole body) and the `detail`; both outside text, the caller's key redacted."""
 
     operation: str
     side: Side
@@ -104,7 +105,8 @@ def find_violations(
     Args:
         op: the operation called.
         side: ``"request"``: `body` decodes as a server decodes it, unknown fields ignored
-            (docs/contract.md §3.3), and holds its REQUIRED fields (§4); ``"answer"``: `body`
+            (docs/contract.md §3.3), holds its REQUIRED fields (§4) and keeps the schema's
+            rules (§4.6, when protovalidate is installed); ``"answer"``: `body`
             is judged by :func:`judge_answer` as the answer of `status`.
         body: the whole body, as it came.
         status: the answer's HTTP status (for ``"answer"``).
@@ -120,6 +122,9 @@ def find_violations(
             message = from_json(body if body.strip() else b"{}", op.request_type)
             missing = [f"{v.field}: {v.description}" for v in violations(message)]
             problems = {"request.required": missing}
+            with suppress(ImportError):  # no engine (extra `server`): REQUIRED alone is judged
+                broken = [v for v in rule_violations(message) if v.rule != REQUIRED_RULE]
+                problems["request.rules"] = [f"{v.field}: {v.description}" for v in broken]
         except InvalidArgument as exc:
             message, problems = None, {"request.decodes": [exc.message]}
     else:
@@ -188,13 +193,10 @@ class Recording:
     ) -> None:
         """Keep the 200 answer `response` of `op` to `request`, sent with `key` (the project)
         and `credentials` (every credential the caller sent, `key` included: an answer that
-        echoes one is left out). Thread-safe."""
-        try:
-            validate(request)  # the mock could not serve an invalid request
-            entry = {"request": to_dict(request), "response": to_dict(response)}
-        except InvalidArgument:
-            entry = None
-        text = "" if entry is None else dump(entry)
+        echoes one is left out). `request` keeps REQUIRED and the rules: the caller judged it,
+        as the mock could not serve it otherwise. Thread-safe."""
+        entry = {"request": to_dict(request), "response": to_dict(response)}
+        text = dump(entry)
         size, wanted = len(text.encode()), request_key(request)
         hashed = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
         echoed = redact_secrets(text, [key, *credentials], REDACTED) != text
@@ -203,8 +205,7 @@ class Recording:
             old = answers.get(wanted)
             grows = size - (old[1] if old else 0)
             if (
-                entry is None
-                or echoed
+                echoed
                 or (old is None and self.count >= self._max_answers)
                 or self.bytes + grows > self._max_bytes
             ):
@@ -247,17 +248,12 @@ class Recording:
             raise
 
 
-def _squashed(name: str) -> str:
-    """A header name as servers that ignore case and read ``_`` as ``-`` (CGI) see it."""
-    return "".join(c for c in name.lower() if c.isalnum())
-
-
 def _credential_parts(name: str, value: str) -> list[str]:
     """What an echo of the header `name: value` may show of a credential: the whole value of
     the key (any spelling), ``Authorization`` or ``Cookie``, and the parts an echo may hold
     alone (an ``Authorization`` token after its scheme, a cookie, a cookie's value) of at
     least 8 characters; else nothing."""
-    if _squashed(name) not in _CREDENTIALS or not value.strip():
+    if header_key(name) not in _CREDENTIALS or not value.strip():
         return []
     pairs = value.split(";")
     parts = [*value.split(None, 1)[1:], *pairs, *(pair.partition("=")[2] for pair in pairs)]
@@ -270,9 +266,9 @@ def _end_to_end(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     headers = list(headers)
     dropped = set(_HOP_BY_HOP)
     for name, value in headers:
-        if _squashed(name) == "connection":
-            dropped.update(_squashed(token) for token in value.split(","))
-    return [(k, v) for k, v in headers if _squashed(k) not in dropped]
+        if header_key(name) == "connection":
+            dropped.update(header_key(token) for token in value.split(","))
+    return [(k, v) for k, v in headers if header_key(k) not in dropped]
 
 
 def _name(base: str, index: int) -> str:
@@ -337,7 +333,7 @@ def create_proxy_app(
             report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
             return
         judged: bytes | None = answer
-        if len(answer) > max_judged_bytes:  # the request is still judged: at most 1 MiB
+        if len(answer) > max_judged_bytes:  # the request is still: --max-request-bytes bound it
             size = f"{len(answer):,} bytes, over the {max_judged_bytes:,} judged"
             report(
                 Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: the answer is {size}")
@@ -362,8 +358,9 @@ def create_proxy_app(
         if answer is None:
             return in_request
         found, got = find_violations(op, "answer", answer, status=status, secrets=secrets)
-        # `got` is set for a 200 answer that decodes strictly only.
-        if recording is not None and sent is not None and got is not None:
+        # `got` is set for a 200 answer that decodes strictly only; a request that breaks a
+        # rule is not recorded: the mock would refuse it.
+        if recording is not None and sent is not None and got is not None and not in_request:
             recording.add(op, key, sent, got, secrets)
         return in_request + found
 
@@ -372,7 +369,7 @@ def create_proxy_app(
         query = request.scope["query_string"].decode("latin-1")
         headers = request.headers.items()
         # Every header a server could read as the key, and the other credentials sent.
-        keys = [v.strip() for k, v in headers if _squashed(k) == _KEY_HEADER and v.strip()]
+        keys = [v.strip() for k, v in headers if header_key(k) == _KEY_HEADER and v.strip()]
         secrets = [part for k, v in headers for part in _credential_parts(k, v)]
         refused = _refused_target(path, query, upstream.base_url)
         # A percent-encoded path is never an operation's (docs/contract.md §2.4): not judged.

@@ -311,9 +311,12 @@ async def read_body(
         starlette.requests.ClientDisconnect: the client went away before the body was whole.
     """
     limit = max_request_bytes
-    if isinstance(content_length, str):  # as bytes: isdigit() is then ASCII only, as int() is
-        content_length = content_length.encode("latin-1")
-    if content_length and content_length.isdigit() and int(content_length) > limit:
+    declared = content_length or b""
+    if isinstance(declared, str):  # as bytes: isdigit() is then ASCII only, as int() is
+        declared = declared.encode("latin-1")
+    # Over 19 digits is over any limit, and int() refuses more than 4,300 (ValueError).
+    digits = declared.lstrip(b"0")
+    if declared.isdigit() and (len(digits) > 19 or int(digits or b"0") > limit):
         raise too_large(limit)
     chunks: list[bytes] = []
     size = 0
