@@ -113,3 +113,31 @@ def test_a_stuck_plain_authenticate_is_left_in_its_thread_and_others_are_served(
     finally:
         release.set()
     assert (first.status_code, second.status_code) == (504, 200)
+
+
+def test_an_interceptor_sees_the_handlers_overrun_as_deadline_exceeded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[str] = []
+
+    async def slow_handler(request: Any, context: Any) -> Any:
+        await anyio.sleep(STUCK)
+
+    async def interceptor(request: Any, context: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(request, context)
+        except BaseException as exc:  # what ServerCallNext raises to it
+            seen.append(type(exc).__name__)
+            raise
+
+    app = create_app(
+        SimpleNamespace(**{OP.name: slow_handler}),  # type: ignore[arg-type]
+        authenticate={KEY: "p"}.get,
+        handler_timeout=LIMIT,
+        interceptors=[interceptor],
+    )
+    with served(app) as url:
+        answer = _post(url, OP.path, {})
+    assert (answer.status_code, answer.json()["code"]) == (504, "deadline_exceeded")
+    assert seen == ["DeadlineExceeded"]
+    assert "in the handler" in caplog.text and "in an interceptor" not in caplog.text

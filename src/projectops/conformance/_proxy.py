@@ -71,7 +71,6 @@ _HOP_BY_HOP = frozenset(
 _KEY_HEADER = header_key(API_KEY_HEADER)
 _CREDENTIALS = frozenset({_KEY_HEADER, "authorization", "cookie"})
 _DETAIL_CHARS = 200
-_UPSTREAM_STATUSES = range(200, 600)  # a final answer; a 1xx cannot end an exchange
 _log = logging.getLogger("projectops.proxy")
 
 
@@ -402,7 +401,7 @@ def create_proxy_app(
         except ValueError as exc:  # a header the exchange cannot send as it came
             why = outside_text(str(exc), 200, secrets)
             return error_response(InvalidArgument(f"cannot forward: {why}"))
-        if answer.status not in _UPSTREAM_STATUSES:
+        if answer.status not in range(200, 600):  # a final answer: a 1xx cannot end an exchange
             bad = Unavailable(f"the upstream answered with the status {answer.status}")
             return error_response(bad, status=502)
         # The answer goes out first; judging it (and the request) follows, in a worker.

@@ -50,6 +50,8 @@ T = TypeVar("T")
 
 _POST = ALLOWED_METHOD
 _KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
+#: Seconds the interceptors' bound runs past the handler's, so that the handler's ends first.
+_HANDLER_FIRST = 0.05
 
 
 def _implementation(service: object, op: Operation) -> Callable[..., Any] | None:
@@ -139,7 +141,11 @@ class Endpoint:
             }
             context = RequestContext(project=project, operation=self._op, headers=headers)
             serving = self._serve(self._handler, message, context, api_key, deadline)
-            encoded = await self._bounded(deadline, "an interceptor", serving)
+            # The handler's own scope (_call) ends at `deadline`, this one _HANDLER_FIRST s later:
+            # with both cancelled at once, an interceptor would see a CancelledError where
+            # ServerCallNext promises DeadlineExceeded, and the log would blame an interceptor.
+            later = deadline and deadline + _HANDLER_FIRST
+            encoded = await self._bounded(later, "an interceptor", serving)
         except Abort as abort:
             return respond(abort.case, abort.message)
         except ApiError as exc:  # the codec's, validation's, a handler's or authenticate's
