@@ -16,12 +16,7 @@ from typing import Any
 import google.api.annotations_pb2 as annotations_pb2
 from google.api import http_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool
-from google.protobuf.descriptor import (
-    Descriptor,
-    EnumDescriptor,
-    FieldDescriptor,
-    MethodDescriptor,
-)
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor, MethodDescriptor
 
 from projectops import rules
 from projectops._wire import join
@@ -108,8 +103,7 @@ def load(data: bytes | descriptor_pb2.FileDescriptorSet) -> descriptor_pool.Desc
 
 def _http(method: MethodDescriptor) -> HttpBinding:
     options = descriptor_pb2.MethodOptions.FromString(method.GetOptions().SerializeToString())
-    if not options.HasExtension(annotations_pb2.http):  # type: ignore[arg-type]
-        return HttpBinding("", "", "")
+    # Without the option, the rule is the default: no pattern, no body.
     rule: http_pb2.HttpRule = options.Extensions[annotations_pb2.http]  # type: ignore[index]
     pattern = rule.WhichOneof("pattern")
     if pattern is None:

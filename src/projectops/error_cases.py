@@ -111,8 +111,7 @@ BUSINESS_RULE = ErrorCase(
     "release with that version in the project).",
 )
 NOT_IMPLEMENTED = ErrorCase(
-    Code.UNIMPLEMENTED,
-    "The operation is in the registry, but this server does not implement it.",
+    Code.UNIMPLEMENTED, "The operation is in the registry, but this server does not implement it."
 )
 INTERNAL_FAILURE = ErrorCase(
     Code.INTERNAL, "The server failed unexpectedly; the message is generic."

@@ -1034,13 +1034,25 @@ def test_codec_input_forms_take_the_fast_path() -> None:
         {"issueId": 9007199254740993},
         {"issueId": "9007199254740993"},
         {"issue_id": "-5"},
-        {"issueId": 1e3},
         {"issueId": "9223372036854775807"},
         {"status": 1},
         {"status": "RESOLVED"},
         {"createTime": "2026-11-20T21:11:04.120+02:00"},
     ):
         assert isinstance(check_decode({"detailedResults": {"issues": [issue]}}, cls, False), cls)
+
+
+def test_a_float_for_an_integer_field_is_json_format_s_to_read() -> None:
+    """orjson reads an integer beyond 64 bits as a float that may round into range: the fast path
+    takes no float for an integer field, and json_format reads 1e3 as it always did."""
+    cls = operations_pb2.GetReleaseDetailsResponse
+    for number in (1e3, 5.0, -9.223372036854776e18):
+        with pytest.raises(_fastcodec.Unsupported):
+            _fastcodec.from_dict(
+                {"detailedResults": {"issues": [{"issueId": number}]}}, cls, strict=False
+            )
+    parsed = json_format.ParseDict({"detailedResults": {"issues": [{"issueId": 1e3}]}}, cls())
+    assert parsed.detailed_results.issues[0].issue_id == 1000
 
 
 def test_null_for_a_repeated_value_field_is_refused_as_json_format_refuses_it() -> None:

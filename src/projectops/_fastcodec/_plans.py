@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import cache
 from typing import Any, Final, Literal, cast
 
 from google.protobuf import descriptor_pool, message_factory
@@ -165,6 +166,23 @@ def reachable(root: Plan) -> list[Plan]:
                 seen[nested.descriptor] = nested
                 todo.append(nested)
     return list(seen.values())
+
+
+#: What makes ``to_dict``'s values hold a float: a double or float field, or a well-known type
+#: json_format writes (a Value's number, a wrapper's, whatever an Any holds); see :func:`holds`.
+FLOAT_KINDS: Final = frozenset({DOUBLE, FLOAT, WKT, OPAQUE})
+
+
+@cache
+def holds(descriptor: Descriptor, kinds: frozenset[int | str]) -> bool:
+    """Whether a `descriptor` message can hold, at any depth, a value of one of `kinds`: value
+    kinds (:data:`FLOAT_KINDS`), or the full names of well-known types (google.protobuf.Value)."""
+    for plan in reachable(plan_of(descriptor)):
+        for field in plan.fields:
+            aux = field.aux[2] if field.shape == MAP else field.aux
+            if field.kind in kinds or (field.kind == WKT and aux.DESCRIPTOR.full_name in kinds):
+                return True
+    return False
 
 
 def ready_plan(

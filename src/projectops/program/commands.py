@@ -77,12 +77,18 @@ def whole(text: str, *, lowest: int = 1) -> int:
     Raises:
         argparse.ArgumentTypeError: not a whole number, or below `lowest`.
     """
+    return _whole_in(text, lowest, None, f"a whole number >= {lowest}")
+
+
+def _whole_in(text: str, lowest: int, highest: int | None, expected: str) -> int:
+    """`text` as a whole number from `lowest` to `highest` (``None``: no bound), or
+    ``argparse.ArgumentTypeError`` saying it should be `expected`."""
     try:
         value = int(text)
     except ValueError:
         value = lowest - 1
-    if value < lowest:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= {lowest}, got {text!r}")
+    if value < lowest or (highest is not None and value > highest):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
 
@@ -123,15 +129,7 @@ def port(text: str, *, lowest: int = 1) -> int:
     Raises:
         argparse.ArgumentTypeError: not a whole number in that range.
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not lowest <= value <= 65535:
-        raise argparse.ArgumentTypeError(
-            f"expected a TCP port from {lowest} to 65535, got {text!r}"
-        )
-    return value
+    return _whole_in(text, lowest, 65535, f"a TCP port from {lowest} to 65535")
 
 
 def add_retries(parser: argparse.ArgumentParser, default: int, *, top_level: bool = False) -> None:
