@@ -1,8 +1,9 @@
 """orjson under the codec (the extra ``fast``): the same JSON text out, the same messages and the
 same errors in, as with the json module alone (docs/contract.md §3).
 
-Each test runs the public codec twice, once with orjson and once with ``codec.orjson`` set to
-``None`` (what an install without the extra runs), and compares. Skipped where orjson is not
+Each test runs the public codec by its three paths and compares: with orjson, without it (what
+an install without the extra runs), and the path of a type's first small body in a process
+(json_format, no orjson: ``codec._warm``). Skipped where orjson is not
 installed: the dependency floors' environment, where the json module is the codec's alone.
 """
 
@@ -30,7 +31,9 @@ orjson = pytest.importorskip("orjson")
 
 
 def both(call: Callable[[], Any]) -> tuple[Any, Any]:
-    """`call`'s outcome with orjson and without: its value, or the error's type and text."""
+    """`call`'s outcome by the codec's paths, which must agree: its value, or the error's type
+    and text. Returned: (with orjson, without); a type's first small body, which takes neither
+    orjson nor the compiled fast path (codec._warm), must give the same as both."""
 
     def outcome() -> Any:
         try:
@@ -40,9 +43,14 @@ def both(call: Callable[[], Any]) -> tuple[Any, Any]:
         except Exception as exc:  # to_json of a Timestamp beyond RFC 3339
             return (type(exc).__name__, str(exc))
 
-    with_orjson = outcome()
-    with mock.patch.object(codec, "orjson", None):
-        return with_orjson, outcome()
+    with mock.patch.object(codec, "_warm", lambda *_: False):
+        cold = outcome()
+    with mock.patch.object(codec, "_warm", lambda *_: True):
+        with_orjson = outcome()
+        with mock.patch.object(codec, "_orjson", lambda: None):
+            without = outcome()
+    assert cold == without
+    return with_orjson, without
 
 
 def typed(value: Any) -> Any:

@@ -199,6 +199,7 @@ def _normalize(target: Plan, data: dict[Any, Any], lenient: bool) -> dict[str, A
     return out
 
 
+_BOOL_KEYS: Final = {"true": True, "false": False}  # a bool map key as JSON writes it
 _SKIP: Final[Any] = object()  # an unknown enum name in lenient mode: the value is dropped
 _MISSING: Final[Any] = object()
 
@@ -216,10 +217,9 @@ def _integer(value: Any) -> int:
     kind = type(value)
     if kind is int:
         return cast(int, value)
-    if kind is str:
-        digits = value[1:] if value[:1] == "-" else value
-        if digits.isdigit() and digits.isascii() and len(digits) <= 20:
-            return int(value)
+    # json_format's own test, then int(): "-5", "\t5" and other digits than ASCII's pass too.
+    if kind is str and " " not in value:
+        return int(value)  # a ValueError is from_dict's Unsupported
     raise Unsupported  # the range is upb's to check, as it is for json_format's setattr
 
 
@@ -320,11 +320,8 @@ def _decode_map(aux: Any, value: Any, depth: int, lenient: bool) -> dict[Any, An
                 raise Unsupported
             map_key = key
         elif key_kind == BOOL:
-            if key == "true":
-                map_key = True
-            elif key == "false":
-                map_key = False
-            else:
+            map_key = _BOOL_KEYS.get(key)
+            if map_key is None:  # json_format takes "true" and "false" alone
                 raise Unsupported
         else:  # integer keys, strings of digits
             map_key = _integer(key)

@@ -18,10 +18,7 @@ _unpack: Final = _FLOAT32.unpack
 def shortest_float32(value: float) -> float:
     """``float(f"{value:.{p}g}")`` for the least ``p`` from 6 that stores back as the 32-bit
     `value` (else `value`). Raises OverflowError: infinite or beyond the 32-bit range."""
-    rounded = float(f"{value:.6g}")
-    if _unpack(_pack(rounded))[0] == value:  # most values: one try
-        return rounded
-    for precision in range(7, 18):
+    for precision in range(6, 18):  # most values: one try, 6
         rounded = float(f"{value:.{precision}g}")
         if _unpack(_pack(rounded))[0] == value:
             return rounded
