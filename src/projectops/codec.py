@@ -18,6 +18,7 @@ expected; text whose decoding would cost too much memory is refused before it is
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import json
@@ -30,7 +31,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops import _fastcodec
-from projectops._fastcodec._plans import FLOAT_KINDS, holds
+from projectops._fastcodec._plans import FLOAT_KINDS, OPAQUE, holds
 from projectops._wire import elements, join, shape, value_form
 from projectops.errors import ApiError, FieldViolation, InvalidArgument
 from projectops.v1.error_pb2 import ErrorResponse
@@ -105,10 +106,11 @@ def _to_json(message: Message, indent: int | None) -> str:
     orjson = _orjson() if indent is None and _warm("encode", type(message), 0) else None
     # orjson writes json's text byte for byte (tests/core/test_codec_orjson.py) but for floats:
     # json writes 1e-05 and orjson 0.00001, so a message that can hold one is json's to write.
-    if orjson is None or holds(message.DESCRIPTOR, FLOAT_KINDS):
-        # Its own encoder, without dump's circular-reference check: to_dict's values hold no cycle.
-        return _fastcodec.json_encoder(indent).encode(data)
-    return str(orjson.dumps(data), "utf-8")
+    if orjson is not None and not holds(message.DESCRIPTOR, FLOAT_KINDS):
+        with contextlib.suppress(orjson.JSONEncodeError):  # deeper than orjson's 254 levels
+            return str(orjson.dumps(data), "utf-8")
+    # Its own encoder, without dump's circular-reference check: to_dict's values hold no cycle.
+    return _fastcodec.json_encoder(indent).encode(data)
 
 
 def iter_json(message: Message, *, indent: int | None = None) -> Iterator[str]:
@@ -202,36 +204,34 @@ def _from_json(
     size = len(data) if isinstance(data, (bytes, bytearray, str)) else OFF_LOOP_BYTES
     fast = _warm("decode", message_type, size)
     if isinstance(data, (bytes, bytearray, str)):
-        if fast and (orjson := _orjson()) is not None:
+        if fast and not holds(message_type.DESCRIPTOR, FLOAT_KINDS) and (orjson := _orjson()):
             # orjson reads what json.loads reads, but an integer beyond 64 bits as the float it
             # rounds to: for a double, Value or Struct the value json.loads' integer becomes, and
             # the fast path takes no float for an integer field (-9223372036854775809 would round
             # into range). What orjson refuses (NaN, a lone surrogate) or the fast path is not
             # sure of is judged below, on json.loads' values (tests/core/test_codec_orjson.py).
             check_decode_cost(data, message_type)
-            try:  # from_dict takes a dict alone
+            with contextlib.suppress(orjson.JSONDecodeError, _fastcodec.Unsupported):
                 return _fastcodec.from_dict(orjson.loads(data), message_type, strict=strict)
-            except (orjson.JSONDecodeError, _fastcodec.Unsupported):
-                pass
         data = parse_json(data, message_type)
     if type(data) is not dict and not isinstance(data, Mapping):  # a dict: no ABC check
         raise _invalid("", "a JSON object", describe_value(data))
-    if fast:
-        try:
+    if fast:  # else, and where it is not sure, json_format decides and the locator names errors
+        with contextlib.suppress(_fastcodec.Unsupported):
             return _fastcodec.from_dict(data, message_type, strict=strict)
-        except _fastcodec.Unsupported:
-            pass  # json_format decides, and the locator names any error, as before
     # Only here: the fast path decodes the usual input, from a type's second body on.
-    from google.protobuf.json_format import ParseDict, ParseError
+    from google.protobuf.json_format import ParseDict
 
     descriptor = cast(Descriptor, message_type.DESCRIPTOR)
     message = message_type()
     try:
         ParseDict(dict(data), message, ignore_unknown_fields=not strict)
-    except (ParseError, ValueError, TypeError, RecursionError, SystemError, AttributeError) as exc:
-        # Only now walk the input, to name the field and what it should be. upb raises
-        # SystemError for a field name holding an unpaired surrogate (a "\ud800" escape),
-        # json_format AttributeError for null in a repeated google.protobuf.Value field.
+    except Exception as exc:  # whatever json_format and upb raise for this input: see below
+        # Only now walk the input, to name the field and what it should be. json_format raises
+        # ParseError, ValueError, TypeError, RecursionError, OverflowError (float() of an integer
+        # of over 308 digits, for a double or a Value) and AttributeError (null in a repeated
+        # google.protobuf.Value field); upb SystemError for a field name holding an unpaired
+        # surrogate (a "\ud800" escape).
         _raise_if_surrogate(data, "")
         _raise_if_misplaced(data, descriptor, "", strict=strict)
         raise InvalidArgument(f"invalid {descriptor.name}: {_cut(str(exc), 200)}") from None
@@ -337,10 +337,12 @@ def check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]
 @cache
 def _holds_values(descriptor: Descriptor) -> bool:
     """Whether a Struct, Value or ListValue can appear anywhere in a `descriptor` message."""
-    return descriptor.full_name in _VALUE_TYPES or holds(descriptor, _VALUE_TYPES)
+    # A group counts as one: json_format reads it, and the plans do not look inside.
+    return descriptor.full_name in _VALUE_TYPES or holds(descriptor, _VALUE_GROUP)
 
 
 _VALUE_TYPES: Final = frozenset(f"google.protobuf.{n}" for n in ("Struct", "Value", "ListValue"))
+_VALUE_GROUP: Final = _VALUE_TYPES | {OPAQUE}
 
 
 def _raise_if_misplaced(
@@ -410,16 +412,15 @@ def _check_value(
     holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
     try:
         json_format.ParseDict({fd.json_name: alone}, holder, ignore_unknown_fields=not strict)
-    except (json_format.ParseError, ValueError, TypeError):
+    except (json_format.ParseError, ValueError, TypeError, ArithmeticError):
         raise _invalid(path, form.expected, describe_value(value)) from None
 
 
 def _raise_if_surrogate(value: Any, path: str) -> None:
     """Raise InvalidArgument at the first name or string that cannot be UTF-8 (lone surrogate)."""
-    if isinstance(value, str):
-        if not _is_utf8(value):
-            raise _invalid(path, "a UTF-8 string", "a string with an unpaired surrogate")
-    elif isinstance(value, Mapping):
+    if isinstance(value, str) and not _is_utf8(value):
+        raise _invalid(path, "a UTF-8 string", "a string with an unpaired surrogate")
+    if isinstance(value, Mapping):
         for key, item in value.items():
             if isinstance(key, str) and not _is_utf8(key):
                 raise _invalid(path, "UTF-8 field names", "a name with an unpaired surrogate")

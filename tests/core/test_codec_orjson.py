@@ -17,6 +17,15 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from google.protobuf import (
+    any_pb2,
+    descriptor_pb2,
+    descriptor_pool,
+    message_factory,
+    struct_pb2,
+    type_pb2,
+    wrappers_pb2,
+)
 from google.protobuf.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,7 +33,14 @@ from hypothesis import strategies as st
 import projectops
 from projectops import codec
 from projectops.v1 import error_pb2, operations_pb2
-from tests.core.test_codec_differential import ALL_TYPES, SETTINGS, any_message, json_inputs
+from tests.core.test_codec_differential import (
+    ALL_TYPES,
+    SCALARS_TYPE,
+    SETTINGS,
+    WKTS_TYPE,
+    any_message,
+    json_inputs,
+)
 from tests.golden import GOLDEN, stems
 
 orjson = pytest.importorskip("orjson")
@@ -149,17 +165,21 @@ def test_golden_payloads_read_and_write_the_same(stem: str) -> None:
         lambda cls: st.tuples(st.just(cls), json_inputs(cls.DESCRIPTOR))
     ),
     st.booleans(),
+    st.sampled_from(["ascii", "utf-8 text", "utf-8 bytes"]),
 )
 def test_from_json_reads_odd_input_to_the_same_message_or_error(
-    case: tuple[type[Message], Any], strict: bool
+    case: tuple[type[Message], Any], strict: bool, form: str
 ) -> None:
     cls, data = case
     try:
-        text = json.dumps(data)
+        text = json.dumps(data, ensure_ascii=form == "ascii")
     except (TypeError, ValueError):
         return  # not JSON text (a key that is not a string)
-    with_orjson, without = both(lambda: projectops.from_json(text, cls, strict=strict))
+    body: str | bytes = text.encode("utf-8", "surrogatepass") if form == "utf-8 bytes" else text
+    with_orjson, without = both(partial(projectops.from_json, body, cls, strict=strict))
     assert with_orjson == without
+    # A message, or a 400's InvalidArgument: never another exception (a 500).
+    assert isinstance(with_orjson, Message) or with_orjson[0] == "InvalidArgument", with_orjson
 
 
 @pytest.mark.parametrize(
@@ -179,3 +199,75 @@ def test_numbers_orjson_reads_otherwise_are_judged_as_before(number: str) -> Non
         lambda: projectops.from_json(text, operations_pb2.GetReleaseDetailsResponse)
     )
     assert with_orjson == without
+
+
+def _own_schema() -> descriptor_pool.DescriptorPool:
+    """A float-free recursive type (``Node``) and a proto2 ``Host`` with a double extension."""
+    field = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(
+        name="orjson_test.proto", package="oj", syntax="proto2"
+    )
+    node = file.message_type.add(name="Node")
+    node.field.add(name="child", number=1, type=field.TYPE_MESSAGE, type_name=".oj.Node")
+    node.field.add(name="label", number=2, type=field.TYPE_STRING)
+    host = file.message_type.add(name="Host")
+    host.field.add(name="label", number=1, type=field.TYPE_STRING)
+    host.extension_range.add(start=100, end=200)
+    file.extension.add(name="ratio", number=100, type=field.TYPE_DOUBLE, extendee=".oj.Host")
+    for added in (*node.field, *host.field, *file.extension):
+        added.label = field.LABEL_OPTIONAL
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return pool
+
+
+OWN = _own_schema()
+NODE = message_factory.GetMessageClass(OWN.FindMessageTypeByName("oj.Node"))
+HOST = message_factory.GetMessageClass(OWN.FindMessageTypeByName("oj.Host"))
+
+
+def test_floats_json_format_writes_are_written_as_json_writes_them() -> None:
+    """Inside an Any, a Value or an extension: json_format writes them, the plans do not see."""
+    packed_double, packed_value = any_pb2.Any(), any_pb2.Any()
+    packed_double.Pack(wrappers_pb2.DoubleValue(value=1e-05))
+    packed_value.Pack(struct_pb2.Value(number_value=1e-05))
+    host = HOST(label="x")
+    host.Extensions[OWN.FindExtensionByName("oj.ratio")] = 1e-05
+    for message in (packed_double, packed_value, host):
+        with_orjson, without = both(partial(projectops.to_json, message))
+        assert with_orjson == without
+        assert "1e-05" in with_orjson
+
+
+def test_nesting_deeper_than_orjson_takes_is_written_as_json_writes_it() -> None:
+    root = NODE(label="root")
+    node = root
+    for _ in range(300):  # orjson stops at 254 levels
+        node = node.child
+        node.label = "x"
+    with_orjson, without = both(partial(projectops.to_json, root))
+    assert with_orjson == without
+    assert with_orjson.count("child") == 300
+
+
+@pytest.mark.parametrize(
+    ("message_type", "text"),
+    [
+        # orjson: -9.223372036854776e18, which json_format would read as -2**63, in range
+        (WKTS_TYPE, '{"int64Value": -9223372036854775809}'),
+        (WKTS_TYPE, '{"repeatedInt64Value": [-9223372036854775809]}'),
+        (
+            type_pb2.Option,
+            '{"value": {"@type": "type.googleapis.com/google.protobuf.Int64Value", '
+            '"value": -9223372036854775809}}',
+        ),
+        # float() of it overflows in json_format: a 400, not an OverflowError
+        (SCALARS_TYPE, '{"doubleField": 1' + "0" * 400 + "}"),
+    ],
+)
+def test_integers_beyond_64_bits_in_well_known_types_are_refused_alike(
+    message_type: type[Message], text: str
+) -> None:
+    with_orjson, without = both(partial(projectops.from_json, text, message_type))
+    assert with_orjson == without
+    assert with_orjson[0] == "InvalidArgument", with_orjson

@@ -112,9 +112,7 @@ def format_timestamp(timestamp: Any) -> str:
     out of range (the encoder then lets json_format raise its own error)."""
     seconds: int = timestamp.seconds
     nanos: int = timestamp.nanos
-    if not TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX or not (
-        0 <= nanos < 1_000_000_000
-    ):
+    if not (TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX and 0 <= nanos < 10**9):
         raise ValueError("Timestamp out of range")
     hours, rest = divmod(seconds, 3600)
     prefix = _HOUR_TEXT.get(hours)
