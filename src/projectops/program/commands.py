@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import math
-import signal
 import socket
 import sys
 import threading
@@ -289,8 +288,9 @@ def serve_app(
         ``True`` with `workers` > 1.
     """
     # Imported here, not at the top: every command of the program imports this module, and an
-    # operation's one call must not pay for an event loop it never starts.
+    # operation's one call must not pay for an event loop it never starts, nor for signal.
     import asyncio
+    import signal
 
     import uvicorn
 
