@@ -14,6 +14,10 @@ from projectops.codec import from_json
 from projectops.conformance._catalogue import _SLICE, DECODES, judge_answer
 from projectops.errors import InvalidArgument
 
+# In process, but about 3 s each on one core (answers of 20,000 elements and more): out of the
+# inner loop, in the full run.
+pytestmark = pytest.mark.slow
+
 
 def _listed() -> tuple[projectops.Operation, FieldDescriptor]:
     """An operation whose response has a top-level list of messages, and that field."""

@@ -68,6 +68,7 @@ SLOW_OVER_OPERATIONS = (
     "tests/cli/test_cli_commands.py",
     "tests/cli/test_cli_usability.py",
     "tests/conformance/test_conformance.py",
+    "tests/conformance/test_judging_large.py",
     "tests/conformance/test_proxy.py",
     "tests/mcp/test_cli.py",
     "tests/mcp/test_http.py",
