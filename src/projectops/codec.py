@@ -78,8 +78,9 @@ def to_dict(message: Message) -> dict[str, Any]:
         presence always written.
 
     Raises:
-        ValueError: a value the mapping cannot write (a ``Timestamp`` or ``Duration`` out of
-            the range of RFC 3339).
+        google.protobuf.json_format.SerializeToJsonError: (an ``Exception``, not a
+            ``ValueError``) a value the mapping cannot write: a ``Timestamp`` or ``Duration`` out
+            of the range of RFC 3339, which json_format then names.
     """
     return _fastcodec.to_dict(message)
 
@@ -96,7 +97,7 @@ def to_json(message: Message, *, indent: int | None = None) -> str:
         The JSON text, non-ASCII characters as they are (not ``\\u`` escapes).
 
     Raises:
-        ValueError: as :func:`to_dict`.
+        google.protobuf.json_format.SerializeToJsonError: as :func:`to_dict`.
     """
     return _collector_paused(_to_json, message, indent)
 
@@ -125,7 +126,8 @@ def iter_json(message: Message, *, indent: int | None = None) -> Iterator[str]:
         Pieces of about 64 Ki characters whose concatenation is ``to_json(message, indent=indent)``.
 
     Raises:
-        ValueError: as :func:`to_dict`, possibly after some pieces were yielded.
+        google.protobuf.json_format.SerializeToJsonError: as :func:`to_dict`, possibly after
+            some pieces were yielded.
     """
     return _fastcodec.iter_json(message, indent)
 

@@ -24,6 +24,7 @@ from projectops.errors import FieldViolation, InvalidArgument
 
 __all__ = [
     "BLANK",
+    "EVALUATION_RULE",
     "NOT_BLANK_PATTERN",
     "REQUIRED_RULE",
     "RuleViolation",
