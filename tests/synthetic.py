@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
@@ -111,3 +111,33 @@ def minimal_answer(op: Operation) -> Message:
     fill(answer)
     assert rule_violations(answer) == [], f"minimal_answer cannot keep the rules of {op.name}"
     return answer
+
+
+def _orjson_schema() -> descriptor_pool.DescriptorPool:
+    """For the codec's orjson path (tests/core/test_codec_orjson.py, tests/adversarial/): a
+    float-free recursive type (``Node``: a child, a label, an int64 count, children), which
+    orjson reads and writes, and a proto2 ``Host`` with a double extension, which it must not."""
+    field = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(
+        name="orjson_test.proto", package="oj", syntax="proto2"
+    )
+    node = file.message_type.add(name="Node")
+    node.field.add(name="child", number=1, type=field.TYPE_MESSAGE, type_name=".oj.Node")
+    node.field.add(name="label", number=2, type=field.TYPE_STRING)
+    node.field.add(name="count", number=3, type=field.TYPE_INT64)
+    node.field.add(name="children", number=4, type=field.TYPE_MESSAGE, type_name=".oj.Node")
+    host = file.message_type.add(name="Host")
+    host.field.add(name="label", number=1, type=field.TYPE_STRING)
+    host.extension_range.add(start=100, end=200)
+    file.extension.add(name="ratio", number=100, type=field.TYPE_DOUBLE, extendee=".oj.Host")
+    for added in (*node.field, *host.field, *file.extension):
+        added.label = field.LABEL_OPTIONAL
+    node.field[3].label = field.LABEL_REPEATED
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return pool
+
+
+ORJSON_POOL = _orjson_schema()
+NODE = message_factory.GetMessageClass(ORJSON_POOL.FindMessageTypeByName("oj.Node"))
+HOST = message_factory.GetMessageClass(ORJSON_POOL.FindMessageTypeByName("oj.Host"))

@@ -31,7 +31,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops import _fastcodec
-from projectops._fastcodec._plans import FLOAT_KINDS, OPAQUE, holds
+from projectops._fastcodec._plans import NOT_FOR_ORJSON, OPAQUE, holds
 from projectops._wire import elements, join, shape, value_form
 from projectops.errors import ApiError, FieldViolation, InvalidArgument
 from projectops.v1.error_pb2 import ErrorResponse
@@ -106,8 +106,9 @@ def _to_json(message: Message, indent: int | None) -> str:
     data = to_dict(message)
     orjson = _orjson() if indent is None and _warm("encode", type(message), 0) else None
     # orjson writes json's text byte for byte (tests/core/test_codec_orjson.py) but for floats:
-    # json writes 1e-05 and orjson 0.00001, so a message that can hold one is json's to write.
-    if orjson is not None and not holds(message.DESCRIPTOR, FLOAT_KINDS):
+    # json writes 1e-05 and orjson 0.00001, so a message that can hold one (NOT_FOR_ORJSON) is
+    # json's to write.
+    if orjson is not None and not holds(message.DESCRIPTOR, NOT_FOR_ORJSON):
         with contextlib.suppress(orjson.JSONEncodeError):  # deeper than orjson's 254 levels
             return str(orjson.dumps(data), "utf-8")
     # Its own encoder, without dump's circular-reference check: to_dict's values hold no cycle.
@@ -206,7 +207,7 @@ def _from_json(
     size = len(data) if isinstance(data, (bytes, bytearray, str)) else OFF_LOOP_BYTES
     fast = _warm("decode", message_type, size)
     if isinstance(data, (bytes, bytearray, str)):
-        if fast and not holds(message_type.DESCRIPTOR, FLOAT_KINDS) and (orjson := _orjson()):
+        if fast and not holds(message_type.DESCRIPTOR, NOT_FOR_ORJSON) and (orjson := _orjson()):
             # orjson reads what json.loads reads, but an integer beyond 64 bits as the float it
             # rounds to: for a double, Value or Struct the value json.loads' integer becomes, and
             # the fast path takes no float for an integer field (-9223372036854775809 would round
@@ -237,9 +238,9 @@ def _from_json(
         _raise_if_surrogate(data, "")
         _raise_if_misplaced(data, descriptor, "", strict=strict)
         raise InvalidArgument(f"invalid {descriptor.name}: {_cut(str(exc), 200)}") from None
-    if strict:
-        # json_format accepts integer enum values even without ignore_unknown_fields.
-        _raise_if_misplaced(data, descriptor, "", strict=True, leaves=False)
+    # What json_format accepts but §3 refuses: integer enum values in strict mode, and with
+    # ignore_unknown_fields a string for a message (its characters read as unknown names).
+    _raise_if_misplaced(data, descriptor, "", strict=strict, leaves=False)
     return message
 
 

@@ -172,14 +172,14 @@ def reachable(root: Plan) -> list[Plan]:
 #: (orjson writes 1e-05 as 0.00001, and reads an integer beyond 64 bits as a float), and what
 #: json_format reads and writes for the plans (a well-known type but Timestamp and Duration, be it
 #: the message itself; a group; an extension), where such a float could hide (an Int64Value).
-FLOAT_KINDS: Final = frozenset({DOUBLE, FLOAT, WKT, OPAQUE})
+NOT_FOR_ORJSON: Final = frozenset({DOUBLE, FLOAT, WKT, OPAQUE})
 
 
 @cache
 def holds(descriptor: Descriptor, kinds: frozenset[int | str]) -> bool:
     """Whether a `descriptor` message can hold, at any depth, a value of one of `kinds`: value
-    kinds (:data:`FLOAT_KINDS`; a well-known message counts as WKT, an extension as OPAQUE), or the
-    full names of well-known types (google.protobuf.Value)."""
+    kinds (:data:`NOT_FOR_ORJSON`; a well-known message counts as WKT, an extension as OPAQUE),
+    or the full names of well-known types (google.protobuf.Value)."""
     if WKT in kinds and descriptor.file.name in _OTHER_WKT_FILES:
         return True
     for plan in reachable(plan_of(descriptor)):
