@@ -648,6 +648,18 @@ def test_usage_errors_are_one_line_and_exit_2(run_cli: Any, args: list[str], say
     assert "secret" not in result.stderr
 
 
+def _start_proxy(args: list[str], err: Path) -> subprocess.Popen[bytes]:
+    """``python -m projectops proxy *args``, its stderr written to `err`."""
+    with err.open("wb") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "projectops", "proxy", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+
 @pytest.mark.slow
 def test_the_program_proxies_then_records_on_sigterm_what_the_mock_serves_again(
     mock_server: Any, start_mock_server: Any, tmp_path: Path
@@ -655,14 +667,7 @@ def test_the_program_proxies_then_records_on_sigterm_what_the_mock_serves_again(
     demo_key = "demo-key"  # the session mock server's default fixtures
     port, record, err = free_port(), tmp_path / "recorded.json", tmp_path / "stderr"
     args = ["--upstream", mock_server.base_url, "--port", str(port), "--record", str(record)]
-    with err.open("wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "projectops", "proxy", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    process = _start_proxy(args, err)
     calls = [(op.path, to_json(answer.request).encode()) for op, answer in _demo_answers()]
 
     def ask(url: str, key: str) -> list[tuple[int, bytes]]:
@@ -697,14 +702,7 @@ def test_an_empty_recording_says_why(mock_server: Any, tmp_path: Path) -> None:
     """``recorded 0 answers`` alone leaves the user guessing: the line says what is recorded."""
     port, record, err = free_port(), tmp_path / "recorded.json", tmp_path / "stderr"
     args = ["--upstream", mock_server.base_url, "--port", str(port), "--record", str(record)]
-    with err.open("wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "projectops", "proxy", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    process = _start_proxy(args, err)
     try:
         wait_until_listening(process, port, "projectops proxy", err.read_text)
         with httpx2.Client(base_url=f"http://{LOOPBACK}:{port}", timeout=TIMEOUT) as client:
