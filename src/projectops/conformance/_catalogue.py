@@ -161,15 +161,18 @@ def mapping_problems(
             found[check].append(f"{path or 'the body'}: {what}")
 
     # Iterative: a recursive message type nests as deep as the answer does.
-    # A stack of iterators over (value, its message type, its path): memory in proportion to
-    # the depth, not to the number of elements.
-    stack: list[Iterator[tuple[Any, Descriptor, str]]] = [iter([(data, descriptor, "")])]
+    # A stack of (iterator over (path, key, value) as _wire.elements yields them, the values'
+    # message type): memory in proportion to the depth, not to the number of elements.
+    stack: list[tuple[Iterator[tuple[str, Any, Any]], Descriptor]] = [
+        (iter([("", None, data)]), descriptor)
+    ]
     while stack:
-        top = next(stack[-1], None)
+        top = next(stack[-1][0], None)
         if top is None:
             stack.pop()
             continue
-        value, message, path = top
+        path, _, value = top
+        message = stack[-1][1]
         if not isinstance(value, dict):
             continue
         by_json, by_name = _fields(message)
@@ -198,7 +201,7 @@ def mapping_problems(
             # Well-known types have forms of their own, checked below or not at all.
             if inner is not None and not inner.full_name.startswith("google.protobuf."):
                 # Walked lazily: a list of a million messages is never a million entries here.
-                stack.append(_messages(field_elements, inner))
+                stack.append((field_elements, inner))
                 continue
             for element_path, _, element in field_elements:
                 if kind is not None and element is not None:
@@ -210,14 +213,6 @@ def mapping_problems(
                     if bad:
                         note(kind, element_path, _WHAT[kind].format(_shown(element)))
     return found
-
-
-def _messages(
-    found: Iterator[tuple[str, Any, Any]], message: Descriptor
-) -> Iterator[tuple[Any, Descriptor, str]]:
-    """(value, `message`, its path) of each element of :func:`projectops._wire.elements`."""
-    for path, _, value in found:
-        yield value, message, path
 
 
 _CODES = frozenset(code.value for code in Code)
