@@ -20,6 +20,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -45,7 +46,7 @@ from projectops.errors import ApiError, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
 from projectops.registry import Operation, operations
 from projectops.server import error_response, read_body
-from projectops.validation import REQUIRED_RULE, RuleViolation, rule_violations, violations
+from projectops.validation import REQUIRED_RULE, rule_violations, violations
 
 __all__ = ["JUDGING_WORKERS", "NOT_JUDGED", "STAND_IN_KEY", "Violation"]
 __all__ += ["Recording", "create_proxy_app", "find_violations"]
@@ -118,17 +119,13 @@ def find_violations(
     if side == "request":
         try:  # an empty request is {} (§1.2)
             message = from_json(body if body.strip() else b"{}", op.request_type)
-            try:  # one walk: rule_violations lists the REQUIRED ones first
-                ruled = rule_violations(message)
-            except ImportError:  # no engine (extra `server`): REQUIRED alone is judged
-                ruled = [
-                    RuleViolation(v.field, v.description, REQUIRED_RULE)
-                    for v in violations(message)
-                ]
-            problems: dict[str, list[str]] = {"request.required": [], "request.rules": []}
-            for broken in ruled:
-                check = "request.required" if broken.rule == REQUIRED_RULE else "request.rules"
-                problems[check].append(f"{broken.field}: {broken.description}")
+            # REQUIRED is walked again by rule_violations: a request is small, and the engine
+            # may be missing (extra `server`), when REQUIRED alone is judged.
+            missing = [f"{v.field}: {v.description}" for v in violations(message)]
+            problems = {"request.required": missing}
+            with suppress(ImportError):
+                broken = [v for v in rule_violations(message) if v.rule != REQUIRED_RULE]
+                problems["request.rules"] = [f"{v.field}: {v.description}" for v in broken]
         except InvalidArgument as exc:
             message, problems = None, {"request.decodes": [exc.message]}
     else:
@@ -326,15 +323,16 @@ def create_proxy_app(
     """
     by_path = {op.path: op for op in operations()}
     judges = anyio.CapacityLimiter(workers)
+    # Calls being judged or waiting for a judge, counted here: the limiter's own statistics lag,
+    # since run_sync yields once before it borrows, and calls arriving together would all pass.
+    waiting = [0]
 
     async def judge(
         op: Operation, body: bytes, status: int, answer: bytes, key: str, secrets: list[str]
     ) -> None:
         """Judge one forwarded call in a worker thread, after its answer went out."""
-        load = judges.statistics()
-        calls = load.borrowed_tokens + load.tasks_waiting  # being judged, or waiting for a judge
-        if calls >= 2 * workers:
-            busy = f"{calls} calls are being judged or waiting for it"
+        if waiting[0] >= 2 * workers:
+            busy = f"{waiting[0]} calls are being judged or waiting for it"
             report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
             return
         judged: bytes | None = answer
@@ -344,9 +342,13 @@ def create_proxy_app(
                 Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: the answer is {size}")
             )
             judged = None
-        reported = await anyio.to_thread.run_sync(
-            judge_call, op, body, status, judged, key, secrets, limiter=judges
-        )
+        waiting[0] += 1
+        try:
+            reported = await anyio.to_thread.run_sync(
+                judge_call, op, body, status, judged, key, secrets, limiter=judges
+            )
+        finally:
+            waiting[0] -= 1
         for found in reported:
             report(found)
 
