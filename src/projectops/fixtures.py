@@ -6,7 +6,6 @@ field path, never a key.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -20,7 +19,7 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
-from projectops.codec import check_decode_cost, from_json, to_dict
+from projectops.codec import _collector_paused, check_decode_cost, from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import Code, InvalidArgument
 from projectops.registry import Operation, operations
@@ -173,15 +172,10 @@ def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProje
             raise FixtureError(f"not valid JSON: {exc}") from None
     if duplicates:
         _raise_at_duplicate(data, dict(duplicates))
-    collecting = gc.isenabled()
-    gc.disable()  # the answers are many containers: collections would walk them again and again
-    try:
-        return _parse(data)
+    try:  # collector paused: the answers are many containers it would walk again and again
+        return _collector_paused(_parse, data)
     except RecursionError:  # the codec stops at 100 levels; this is the last guard
         raise FixtureError("nested too deep") from None
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _object(duplicates: list[tuple[int, str]], pairs: list[tuple[str, Any]]) -> Any:

@@ -351,6 +351,7 @@ def test_answers_go_out_before_they_are_judged_by_a_bounded_number_of_workers() 
     assert len(answered) == 6
     assert judged_when_answered < done  # the answers did not wait for their judging
     assert 1 <= busy <= 4  # two judged at once, two waiting, the others not judged
+    assert peak < 1024  # the rules engine is not given a list it would spend gigabytes on
     assert done + busy == 6
 
 

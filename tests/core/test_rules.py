@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import protovalidate
 import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+from google.protobuf.message_factory import GetMessageClass
 
 import projectops
 from projectops import rules
@@ -18,6 +21,7 @@ from projectops.fixtures import default_fixtures
 from projectops.v1 import error_pb2, mock_fixtures_pb2, operations_pb2, release_pb2
 from projectops.validation import (
     EVALUATION_RULE,
+    MAX_RULED_ELEMENTS,
     REQUIRED_RULE,
     RuleViolation,
     is_required,
@@ -200,3 +204,62 @@ def test_a_rule_the_engine_cannot_evaluate_is_a_violation() -> None:
     (found,) = rule_violations(answer)
     assert found.rule == EVALUATION_RULE and found.field == ""
     assert "overflow" in found.description
+
+
+def ruled_lists() -> Iterator[tuple[Descriptor, FieldDescriptor]]:
+    """Every list of the schema that a CEL rule may iterate over, with the message holding it."""
+    for message in messages():
+        for fd in message.fields:
+            if fd.is_repeated and rules.cel_rules(fd) + rules.cel_rules(message):
+                yield message, fd
+
+
+def holding(message: Descriptor, fd: FieldDescriptor, count: int) -> Message:
+    """A `message` whose list `fd` holds `count` zero elements (empty messages, "", 0)."""
+    held = GetMessageClass(message)()
+    items = getattr(held, fd.name)
+    for _ in range(count):
+        if fd.message_type is not None:
+            items.add()
+        else:
+            items.append(
+                {FieldDescriptor.TYPE_STRING: "", FieldDescriptor.TYPE_BYTES: b""}.get(fd.type, 0)
+            )
+    return held
+
+
+def test_the_schema_has_lists_a_cel_rule_iterates_over() -> None:
+    assert list(ruled_lists())  # else the tests below test nothing
+
+
+@pytest.mark.parametrize("held", list(ruled_lists()), ids=lambda held: held[1].full_name)
+def test_a_list_too_long_for_the_engine_is_one_evaluation_violation_and_the_engine_is_not_called(
+    held: tuple[Descriptor, FieldDescriptor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engine's map() costs the square of a list's length: 9,000 elements took 1.3 GB.
+    message, fd = held
+    monkeypatch.setattr(protovalidate, "collect_violations", None)  # a call would raise
+    count = MAX_RULED_ELEMENTS + 1
+    found = rule_violations(holding(message, fd, count))
+    said = f"{count:,} elements, more than the {MAX_RULED_ELEMENTS:,} a CEL rule is evaluated over"
+    assert [v for v in found if v.rule != REQUIRED_RULE] == [
+        RuleViolation(fd.json_name, said, EVALUATION_RULE)
+    ]
+    # Under another message, the list is found with its path.
+    for parent in messages():
+        for outer in parent.fields:
+            if outer.message_type is message and not outer.is_repeated:
+                nested = GetMessageClass(parent)()
+                getattr(nested, outer.name).CopyFrom(holding(message, fd, count))
+                broken = [v for v in rule_violations(nested) if v.rule == EVALUATION_RULE]
+                assert broken == [
+                    RuleViolation(f"{outer.json_name}.{fd.json_name}", said, EVALUATION_RULE)
+                ]
+
+
+def test_a_list_of_the_most_elements_is_given_to_the_engine() -> None:
+    message, fd = next(ruled_lists())
+    found = rule_violations(holding(message, fd, MAX_RULED_ELEMENTS))
+    assert EVALUATION_RULE not in {v.rule for v in found}
+    # Its elements are judged: the rule over the list (or theirs) is what breaks, if anything.
+    assert all(v.field.startswith(fd.json_name) or v.rule == REQUIRED_RULE for v in found)
