@@ -382,11 +382,8 @@ def _raise_if_misplaced(
             )
         for element_path, key, element in elements(fd, item, field_path):
             # json_format judges a leaf in the form it has in the field: {key: v}, [v] or v.
-            alone: Any = element
-            if kind == "map":
-                alone = {key: element}
-            elif kind == "list":
-                alone = [element]
+            alone: Any = {key: element} if kind == "map" else element
+            alone = [element] if kind == "list" else alone
             _check_value(fd, element, element_path, alone, strict, leaves)
 
 

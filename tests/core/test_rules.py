@@ -241,7 +241,8 @@ def test_a_list_too_long_for_the_engine_is_one_evaluation_violation_and_the_engi
     monkeypatch.setattr(protovalidate, "collect_violations", None)  # a call would raise
     count = MAX_RULED_ELEMENTS + 1
     found = rule_violations(holding(message, fd, count))
-    said = f"{count:,} elements, more than the {MAX_RULED_ELEMENTS:,} a CEL rule is evaluated over"
+    most = f"{MAX_RULED_ELEMENTS:,} elements"
+    said = f"{count:,} elements, more than the {most} a CEL rule is evaluated over"
     assert [v for v in found if v.rule != REQUIRED_RULE] == [
         RuleViolation(fd.json_name, said, EVALUATION_RULE)
     ]
@@ -263,3 +264,27 @@ def test_a_list_of_the_most_elements_is_given_to_the_engine() -> None:
     assert EVALUATION_RULE not in {v.rule for v in found}
     # Its elements are judged: the rule over the list (or theirs) is what breaks, if anything.
     assert all(v.field.startswith(fd.json_name) or v.rule == REQUIRED_RULE for v in found)
+
+
+def test_lists_that_together_cost_more_than_one_of_the_most_elements_are_not_given_either(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each list within the bound, but the engine's cost adds up (20 lists of 2,000: 2.6 s).
+    monkeypatch.setattr(protovalidate, "collect_violations", None)  # a call would raise
+    lists_of_lists = [
+        (parent, outer, message, fd)
+        for message, fd in ruled_lists()
+        for parent in messages()
+        for outer in parent.fields
+        if outer.message_type is message and outer.is_repeated
+    ]
+    assert lists_of_lists  # the schema has lists of messages holding a ruled list
+    for parent, outer, message, fd in lists_of_lists:
+        held = GetMessageClass(parent)()
+        for _ in range(2):
+            getattr(held, outer.name).add().CopyFrom(holding(message, fd, MAX_RULED_ELEMENTS))
+        ruled = 3 if outer in {f for _, f in ruled_lists()} else 2
+        cost = f"costing together more than one list of {MAX_RULED_ELEMENTS:,}"
+        said = f"{ruled} lists a CEL rule iterates over, {cost}"
+        broken = [v for v in rule_violations(held) if v.rule != REQUIRED_RULE]
+        assert broken == [RuleViolation("", said, EVALUATION_RULE)], outer.full_name

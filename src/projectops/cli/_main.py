@@ -73,6 +73,13 @@ def _closest(word: str, candidates: Iterable[str]) -> str | None:
     return names[matches[0]] if matches else None
 
 
+def _unknown_option(flag: str, parser: argparse.ArgumentParser) -> UsageError:
+    """The error of an option `parser` does not take, naming its closest long option."""
+    suggestion = _closest(flag, [o for o in parser._option_string_actions if o[:2] == "--"])
+    hint = f"; did you mean {suggestion}?" if suggestion else ""
+    return UsageError(f"unknown option {flag}{hint} (see '{parser.prog} --help')")
+
+
 class _Formatter(argparse.HelpFormatter):
     """Re-wraps each paragraph of a description on its own (proto comments have several)."""
 
@@ -120,9 +127,7 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
             raise UsageError(f"{flag} does nothing for '{command.name}': {why} {see}")
         if not flag.startswith("-"):
             raise UsageError(f"unexpected argument {unknown[0]!r} {see}")
-        suggestion = _closest(flag, [o for o in sub._option_string_actions if o[:2] == "--"])
-        hint = f"; did you mean {suggestion}?" if suggestion else ""
-        raise UsageError(f"unknown option {flag}{hint} {see}")
+        raise _unknown_option(flag, sub)
     for flag in _CALL_FLAGS:
         given = getattr(args, flag[2:].replace("-", "_"), None) is not None
         why = _why_ignored(flag, command, sub) if given else None
@@ -246,10 +251,7 @@ def main(
         if command is None:  # a bare `projectops` shows its help, as git and gh do
             flags = [arg.split("=", 1)[0] for arg in unknown if arg.startswith("-")]
             if flags:  # not silently dropped: `projectops --verbose` is a mistake to name
-                options = [o for o in parser._option_string_actions if o[:2] == "--"]
-                suggestion = _closest(flags[0], options)
-                hint = f"; did you mean {suggestion}?" if suggestion else ""
-                raise UsageError(f"unknown option {flags[0]}{hint} (see '{parser.prog} --help')")
+                raise _unknown_option(flags[0], parser)
             if args:
                 raise UsageError(f"a command is required (see '{parser.prog} --help')")
             parser.print_help()
