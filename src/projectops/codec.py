@@ -325,16 +325,15 @@ def check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]
         objects += text.count(comma) + arrays  # type: ignore[arg-type]
     allowed = max(DECODE_BYTES_PER_BYTE * len(text), DECODE_BYTES_FLOOR)
     cost = objects * _OBJECT_COST + arrays * _ARRAY_COST
-    if cost <= allowed:
-        return
-    raise InvalidArgument(
-        f"the body holds {objects:,} JSON objects and {arrays:,} arrays: decoding them would "
-        f"take up to {cost / 1e6:,.0f} MB of memory, over what decoding may cost "
-        f"({DECODE_BYTES_PER_BYTE} bytes per byte of JSON, at least "
-        f"{DECODE_BYTES_FLOOR >> 20} MiB: {allowed / 1e6:,.0f} MB for these {len(text):,} "
-        "bytes)",
-        [FieldViolation(description="would cost too much memory to decode")],
-    )
+    if cost > allowed:
+        raise InvalidArgument(
+            f"the body holds {objects:,} JSON objects and {arrays:,} arrays: decoding them would "
+            f"take up to {cost / 1e6:,.0f} MB of memory, over what decoding may cost "
+            f"({DECODE_BYTES_PER_BYTE} bytes per byte of JSON, at least "
+            f"{DECODE_BYTES_FLOOR >> 20} MiB: {allowed / 1e6:,.0f} MB for these {len(text):,} "
+            "bytes)",
+            [FieldViolation(description="would cost too much memory to decode")],
+        )
 
 
 @cache
@@ -431,11 +430,10 @@ def _raise_if_surrogate(value: Any, path: str) -> None:
 
 
 def _is_utf8(text: str) -> bool:
-    try:
+    with contextlib.suppress(UnicodeEncodeError):
         text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+        return True
+    return False
 
 
 def _cut(text: str, limit: int = 40) -> str:

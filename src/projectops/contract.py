@@ -76,12 +76,9 @@ def load(data: bytes | descriptor_pb2.FileDescriptorSet) -> descriptor_pool.Desc
         ValueError: the set lacks a file one of its files imports (build it with
             ``--include_imports``).
     """
-    fds = (
-        data
-        if isinstance(data, descriptor_pb2.FileDescriptorSet)
-        else descriptor_pb2.FileDescriptorSet.FromString(data)
-    )
-    by_name = {f.name: f for f in fds.file}
+    if not isinstance(data, descriptor_pb2.FileDescriptorSet):
+        data = descriptor_pb2.FileDescriptorSet.FromString(data)
+    by_name = {f.name: f for f in data.file}
     pool = descriptor_pool.DescriptorPool()
     added: set[str] = set()
 
@@ -132,9 +129,9 @@ def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> di
     return found
 
 
-def _own_files(data: bytes, prefix: str) -> tuple[descriptor_pool.DescriptorPool, list[str]]:
+def _own_operations(data: bytes, prefix: str) -> dict[str, Operation]:
     fds = descriptor_pb2.FileDescriptorSet.FromString(data)
-    return load(fds), [f.name for f in fds.file if f.name.startswith(prefix)]
+    return operations(load(fds), [f.name for f in fds.file if f.name.startswith(prefix)])
 
 
 def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[str]:
@@ -154,10 +151,8 @@ def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[
     Raises:
         ValueError: an image lacks an imported file.
     """
-    old_pool, old_files = _own_files(released, prefix)
-    new_pool, new_files = _own_files(current, prefix)
-    old_ops = operations(old_pool, old_files)
-    new_ops = operations(new_pool, new_files)
+    old_ops = _own_operations(released, prefix)
+    new_ops = _own_operations(current, prefix)
     findings: list[str] = []
     for key, old in old_ops.items():
         new = new_ops.get(key)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
-from projectops.codec import _collector_paused, check_decode_cost, from_json, to_dict
+from projectops.codec import _collector_paused, _cut, check_decode_cost, from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import Code, InvalidArgument
 from projectops.registry import Operation, operations
@@ -212,8 +212,7 @@ def _path(where: Any) -> str:
 
 
 def _quoted(text: str) -> str:
-    cut = text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
-    return json.dumps(cut, ensure_ascii=True)
+    return json.dumps(_cut(text, _SHOWN_CHARS), ensure_ascii=True)
 
 
 def _parse(data: Any) -> tuple[FixtureProject, ...]:
@@ -310,27 +309,22 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
         if has_error:
             raise FixtureError(f"{path or 'the answer'}: set one of response and error, not both")
         raise FixtureError(f"{here}response: is required (or an error instead)")
-    error = answer.error
-    if has_error and error.code not in _CODES:
+    error = answer.error if has_error else None
+    if error is not None and error.code not in _CODES:
         codes = ", ".join(sorted(_CODES))
         raise FixtureError(
             f"{here}error.code: {_quoted(error.code)} is no error code; known codes: {codes}"
         )
-    if has_error and not error.message.strip():
+    if error is not None and not error.message.strip():
         raise FixtureError(f"{here}error.message: is required")
-    response = (
-        _decode(item["response"], op.response_type, here + "response", validated=False)
-        if has_response
-        else op.response_type()
-    )
+    response = op.response_type()
+    if has_response:
+        response = _decode(item["response"], op.response_type, here + "response", validated=False)
     delay = answer.delay.seconds + answer.delay.nanos / 1e9
     if delay < 0 or delay > MAX_DELAY_SECONDS:
         longest = f"{delay:g}s is longer than the longest delay, {MAX_DELAY_SECONDS:g}s"
         raise FixtureError(f"{here}delay: {'a delay cannot be negative' if delay < 0 else longest}")
-    key = request_key(request)
-    return FixtureAnswer(
-        request, response, key, error if has_error else None, delay, answer.partial
-    )
+    return FixtureAnswer(request, response, request_key(request), error, delay, answer.partial)
 
 
 def _decode(value: Any, message_type: type[M], path: str, *, validated: bool = True) -> M:

@@ -135,8 +135,7 @@ def render(base_url: str | None = DEFAULT_BASE_URL, fmt: str = "json") -> str:
         raise RenderError(
             "YAML output needs PyYAML: pip install pyyaml (or use --format json)"
         ) from None
-    text: str = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-    return text
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
 
 
 @cache

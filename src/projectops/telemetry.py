@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from projectops.errors import HTTP_STATUS_BY_CODE, ApiError
@@ -161,10 +162,8 @@ class ClientTelemetry(_Telemetry):
         if call.span is not None:
             self._propagate.inject(found)
         for name, value in found.items():
-            try:
+            with suppress(ValueError):
                 context.headers[name] = value
-            except ValueError:
-                continue
         return call
 
     def __call__(self, request: Any, context: Any, call_next: Any) -> Any:

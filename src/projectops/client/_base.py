@@ -299,11 +299,10 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             raise mark_redacted(InvalidResponse(text, http_status=status))
         if 200 <= status < 300 and answer.truncated:
             length = answer.header("Content-Length") or ""
-            what, done = (
-                (f"announces {int(length):,} bytes", "not read")
-                if length.isascii() and length.isdigit()
-                else ("is larger", "read no further")
-            )
+            if length.isascii() and length.isdigit():
+                what, done = f"announces {int(length):,} bytes", "not read"
+            else:
+                what, done = "is larger", "read no further"
             limit = f"{self.max_response_bytes:,} bytes (max_response_bytes)"
             text = f"{where} {what}, over the limit of {limit}; it was {done}"
             raise mark_redacted(ResponseTooLarge(text, http_status=status))

@@ -21,7 +21,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops._wire import elements, is_map, join, value_form
-from projectops.codec import from_json, parse_json, read_error_body, to_dict
+from projectops.codec import _cut, from_json, parse_json, read_error_body, to_dict
 from projectops.error_cases import ERROR_CASES
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, FieldViolation, InvalidArgument
 from projectops.registry import Operation
@@ -211,7 +211,7 @@ def mapping_problems(
                     else:
                         bad = isinstance(element, int | float) and not isinstance(element, bool)
                     if bad:
-                        note(kind, element_path, _WHAT[kind].format(_shown(element)))
+                        note(kind, element_path, _WHAT[kind].format(_cut(repr(element))))
     return found
 
 
@@ -228,7 +228,7 @@ def error_problem(status: int, error: ErrorResponse | None) -> str | None:
     if error is None:
         return "not an ErrorResponse"
     if error.code not in _CODES:
-        return f"unknown code {_shown(error.code)}"
+        return f"unknown code {_cut(repr(error.code))}"
     if (error.code, status) not in _ALLOWED_ERRORS:
         return f"the code {error.code} is not answered with {status}"
     return None
@@ -340,20 +340,14 @@ def _shifted(exc: InvalidArgument, key: str, start: int) -> InvalidArgument:
     return InvalidArgument(shift(exc.message), violations)
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def rfc3339_utc(text: str) -> bool:
     """Whether `text` is a timestamp as §3.1 writes it (UTC, ``Z``, 0/3/6/9 fraction digits)."""
     if len(text) > 30 or not _RFC3339.fullmatch(text):  # bounded before any pattern runs
         return False
-    try:
+    with suppress(ValueError):
         datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
-    except ValueError:
-        return False
-    return True
+        return True
+    return False
 
 
 def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:

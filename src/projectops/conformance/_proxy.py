@@ -276,15 +276,14 @@ def _name(base: str, index: int) -> str:
     return base if index == 0 else f"{base}-{index + 1}"
 
 
-def _refused_target(path: str, query: str, base_url: str) -> str | None:
-    """Why the request target `path` (as sent, percent-encoded) cannot be forwarded to below
-    `base_url` as it came; ``None``: it can. Refused: no leading ``/``, a ``#`` or ``\\``, a
-    dot segment (``.``, ``..``, percent-encoded too), or any other difference between what the
-    HTTP client would send and ``base path + target``."""
+def _refused_target(path: str, target: str, base_url: str) -> str | None:
+    """Why the request target `target` (`path` as sent, percent-encoded, with its query) cannot
+    be forwarded to below `base_url` as it came; ``None``: it can. Refused: no leading ``/``, a
+    ``#`` or ``\\``, a dot segment (``.``, ``..``, percent-encoded too), or any other difference
+    between what the HTTP client would send and ``base path + target``."""
     dots = any(unquote(segment) in (".", "..") for segment in path.split("/"))
-    if dots or not path.startswith("/") or "#" in path + query or "\\" in path:
+    if dots or not path.startswith("/") or "#" in target or "\\" in path:
         return "it holds a dot segment ('.' or '..'), a '#' or a '\\', or does not start with '/'"
-    target = path + (f"?{query}" if query else "")
     expected = urlsplit(base_url).path + target
     try:
         sent = httpx2.URL(base_url + target).raw_path.decode("ascii")
@@ -337,10 +336,8 @@ def create_proxy_app(
             return
         judged: bytes | None = answer
         if len(answer) > max_judged_bytes:  # the request is still: --max-request-bytes bound it
-            size = f"{len(answer):,} bytes, over the {max_judged_bytes:,} judged"
-            report(
-                Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: the answer is {size}")
-            )
+            why = f"the answer is {len(answer):,} bytes, over the {max_judged_bytes:,} judged"
+            report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {why}"))
             judged = None
         waiting[0] += 1
         try:
@@ -374,14 +371,14 @@ def create_proxy_app(
         # Every header a server could read as the key, and the other credentials sent.
         keys = [v.strip() for k, v in headers if header_key(k) == _KEY_HEADER and v.strip()]
         secrets = [part for k, v in headers for part in _credential_parts(k, v)]
-        refused = _refused_target(path, query, upstream.base_url)
+        target = path + (f"?{query}" if query else "")
+        refused = _refused_target(path, target, upstream.base_url)
         # A percent-encoded path is never an operation's (docs/contract.md §2.4): not judged.
         op = by_path.get(path) if request.method == ALLOWED_METHOD else None
         if refused is not None:
             shown = outside_text(path, 100, secrets)
-            return error_response(
-                InvalidArgument(f"the proxy refuses the target '{shown}': {refused}")
-            )
+            why = f"the proxy refuses the target '{shown}': {refused}"
+            return error_response(InvalidArgument(why))
         try:
             body = await read_body(
                 request.receive,
@@ -392,7 +389,6 @@ def create_proxy_app(
             return error_response(exc)
         except ClientDisconnect:  # the caller left before its request was whole: no one to answer
             return Response(status_code=400)
-        target = path + (f"?{query}" if query else "")
         try:
             answer = await upstream.send(request.method, target, body, _end_to_end(headers))
             if answer.truncated:

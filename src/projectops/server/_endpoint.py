@@ -316,14 +316,13 @@ async def read_body(
             was read is dropped.
         starlette.requests.ClientDisconnect: the client went away before the body was whole.
     """
-    limit = max_request_bytes
     declared = content_length or b""
     if isinstance(declared, str):  # as bytes: isdigit() is then ASCII only, as int() is
         declared = declared.encode("latin-1")
     # Over 19 digits is over any limit, and int() refuses more than 4,300 (ValueError).
     digits = declared.lstrip(b"0")
-    if declared.isdigit() and (len(digits) > 19 or int(digits or b"0") > limit):
-        raise too_large(limit)
+    if declared.isdigit() and (len(digits) > 19 or int(digits or b"0") > max_request_bytes):
+        raise too_large(max_request_bytes)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -332,8 +331,8 @@ async def read_body(
             raise ClientDisconnect()
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > limit:
-            raise too_large(limit)
+        if size > max_request_bytes:
+            raise too_large(max_request_bytes)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
