@@ -403,6 +403,10 @@ def _check_value(
         and (not isinstance(value, str) or fd.enum_type.values_by_name.get(value) is None)  # type: ignore[union-attr]
     ):
         raise _invalid(path, form.expected, describe_value(value))
+    # json_format reads "5" as a 32-bit integer too; strict mode takes what the input schemas
+    # say (a JSON number), which their minimum and maximum can bind.
+    if strict and form.input_schema.get("type") == "integer" and isinstance(value, str):
+        raise _invalid(path, form.expected, describe_value(value))
     if not leaves:
         return
     # The leaf itself is judged by json_format, on a message holding only this element.

@@ -250,6 +250,8 @@ def _decode_value(kind: int, aux: Any, value: Any, depth: int, lenient: bool) ->
                 return number
         return _enum(aux, value, lenient)
     elif kind == INT64 or kind == INT32:
+        if kind == INT32 and kind_of_value is str and not lenient:
+            raise Unsupported  # strict takes a 32-bit integer as a number only: the codec says so
         return _integer(value)
     elif kind == BOOL:
         if kind_of_value is bool:
@@ -344,6 +346,8 @@ def _decode_wkt(cls: type[Message], value: Any, depth: int, lenient: bool) -> Me
         if not lenient:
             raise Unsupported  # the codec's strict walk judges an Any's keys as fields of Any
         value = copy.deepcopy(value)  # json_format moves "@type" to the end of the object
+    elif not lenient and type(value) is str:  # "5" for an Int32Value: the strict walk refuses it
+        raise Unsupported
     from google.protobuf import json_format  # imported by the rare input that needs it
 
     message = cls()
