@@ -41,6 +41,7 @@ from projectops._fastcodec._plans import (
     ready_plan,
 )
 from projectops._fastcodec._timefmt import parse_duration, parse_timestamp
+from projectops._wire import INT_TYPES_32
 
 __all__ = ["compile_decoder", "decoding_plan", "from_dict"]
 
@@ -346,8 +347,10 @@ def _decode_wkt(cls: type[Message], value: Any, depth: int, lenient: bool) -> Me
         if not lenient:
             raise Unsupported  # the codec's strict walk judges an Any's keys as fields of Any
         value = copy.deepcopy(value)  # json_format moves "@type" to the end of the object
-    elif not lenient and type(value) is str:  # "5" for an Int32Value: the strict walk refuses it
-        raise Unsupported
+    elif not lenient and type(value) is str:
+        wrapped = cls.DESCRIPTOR.fields_by_name.get("value")  # a wrapper's value
+        if wrapped is not None and wrapped.type in INT_TYPES_32:  # "5" for an Int32Value
+            raise Unsupported  # the codec's strict walk refuses it
     from google.protobuf import json_format  # imported by the rare input that needs it
 
     message = cls()
