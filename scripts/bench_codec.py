@@ -14,7 +14,9 @@ the rounds of the ratio to its baseline timed in the same round: decoding agains
 of the same text, encoding against ``json.dumps`` of the same object with the codec's settings
 (compact, ``ensure_ascii=False``). Rows: ``projectops`` is the public ``from_json``/``to_json``;
 ``fast path`` is ``projectops._fastcodec`` directly (with ``json.loads``/``json.dumps`` around
-it); ``json_format`` is protobuf's own ``ParseDict``/``MessageToDict`` with the codec's options.
+it); ``json_format`` is protobuf's own ``ParseDict``/``MessageToDict`` with the codec's options;
+``REQUIRED check`` is ``projectops.validate`` of the decoded message, which a client runs on
+every answer after decoding it (against ``json.loads`` of the text, for scale).
 Targets: from_json <= 4x json.loads, to_json <= 2.5x json.dumps.
 
 The CLI: ``projectops get-release-details --version 1.0.0`` (the console script) against
@@ -147,6 +149,7 @@ def bench(label: str, text: str, seconds: float) -> None:
         "fast path encode": lambda: dumps(_fastcodec.to_dict(message)),
         "json_format decode": json_format_decode,
         "json_format encode": json_format_encode,
+        "validate": lambda: projectops.validate(message),
     }
     baselines = {
         name: "json.dumps" if "encode" in name or "to_json" in name else "json.loads"
@@ -166,6 +169,7 @@ def bench(label: str, text: str, seconds: float) -> None:
         ("fast path (_fastcodec)", "fast path decode", "fast path encode"),
         ("  strict", "fast path decode strict", None),
         ("json_format", "json_format decode", "json_format encode"),
+        ("REQUIRED check (validate, after decoding)", "validate", None),
     ]
     print(f"  {'':<38} {'decode / loads':>15} {'encode / dumps':>15}")
     for name, decode, encode in rows:
