@@ -322,8 +322,9 @@ def create_proxy_app(
     """
     by_path = {op.path: op for op in operations()}
     judges = anyio.CapacityLimiter(workers)
-    # Calls being judged or waiting for a judge, counted here: the limiter's own statistics lag,
-    # since run_sync yields once before it borrows, and calls arriving together would all pass.
+    # Calls being judged or waiting for a judge, counted here (on the loop's thread only): the
+    # limiter's own statistics lag, since run_sync yields once before it borrows, and calls
+    # arriving together would all pass.
     waiting = [0]
 
     async def judge(
