@@ -56,7 +56,11 @@ def test_the_schemas_have_32_bit_integers_to_test() -> None:
 
 
 @pytest.mark.parametrize("held", FIELDS, ids=lambda held: held[1].full_name)
-@pytest.mark.parametrize("value", ["5", "-1", " 5", "5.0", "1e2"])
+# Careless and hostile strings alike: digits int() reads in other scripts, 5,000 digits (over
+# int()'s 4,300), a NUL, hexadecimal.
+@pytest.mark.parametrize(
+    "value", ["5", "-1", " 5", "5.0", "1e2", "\u0665", "9" * 5000, "\x00", "0x10"]
+)
 def test_strict_refuses_a_string_for_a_32_bit_integer_on_every_path(held: Any, value: str) -> None:
     message_type, fd = held
     data = body(fd, value)
