@@ -78,7 +78,15 @@ def test_parse_timestamp_reads_what_from_json_string_reads(text: str) -> None:
 
 @pytest.mark.parametrize("text", [v for v in DURATION_INPUTS if isinstance(v, str)])
 def test_parse_duration_reads_what_from_json_string_reads(text: str) -> None:
-    agreed(parse_duration, duration_pb2.Duration, text)
+    # Twice, and after the same fraction beyond the range: a fraction read once is served
+    # from the cache, which must not let a text past the checks the first read made.
+    first = agreed(parse_duration, duration_pb2.Duration, text)
+    assert agreed(parse_duration, duration_pb2.Duration, text) == first
+    fraction = text.partition(".")[2]
+    for other in (f"315576000001.{fraction}", f"-1.{fraction}", f"1.{fraction}"):
+        assert agreed(parse_duration, duration_pb2.Duration, other) == reference(
+            duration_pb2.Duration, other
+        )
 
 
 @SETTINGS
@@ -144,3 +152,7 @@ def test_the_caches_stay_bounded_whatever_the_hours() -> None:
         assert parse_timestamp(text) == {"seconds": seconds}
     assert len(_timefmt._HOUR_SECONDS) <= _timefmt.CACHE_SIZE
     assert len(_timefmt._HOUR_TEXT) <= _timefmt.CACHE_SIZE
+    for nanos in range(0, 10 * _timefmt.CACHE_SIZE, 9):  # as many distinct fractions
+        read = duration_pb2.Duration(**parse_duration(f"1.{nanos:09d}s"))
+        assert read == duration_pb2.Duration(seconds=1, nanos=nanos)
+    assert len(_timefmt._NANOS) <= _timefmt.CACHE_SIZE

@@ -70,7 +70,7 @@ def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[
         "def decode(d, depth, lenient):",
         "    if depth > MAX_DEPTH:",
         "        raise U",
-        "    if not d.keys() <= JSON_NAMES:  # proto names or unknown keys",
+        "    if not JSON_NAMES.issuperset(d):  # proto names or unknown keys",
         "        d = NORMALIZE(PLAN, d, lenient)",
         "    out = {}",
     ]

@@ -29,6 +29,7 @@ _HOUR_SECONDS: dict[str, int] = {}
 _MINUTE_SECONDS: dict[str, int] = {}
 _HOUR_TEXT: dict[int, str] = {}  # hours since the epoch -> "YYYY-MM-DDTHH:"
 _MINUTE_TEXT: dict[int, str] = {}  # seconds into the hour -> "MM:SS"
+_NANOS: dict[str, int] = {}  # a Duration's fraction digits ("500") -> nanoseconds
 
 
 def parse_timestamp(value: str) -> dict[str, int]:
@@ -73,20 +74,27 @@ def parse_duration(value: str) -> dict[str, int]:
     """``Duration.FromJsonString(value)`` as constructor arguments (both with the text's sign).
     Raises ValueError: refused, or beyond :data:`DURATION_SECONDS_MAX` either way."""
     whole, point, fraction = value[:-1].partition(".")
+    # The usual forms first ("38s", "42.500s"): not negative, and a fraction met before (checked
+    # then; a millisecond's has at most 1,000 texts). A third faster than the general path.
+    if value[-1:] == "s" and whole.isdigit() and whole.isascii() and len(whole) <= 12:
+        seconds = int(whole)
+        nanos = _NANOS.get(fraction) if point else 0
+        if nanos is not None and seconds <= DURATION_SECONDS_MAX:
+            return {"seconds": seconds, "nanos": nanos} if nanos else {"seconds": seconds}
     negative = whole[:1] == "-"
     digits = whole[1:] if negative else whole
     if value[-1:] == "s" and digits.isdigit() and digits.isascii() and len(digits) <= 12:
         seconds = int(digits)
         if seconds > DURATION_SECONDS_MAX:
             raise ValueError("Duration out of range")
-        if not point and not negative:  # the usual form, "38s"
-            return {"seconds": seconds}
         # Nanoseconds of 1 to 9 fractional digits (FromJsonString's rounding gives the same),
         # inline here and above: a call per value costs more than the conversion.
         if not point:
             nanos = 0
         elif len(fraction) <= 9 and fraction.isdigit() and fraction.isascii():
-            nanos = int(fraction.ljust(9, "0"))
+            if len(_NANOS) >= CACHE_SIZE:
+                _NANOS.clear()
+            nanos = _NANOS[fraction] = int(fraction.ljust(9, "0"))
         else:
             return _from_json_string("Duration", value)
         if negative:  # both with the sign of the string
