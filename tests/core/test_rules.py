@@ -4,6 +4,7 @@ the official engine with JSON paths (projectops.validation.rule_violations), doc
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
@@ -267,9 +268,15 @@ def test_a_list_too_long_for_the_engine_is_one_evaluation_violation_and_the_engi
                 ]
 
 
+def most_elements(fd: FieldDescriptor) -> int:
+    """The most elements list `fd` may hold alone to be given to the engine: each of its CEL
+    rules is one more pass of the square's cost."""
+    return math.isqrt(MAX_RULED_ELEMENTS**2 // len(rules.cel_rules(fd)))
+
+
 def test_a_list_of_the_most_elements_is_given_to_the_engine() -> None:
     message, fd = next(ruled_lists())
-    found = rule_violations(holding(message, fd, MAX_RULED_ELEMENTS))
+    found = rule_violations(holding(message, fd, most_elements(fd)))
     assert EVALUATION_RULE not in {v.rule for v in found}
     # Its elements are judged: the rule over the list (or theirs) is what breaks, if anything.
     assert all(v.field.startswith(fd.json_name) or v.rule == REQUIRED_RULE for v in found)
@@ -293,7 +300,24 @@ def test_lists_that_together_cost_more_than_one_of_the_most_elements_are_not_giv
         for _ in range(2):
             getattr(held, outer.name).add().CopyFrom(holding(message, fd, MAX_RULED_ELEMENTS))
         ruled = 3 if outer in {f for _, f in ruled_lists()} else 2
-        cost = f"costing together more than one list of {MAX_RULED_ELEMENTS:,}"
-        said = f"{ruled} lists a CEL rule iterates over, {cost}"
         broken = [v for v in rule_violations(held) if v.rule != REQUIRED_RULE]
-        assert broken == [RuleViolation("", said, EVALUATION_RULE)], outer.full_name
+        assert broken == [RuleViolation("", too_costly(ruled), EVALUATION_RULE)], outer.full_name
+
+
+def too_costly(lists: int) -> str:
+    cost = f"costing together more than one list of {MAX_RULED_ELEMENTS:,} under one rule"
+    return f"lists that CEL rules iterate over ({lists:,}), {cost}"
+
+
+def test_a_list_with_several_cel_rules_counts_each_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each rule is one more map() over the list: two rules over 2,200 elements cost the engine
+    # more than one over 3,000.
+    monkeypatch.setattr(protovalidate, "collect_violations", None)  # a call would raise
+    several = [(message, fd) for message, fd in ruled_lists() if len(rules.cel_rules(fd)) > 1]
+    if not several:
+        pytest.skip("no list of the schema has several CEL rules")
+    for message, fd in several:
+        found = rule_violations(holding(message, fd, most_elements(fd) + 1))
+        assert [v for v in found if v.rule != REQUIRED_RULE] == [
+            RuleViolation("", too_costly(1), EVALUATION_RULE)
+        ]
