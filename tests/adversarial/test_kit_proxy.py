@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from google.protobuf.descriptor import FieldDescriptor
 
 from projectops.codec import to_json
 from projectops.conventions import MAX_BODY_BYTES
@@ -46,8 +47,32 @@ from tests.support import cli_env
 pytestmark = pytest.mark.slow
 
 KEY = "SECRETKEY123-proxy"
-LIST = "/api/mcp/list_rum_environments"
 MIB = 1024 * 1024
+_INTEGERS_64 = {getattr(FieldDescriptor, f"TYPE_{t}") for t in "INT64 UINT64 SINT64".split()}
+
+
+def _first_list() -> tuple[Operation, str, str, str]:
+    """The registry's first operation whose answer is a list of messages, each with a 64-bit
+    integer and a string field: the operation and the JSON names of the list, of the integer
+    (the key echoed there does not decode: a drift that quotes it) and of the string (echoed
+    there, a credential makes a valid answer, which must still not be recorded)."""
+    for op in operations():
+        for fd in op.response_type.DESCRIPTOR.fields:
+            item = fd.message_type
+            if not fd.is_repeated or item is None or item.GetOptions().map_entry:
+                continue
+            single = [f for f in item.fields if not f.is_repeated and f.containing_oneof is None]
+            integers = [f.json_name for f in single if f.type in _INTEGERS_64]
+            texts = [f.json_name for f in single if f.type == FieldDescriptor.TYPE_STRING]
+            if integers and texts:
+                return op, fd.json_name, integers[0], texts[0]
+    raise LookupError("no operation answers a list of messages with a 64-bit integer and a string")
+
+
+LISTING, ITEMS, COUNT, TEXT = _first_list()
+LIST = LISTING.path
+PARENT, _, NAME = LIST.rpartition("/")  # /api/mcp, list_rum_environments
+EMPTY = json.dumps({ITEMS: []})
 
 
 @dataclass
@@ -115,19 +140,19 @@ def _target(request: Request) -> str:
 
 
 def _empty(sock: socket.socket, request: Request) -> None:
-    answer(200, '{"environments": []}')(sock, request)
+    answer(200, EMPTY)(sock, request)
 
 
 @pytest.mark.parametrize(
     "target",
     [
         "/../tenant-b/secret",
-        "/api/mcp/x/../list_rum_environments",
+        f"{PARENT}/x/../{NAME}",
         f"{LIST}#frag",
         "/%2e%2e/tenant-b/secret",
-        "/api/mcp/./list_rum_environments",
-        "/api/mcp\\..\\x",
-        "/api/mcp/%2E/list_rum_environments",
+        f"{PARENT}/./{NAME}",
+        f"{PARENT}\\..\\x",
+        f"{PARENT}/%2E/{NAME}",
     ],
 )
 def test_a_target_that_would_leave_the_base_path_is_refused_and_not_sent(target: str) -> None:
@@ -152,9 +177,9 @@ def _echo_credentials(sock: socket.socket, request: Request) -> None:
     }
     what = request.header("X-Echo") or "Service_Api_Key"
     if what == "Service_Api_Key":
-        body = {"environments": [{"environment": "e", "sessionCount": sent[what]}]}
+        body = {ITEMS: [{TEXT: "e", COUNT: sent[what]}]}
     else:
-        body = {"environments": [{"environment": sent[what]}]}
+        body = {ITEMS: [{TEXT: sent[what]}]}
     answer(200, json.dumps(body))(sock, request)
 
 
@@ -176,7 +201,7 @@ def test_the_key_in_any_spelling_and_echoed_credentials_are_not_shown_or_recorde
             running.process.wait(20)
             shown = running.drift_text()
     assert [_status(a) for a in answers] == [200, 200, 200]
-    assert "sessionCount" in shown  # the drift that quoted the key is there, redacted
+    assert COUNT in shown  # the drift that quoted the key is there, redacted
     recorded = record.read_text()
     for secret in (KEY, "token-0042-secret", "cookie-0042-secret"):
         assert secret.lower() not in shown.lower()
@@ -187,9 +212,7 @@ def test_the_key_in_any_spelling_and_echoed_credentials_are_not_shown_or_recorde
 
 def _hop_by_hop(sock: socket.socket, request: Request) -> None:
     answer(
-        200,
-        '{"environments": []}',
-        {"Connection": "close, X-Upstream-Hop", "X-Upstream-Hop": "1", "X-Kept": "1"},
+        200, EMPTY, {"Connection": "close, X-Upstream-Hop", "X-Upstream-Hop": "1", "X-Kept": "1"}
     )(sock, request)
 
 
@@ -231,8 +254,8 @@ def test_a_body_over_max_request_bytes_is_413_and_not_sent() -> None:
     assert len(upstream.requests) == 1
 
 
-def _one_environment(sock: socket.socket, request: Request) -> None:
-    answer(200, '{"environments": [{"environment": "QA"}]}')(sock, request)
+def _one_item(sock: socket.socket, request: Request) -> None:
+    answer(200, json.dumps({ITEMS: [{TEXT: "QA"}]}))(sock, request)
 
 
 def test_the_recording_bounds_projects_and_follows_no_link(tmp_path: Path) -> None:
@@ -240,7 +263,7 @@ def test_the_recording_bounds_projects_and_follows_no_link(tmp_path: Path) -> No
     victim = tmp_path / "victim"
     victim.write_text("untouched")
     record.symlink_to(victim)
-    with hostile_server(_one_environment) as upstream:
+    with hostile_server(_one_item) as upstream:
         with proxy(
             upstream.base_url, "--record", str(record), "--record-max-answers", "1"
         ) as running:
@@ -260,12 +283,18 @@ def test_the_recording_bounds_projects_and_follows_no_link(tmp_path: Path) -> No
     assert left == sorted([record.name, victim.name, old_temporary.name])
 
 
+def _list_of(size: int) -> bytes:
+    """About `size` bytes of ``{"sessionCount":"1"}`` elements (the integer field of the
+    registry's first list): the most judging work per byte a valid answer of it holds."""
+    unit = json.dumps({COUNT: "1"}, separators=(",", ":")).encode()
+    head = json.dumps({ITEMS: []}, separators=(",", ":")).encode()[:-2]  # {"environments":[
+    count = (size - len(head) - 2) // (len(unit) + 1)
+    return head + b",".join([unit] * count) + b"]}"
+
+
 def _large_answer() -> bytes:
-    """31.9 MiB of ``{"sessionCount":"1"}`` elements: the most judging work per byte a valid
-    answer of the registry's first list holds."""
-    unit = b'{"sessionCount":"1"}'
-    count = (int(31.9 * MIB) - 20) // (len(unit) + 1)
-    return b'{"environments":[' + b",".join([unit] * count) + b"]}"
+    """31.9 MiB of :func:`_list_of`: over what the proxy judges."""
+    return _list_of(int(31.9 * MIB))
 
 
 def test_a_large_answer_is_forwarded_first_and_judging_stays_bounded() -> None:
@@ -273,7 +302,7 @@ def test_a_large_answer_is_forwarded_first_and_judging_stays_bounded() -> None:
 
     def large_or_small(sock: socket.socket, request: Request) -> None:
         small = request.header("X-Small") is not None
-        answer(200, b'{"environments": []}' if small else body)(sock, request)
+        answer(200, EMPTY.encode() if small else body)(sock, request)
 
     with hostile_server(large_or_small) as upstream, proxy(upstream.base_url) as running:
         started = time.monotonic()
@@ -307,13 +336,11 @@ def test_a_large_answer_is_forwarded_first_and_judging_stays_bounded() -> None:
     assert alone < 15 and max(results) < 60 and small < 10
     assert peak < 1024
     assert drifts.count("proxy.not-judged") == 7
-    assert "drift: list_rum_environments answer proxy.not-judged (the body): not judged" in drifts
+    assert f"drift: {LISTING.name} answer proxy.not-judged (the body): not judged" in drifts
 
 
 def test_answers_go_out_before_they_are_judged_by_a_bounded_number_of_workers() -> None:
-    unit = b'{"sessionCount":"1"}'
-    count = (7 * MIB - 20) // (len(unit) + 1)  # under the judged size: judged, for seconds
-    body = b'{"environments":[' + b",".join([unit] * count) + b"]}"
+    body = _list_of(7 * MIB)  # under the judged size: judged, for seconds
 
     def judged(sock: socket.socket, request: Request) -> None:
         answer(200, body)(sock, request)
