@@ -1,7 +1,8 @@
 """Timestamp and Duration JSON text, read and written as ``json_format`` does (through their
 ``FromJsonString``/``ToJsonString``), fast: a UTC timestamp whose hour was met before costs two
-dictionary lookups, and every rarer form goes to ``FromJsonString`` itself. No backtracking
-pattern; the caches are bounded (:data:`CACHE_SIZE` entries each).
+dictionary lookups, a duration whose fraction was met before one, and every rarer form goes to
+``FromJsonString`` itself. No backtracking pattern; the caches are bounded (:data:`CACHE_SIZE`
+entries each).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ TIMESTAMP_SECONDS_MIN: Final = -62135596800  # 0001-01-01T00:00:00Z
 TIMESTAMP_SECONDS_MAX: Final = 253402300799  # 9999-12-31T23:59:59Z
 DURATION_SECONDS_MAX: Final = 315576000000  # about 10,000 years, either sign
 _EPOCH_ORDINAL: Final = datetime.date(1970, 1, 1).toordinal()
-CACHE_SIZE: Final = 8192  # entries of each timestamp cache before it starts over
+CACHE_SIZE: Final = 8192  # entries of each cache (times, fractions) before it starts over
 
 # "YYYY-MM-DDTHH:" -> seconds since the epoch, and "MM:SS" -> seconds; filled as met (the
 # minutes too, at most 3,600 entries: a program that reads or writes one time builds no table).
