@@ -1,7 +1,8 @@
 """Making text from outside this process safe to print, log or return (docs/contract.md §9),
 and redacting a secret from it, for every layer: :func:`escape` writes every character a
 terminal or log reader would act on (controls, format characters such as bidi overrides, line
-separators, lone surrogates) as a visible escape; :func:`cut` shortens with a note;
+separators, lone surrogates) as a visible escape; :func:`cut` shortens with a note, :func:`clip`
+with ``...`` alone (a value quoted in a one-line message);
 :func:`redact_secrets` finds a secret in the spellings an honest echo writes (as it is, in any
 ASCII case, percent-encoded, JSON- or Python-escaped), in linear time.
 """
@@ -72,6 +73,13 @@ def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... [{len(text) - limit:,} more characters cut]"
+
+
+def clip(text: str, limit: int = 40) -> str:
+    """`text` itself if it has at most `limit` characters (default 40), else its first
+    ``limit - 3`` characters and ``...``: exactly `limit` characters, for a value quoted in a
+    one-line message (docs/contract.md §3.5)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def outside_text(text: str, limit: int = MAX_TEXT_CHARS, secrets: Iterable[str | None] = ()) -> str:

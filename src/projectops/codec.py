@@ -32,6 +32,7 @@ from google.protobuf.message import Message
 
 from projectops import _fastcodec
 from projectops._fastcodec._plans import NOT_FOR_ORJSON, OPAQUE, holds
+from projectops._text import clip
 from projectops._wire import elements, join, shape, value_form
 from projectops.errors import ApiError, FieldViolation, InvalidArgument
 from projectops.v1.error_pb2 import ErrorResponse
@@ -237,7 +238,7 @@ def _from_json(
         # surrogate (a "\ud800" escape).
         _raise_if_surrogate(data, "")
         _raise_if_misplaced(data, descriptor, "", strict=strict)
-        raise InvalidArgument(f"invalid {descriptor.name}: {_cut(str(exc), 200)}") from None
+        raise InvalidArgument(f"invalid {descriptor.name}: {clip(str(exc), 200)}") from None
     # What json_format accepts but §3 refuses: integer enum values in strict mode, and with
     # ignore_unknown_fields a string for a message (its characters read as unknown names).
     _raise_if_misplaced(data, descriptor, "", strict=strict, leaves=False)
@@ -364,7 +365,7 @@ def _raise_if_misplaced(
             if strict:
                 known = ", ".join(f.json_name for f in descriptor.fields) or "none"
                 raise _invalid(
-                    join(path, _cut(key)),
+                    join(path, clip(key)),
                     f"a known field of {descriptor.name} ({known})",
                     "an unknown field",
                 )
@@ -427,7 +428,7 @@ def _raise_if_surrogate(value: Any, path: str) -> None:
         for key, item in value.items():
             if isinstance(key, str) and not _is_utf8(key):
                 raise _invalid(path, "UTF-8 field names", "a name with an unpaired surrogate")
-            _raise_if_surrogate(item, join(path, _cut(str(key))))
+            _raise_if_surrogate(item, join(path, clip(str(key))))
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _raise_if_surrogate(item, f"{path}[{i}]")
@@ -438,11 +439,6 @@ def _is_utf8(text: str) -> bool:
         text.encode("utf-8")
         return True
     return False
-
-
-def _cut(text: str, limit: int = 40) -> str:
-    """`text`, or its first characters and ``...`` when longer than `limit`."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def describe_value(value: Any) -> str:
@@ -459,11 +455,11 @@ def describe_value(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {json.dumps(value)}"
     if isinstance(value, (int, float)):
-        return f"the number {_cut(json.dumps(value))}"
+        return f"the number {clip(json.dumps(value))}"
     if isinstance(value, str):
-        shown = json.dumps(_cut(value), ensure_ascii=False)
+        shown = json.dumps(clip(value), ensure_ascii=False)
         # A lone surrogate cannot be UTF-8 (nor go into an ErrorResponse): JSON-escape it.
-        return f"the string {shown if _is_utf8(shown) else json.dumps(_cut(value))}"
+        return f"the string {shown if _is_utf8(shown) else json.dumps(clip(value))}"
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list):

@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
-from projectops.codec import _collector_paused, _cut, check_decode_cost, from_json, to_dict
+from projectops._text import clip
+from projectops.codec import _collector_paused, check_decode_cost, from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import Code, InvalidArgument
 from projectops.registry import Operation, operations
@@ -212,7 +213,7 @@ def _path(where: Any) -> str:
 
 
 def _quoted(text: str) -> str:
-    return json.dumps(_cut(text, _SHOWN_CHARS), ensure_ascii=True)
+    return json.dumps(clip(text, _SHOWN_CHARS), ensure_ascii=True)
 
 
 def _parse(data: Any) -> tuple[FixtureProject, ...]:

@@ -204,9 +204,9 @@ def rule_violations(message: Message) -> list[RuleViolation]:
     rule iterates over that would cost the engine more than :data:`MAX_RULED_ELEMENTS` says,
     found first: each list over it alone (``environments: 9,000 elements, more than the 3,000
     elements a CEL rule is evaluated over``; ``2,500 elements under 2 CEL rules, ...`` for a
-    list with two), or else the message as a whole (``lists that CEL
-    rules iterate over (20), costing together more than one list of 3,000 under one rule``: a
-    list with two rules costs twice); the engine is then not called at all.
+    list with two), or else the message as a whole (``lists that CEL rules iterate over (20),
+    costing together more than one list of 3,000 under one rule``: a list with two rules costs
+    twice); the engine is then not called at all.
 
     Args:
         message: the message to check, with every message nested in it.
@@ -226,9 +226,9 @@ def rule_violations(message: Message) -> list[RuleViolation]:
     # do: each rule is one more pass of the square's cost. A second walk (the first is
     # violations'): 5 ms of the 80 that checking a 0.6 MB answer takes, engine included.
     ruled = [
-        (path, count, len(cel_rules(fd)))
+        (path, n, k)  # elements, rules
         for held, fd, path in _fields(message, "")
-        if fd.is_repeated and cel_rules(fd) and (count := len(getattr(held, fd.name)))
+        if fd.is_repeated and (k := len(cel_rules(fd))) and (n := len(getattr(held, fd.name)))
     ]
     if sum(k * n * n for _, n, k in ruled) > MAX_RULED_ELEMENTS**2:  # gigabytes, seconds
         too_many = f"more than the {MAX_RULED_ELEMENTS:,} elements a CEL rule is evaluated over"

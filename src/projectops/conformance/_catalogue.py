@@ -20,8 +20,9 @@ from typing import Any, Literal, cast
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from projectops._text import clip
 from projectops._wire import elements, is_map, join, value_form
-from projectops.codec import _cut, from_json, parse_json, read_error_body, to_dict
+from projectops.codec import from_json, parse_json, read_error_body, to_dict
 from projectops.error_cases import ERROR_CASES
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, FieldViolation, InvalidArgument
 from projectops.registry import Operation
@@ -211,7 +212,7 @@ def mapping_problems(
                     else:
                         bad = isinstance(element, int | float) and not isinstance(element, bool)
                     if bad:
-                        note(kind, element_path, _WHAT[kind].format(_cut(repr(element))))
+                        note(kind, element_path, _WHAT[kind].format(clip(repr(element))))
     return found
 
 
@@ -228,7 +229,7 @@ def error_problem(status: int, error: ErrorResponse | None) -> str | None:
     if error is None:
         return "not an ErrorResponse"
     if error.code not in _CODES:
-        return f"unknown code {_cut(repr(error.code))}"
+        return f"unknown code {clip(repr(error.code))}"
     if (error.code, status) not in _ALLOWED_ERRORS:
         return f"the code {error.code} is not answered with {status}"
     return None

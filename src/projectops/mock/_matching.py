@@ -13,7 +13,8 @@ from typing import NoReturn
 from google.protobuf.message import Message
 
 from projectops import fixtures
-from projectops.codec import _cut, to_json
+from projectops._text import clip
+from projectops.codec import to_json
 from projectops.errors import ERROR_CLASSES, ApiError, Code, FailedPrecondition
 from projectops.fixtures import FixtureAnswer, FixtureError, request_key, trimmed
 from projectops.mock._generate import generated_answer
@@ -145,7 +146,7 @@ def _values(data: Mapping[str, object], names: tuple[str, ...]) -> str | None:
 
 
 def _shown(value: object) -> str:
-    return _cut(json.dumps(value), _SHOWN_CHARS)
+    return clip(json.dumps(value), _SHOWN_CHARS)
 
 
 def _error(error: ErrorResponse) -> ApiError:
