@@ -25,6 +25,10 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8787"
 MAX_BODY_BYTES = 1024 * 1024
 #: Seconds a client call may take as a whole by default (``timeout``, ``--timeout``).
 DEFAULT_CALL_TIMEOUT = 30.0
+#: Seconds a server (``create_app``, the mock server, the proxy) waits for a request body to
+#: arrive whole by default (``body_timeout``, ``--body-timeout``); then 408. A client's whole
+#: call has as long: no body it sends in time is cut.
+DEFAULT_BODY_TIMEOUT = DEFAULT_CALL_TIMEOUT
 #: Largest answer body a client reads by default, in bytes (``max_response_bytes``, 32 MiB).
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: Environment variable that turns on ``create_app``'s check of its own answers against the

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
+from projectops.conventions import API_KEY_HEADER, DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES
 from projectops.errors import ERROR_CLASSES, HTTP_STATUS_BY_CODE, ApiError, Code, FieldViolation
 
 __all__ = [
     "ALLOWED_METHOD",
+    "BODY_TIMED_OUT",
     "BODY_TOO_LARGE",
     "BUSINESS_RULE",
     "ERROR_CASES",
@@ -96,6 +97,14 @@ BODY_TOO_LARGE = ErrorCase(
     f"The body is larger than the server's limit (by default {MAX_BODY_BYTES} bytes, "
     f"{MAX_BODY_BYTES / 2**20:g} MiB).",
 )
+BODY_TIMED_OUT = ErrorCase(
+    Code.DEADLINE_EXCEEDED,
+    "The body did not arrive whole within the server's time limit (`body_timeout`, by default "
+    f"{DEFAULT_BODY_TIMEOUT:g} s for the whole body, however slowly it trickles); the "
+    "connection is closed.",
+    status=408,
+    headers={"Connection": "close"},
+)
 MALFORMED_BODY = ErrorCase(
     Code.INVALID_ARGUMENT,
     "The body is not UTF-8 JSON, not an object, or a field has the "
@@ -123,6 +132,7 @@ ERROR_CASES: tuple[ErrorCase, ...] = (
     NO_OPERATION,
     WRONG_METHOD,
     BODY_TOO_LARGE,
+    BODY_TIMED_OUT,
     MALFORMED_BODY,
     MISSING_REQUIRED,
     BUSINESS_RULE,

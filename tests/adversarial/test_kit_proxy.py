@@ -1,9 +1,12 @@
 """``projectops proxy`` in front of a hostile upstream (issue 31, items 1 to 3), the real program
 on 127.0.0.1 with raw-socket servers (:mod:`tests.adversarial.hostile`):
 
-- it forwards what it judges: a target with a dot segment (plain or percent-encoded), a ``#`` or
-  a backslash is refused with an ``ErrorResponse`` and nothing reaches the upstream, whose base
-  path every forwarded call stays below;
+- it forwards what it judges: a target with a dot segment (plain or percent-encoded), a ``#``,
+  a backslash, a percent-encoded separator (``%2F``, ``%5C``, ``%3B``) or a ``;`` path
+  parameter is refused with an ``ErrorResponse`` and nothing reaches the upstream, whose base
+  path every forwarded call stays below (issue 39, item 7);
+- a body trickling past ``--body-timeout`` is a 408 and is not sent; past ``--max-calls`` calls
+  in flight, one more is a 503 ``unavailable`` at once (issue 39, item 3);
 - the key in every header spelling a server reads (``Service_Api_Key``), ``Authorization`` and
   ``Cookie`` echoed by the upstream never reach a drift line or the recording;
 - headers named in ``Connection`` are dropped both ways; a status outside 200-599 is a 502
@@ -40,6 +43,7 @@ from projectops.registry import Operation, operations
 from projectops.validation import rule_violations
 from tests.adversarial.hostile import Request, answer, hostile_server
 from tests.adversarial.servers import raw_exchange, read_until_closed
+from tests.adversarial.slow_clients import BODY_TIMEOUT, PROMPT, assert_cut_in_time, trickle
 from tests.conformance.test_conformance import _patterns_broken, _required_left_out
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 from tests.support import cli_env
@@ -169,6 +173,75 @@ def test_a_target_that_would_leave_the_base_path_is_refused_and_not_sent(target:
     assert "refuses the target" in str(_json(refused)["message"])
     assert _status(fine) == 200
     assert [_target(r) for r in upstream.requests] == [f"/tenant-a{LIST}"]
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [
+        # Issue 39, item 7: an upstream that decodes %2F or %5C, or drops ";..." path
+        # parameters, before it normalises would leave the base path.
+        [f"{PARENT}/..%2f..%2fadmin", "/a/..%2f..%2fadmin", "/%2e%2e%2fadmin", "/%2E%2E%2Fadmin"],
+        [f"{LIST}/..;/..;/admin", f"{LIST};jsessionid=1", "/%5c%5cevil/x", "/%5C%5Cevil/x"],
+        ["/a/..%3b/admin", f"{PARENT}%2F{NAME}"],
+    ],
+)
+def test_encoded_separators_and_path_parameters_are_refused_and_not_sent(
+    targets: list[str],
+) -> None:
+    with hostile_server(_empty) as upstream, proxy(f"{upstream.base_url}/tenant-a") as running:
+        refused = [_raw(running.port, target, {"Service-Api-Key": KEY}) for target in targets]
+    for target, got in zip(targets, refused, strict=True):
+        assert (_status(got), _json(got)["code"]) == (400, "invalid_argument"), target
+        assert "refuses the target" in str(_json(got)["message"])
+    assert upstream.requests == []
+
+
+def test_a_trickling_body_is_cut_at_body_timeout_and_not_sent() -> None:
+    # Issue 39, item 3: a byte every 0.1 s resets nothing; --timeout is not the limit either.
+    with hostile_server(_empty) as upstream:
+        flags = ["--body-timeout", str(BODY_TIMEOUT), "--timeout", "60"]
+        with proxy(upstream.base_url, *flags) as running:
+            got, closed, elapsed = trickle(running.port, LIST)
+            fine = _raw(running.port, LIST, {})
+    assert_cut_in_time(got, closed, elapsed)
+    assert _status(fine) == 200
+    assert len(upstream.requests) == 1
+
+
+def test_calls_past_max_calls_are_503_at_once_and_never_wait_for_a_connection() -> None:
+    # Issue 39, item 3: 600 calls at once took 756 MB, and the ones waiting for one of the
+    # upstream's 100 pooled connections got a 504 blaming the upstream. Past --max-calls a call
+    # is 503 at once; the ones let in each have a connection (--timeout is the upstream's).
+    release = threading.Event()
+
+    def held(sock: socket.socket, request: Request) -> None:
+        release.wait(PROMPT * 4)
+        _empty(sock, request)
+
+    answers: list[bytes] = []
+    with hostile_server(held) as upstream:
+        with proxy(upstream.base_url, "--max-calls", "3", "--timeout", "60") as running:
+            calls = [
+                threading.Thread(target=lambda: answers.append(_raw(running.port, LIST, {})))
+                for _ in range(3)
+            ]
+            for call in calls:
+                call.start()
+            deadline = time.monotonic() + PROMPT * 2
+            while len(upstream.requests) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            started = time.monotonic()
+            refused = [_raw(running.port, LIST, {}) for _ in range(3)]
+            refusing = time.monotonic() - started
+            release.set()
+            for call in calls:
+                call.join(PROMPT * 4)
+    assert len(upstream.requests) == 3
+    for got in refused:
+        assert (_status(got), _json(got)["code"]) == (503, "unavailable")
+        assert "--max-calls" in str(_json(got)["message"])
+    assert refusing < PROMPT  # at once: not after a wait for a call or a connection
+    assert sorted(_status(got) for got in answers) == [200, 200, 200]
 
 
 def _echo_credentials(sock: socket.socket, request: Request) -> None:

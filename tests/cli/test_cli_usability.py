@@ -256,7 +256,9 @@ def test_a_busy_port_is_one_line_and_the_same_exit_code_and_every_interface_is_w
     run_cli: RunCli, busy_port: int, command: list[str]
 ) -> None:
     pytest.importorskip("mcp" if command[0] == "mcp" else "uvicorn")  # its extra
-    proc = run_cli(*command, "--port", str(busy_port), base_url="http://127.0.0.1:1")
+    # mcp --http listens beyond loopback only with a bearer token.
+    token = ["--bearer-token", "a-token-of-24-characters"] if command[0] == "mcp" else []
+    proc = run_cli(*command, *token, "--port", str(busy_port), base_url="http://127.0.0.1:1")
     assert proc.returncode == 2, proc.stderr
     warning, error = proc.stderr.splitlines()
     assert warning.startswith("warning: --host 0.0.0.0 listens on every network interface")

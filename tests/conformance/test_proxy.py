@@ -762,10 +762,27 @@ def test_a_percent_encoded_path_goes_upstream_as_it_came_and_is_no_operation() -
         seen.append((scope["raw_path"], scope["query_string"]))
         await Response(b'{"a": ', 200, media_type="application/json")(scope, receive, send)
 
-    paths = [f"{prefix}%2F{name}", f"{prefix}/a%2F..%2F..%2Fadmin"]
-    _, _, drifts = _call(record, [("POST", f"{path}?q=%2F", b"[]", {}) for path in paths])
-    assert seen == [(path.encode(), b"q=%2F") for path in paths for _ in (1, 2)]
-    assert drifts == []  # neither is judged as an operation
+    # The operation's name with its first letter percent-encoded: no separator, so forwarded.
+    path = f"{prefix}/%{ord(name[0]):02X}{name[1:]}"
+    _, _, drifts = _call(record, [("POST", f"{path}?q=%2F", b"[]", {})])
+    assert seen == [(path.encode(), b"q=%2F")] * 2
+    assert drifts == []  # not judged as an operation
+
+
+def test_an_encoded_separator_in_the_path_is_refused_and_not_sent() -> None:
+    op = projectops.operations()[0]
+    prefix, name = op.path.rsplit("/", 1)
+    seen: list[bytes] = []
+
+    async def record(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["raw_path"])
+        await Response(b"{}", 200, media_type="application/json")(scope, receive, send)
+
+    paths = [f"{prefix}%2F{name}", f"{prefix}/a%2F..%2F..%2Fadmin", f"{op.path};v=1"]
+    via, _, drifts = _call(record, [("POST", path, b"{}", {}) for path in paths])
+    assert [got.status for got in via] == [400, 400, 400]
+    assert seen == [path.encode() for path in paths]  # the straight calls only
+    assert drifts == []
 
 
 def test_framing_headers_in_any_spelling_are_not_forwarded() -> None:
@@ -784,3 +801,12 @@ def test_a_request_over_a_rule_is_a_request_rules_drift() -> None:
     found, message = find_violations(op, "request", body)
     assert message is not None  # it decodes: only the rule is broken
     assert [(v.check, v.field) for v in found] == [("request.rules", fd.json_name)]
+
+
+def test_an_upstream_client_with_fewer_connections_than_max_calls_is_refused() -> None:
+    # A call let in must never wait for a pooled connection within the upstream's time-out
+    # (issue 39, item 3): the proxy says so when it is made, not as a 504 later.
+    client = AsyncRawClient("http://127.0.0.1:9", max_connections=2)
+    with pytest.raises(ValueError, match="max_calls"):
+        create_proxy_app(client, report=lambda violation: None, max_calls=3)
+    create_proxy_app(client, report=lambda violation: None, max_calls=2)  # as many: taken

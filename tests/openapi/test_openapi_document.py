@@ -33,6 +33,7 @@ ERROR_STATUSES = sorted(
     {
         "400",
         "401",
+        "408",
         "413",
         "500",
         str(openapi.ErrorCase("unimplemented", "").http_status),

@@ -5,6 +5,7 @@ code and headers, and the document's response for that status states the same.""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,9 @@ class _Service:
         raise FailedPrecondition(f"no release {request.version!r}")
 
 
-APP = create_app(_Service(), authenticate={KEY: "project-a"}.get)
+#: body_timeout of APP: the trickling trigger's body stops past it.
+BODY_TIMEOUT = 0.2
+APP = create_app(_Service(), authenticate={KEY: "project-a"}.get, body_timeout=BODY_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class _Request:
     body: bytes = b"{}"
     method: str = "POST"
     key: str | None = KEY
+    stalls: bool = False  # the body's first byte comes, then nothing for long past BODY_TIMEOUT
 
 
 # One request per row, in the table's order, that the adapter answers with that row.
@@ -49,6 +53,7 @@ TRIGGERS: list[tuple[error_cases.ErrorCase, _Request]] = [
     (error_cases.NO_OPERATION, _Request("/api/mcp/no_such_operation")),
     (error_cases.WRONG_METHOD, _Request(GET.path, method="PUT")),
     (error_cases.BODY_TOO_LARGE, _Request(GET.path, body=b" " * (MAX_BODY_BYTES + 1))),
+    (error_cases.BODY_TIMED_OUT, _Request(GET.path, stalls=True)),
     (error_cases.MALFORMED_BODY, _Request(GET.path, body=b"[]")),
     (error_cases.MISSING_REQUIRED, _Request(GET.path, body=b'{"version": "  "}')),
     (error_cases.BUSINESS_RULE, _Request(GET.path, body=b'{"version": "9.9.9"}')),
@@ -62,11 +67,17 @@ def _send(request: _Request) -> httpx2.Response:
     if request.key is not None:
         headers[API_KEY_HEADER] = request.key
 
+    async def stalling() -> AsyncIterator[bytes]:
+        yield request.body[:1]
+        await asyncio.sleep(BODY_TIMEOUT * 50)
+        yield request.body[1:]
+
     async def go() -> httpx2.Response:
         transport = httpx2.ASGITransport(app=APP)
+        content = stalling() if request.stalls else request.body
         async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
             return await client.request(
-                request.method, request.path, content=request.body, headers=headers
+                request.method, request.path, content=content, headers=headers
             )
 
     return asyncio.run(go())
@@ -117,11 +128,14 @@ def test_the_document_reads_the_adapters_table() -> None:
         assert {int(s) for s in item["post"]["responses"]} - {200} == statuses
 
 
-def test_only_the_wrong_method_row_leaves_the_code_table() -> None:
+def test_only_the_wrong_method_and_late_body_rows_leave_the_code_table() -> None:
     # Every other answer's status is HTTP_STATUS_BY_CODE's for its code, so a client maps it
-    # back to its class; the 405 says which method to use instead.
+    # back to its class; the 405 says which method to use instead, the 408 that the client,
+    # not the service, was late (docs/contract.md §5.4).
     outside = [case for case in error_cases.ERROR_CASES if case.status is not None]
-    assert outside == [error_cases.WRONG_METHOD]
+    assert outside == [error_cases.WRONG_METHOD, error_cases.BODY_TIMED_OUT]
+    assert error_cases.BODY_TIMED_OUT.http_status == 408
+    assert error_cases.BODY_TIMED_OUT.headers == {"Connection": "close"}
     assert error_cases.WRONG_METHOD.http_status == 405
     assert (
         error_cases.WRONG_METHOD.headers

@@ -67,6 +67,9 @@ def environment_proxy(url: str) -> httpx2.Proxy | None:
 #: ``time.monotonic()`` by which the sync exchange running in this context must be done.
 _DEADLINE: ContextVar[float | None] = ContextVar("projectops_deadline", default=None)
 _LONGEST_WAIT = 86_400.0  # seconds: the OS's waits overflow far beyond; longer ones in pieces
+#: Connections to the service open at once at most, by default (``max_connections``).
+DEFAULT_MAX_CONNECTIONS = 100
+_KEPT_ALIVE = 20  # idle connections kept for reuse at most (httpx's default)
 
 
 def _left(timeout: float | None, error: type[httpcore2.TimeoutException]) -> float | None:
@@ -114,7 +117,7 @@ class _DeadlineBackend(httpcore2.SyncBackend):
 class _DeadlineTransport(httpx2.HTTPTransport):
     """httpx2's transport on :class:`_DeadlineBackend` (its ``__init__`` takes no backend)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, max_connections: int) -> None:
         env = environment_proxy(base_url)
         self._pool = httpcore2.ConnectionPool(
             # Loading the CA bundle costs tens of ms of start-up: only for https.
@@ -122,8 +125,8 @@ class _DeadlineTransport(httpx2.HTTPTransport):
             proxy=None
             if env is None
             else httpcore2.Proxy(str(env.url), env.raw_auth, env.headers.raw),
-            max_connections=100,
-            max_keepalive_connections=20,
+            max_connections=max_connections,
+            max_keepalive_connections=min(max_connections, _KEPT_ALIVE),
             keepalive_expiry=5.0,
             network_backend=_DeadlineBackend(),
         )
@@ -210,6 +213,7 @@ class _BaseRawClient:
         max_error_bytes: int | None = None,
         transport: httpx2.BaseTransport | httpx2.AsyncBaseTransport | None = None,
         secrets: Iterable[str | None] = (),
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         """Configure exchanges with one service; nothing is connected until the first exchange.
 
@@ -230,6 +234,9 @@ class _BaseRawClient:
                 ``HTTP(S)_PROXY``/``ALL_PROXY`` name (``NO_PROXY`` exempts).
             secrets: strings redacted from every text an error quotes (§9.4), e.g. the API key;
                 ``None`` items are skipped.
+            max_connections: connections to the service open at once at most (without
+                `transport`); an exchange past them waits for one, and the wait counts against
+                its `timeout`; 100 (:data:`DEFAULT_MAX_CONNECTIONS`) by default.
 
         Raises:
             projectops.InvalidBaseUrl: (a ``ValueError``) see
@@ -239,6 +246,11 @@ class _BaseRawClient:
             TypeError: a time-out or cap that is not a number.
         """
         self._max_error = check_limits(timeout, max_response_bytes, max_error_bytes)
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+            raise TypeError("max_connections must be an int")
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        self.max_connections = max_connections
         self._secrets = tuple(secrets)
         self.base_url = normalize_base_url(base_url, secrets=self._secrets)
         #: The base URL as messages show it: a key in its path redacted (docs/contract.md §9.4).
@@ -256,7 +268,7 @@ class _BaseRawClient:
         self._http.headers.clear()  # httpx2's defaults: only the caller's go out
 
     def _transport(self) -> Any:
-        return _DeadlineTransport(self.base_url)
+        return _DeadlineTransport(self.base_url, self.max_connections)
 
     def _request(self, method: str, path: str, body: bytes | None, headers: Any) -> Any:
         pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
@@ -427,7 +439,11 @@ class AsyncRawClient(_BaseRawClient, AsyncClosing):
     _http_class = httpx2.AsyncClient
 
     def _transport(self) -> Any:
-        return httpx2.AsyncHTTPTransport(proxy=environment_proxy(self.base_url))
+        limits = httpx2.Limits(
+            max_connections=self.max_connections,
+            max_keepalive_connections=min(self.max_connections, _KEPT_ALIVE),
+        )
+        return httpx2.AsyncHTTPTransport(proxy=environment_proxy(self.base_url), limits=limits)
 
     async def send(
         self,

@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from projectops._text import outside_text
-from projectops.conformance._report import DEFAULT_DEADLINE, MAX_JUDGED_BYTES, MAX_REQUESTS
+from projectops.conformance._report import (
+    DEFAULT_DEADLINE,
+    MAX_CALLS,
+    MAX_JUDGED_BYTES,
+    MAX_REQUESTS,
+)
 from projectops.conventions import (
     API_KEY_ENV,
     BASE_URL_ENV,
@@ -22,6 +27,7 @@ from projectops.conventions import (
 )
 from projectops.program.commands import (
     Command,
+    add_body_timeout,
     add_listening,
     listen,
     listen_url,
@@ -209,6 +215,12 @@ def _configure_proxy(parser: argparse.ArgumentParser) -> None:
     judged = "the largest answer judged; larger ones are forwarded, not judged (8 MiB)"
     _limit(parser, "--max-judged-bytes", MAX_JUDGED_BYTES, judged)
     _limit(parser, "--record-max-bytes", MAX_RECORDED_BYTES, "bytes of JSON recorded (16 MiB)")
+    calls = (
+        "calls in flight at most, each with a connection to the upstream of its own (so "
+        "--timeout is the upstream's time alone); one more gets 503 unavailable at once"
+    )
+    _limit(parser, "--max-calls", MAX_CALLS, calls, "N")
+    add_body_timeout(parser)
 
 
 def _limit(
@@ -234,7 +246,10 @@ def _run_proxy(args: argparse.Namespace) -> int:
     warn_if_every_interface(args.host)
     sock = listen(args.host, args.port)
     upstream = AsyncRawClient(
-        base_url, timeout=args.timeout, max_response_bytes=args.max_response_bytes
+        base_url,
+        timeout=args.timeout,
+        max_response_bytes=args.max_response_bytes,
+        max_connections=args.max_calls,
     )
 
     def report(violation: Violation) -> None:
@@ -247,6 +262,8 @@ def _run_proxy(args: argparse.Namespace) -> int:
         recording=recording if record else None,
         max_request_bytes=args.max_request_bytes,
         max_judged_bytes=args.max_judged_bytes,
+        max_calls=args.max_calls,
+        body_timeout=args.body_timeout,
     )
     where = f"listening on {listen_url(sock)}, forwarding to {shown_url(base_url)}"
     print(f"projectops proxy {where}", file=sys.stderr, flush=True)

@@ -6,9 +6,11 @@ each violation a :class:`Violation`; 200 answers can be recorded as mock fixture
 (:class:`Recording`).
 
 What it refuses to forward, with an ``ErrorResponse``: a request target with a dot segment, a
-``#``, or anything else that would not reach the upstream below its base path as it came (what
-is forwarded is what is judged); a body over ``max_request_bytes`` (413, read by the server
-adapter's :func:`projectops.server.read_body`).
+``#``, a ``;`` or a percent-encoded separator (``%2F``, ``%5C``, ``%3B``), or anything else
+that would not reach the upstream below its base path as it came (what is forwarded is what is
+judged); a body over ``max_request_bytes`` (413, read by the server adapter's
+:func:`projectops.server.read_body`) or not whole within ``body_timeout`` (408); a call past
+``max_calls`` in flight (503).
 """
 
 from __future__ import annotations
@@ -34,15 +36,21 @@ from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from projectops._text import REDACTED, outside_text, redact_secrets
 from projectops.client import AsyncRawClient
 from projectops.codec import dump, from_json, to_dict
 from projectops.conformance._catalogue import DECODES, judge_answer
-from projectops.conformance._report import MAX_JUDGED_BYTES
-from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES, header_key
-from projectops.error_cases import ALLOWED_METHOD
-from projectops.errors import ApiError, InvalidArgument, Unavailable
+from projectops.conformance._report import MAX_CALLS, MAX_JUDGED_BYTES
+from projectops.conventions import (
+    API_KEY_HEADER,
+    DEFAULT_BODY_TIMEOUT,
+    MAX_BODY_BYTES,
+    header_key,
+)
+from projectops.error_cases import ALLOWED_METHOD, BODY_TIMED_OUT
+from projectops.errors import ApiError, DeadlineExceeded, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
 from projectops.registry import Operation, operations
 from projectops.server import error_response, read_body
@@ -71,6 +79,9 @@ _HOP_BY_HOP = frozenset(
 _KEY_HEADER = header_key(API_KEY_HEADER)
 _CREDENTIALS = frozenset({_KEY_HEADER, "authorization", "cookie"})
 _DETAIL_CHARS = 200
+# Separators percent-encoded, as a lower-cased path holds them: an upstream may decode them
+# before it splits the path into segments.
+_ENCODED_SEPARATORS = ("%2f", "%5c", "%3b")
 _log = logging.getLogger("projectops.proxy")
 
 
@@ -279,11 +290,16 @@ def _name(base: str, index: int) -> str:
 def _refused_target(path: str, target: str, base_url: str) -> str | None:
     """Why the request target `target` (`path` as sent, percent-encoded, with its query) cannot
     be forwarded to below `base_url` as it came; ``None``: it can. Refused: no leading ``/``, a
-    ``#`` or ``\\``, a dot segment (``.``, ``..``, percent-encoded too), or any other difference
-    between what the HTTP client would send and ``base path + target``."""
+    ``#`` or ``\\``, a dot segment (``.``, ``..``, percent-encoded too), a separator sent
+    percent-encoded (``%2F``, ``%5C``, ``%3B``, any case) or a ``;`` (a path parameter: an
+    upstream that decodes or strips them before it normalises would read ``..%2f`` or ``..;``
+    as a dot segment), or any other difference between what the HTTP client would send and
+    ``base path + target``."""
     dots = any(unquote(segment) in (".", "..") for segment in path.split("/"))
     if dots or not path.startswith("/") or "#" in target or "\\" in path:
         return "it holds a dot segment ('.' or '..'), a '#' or a '\\', or does not start with '/'"
+    if ";" in path or any(encoded in path.lower() for encoded in _ENCODED_SEPARATORS):
+        return "it holds a path parameter (';') or an encoded separator (%2F, %5C, %3B)"
     expected = urlsplit(base_url).path + target
     try:
         sent = httpx2.URL(base_url + target).raw_path.decode("ascii")
@@ -302,12 +318,16 @@ def create_proxy_app(
     max_request_bytes: int = MAX_BODY_BYTES,
     max_judged_bytes: int = MAX_JUDGED_BYTES,
     workers: int = JUDGING_WORKERS,
-) -> Starlette:
+    max_calls: int = MAX_CALLS,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+) -> ASGIApp:
     """The proxy's ASGI app (docs/conformance.md).
 
     Args:
         upstream: the exchange every call is sent on through (the caller closes it); its
-            ``base_url`` is the upstream, whose path every forwarded target stays below.
+            ``base_url`` is the upstream, whose path every forwarded target stays below. Its
+            ``max_connections`` must be `max_calls` at least: a call let in never waits for a
+            pooled connection, so its ``timeout`` is the upstream's time alone.
         report: called with each drift, from the event loop's thread.
         recording: where the 200 answers go (``None``: not recorded).
         max_request_bytes: the largest request body forwarded, in bytes (default
@@ -316,10 +336,24 @@ def create_proxy_app(
             one :data:`NOT_JUDGED` drift says so.
         workers: threads that judge at once; a call that finds them busy and as many waiting
             is not judged (one :data:`NOT_JUDGED` drift).
+        max_calls: calls in flight at most, from the request's head to the end of its judging
+            (:data:`MAX_CALLS` by default); one more is answered 503 ``unavailable`` at once,
+            its body not read, and the connection closed.
+        body_timeout: seconds a request body may take to arrive whole, however slowly it
+            trickles, then 408 ``deadline_exceeded`` and nothing is sent
+            (:data:`projectops.conventions.DEFAULT_BODY_TIMEOUT` by default; ``None``: no limit).
 
     Returns:
-        A Starlette app that answers every path and method.
+        An ASGI app that answers every path and method.
+
+    Raises:
+        ValueError: `upstream` has fewer than `max_calls` connections.
     """
+    if upstream.max_connections < max_calls:
+        raise ValueError(
+            f"the upstream's client has {upstream.max_connections} connections, fewer than "
+            f"max_calls ({max_calls}): calls would wait for one within their time-out"
+        )
     by_path = {op.path: op for op in operations()}
     judges = anyio.CapacityLimiter(workers)
     # Calls being judged or waiting for a judge, counted here (on the loop's thread only): the
@@ -385,7 +419,11 @@ def create_proxy_app(
                 request.receive,
                 max_request_bytes=max_request_bytes,
                 content_length=request.headers.get("content-length"),
+                timeout=body_timeout,
             )
+        except DeadlineExceeded as late:  # the caller's lateness: 408, as the adapter answers it
+            case = BODY_TIMED_OUT
+            return error_response(late, case.http_status, case.headers)
         except ApiError as exc:  # 413, as the server adapter answers it
             return error_response(exc)
         except ClientDisconnect:  # the caller left before its request was whole: no one to answer
@@ -418,4 +456,30 @@ def create_proxy_app(
         return response
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-    return Starlette(routes=[Route("/{path:path}", proxy, methods=methods)])
+    return _Bounded(Starlette(routes=[Route("/{path:path}", proxy, methods=methods)]), max_calls)
+
+
+class _Bounded:
+    """`app` with at most `limit` HTTP calls in flight (counted on the event loop's thread);
+    one more gets a 503 ``unavailable`` at once, its body unread, ``Connection: close``."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self._app = app
+        self._limit = limit
+        self._calls = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        if self._calls >= self._limit:
+            busy = Unavailable(
+                f"the proxy has {self._limit} calls in flight (--max-calls); try again later"
+            )
+            await error_response(busy, headers={"Connection": "close"})(scope, receive, send)
+            return
+        self._calls += 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self._calls -= 1

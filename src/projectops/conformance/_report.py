@@ -13,6 +13,7 @@ from projectops._text import escape, outside_text
 
 __all__ = [
     "DEFAULT_DEADLINE",
+    "MAX_CALLS",
     "MAX_JUDGED_BYTES",
     "MAX_REQUESTS",
     "CheckResult",
@@ -30,6 +31,9 @@ DEFAULT_DEADLINE = 600.0
 #: parses and decodes the whole answer, which costs about 15 bytes of memory a byte of many small
 #: objects (more for shapes the codec's decode-cost guard still allows).
 MAX_JUDGED_BYTES = 8 * 1024 * 1024
+#: Calls in flight at most in the proxy (``--max-calls``); its upstream client gets as many
+#: connections, so a call let in never waits for one.
+MAX_CALLS = 64
 
 
 Status = Literal["passed", "failed", "skipped"]

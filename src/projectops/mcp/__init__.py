@@ -10,10 +10,16 @@ from projectops._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from projectops.mcp._command import command as command
+    from projectops.mcp._limits import DEFAULT_MAX_SESSIONS as DEFAULT_MAX_SESSIONS
+    from projectops.mcp._limits import (
+        DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT,
+    )
+    from projectops.mcp._limits import TOKEN_ENV as TOKEN_ENV
     from projectops.mcp._server import DEFAULT_MAX_RESULT_BYTES as DEFAULT_MAX_RESULT_BYTES
     from projectops.mcp._server import call_operation_tool as call_operation_tool
     from projectops.mcp._server import configure_logging as configure_logging
     from projectops.mcp._server import create_server as create_server
+    from projectops.mcp._server import http_app as http_app
     from projectops.mcp._server import operation_tools as operation_tools
     from projectops.mcp._server import run as run
     from projectops.mcp._server import serve_http as serve_http
@@ -21,8 +27,9 @@ if TYPE_CHECKING:
 
 _NAMES = {
     "projectops.mcp._command": "command",
+    "projectops.mcp._limits": "DEFAULT_MAX_SESSIONS DEFAULT_SESSION_IDLE_TIMEOUT TOKEN_ENV",
     "projectops.mcp._server": "DEFAULT_MAX_RESULT_BYTES call_operation_tool configure_logging "
-    "create_server operation_tools run serve_http",
+    "create_server http_app operation_tools run serve_http",
     "projectops.mcp._stdio": "serve_stdio",
 }
 _WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}

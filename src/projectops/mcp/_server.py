@@ -4,6 +4,7 @@ each call sent with the server's one :class:`~projectops.client.AsyncClient`; ev
 
 from __future__ import annotations
 
+import hmac
 import logging
 import socket
 import sys
@@ -16,9 +17,12 @@ import anyio.to_thread
 from google.protobuf.message import Message
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from sse_starlette.sse import AppStatus  # the event streams of the SDK's HTTP transport
+from starlette.applications import Starlette
 
 import projectops
 from projectops import json_schema
@@ -35,8 +39,15 @@ from projectops.conventions import (
     shown_url,
 )
 from projectops.descriptions import description
+from projectops.mcp._limits import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, TOKEN_ENV
 from projectops.mcp._stdio import serve_stdio
-from projectops.program.commands import DEFAULT_DRAIN_TIMEOUT, listen, listen_url, serve_app
+from projectops.program.commands import (
+    DEFAULT_DRAIN_TIMEOUT,
+    is_loopback,
+    listen,
+    listen_url,
+    serve_app,
+)
 from projectops.program.failures import EXIT_INTERNAL, failure
 from projectops.registry import SERVICE, Operation, operations
 
@@ -45,6 +56,7 @@ DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
 SERVER_NAME, HTTP_PATH = "projectops", "/mcp"  # the initialize answer's name; the HTTP path
 _log = logging.getLogger(__name__)
+_LOOPBACK_ONLY = f"without a bearer token ({TOKEN_ENV}) the server listens on loopback only"
 # Characters of an unknown tool's name quoted in the error.
 _NAME_CHARS = 100
 
@@ -235,31 +247,110 @@ def configure_logging(level: int = logging.INFO) -> None:
     logging.getLogger("projectops").setLevel(level)
 
 
-def serve_http(
-    server: Server[Any], sock: socket.socket, *, drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
-) -> None:
-    """Serve over Streamable HTTP at ``/mcp`` until SIGINT or SIGTERM (docs/mcp.md).
+class _BearerToken:
+    """The one bearer token ``mcp --http`` takes (the SDK's ``TokenVerifier``), compared in
+    constant time: how long a refusal takes says nothing of how much of a guess was right."""
 
-    A request with a foreign ``Host`` gets 421, a foreign ``Origin`` 403 (DNS rebinding). On the
-    signal the calls in flight are answered before the event streams end.
+    def __init__(self, token: str) -> None:
+        self._token = token.encode("utf-8")
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if not hmac.compare_digest(token.encode("utf-8"), self._token):
+            return None
+        return AccessToken(token=token, client_id=SERVER_NAME, scopes=[])
+
+
+def http_app(
+    server: Server[Any],
+    sock: socket.socket,
+    *,
+    token: str | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+) -> Starlette:
+    """The Streamable HTTP app of `server` at ``/mcp`` for `sock`'s address (docs/mcp.md); run
+    it with its lifespan (the SDK's session manager runs there).
+
+    A request with a foreign ``Host`` gets 421, a foreign ``Origin`` 403 (DNS rebinding); with
+    `token`, one without ``Authorization: Bearer <token>`` gets 401 (the SDK's bearer check).
 
     Args:
         server: the server from :func:`create_server`.
-        sock: a bound, listening socket (:func:`projectops.program.commands.listen`); closed after.
-        drain_timeout: seconds the calls in flight may take after the signal; 10 by default.
+        sock: the bound socket it will serve (its address and port are the allowed ``Host``).
+        token: the bearer token every request must carry; ``None`` (the default): none, and then
+            `sock` must be on a loopback address.
+        max_sessions: sessions open at once at most (the SDK's ``max_sessions``); one more
+            ``initialize`` gets 503; :data:`DEFAULT_MAX_SESSIONS` by default.
+        session_idle_timeout: seconds a session with no request in flight and no open stream
+            lives on (the SDK's ``session_idle_timeout``); then its id answers 404;
+            :data:`DEFAULT_SESSION_IDLE_TIMEOUT` by default.
+
+    Returns:
+        The SDK's Starlette app.
+
+    Raises:
+        ValueError: no `token` and `sock` is not on a loopback address, or a bound that is not
+            positive.
     """
-    # sse-starlette would end every event stream, a POST's answer included, the moment uvicorn
-    # starts to stop: _Drain ends them once the POSTs in flight are done instead.
-    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
     host, port = sock.getsockname()[:2]
+    if token is None and not is_loopback(host):
+        raise ValueError(_LOOPBACK_ONLY)
     names = ["127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{name}:{port}" for name in names],
         allowed_origins=[f"http://{name}:{port}" for name in names],
     )
-    app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, transport_security=security, host=host
+    verifier = None if token is None else _BearerToken(token)
+    # The SDK checks bearer tokens for a resource server; the token's issuer is this server
+    # itself (its operator set the token), and no OAuth metadata route is served.
+    auth = None
+    if token is not None:
+        issuer = {"issuer_url": listen_url(sock), "resource_server_url": None}
+        auth = AuthSettings.model_validate(issuer)
+    return server.streamable_http_app(
+        streamable_http_path=HTTP_PATH,
+        transport_security=security,
+        host=host,
+        auth=auth,
+        token_verifier=verifier,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+    )
+
+
+def serve_http(
+    server: Server[Any],
+    sock: socket.socket,
+    *,
+    drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+    token: str | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+) -> None:
+    """Serve :func:`http_app` until SIGINT or SIGTERM (docs/mcp.md). On the signal the calls
+    in flight are answered before the event streams end.
+
+    Args:
+        server: the server from :func:`create_server`.
+        sock: a bound, listening socket (:func:`projectops.program.commands.listen`); closed after.
+        drain_timeout: seconds the calls in flight may take after the signal; 10 by default.
+        token: the bearer token, as :func:`http_app` takes it; ``None`` (the default): none.
+        max_sessions: as :func:`http_app` takes it.
+        session_idle_timeout: as :func:`http_app` takes it.
+
+    Raises:
+        ValueError: see :func:`http_app`.
+    """
+    # sse-starlette would end every event stream, a POST's answer included, the moment uvicorn
+    # starts to stop: _Drain ends them once the POSTs in flight are done instead.
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
+    app = http_app(
+        server,
+        sock,
+        token=token,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
     )
     drain = _Drain(app)
     # uvicorn's loggers go through configure_logging's redacting handler (log_config=None).
@@ -300,6 +391,9 @@ def run(
     retries: int = DEFAULT_RETRIES,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+    token: str | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
 ) -> int:
     """``projectops mcp`` (docs/mcp.md): serve the tools over stdio, or over Streamable HTTP on
     `host`:`port`. Every argument is checked before anything is served.
@@ -315,6 +409,10 @@ def run(
         max_result_bytes: the largest tool result, in bytes; 1 MiB by default.
         drain_timeout: seconds the calls in flight may take after SIGTERM, with `http`; 10 by
             default.
+        token: with `http`, the bearer token every request must carry; ``None`` (the default):
+            none, and `host` must be a loopback address (said in the log at start).
+        max_sessions: with `http`, sessions open at once at most (:func:`http_app`).
+        session_idle_timeout: with `http`, seconds an idle session lives (:func:`http_app`).
 
     Returns:
         0, once the transport ends (stdin closed, or the signal).
@@ -322,10 +420,13 @@ def run(
     Raises:
         MissingBaseUrl: neither `base_url` nor ``SERVICE_BACKEND_URL``.
         projectops.InvalidBaseUrl: not an absolute http(s) URL (the message names its source).
-        ValueError: a limit is not positive, or the environment's proxy is unusable.
+        ValueError: a limit is not positive, the environment's proxy is unusable, or no
+            `token` with a `host` that is not a loopback address.
         projectops.program.commands.CannotListen: with `http`, `host`:`port` cannot be bound.
     """
     configure_logging()
+    if http and token is None and not is_loopback(host):
+        raise ValueError(_LOOPBACK_ONLY)
     try:
         client = AsyncClient(
             base_url, timeout=timeout, max_response_bytes=max_response_bytes, retries=retries
@@ -345,8 +446,23 @@ def run(
     )
     if not client.has_api_key:
         _log.warning("%s is not set: tool calls will fail until it holds the API key", API_KEY_ENV)
+    if sock is not None and token is None:
+        _log.warning(
+            "no bearer token (%s, --bearer-token): serving on loopback only, where any local "
+            "process may call the tools with this server's key",
+            TOKEN_ENV,
+        )
+    elif sock is not None:
+        _log.info("every request must carry the bearer token (Authorization: Bearer ...)")
     if sock is not None:
-        serve_http(server, sock, drain_timeout=drain_timeout)
+        serve_http(
+            server,
+            sock,
+            drain_timeout=drain_timeout,
+            token=token,
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_timeout,
+        )
     else:
         anyio.run(serve_stdio, server)
     return 0

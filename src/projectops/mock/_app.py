@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from projectops._text import outside_text
+from projectops.conventions import DEFAULT_BODY_TIMEOUT
 from projectops.mock._matching import MockProject, load_fixtures
 from projectops.program.commands import (
     DEFAULT_BACKLOG,
@@ -56,13 +57,20 @@ class _MockService:
         return PreEncoded(reply.body)
 
 
-def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -> Starlette:
+def create_mock_app(
+    projects: Mapping[str, MockProject],
+    *,
+    docs: bool = True,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+) -> Starlette:
     """The mock server's ASGI app: every operation of the registry answered from fixtures.
 
     Args:
         projects: API key -> project, as :func:`load_fixtures` returns them; a request with
             another key is 401 (docs/contract.md §2.3).
         docs: serve the reference page (``/docs``, ``/openapi.json``) too; ``True`` by default.
+        body_timeout: seconds a request body may take to arrive whole, then 408
+            (``create_app``'s; ``--body-timeout``); 30 by default.
 
     Returns:
         A Starlette app.
@@ -71,7 +79,8 @@ def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -
     async def authenticate(api_key: str) -> MockProject | None:
         return projects.get(api_key)
 
-    app = create_app(cast(OperationsServiceHandler, _MockService()), authenticate=authenticate)
+    service = cast(OperationsServiceHandler, _MockService())
+    app = create_app(service, authenticate=authenticate, body_timeout=body_timeout)
     if docs:
         app.router.routes.extend(docs_routes())
     return app
@@ -103,16 +112,17 @@ class _AccessLog:
             _access.info("%s:%d - %s %d", host, port, line, status[0])
 
 
-def _app(fixtures: str | None, generate: bool, access_log: bool) -> ASGIApp:
+def _app(fixtures: str | None, generate: bool, access_log: bool, body_timeout: float) -> ASGIApp:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     _access.setLevel(logging.INFO if access_log else logging.WARNING)
-    app = create_mock_app(load_fixtures(fixtures, generate=generate))
+    app = create_mock_app(load_fixtures(fixtures, generate=generate), body_timeout=body_timeout)
     return _AccessLog(app) if access_log else app
 
 
 def app_from_environment() -> ASGIApp:
     """The app of a worker process of ``serve(workers=N)``. Raises FixtureError."""
-    return _app(*json.loads(os.environ.get(_SETTINGS_ENV) or "[null, true, false]"))
+    default = [None, True, False, DEFAULT_BODY_TIMEOUT]
+    return _app(*json.loads(os.environ.get(_SETTINGS_ENV) or json.dumps(default)))
 
 
 def serve(
@@ -125,18 +135,20 @@ def serve(
     workers: int = 1,
     backlog: int = DEFAULT_BACKLOG,
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
     **uvicorn_settings: Any,
 ) -> int:
     """Run the mock server (the ``mock-server`` flags) until SIGINT/SIGTERM; the exit code (0,
     1 if it did not start). `drain_timeout` is uvicorn's ``timeout_graceful_shutdown``,
-    `uvicorn_settings` more ``uvicorn.Config`` arguments. Raises FixtureError (before anything
-    listens), CannotListen."""
-    app: ASGIApp | str = _app(fixtures, generate, access_log)  # a bad file fails before the bind
+    `body_timeout` ``create_app``'s, `uvicorn_settings` more ``uvicorn.Config`` arguments.
+    Raises FixtureError (before anything listens), CannotListen."""
+    # A bad file fails before the bind.
+    app: ASGIApp | str = _app(fixtures, generate, access_log, body_timeout)
     sock = listen(host, port, backlog=backlog)
     print(f"projectops mock server listening on {listen_url(sock)}", file=sys.stderr, flush=True)
     if workers > 1:
         path = os.path.abspath(fixtures) if fixtures else None
-        os.environ[_SETTINGS_ENV] = json.dumps([path, generate, access_log])
+        os.environ[_SETTINGS_ENV] = json.dumps([path, generate, access_log, body_timeout])
         app = f"{__name__}:{app_from_environment.__name__}"
     # access_log: _AccessLog's instead, without query strings.
     settings = dict(uvicorn_settings, workers=workers, backlog=backlog, access_log=False)

@@ -10,6 +10,7 @@ from projectops.conventions import DEFAULT_BASE_URL
 from projectops.program.commands import (
     DEFAULT_BACKLOG,
     Command,
+    add_body_timeout,
     add_listening,
     warn_if_every_interface,
     whole,
@@ -59,6 +60,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="log one line per request to stderr (the path, never the query string)",
     )
+    add_body_timeout(parser)
     parser.add_argument(
         "--workers",
         type=partial(whole, lowest=1),
@@ -92,5 +94,6 @@ def _run(args: argparse.Namespace) -> int:
         access_log=args.access_log,
         workers=args.workers,
         drain_timeout=args.drain_timeout,
+        body_timeout=args.body_timeout,
         **limits,
     )

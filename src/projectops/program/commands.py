@@ -15,13 +15,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from projectops.conventions import DEFAULT_BODY_TIMEOUT
+
 __all__ = [
     "DEFAULT_BACKLOG",
     "DEFAULT_DRAIN_TIMEOUT",
     "CannotListen",
     "Command",
+    "add_body_timeout",
     "add_listening",
     "add_retries",
+    "is_loopback",
     "listen",
     "listen_url",
     "port",
@@ -189,6 +193,23 @@ def add_listening(
     )
 
 
+def add_body_timeout(parser: argparse.ArgumentParser) -> None:
+    """Add ``--body-timeout SECONDS`` to a command that serves operations (the mock server, the
+    proxy): the whole time a request body may take to arrive, then 408.
+
+    Args:
+        parser: the command's parser.
+    """
+    parser.add_argument(
+        "--body-timeout",
+        metavar="SECONDS",
+        type=seconds,
+        default=DEFAULT_BODY_TIMEOUT,
+        help="seconds a request body may take to arrive whole, however slowly it trickles; "
+        "then 408 deadline_exceeded and the connection is closed (default: %(default)g)",
+    )
+
+
 class CannotListen(OSError):
     """An address cannot be bound (busy port, not on this host, no permission): one line."""
 
@@ -240,6 +261,24 @@ def listen_url(sock: socket.socket) -> str:
     host, bound_port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{bound_port}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a server on `host` is reachable from this machine only.
+
+    Args:
+        host: an address (``127.0.0.1``, ``::1``, ``[::1]``) or ``localhost``.
+
+    Returns:
+        ``True`` for ``localhost`` and loopback addresses; ``False`` for any other address or
+        name (a name may resolve anywhere).
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def warn_if_every_interface(host: str) -> None:

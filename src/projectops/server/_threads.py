@@ -16,8 +16,9 @@ import anyio.to_thread
 
 __all__ = ["PooledCallable", "Pools", "cancelled_from_outside"]
 
-# A plain `authenticate` and large bodies' decoding get pools of their own, apart from the
-# handlers' (anyio's default, 40 threads): handlers stuck in every thread hold up neither.
+# A plain `authenticate` and large bodies' decoding (and large answers' rules checks) get pools
+# of their own, apart from the handlers' (anyio's default, 40 threads): handlers stuck in every
+# thread hold up neither.
 _AUTHENTICATE_THREADS = 40
 _DECODE_THREADS = 8
 

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from projectops import registry
-from projectops.conventions import MAX_BODY_BYTES, VALIDATE_RESPONSES_ENV
+from projectops.conventions import DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES, VALIDATE_RESPONSES_ENV
 from projectops.registry import Operation
 from projectops.server._endpoint import Endpoint
 from projectops.server._interceptors import ServerInterceptor, check_interceptors
@@ -37,6 +37,7 @@ def create_app(
     interceptors: Sequence[ServerInterceptor] = (),
     operations: Sequence[Operation] | None = None,
     max_request_bytes: int = MAX_BODY_BYTES,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     validate_responses: bool | None = None,
 ) -> Starlette:
     """A stateless Starlette app serving `service` at the registry's paths (docs/server.md;
@@ -64,6 +65,11 @@ def create_app(
         max_request_bytes: the largest request body, in bytes; a larger one is 413
             ``resource_exhausted`` (by ``Content-Length`` or by the bytes read, §6); 1 MiB
             (:data:`~projectops.conventions.MAX_BODY_BYTES`) by default.
+        body_timeout: seconds a request body may take to arrive whole, however slowly it
+            trickles, then 408 ``deadline_exceeded`` and the connection closed (§5.4, §6);
+            :data:`~projectops.conventions.DEFAULT_BODY_TIMEOUT` (30) by default; ``None``: no
+            limit (leave it to a reverse proxy in front). It is apart from `handler_timeout`:
+            a slow client is not the service's lateness.
         validate_responses: check every answer of the service (not a ``PreEncoded`` one)
             against the schema's rules (REQUIRED and protovalidate's, docs/contract.md §4.6)
             before sending it; one that breaks a rule is logged and answered 500
@@ -80,10 +86,11 @@ def create_app(
         thread pools, so several workers may serve it.
 
     Raises:
-        ValueError: `handler_timeout` or `max_request_bytes` is not positive.
-        TypeError: either is not a number, or `interceptors` not a sequence of callables.
+        ValueError: `handler_timeout`, `body_timeout` or `max_request_bytes` is not positive.
+        TypeError: one is not a number, or `interceptors` not a sequence of callables.
     """
     _check_positive("handler_timeout", handler_timeout, float, none=True)
+    _check_positive("body_timeout", body_timeout, float, none=True)
     _check_positive("max_request_bytes", max_request_bytes, int)
     chain = check_interceptors(interceptors)
     if validate_responses is None:
@@ -104,6 +111,7 @@ def create_app(
                 pools=pools,
                 interceptors=chain,
                 max_request_bytes=max_request_bytes,
+                body_timeout=body_timeout,
                 validate_responses=validate_responses,
             ),
         )
