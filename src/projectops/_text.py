@@ -4,7 +4,8 @@ terminal or log reader would act on (controls, format characters such as bidi ov
 separators, lone surrogates) as a visible escape; :func:`cut` shortens with a note, :func:`clip`
 with ``...`` alone (a value quoted in a one-line message);
 :func:`redact_secrets` finds a secret in the spellings an honest echo writes (as it is, in any
-ASCII case, percent-encoded, JSON- or Python-escaped), in linear time.
+ASCII case, percent-encoded, JSON- or Python-escaped), and any cut of one that keeps its first
+:data:`KEY_CUT` characters (a quoted value cut short), in linear time.
 """
 
 from __future__ import annotations
@@ -142,6 +143,10 @@ def _spellings(secret: str) -> tuple[str, ...]:
     return tuple(sorted({form.translate(_ASCII_LOWER) for form in forms}, key=len, reverse=True))
 
 
+#: Characters of a spelling of the key that a cut of it must keep to be redacted as the key
+#: (docs/contract.md §9.4): fewer cannot rebuild a key, and "sk_live_" is its own 8.
+KEY_CUT = 8
+
 _SHORT = 64  # spellings up to this long are found together, by one regular expression
 
 
@@ -156,27 +161,77 @@ def _pattern(secret: str) -> re.Pattern[str] | None:
 
 def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:
     """`text` with every spelling of each of `secrets` (blank and ``None`` skipped, stripped)
-    replaced by `replacement`, the longest secret first. Linear in ``len(text)``: short
-    spellings are one alternation of literals, longer ones found by ``str.find`` (two-way)."""
+    replaced by `replacement`, the longest secret first, and so is every cut of a spelling
+    that keeps at least its first :data:`KEY_CUT` characters: a message quotes a value cut to
+    a few dozen characters (``sk_live_0123...``) before it reaches the redaction. Linear in
+    ``len(text)``: short spellings are one alternation of literals, longer ones and the cuts
+    found by ``str.find`` (two-way)."""
     for key in _keys(secrets):
         if not text:
             break
-        pattern = _pattern(key)
-        if pattern is not None:
-            text = pattern.sub(replacement.replace("\\", "\\\\"), text)
-            continue
-        low = text.translate(_ASCII_LOWER)  # same offsets as `text`
-        spans: list[tuple[int, int]] = []
-        for spelling in _spellings(key):
-            start = low.find(spelling)
-            while start >= 0:
-                spans.append((start, start + len(spelling)))
-                start = low.find(spelling, start + len(spelling))
-        out: list[str] = []
-        pos = 0
-        for start, stop in sorted(spans):
-            if start >= pos:  # one overlapping another is replaced with it
-                out += [text[pos:start], replacement]
-                pos = stop
-        text = "".join(out) + text[pos:]
+        text = _redact_cuts(_redact_whole(text, key, replacement), key, replacement)
     return text
+
+
+def _redact_whole(text: str, key: str, replacement: str) -> str:
+    """`text` with every whole spelling of `key` replaced by `replacement`."""
+    pattern = _pattern(key)
+    if pattern is not None:
+        return pattern.sub(replacement.replace("\\", "\\\\"), text)
+    low = text.translate(_ASCII_LOWER)  # same offsets as `text`
+    spans: list[tuple[int, int]] = []
+    for spelling in _spellings(key):
+        start = low.find(spelling)
+        while start >= 0:
+            spans.append((start, start + len(spelling)))
+            start = low.find(spelling, start + len(spelling))
+    return _replaced(text, spans, replacement)
+
+
+def _redact_cuts(text: str, key: str, replacement: str) -> str:
+    """`text` with every cut of a spelling of `key` longer than :data:`KEY_CUT` characters
+    (its first :data:`KEY_CUT` characters or more, where they show) replaced by
+    `replacement`."""
+    low = text.translate(_ASCII_LOWER)  # same offsets as `text`
+    spans: list[tuple[int, int]] = []
+    for spelling in _spellings(key):
+        if len(spelling) <= KEY_CUT:  # a cut of it is no cut: the whole spelling went before
+            continue
+        head = spelling[:KEY_CUT]
+        start = low.find(head)
+        while start >= 0:
+            stop = start + _shared(low, start, spelling)
+            spans.append((start, stop))
+            start = low.find(head, stop)
+    return _replaced(text, spans, replacement)
+
+
+def _shared(low: str, at: int, spelling: str) -> int:
+    """How many first characters of `spelling` `low` holds at `at`, knowing it holds the first
+    :data:`KEY_CUT`: doubling, then halving the gap, so the comparisons (in C) cost in
+    proportion to the length held, not to the spelling's."""
+    held = KEY_CUT
+    tried = KEY_CUT
+    while held == tried and tried < len(spelling):
+        tried = min(2 * tried, len(spelling))
+        if low.startswith(spelling[:tried], at):
+            held = tried
+    while tried - held > 1:  # `held` characters match, `tried` do not
+        middle = (held + tried) // 2
+        if low.startswith(spelling[:middle], at):
+            held = middle
+        else:
+            tried = middle
+    return held
+
+
+def _replaced(text: str, spans: list[tuple[int, int]], replacement: str) -> str:
+    """`text` with each run of overlapping `spans` (``(start, stop)`` offsets) replaced by one
+    `replacement`."""
+    out: list[str] = []
+    pos = 0
+    for start, stop in sorted(spans):
+        if start >= pos:
+            out += [text[pos:start], replacement]
+        pos = max(pos, stop)  # one overlapping another is replaced with it
+    return "".join(out) + text[pos:]

@@ -421,17 +421,25 @@ def _check_value(
 
 
 def _raise_if_surrogate(value: Any, path: str) -> None:
-    """Raise InvalidArgument at the first name or string that cannot be UTF-8 (lone surrogate)."""
-    if isinstance(value, str) and not _is_utf8(value):
-        raise _invalid(path, "a UTF-8 string", "a string with an unpaired surrogate")
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(key, str) and not _is_utf8(key):
-                raise _invalid(path, "UTF-8 field names", "a name with an unpaired surrogate")
-            _raise_if_surrogate(item, join(path, clip(str(key))))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _raise_if_surrogate(item, f"{path}[{i}]")
+    """Raise InvalidArgument at the first name or string that cannot be UTF-8 (lone surrogate).
+    A walk with a stack of its own, not a recursion: json.loads accepted nesting as deep as its
+    stack allowed, and this walk starts from a deeper one (a RecursionError here broke the
+    promise of the conformance kit's judging never to raise)."""
+    # (path, value, whether it is a field name), the next one to look at last.
+    pending: list[tuple[str, Any, bool]] = [(path, value, False)]
+    while pending:
+        where, item, is_name = pending.pop()
+        if isinstance(item, str) and not _is_utf8(item):
+            if is_name:
+                raise _invalid(where, "UTF-8 field names", "a name with an unpaired surrogate")
+            raise _invalid(where, "a UTF-8 string", "a string with an unpaired surrogate")
+        inner: list[tuple[str, Any, bool]] = []
+        if isinstance(item, Mapping):
+            for key, child in item.items():
+                inner += [(where, key, True), (join(where, clip(str(key))), child, False)]
+        elif isinstance(item, list):
+            inner = [(f"{where}[{i}]", child, False) for i, child in enumerate(item)]
+        pending += reversed(inner)
 
 
 def _is_utf8(text: str) -> bool:

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from projectops._text import REDACTED, escape, escape_lines, unsafe_characters
+from projectops._text import KEY_CUT, REDACTED, escape, escape_lines, unsafe_characters
 from projectops.client import DEFAULT_RETRIES
-from projectops.client.redaction import redact
+from projectops.client.redaction import redact, redact_values
 from projectops.codec import describe_value
 from projectops.conventions import API_KEY_HEADER, DEFAULT_BASE_URL, MAX_BODY_BYTES, base_url_hint
 from projectops.descriptions import description
@@ -196,11 +196,33 @@ def _run_operation(
 
 
 def _write_json(message: Message, *, indent: int | None) -> None:
-    """`message`'s JSON and a newline on stdout, written in pieces as it is encoded."""
-    from projectops.codec import iter_json
+    """`message`'s JSON and a newline on stdout, written in pieces as it is encoded; when the
+    service echoed the key, with every string redacted as the tool server redacts its result
+    (docs/contract.md §9.4)."""
+    from projectops.codec import dump, iter_json, to_dict
 
+    if _echoes_key(message, indent):
+        # A key that straddles two JSON tokens is caught by redacting the text whole.
+        text = redact(dump(redact_values(to_dict(message)), indent=indent))
+        sys.stdout.write(inert_json(text) + "\n")
+        return
     sys.stdout.writelines(map(inert_json, iter_json(message, indent=indent)))
     sys.stdout.write("\n")
+
+
+def _echoes_key(message: Message, indent: int | None) -> bool:
+    """Whether `message`'s JSON holds the key (or a cut of it), one piece at a time: each with
+    the end of the one before, since redaction knows a key cut by the piece's edge by its
+    first :data:`projectops._text.KEY_CUT` characters."""
+    from projectops.codec import iter_json
+
+    before = ""
+    for piece in iter_json(message, indent=indent):
+        text = before + piece
+        if redact(text) != text:
+            return True
+        before = text[-KEY_CUT:]
+    return False
 
 
 @cache

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from projectops._text import REDACTED, redact_secrets
 from projectops.conventions import API_KEY_ENV
 from projectops.errors import ApiError, FieldViolation
 
-__all__ = ["REDACTED", "mark_redacted", "redact", "scrub_exception"]
+__all__ = ["REDACTED", "mark_redacted", "redact", "redact_values", "scrub_exception"]
 
 _MARK = "_projectops_redacted"
 E = TypeVar("E", bound=BaseException)
@@ -32,6 +32,27 @@ def redact(text: str, keys: Iterable[str | None] = ()) -> str:
         :data:`REDACTED`, ``***``.
     """
     return redact_secrets(text, [os.environ.get(API_KEY_ENV), *keys], REDACTED)
+
+
+def redact_values(value: Any, keys: Iterable[str | None] = ()) -> Any:
+    """Redact the API key from every string of a JSON value, object keys too (docs/contract.md
+    §9.4): what the CLI prints and the tool server returns of an answer that echoed the key.
+
+    Args:
+        value: JSON values as :func:`projectops.codec.to_dict` returns them (``dict``, ``list``,
+            ``str``, numbers, booleans, ``None``).
+        keys: more secrets besides ``SERVICE_API_KEY``'s value, as :func:`redact` takes them.
+
+    Returns:
+        A new value of the same shape, each string passed through :func:`redact`.
+    """
+    if isinstance(value, str):
+        return redact(value, keys)
+    if isinstance(value, dict):
+        return {redact(k, keys): redact_values(v, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_values(v, keys) for v in value]
+    return value
 
 
 def mark_redacted(exc: E) -> E:

@@ -271,7 +271,13 @@ def _run_proxy(args: argparse.Namespace) -> int:
     started = serve_app(app, sock, drain_timeout=drain, server_header=False, date_header=False)
     if record is not None:
         _write_file("--record", record, recording.write)
-        left_out = f"; {recording.left_out} left out" if recording.left_out else ""
+        left_out = ""
+        if recording.left_out:  # each drew a drift line, echoed a credential or was over a limit
+            left_out = (
+                f"; {recording.left_out} left out (an answer or request that drew a drift line, "
+                "an answer that echoed a credential, or one over --record-max-answers or "
+                "--record-max-bytes)"
+            )
         if recording.count == 0 and not recording.left_out:  # say why the file is empty
             left_out = (
                 "; no 200 answer of an operation came through the proxy (only those are "

@@ -178,9 +178,10 @@ class Recording:
     hash), ``recorded``/:data:`STAND_IN_KEY`, then ``recorded-2``/``recorded-key-2``, ...; the
     latest answer of one request wins.
 
-    Left out (counted in `left_out`): an invalid request; an answer that holds a credential
-    the caller sent (the key, ``Authorization``, ``Cookie``); a new answer past `max_answers`
-    answers or `max_bytes` bytes of JSON. A project exists only with an answer in it, so the
+    Left out (counted in `left_out`): a 200 answer that drew a drift or was not judged, or whose
+    request drew one (:meth:`leave_out`); an answer that holds a credential the caller sent (the
+    key, ``Authorization``, ``Cookie``); a new answer past `max_answers` answers or `max_bytes`
+    bytes of JSON. A project exists only with an answer in it, so the
     limits bound the projects too.
 
     Args:
@@ -226,6 +227,12 @@ class Recording:
             self._projects.setdefault(hashed, {}).setdefault(op.name, {})[wanted] = (entry, size)
             self.count += old is None
             self.bytes += grows
+
+    def leave_out(self) -> None:
+        """Count a 200 answer that is not recorded for a drift it or its request drew (the drift
+        lines name it), so the summary agrees with them. Thread-safe."""
+        with self._lock:
+            self.left_out += 1
 
     def fixtures(self) -> dict[str, Any]:
         """The fixtures file's JSON object; with no answer, one project without operations."""
@@ -368,6 +375,7 @@ def create_proxy_app(
         if waiting[0] >= 2 * workers:
             busy = f"{waiting[0]} calls are being judged or waiting for it"
             report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
+            left_out(status)
             return
         judged: bytes | None = answer
         if len(answer) > max_judged_bytes:  # the request is still: --max-request-bytes bound it
@@ -379,6 +387,11 @@ def create_proxy_app(
             reported = await anyio.to_thread.run_sync(
                 judge_call, op, body, status, judged, key, secrets, limiter=judges
             )
+        except Exception as exc:  # judging promises never to raise: should it, a drift says so,
+            # in one redacted line, where a traceback would show the answer's text raw
+            why = outside_text(f"{type(exc).__name__}: {exc}", _DETAIL_CHARS, secrets)
+            reported = [Violation(op.name, "answer", NOT_JUDGED, "", f"judging failed: {why}")]
+            left_out(status)
         finally:
             waiting[0] -= 1
         for found in reported:
@@ -391,13 +404,21 @@ def create_proxy_app(
         answer recorded when both sides decode."""
         in_request, sent = find_violations(op, "request", body, secrets=secrets)
         if answer is None:
+            left_out(status)
             return in_request
         found, got = find_violations(op, "answer", answer, status=status, secrets=secrets)
         # `got` is set for a 200 answer that decodes strictly only; a request that breaks a
         # rule is not recorded: the mock would refuse it.
-        if recording is not None and sent is not None and got is not None and not in_request:
+        if sent is None or got is None or in_request:
+            left_out(status)
+        elif recording is not None:
             recording.add(op, key, sent, got, secrets)
         return in_request + found
+
+    def left_out(status: int) -> None:
+        """Count a 200 answer not recorded for a drift it or its request drew."""
+        if recording is not None and status == 200:
+            recording.leave_out()
 
     async def proxy(request: Request) -> Response:
         path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"

@@ -135,14 +135,25 @@ class RunClient:
             return _catalogue.Verdict(digest=hashlib.sha256(body).hexdigest())
         status = exchange.status or 0
         done: list[_catalogue.Verdict] = []
-        worker = threading.Thread(
-            target=lambda: done.append(_catalogue.judge_answer(response_type, status, body)),
-            name="projectops-judge",
-            daemon=True,  # an abandoned one does not hold the process at its exit
-        )
+        failed: list[BaseException] = []
+
+        def work() -> None:
+            # judge_answer promises never to raise; should it, the thread's failure is named
+            # here, in one redacted line, not taken for the deadline nor printed as a traceback.
+            try:
+                done.append(_catalogue.judge_answer(response_type, status, body))
+            except BaseException as exc:  # whatever it is, it is reported
+                failed.append(exc)
+
+        # A daemon: an abandoned one does not hold the process at its exit.
+        worker = threading.Thread(target=work, name="projectops-judge", daemon=True)
         worker.start()
         end = time.monotonic() if self._run_deadline is None else self._run_deadline
         worker.join(max(0.0, end + self._timeout - time.monotonic()))
+        if failed:
+            check = _catalogue.DECODES if status == 200 else _catalogue.ERRORS
+            why = f"not judged: judging failed ({type(failed[0]).__name__}: {failed[0]})"
+            return _catalogue.Verdict(problems={check: [why]}, examined={check})
         if not done:
             raise DeadlinePassed
         return done[0]

@@ -28,7 +28,7 @@ import projectops
 from projectops import json_schema
 from projectops._text import outside_text
 from projectops.client import DEFAULT_RETRIES, AsyncClient, MissingBaseUrl
-from projectops.client.redaction import redact
+from projectops.client.redaction import redact, redact_values
 from projectops.codec import dump, iter_json, to_dict
 from projectops.conventions import (
     API_KEY_ENV,
@@ -148,7 +148,7 @@ def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToo
         )
     data, text = to_dict(response), "".join(pieces)
     if redact(text) != text:  # the service echoed the key: redact every string, map keys too
-        data = _redact_strings(data)
+        data = redact_values(data)
         # A key that straddles two JSON tokens is caught by redacting the text whole.
         text = redact(dump(data, indent=2))
     result = types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
@@ -158,16 +158,6 @@ def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToo
 def _failed(sentence: str) -> tuple[types.CallToolResult, str]:
     text = types.TextContent(text=sentence)
     return types.CallToolResult(content=[text], is_error=True), f"error: {sentence}"
-
-
-def _redact_strings(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(k): _redact_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_strings(v) for v in value]
-    return value
 
 
 def create_server(
