@@ -67,7 +67,7 @@ def shown_part(text: str, key: str) -> str | None:
 def test_every_cut_that_keeps_the_first_8_characters_is_redacted(key: str) -> None:
     for spelled in honest_spellings(key):
         for length in range(SHOWN, len(spelled) + 1):
-            text = f"got the string \"{spelled[:length]}...\", and {spelled[:length]}"
+            text = f'got the string "{spelled[:length]}...", and {spelled[:length]}'
             redacted = redact(text, [key])
             assert shown_part(redacted, key) is None, (spelled[:length], redacted)
             assert redacted.count("***") == 2, redacted
@@ -76,7 +76,7 @@ def test_every_cut_that_keeps_the_first_8_characters_is_redacted(key: str) -> No
     assert redact(f"unknown code '{wrong[:37]}...'", [key]) == "unknown code '***...'"
     assert redact(f"unknown code '{wrong}'", [key]) == "unknown code '***-not-a-key'"
     # Fewer than 8 characters cannot rebuild a key: text that only starts like it is kept.
-    assert redact(f"{key[:SHOWN - 1]} and {key[1:SHOWN + 1]}", [key]).count("***") == 0
+    assert redact(f"{key[: SHOWN - 1]} and {key[1 : SHOWN + 1]}", [key]).count("***") == 0
 
 
 def _echo_value(fd: FieldDescriptor, key: str, depth: int) -> Any:
