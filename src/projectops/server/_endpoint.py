@@ -275,10 +275,11 @@ class Endpoint:
             raise self._interceptor_failed()
         try:
             # The engine's time grows with the lists (up to its budget, MAX_RULED_ELEMENTS):
-            # a large answer's rules are checked in a worker, not on the loop others share.
+            # a large answer's rules are checked in the one rules thread, not on the loop
+            # others share (they still share the GIL with it).
             if self._validate_responses and response.ByteSize() > OFF_LOOP_RULES_BYTES:
                 await anyio.to_thread.run_sync(
-                    validate_rules, response, limiter=self._pools.decode()
+                    validate_rules, response, limiter=self._pools.rules()
                 )
             elif self._validate_responses:
                 validate_rules(response)

@@ -16,29 +16,36 @@ import anyio.to_thread
 
 __all__ = ["PooledCallable", "Pools", "cancelled_from_outside"]
 
-# A plain `authenticate` and large bodies' decoding (and large answers' rules checks) get pools
-# of their own, apart from the handlers' (anyio's default, 40 threads): handlers stuck in every
-# thread hold up neither.
+# A plain `authenticate` and large bodies' decoding get pools of their own, apart from the
+# handlers' (anyio's default, 40 threads): handlers stuck in every thread hold up neither.
 _AUTHENTICATE_THREADS = 40
 _DECODE_THREADS = 8
+# Large answers' rules checks (validate_responses), pure Python for up to a second each, take
+# one thread: each more would take its share of the GIL from the event loop too.
+_RULES_THREADS = 1
 
 
 class Pools:
     """The thread limiters of one app, one set per event loop it is served on."""
 
-    __slots__ = ("_authenticate", "_decode")
+    __slots__ = ("_authenticate", "_decode", "_rules")
 
     def __init__(self) -> None:
         self._authenticate: anyio.lowlevel.RunVar[anyio.CapacityLimiter]
         self._authenticate = anyio.lowlevel.RunVar("projectops_authenticate_threads")
         self._decode: anyio.lowlevel.RunVar[anyio.CapacityLimiter]
         self._decode = anyio.lowlevel.RunVar("projectops_decode_threads")
+        self._rules: anyio.lowlevel.RunVar[anyio.CapacityLimiter]
+        self._rules = anyio.lowlevel.RunVar("projectops_rules_threads")
 
     def authenticate(self) -> anyio.CapacityLimiter:
         return self._get(self._authenticate, _AUTHENTICATE_THREADS)
 
     def decode(self) -> anyio.CapacityLimiter:
         return self._get(self._decode, _DECODE_THREADS)
+
+    def rules(self) -> anyio.CapacityLimiter:
+        return self._get(self._rules, _RULES_THREADS)
 
     @staticmethod
     def _get(
