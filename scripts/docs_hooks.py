@@ -4,7 +4,9 @@ module exports at run time.
 A line ``::: projectops.client`` in a page of docs/reference/ renders the module with exactly
 the names of its ``__all__`` as members, in that order. griffe reads ``__all__`` statically,
 and some packages compute it (``sorted(_WHERE)``, for their lazy imports); the names are never
-written twice. A line with options under it is left to mkdocstrings as written.
+written twice. Options written under the line are kept (a page titled with its module hides
+the module's own heading, ``show_root_heading: false``); one that names its ``members:`` is
+left to mkdocstrings as written.
 """
 
 from __future__ import annotations
@@ -14,16 +16,21 @@ import json
 import re
 from typing import Any
 
-_DIRECTIVE = re.compile(r"^::: (?P<module>[\w.]+)[ \t]*$(?!\n[ \t]+options:)", re.M)
+# A directive and the options indented under it, one line each (no nesting in our pages).
+_DIRECTIVE = re.compile(
+    r"^::: (?P<module>[\w.]+)[ \t]*(?:\n|\Z)(?P<options>    options:\n(?:      [^\n]*\n)*)?", re.M
+)
 
 
 def _expand(match: re.Match[str]) -> str:
-    module = importlib.import_module(match["module"])
-    names = getattr(module, "__all__", None)
+    options = match["options"] or "    options:\n"
+    if "members:" in options:
+        return match[0]
+    names = getattr(importlib.import_module(match["module"]), "__all__", None)
     if names is None:
         return match[0]
     members = json.dumps(list(names))
-    return f"::: {match['module']}\n    options:\n      members: {members}"
+    return f"::: {match['module']}\n{options}      members: {members}\n"
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

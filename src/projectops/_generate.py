@@ -52,8 +52,8 @@ def generate(message_type: type[M], seed: bytes | str, *, minimal: bool = False)
         seed: any bytes or text; equal seeds give equal messages.
         minimal: set only what the rules need (REQUIRED fields, protovalidate's ``required``,
             a list's ``min_items``), as a request written by hand would be; ``False`` (the
-            default): down to :data:`MAX_DEPTH` every field is set, a list with one to
-            :data:`MAX_REPEATED` elements.
+            default): down to ``MAX_DEPTH`` (4) levels every field is set, a list with one to
+            ``MAX_REPEATED`` (3) elements.
 
     Returns:
         A new `message_type` message.

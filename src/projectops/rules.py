@@ -5,7 +5,7 @@ contract gate read.
 Checking a message against them is :func:`projectops.validation.rule_violations` (the official
 engine). Reading them here needs no engine: the ``buf.validate`` options are extensions that
 ``buf/validate/validate.proto`` declares in the default descriptor pool
-(:mod:`projectops.v1.buf_validate` put it there, or buf's own generated package did, in which
+(``projectops.v1.buf_validate`` put it there, or buf's own generated package did, in which
 case its version's rule fields are the ones read); 0.06 ms for the first read, so ``--help``
 and the CLI's path pay nothing worth counting.
 
