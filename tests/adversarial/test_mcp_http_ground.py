@@ -5,8 +5,9 @@ uvicorn on 127.0.0.1 and called with raw JSON-RPC and the real ``mcp`` client:
   the real client carrying it lists the tools;
 - without a token it refuses to listen anywhere but on loopback (the CLI says so in one line,
   exit 2), and says at start that it serves loopback only;
-- at most ``max_sessions`` sessions are open at once (one more ``initialize`` is 503), and an
-  idle one is closed after ``session_idle_timeout``, which makes room again.
+- at most ``max_sessions`` sessions are open at once (one more ``initialize`` is 503; the
+  command's ``--max-sessions`` too), and an idle one is closed after ``session_idle_timeout``,
+  which makes room again.
 """
 
 from __future__ import annotations
@@ -160,14 +161,17 @@ def test_the_cli_refuses_a_short_token(run_cli: Any, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.slow
-def test_it_says_at_start_whether_it_takes_a_token(tmp_path: Path) -> None:
+def test_the_command_says_at_start_whether_it_takes_a_token_and_bounds_sessions(
+    tmp_path: Path,
+) -> None:
     env = {API_KEY_ENV: "unused-key", BASE_URL_ENV: "http://127.0.0.1:9", TOKEN_ENV: ""}
     with http_server([*MCP_COMMAND, "--http"], env, tmp_path / "plain.log") as server:
         server.wait_for_log("serving on loopback only")
-    with http_server(
-        [*MCP_COMMAND, "--http"], {**env, TOKEN_ENV: TOKEN}, tmp_path / "token.log"
-    ) as server:
+    bounded = [*MCP_COMMAND, "--http", "--max-sessions", "1"]
+    with http_server(bounded, {**env, TOKEN_ENV: TOKEN}, tmp_path / "token.log") as server:
         log = server.wait_for_log("must carry the bearer token")
         refused = httpx2.post(server.url, json=INITIALIZE, timeout=PROMPT)
+        opened = [_initialize(server.url, TOKEN) for _ in range(2)]
     assert refused.status_code == 401
+    assert [response.status_code for response in opened] == [200, 503]
     assert TOKEN not in log

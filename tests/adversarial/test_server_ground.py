@@ -4,7 +4,8 @@ item 7: tests/adversarial/test_kit_proxy.py):
 
 - a request body that trickles (a byte every 0.1 s: no single read waits long) is cut at
   ``body_timeout`` with a 408 ``deadline_exceeded`` and the connection closed, by the mock
-  server and ``create_app`` (``handler_timeout`` does not count the client's slowness);
+  server (its app, and ``mock-server --body-timeout``) and ``create_app`` (``handler_timeout``
+  does not count the client's slowness);
 - with ``validate_responses``, a large answer's rules are checked off the event loop: a call
   that comes while they are checked is answered first.
 """
@@ -20,6 +21,7 @@ import pytest
 from projectops.codec import from_json
 from projectops.mock import create_mock_app, load_fixtures
 from projectops.server import create_app
+from tests.adversarial.servers import mock_server
 from tests.adversarial.slow_clients import (
     BODY_TIMEOUT,
     KEY,
@@ -41,6 +43,13 @@ def test_the_mock_server_cuts_a_trickling_body_at_body_timeout() -> None:
     app = create_mock_app(load_fixtures(None, generate=True), body_timeout=BODY_TIMEOUT)
     with served(app) as url:
         got, closed, elapsed = trickle(port_of(url), LIST, key=MOCK_KEY)
+    assert_cut_in_time(got, closed, elapsed)
+
+
+@pytest.mark.slow
+def test_mock_server_body_timeout_cuts_a_trickling_body() -> None:
+    with mock_server(["--body-timeout", str(BODY_TIMEOUT)]) as server:
+        got, closed, elapsed = trickle(server.port, LIST, key=MOCK_KEY)
     assert_cut_in_time(got, closed, elapsed)
 
 

@@ -186,9 +186,10 @@ def proxy_command() -> Command:
         "stderr ('drift: OPERATION request|answer CHECK FIELD: WHAT'), or one JSON object "
         "per line on stdout with --json; an answer is forwarded first, then judged (answers "
         "over --max-judged-bytes are not, and one drift line says so). A request target with "
-        "a dot segment or '#', or that would leave the upstream's path, is refused with an "
-        "ErrorResponse. With --record FILE, the 200 answers seen are "
-        "written on exit as a fixtures file for `projectops mock-server --fixtures FILE`, "
+        "a dot segment, '#', ';' or an encoded separator (%2F, %5C, %3B), or that would leave "
+        "the upstream's path, is refused with an ErrorResponse. With --record FILE, the 200 "
+        "answers seen are written on exit as a fixtures file for `projectops mock-server "
+        "--fixtures FILE`, "
         "the key replaced by a stand-in. Exit 0 after a stop signal, 2 for a usage error."
     )
     return Command(
