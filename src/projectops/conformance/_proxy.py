@@ -44,7 +44,7 @@ from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES, header_key
 from projectops.error_cases import ALLOWED_METHOD
 from projectops.errors import ApiError, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
-from projectops.registry import Operation, operations
+from projectops.registry import REGISTRY, Operation, Registry
 from projectops.server import error_response, read_body
 from projectops.validation import REQUIRED_RULE, rule_violations, violations
 
@@ -302,6 +302,7 @@ def create_proxy_app(
     max_request_bytes: int = MAX_BODY_BYTES,
     max_judged_bytes: int = MAX_JUDGED_BYTES,
     workers: int = JUDGING_WORKERS,
+    registry: Registry = REGISTRY,
 ) -> Starlette:
     """The proxy's ASGI app (docs/conformance.md).
 
@@ -316,11 +317,12 @@ def create_proxy_app(
             one :data:`NOT_JUDGED` drift says so.
         workers: threads that judge at once; a call that finds them busy and as many waiting
             is not judged (one :data:`NOT_JUDGED` drift).
+        registry: the operations judged; :data:`projectops.registry.REGISTRY` by default.
 
     Returns:
         A Starlette app that answers every path and method.
     """
-    by_path = {op.path: op for op in operations()}
+    by_path = {op.path: op for op in registry.operations()}
     judges = anyio.CapacityLimiter(workers)
     # Calls being judged or waiting for a judge, counted here (on the loop's thread only): the
     # limiter's own statistics lag, since run_sync yields once before it borrows, and calls

@@ -26,7 +26,7 @@ from projectops.program.commands import (
     listen_url,
     serve_app,
 )
-from projectops.registry import Operation, operations
+from projectops.registry import REGISTRY, Operation, Registry
 from projectops.server import OperationsServiceHandler, PreEncoded, RequestContext, create_app
 from projectops.server.docs import docs_routes
 
@@ -40,8 +40,8 @@ _access = logging.getLogger("projectops.mock.access")
 class _MockService:
     """Every rpc of the registry answered by :meth:`MockProject.reply`."""
 
-    def __init__(self) -> None:
-        for op in operations():
+    def __init__(self, registry: Registry) -> None:
+        for op in registry.operations():
             setattr(self, op.name, partial(self._answer, op))
 
     @staticmethod
@@ -56,13 +56,16 @@ class _MockService:
         return PreEncoded(reply.body)
 
 
-def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -> Starlette:
+def create_mock_app(
+    projects: Mapping[str, MockProject], *, docs: bool = True, registry: Registry = REGISTRY
+) -> Starlette:
     """The mock server's ASGI app: every operation of the registry answered from fixtures.
 
     Args:
         projects: API key -> project, as :func:`load_fixtures` returns them; a request with
             another key is 401 (docs/contract.md §2.3).
         docs: serve the reference page (``/docs``, ``/openapi.json``) too; ``True`` by default.
+        registry: the operations served; :data:`projectops.registry.REGISTRY` by default.
 
     Returns:
         A Starlette app.
@@ -71,9 +74,13 @@ def create_mock_app(projects: Mapping[str, MockProject], *, docs: bool = True) -
     async def authenticate(api_key: str) -> MockProject | None:
         return projects.get(api_key)
 
-    app = create_app(cast(OperationsServiceHandler, _MockService()), authenticate=authenticate)
+    app = create_app(
+        cast(OperationsServiceHandler, _MockService(registry)),
+        authenticate=authenticate,
+        operations=registry.operations(),
+    )
     if docs:
-        app.router.routes.extend(docs_routes())
+        app.router.routes.extend(docs_routes(registry=registry))
     return app
 
 
