@@ -18,7 +18,6 @@ from google.protobuf.message import Message
 
 import projectops
 from projectops import Operation, mock, operation_path
-from projectops.cli import _operations as cli
 from projectops.cli._main import _commands, main
 from projectops.client import (
     InvalidRequest,

@@ -307,7 +307,10 @@ def test_read_only_and_idempotent_hints_follow_the_level(
     level: str, read_only: bool, idempotent: bool
 ) -> None:
     item = openapi._operation(
-        _synthetic_operation(level, False), "x", openapi._Components(strict=False, registry=REGISTRY), {}
+        _synthetic_operation(level, False),
+        "x",
+        openapi._Components(strict=False, registry=REGISTRY),
+        {},
     )
     assert (item["x-read-only"], item["x-idempotent"]) == (read_only, idempotent)
     assert "deprecated" not in item
