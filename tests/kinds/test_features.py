@@ -18,10 +18,12 @@ import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+import projectops
 from projectops import codec, json_schema, openapi, reference
 from projectops._generate import generate
 from projectops.cli import main
 from projectops.codec import InvalidArgument
+from projectops.fixtures import decode_fixtures
 from projectops.mcp import operation_tools
 from projectops.mock import MockProject, create_mock_app
 from projectops.registry import Operation
@@ -301,3 +303,91 @@ def test_an_integer_flag_that_is_no_integer_is_a_usage_error(
     monkeypatch.setenv("SERVICE_BACKEND_URL", "http://kinds.test")
     code, _, err = run(["list-items", "--page-size", value, "--dry-run"], capsys)
     assert code == 2 and "--page-size" in err and "expected an integer" in err
+
+
+def test_the_mocks_fixtures_of_the_test_service_match_exactly_and_partly() -> None:
+    nested = codec.to_dict(generate(kinds_pb2.Nested, "fixture"))
+    items = codec.to_dict(generate(kinds_pb2.ListItemsResponse, "fixture"))
+    maps = {"byBool": {"true": "yes", "false": "no"}, "byInt64": {"-5": {"name": "n"}}}
+    document = {
+        "projects": [
+            {
+                "project": "kinds",
+                "apiKey": KEY,
+                "operations": {
+                    "get_maps": [
+                        {"request": {"key": "a"}, "response": {**maps, "nodes": {"n": {}}}}
+                    ],
+                    "list_items": [{"request": {"tag": "t"}, "response": items, "partial": True}],
+                    "echo_scalars": [
+                        {
+                            "request": {"fBool": True, "fInt32": 5},
+                            "response": nested,
+                            "partial": True,
+                        }
+                    ],
+                },
+            }
+        ]
+    }
+    (project,) = decode_fixtures(document, registry=REGISTRY)
+    app = create_mock_app(
+        {KEY: MockProject("kinds", project.answers)}, docs=False, registry=REGISTRY
+    )
+    after = {"after": "2024-01-01T00:00:00Z"}
+    list_items = REGISTRY.operation("list_items")  # a name alone is looked up in ours
+
+    async def scenario() -> None:
+        async with kinds_client.AsyncKindsServiceClient(
+            "http://kinds.test", api_key=KEY, transport=httpx2.ASGITransport(app=app)
+        ) as client:
+            got = await client.get_maps(key=" a ")  # trimmed, as matching reads strings
+            assert dict(got.by_bool) == {True: "yes", False: "no"} and got.by_int64[-5].name == "n"
+            listed = await client.call(
+                list_items, {**after, "tag": "t", "pageSize": 3}, response_type=None
+            )
+            assert codec.to_dict(listed) == items
+            with pytest.raises(projectops.FailedPrecondition):  # listed, and no answer matches
+                await client.call(list_items, {**after, "tag": "u", "pageSize": 3})
+            scalars = codec.to_dict(generate(kinds_pb2.Scalars, "partial", minimal=True))
+            echoed = await client.echo_scalars(
+                codec.from_json(
+                    json.dumps({**scalars, "fBool": True, "fInt32": 5}), kinds_pb2.Scalars
+                )
+            )
+            assert codec.to_dict(echoed) == nested
+
+    asyncio.run(scenario())
+
+
+def test_the_mcp_tools_of_the_test_service_call_it() -> None:
+    from projectops.client import AsyncClient
+    from projectops.mcp import call_operation_tool
+
+    app = create_mock_app({KEY: MockProject("kinds", {})}, docs=False, registry=REGISTRY)
+    tools = {tool.name: tool for tool in operation_tools(REGISTRY)}
+    assert list(tools) == [op.tool_name for op in OPS]
+
+    async def scenario() -> None:
+        async with AsyncClient(
+            "http://kinds.test", api_key=KEY, transport=httpx2.ASGITransport(app=app)
+        ) as client:
+            for op in OPS:
+                arguments = codec.to_dict(generate(op.request_type, "mcp", minimal=True))
+                result = await call_operation_tool(
+                    client, op.tool_name, arguments, registry=REGISTRY
+                )
+                assert not result.is_error, result
+                valid(tools[op.tool_name].output_schema or {}, result.structured_content)
+            failed = await call_operation_tool(client, "get-maps", {}, registry=REGISTRY)
+            assert failed.is_error  # REQUIRED key missing: a sentence, nothing sent
+
+    asyncio.run(scenario())
+
+
+def test_help_shows_each_flag_with_its_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["echo-scalars", "--help"], capsys)
+    assert code == 0
+    for flag in ("--f-int32", "--f-double", "--f-bytes", "--f-enum", "--opt-string"):
+        assert flag in out
+    assert "{RED,GREEN}" in out
