@@ -286,13 +286,30 @@ def _services(
             yield service.name, docs.get(f"{package}.{service.name}", ""), rpcs
 
 
-def _imports(rpcs: list[_Rpc], types_used: str) -> list[str]:
-    aliases = sorted(set(re.findall(r"\b(\w+_pb2)\.", types_used)))
-    return [f"from projectops.v1 import {', '.join(aliases)}"] if aliases else []
+def _imports(files: descriptor_pb2.FileDescriptorSet, types_used: str) -> list[str]:
+    """The import lines of the ``*_pb2`` modules `types_used` names, each from the package its
+    .proto file sits in (``from google.protobuf import duration_pb2`` for a well-known type)."""
+    aliases = set(re.findall(r"\b(\w+_pb2)\.", types_used))
+    by_package: dict[str, set[str]] = {}
+    for t in _types(files).values():
+        if t.alias in aliases:
+            by_package.setdefault(t.module.rsplit(".", 1)[0], set()).add(t.alias)
+    return [
+        f"from {pkg} import {', '.join(sorted(names))}" for pkg, names in sorted(by_package.items())
+    ]
 
 
-def render_client(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
-    """The text of ``projectops/client/_services.py`` for the services of `package`."""
+def render_client(
+    files: descriptor_pb2.FileDescriptorSet, package: str, own_registry: bool = False
+) -> str:
+    """The text of ``projectops/client/_services.py`` for the services of `package`.
+
+    `files` holds the imported files too (``--include_imports``), so that a field of a type of
+    another file (a well-known type) is typed by its module. With `own_registry` (a schema that
+    is not this package's, as the tests' schema of every kind), the module builds the
+    :class:`~projectops.registry.Registry` of its one service, ``REGISTRY``, and looks its
+    operations up there instead of in ``projectops.registry``.
+    """
     body: list[str] = []
     names: list[str] = []
     all_types = ""
@@ -336,23 +353,63 @@ def render_client(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
                     "        )",
                 ]
     ops = sorted({rpc.name for _, _, rpcs in _services(files, package) for rpc in rpcs})
+    registry_import = "from projectops.registry import operation"
+    registry: list[str] = []  # the line that builds this module's registry, if it has one
+    lookup = "operation"
+    if own_registry:
+        registry_import = "from projectops.registry import Registry"
+        registry = [_own_registry(files, package)]
+        lookup = "REGISTRY.operation"
+        all_types += " " + registry[0]
     head = [
         _HEADER.format(title=f"Typed clients of the {package} services.", files=package),
         "from collections.abc import Iterable, Mapping  # noqa: F401",
         "",
-        "from projectops.client.http import AsyncClient, Client, request_message",
-        "from projectops.registry import operation",
-        *_imports([], all_types),
+        *sorted(
+            [
+                "from projectops.client.http import AsyncClient, Client, request_message",
+                registry_import,
+                *_imports(files, all_types),
+            ]
+        ),
         "",
         f"__all__ = {sorted(names)!r}".replace("'", '"'),
         "",
-        *(f'{name.upper()} = operation("{name}")' for name in ops),
+        *registry,
+        *(f'{name.upper()} = {lookup}("{name}")' for name in ops),
     ]
     return "\n".join(head + body) + "\n"
 
 
-def render_server(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
-    """The text of ``projectops/server/_services.py`` for the services of `package`."""
+def _own_registry(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
+    """The line that builds ``REGISTRY``, the :class:`~projectops.registry.Registry` of the one
+    service of `package`, from its generated module's descriptor.
+
+    Raises:
+        ValueError: `package` has no service or more than one.
+    """
+    services = [
+        (file, s.name) for file in files.file if file.package == package for s in file.service
+    ]
+    if len(services) != 1:
+        raise ValueError(f"{package} has {len(services)} services; a registry serves one")
+    file, service = services[0]
+    module = file.name.removesuffix(".proto").replace("/", ".") + "_pb2"
+    alias = module.rsplit(".", 1)[1]
+    return f'REGISTRY = Registry({alias}.DESCRIPTOR.services_by_name["{service}"])'
+
+
+def render_server(
+    files: descriptor_pb2.FileDescriptorSet,
+    package: str,
+    context_module: str = "projectops.server._context",
+) -> str:
+    """The text of ``projectops/server/_services.py`` for the services of `package`.
+
+    `files` as :func:`render_client` takes them; `context_module` is where the handler base
+    imports ``RequestContext`` from: the server's own module inside the package, its public
+    ``projectops.server`` outside it.
+    """
     body: list[str] = []
     names: list[str] = []
     all_types = ""
@@ -391,8 +448,8 @@ def render_server(files: descriptor_pb2.FileDescriptorSet, package: str) -> str:
         "from typing import Any",
         "",
         "from projectops.errors import Unimplemented",
-        "from projectops.server._context import RequestContext",
-        *_imports([], all_types),
+        f"from {context_module} import RequestContext",
+        *_imports(files, all_types),
         "",
         f"__all__ = {sorted(names)!r}".replace("'", '"'),
     ]

@@ -14,6 +14,9 @@ Usage:
 buf cannot reach its registry here, so grpcio-tools' protoc builds a buf image
 (--include_imports --include_source_info) and buf checks it limited to `--path projectops`.
 The baseline of the released schema is the committed image proto/released.binpb.
+The limits (scripts/schema_limits.py) refuse what the features cannot serve (a streaming rpc, a
+tool name the CLI has, a request field named a Python keyword, google.protobuf.Any, a REQUIRED
+cycle), one `limit: <element>: <reason>` line each (docs/schema.md, "Limits").
 After buf, the contract check (src/projectops/contract.py) compares the operations of both
 images: HTTP method, path and body, REQUIRED request fields, the fields, enum values and REQUIRED
 of released responses, and the protovalidate rules of both, which buf does not see. It prints
@@ -36,6 +39,9 @@ import protolib
 
 protolib.ensure_dev_python()
 sys.path.insert(0, str(protolib.REPO / "src"))
+import schema_limits  # noqa: E402
+from google.protobuf import descriptor_pb2  # noqa: E402
+
 from projectops import contract  # noqa: E402
 
 BASELINE = Path("proto") / "released.binpb"
@@ -109,6 +115,12 @@ def main() -> int:
         }
         failed = protolib.run_together(gates, cwd=root)  # independent: at once
         findings = contract.check_files(against, image)
+        files = descriptor_pb2.FileDescriptorSet.FromString(image.read_bytes())
+        limits = schema_limits.findings(files, "projectops")
+    for limit in limits:
+        print(f"limit: {limit}")
+    if limits:
+        failed.append("limits (docs/schema.md)")
     accepted = accepted_findings(root) if not args.against_ref else {}
     for finding in findings:
         if finding in accepted:
@@ -123,7 +135,7 @@ def main() -> int:
     if failed:
         print(f"error: schema gates failed: {', '.join(failed)}", file=sys.stderr)
         return 1
-    print("schema gates passed: " + ", ".join([*gates, "contract"]))
+    print("schema gates passed: " + ", ".join([*gates, "contract", "limits"]))
     return 0
 
 

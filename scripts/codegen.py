@@ -27,6 +27,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,9 +42,24 @@ from google.protobuf import descriptor_pb2  # noqa: E402
 from projectops._text import escape  # noqa: E402
 
 #: Our generator's outputs, relative to src/: (module path, renderer).
-BINDINGS = {
+BINDINGS: dict[str, Callable[[descriptor_pb2.FileDescriptorSet, str], str]] = {
     "projectops/client/_services.py": bindings.render_client,
     "projectops/server/_services.py": bindings.render_server,
+}
+
+#: The tests' schema of every kind (issue 40), relative to the repository root: compiled by the
+#: same protoc into its own folder (``*_pb2.py``, ``*_pb2.pyi``), with typed bindings of its
+#: service beside them; under tests/, so never in the wheel. Its path is its Python package.
+KINDS_PROTO = "tests/kinds/v1/kinds.proto"
+KINDS_PACKAGE = "tests.kinds.v1"
+#: The bindings of the tests' schema, relative to the repository root: (path, renderer).
+KINDS_BINDINGS: dict[str, Callable[[descriptor_pb2.FileDescriptorSet], str]] = {
+    "tests/kinds/v1/kinds_client.py": partial(
+        bindings.render_client, package=KINDS_PACKAGE, own_registry=True
+    ),
+    "tests/kinds/v1/kinds_handler.py": partial(
+        bindings.render_server, package=KINDS_PACKAGE, context_module="projectops.server"
+    ),
 }
 
 #: The packages of src/projectops the bindings land in.
@@ -149,19 +166,21 @@ def generate(proto_root: Path, out_root: Path) -> Path:
     )
     (target / "__init__.py").write_text(INIT)
     _own_buf_validate(target, out_root)
-    files = descriptor_pb2.FileDescriptorSet.FromString(
-        (target / protolib.DESCRIPTOR_SET_NAME).read_bytes()
-    )
+    # The bindings type a field of another file's message (a well-known type) by its module, so
+    # they read the imported files too.
+    files = _with_imports(proto_root, out_root)
     package = protolib.PROTO_PACKAGE_DIR.as_posix().replace("/", ".")
     for rel, render in BINDINGS.items():
         out = out_root / "bindings" / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render(files, package), encoding="utf-8")
+    kinds = _generate_kinds(proto_root.parent, out_root)
     broken = syntax_errors(
         [
             *sorted(target.glob("*.py")),
             *sorted(target.glob("*.pyi")),
             *(out_root / "bindings" / rel for rel in BINDINGS),
+            *kinds,
         ]
     )
     if broken:
@@ -169,6 +188,45 @@ def generate(proto_root: Path, out_root: Path) -> Path:
         # stop importing while the drift check still found them "current".
         sys.exit("error: generated code does not compile:\n" + "\n".join(broken))
     return target
+
+
+def _with_imports(
+    proto_root: Path, out_root: Path, files: list[str] | None = None
+) -> descriptor_pb2.FileDescriptorSet:
+    """The descriptor set of `files` (default: ours) and every file they import, with source
+    info (so rpc and field comments become docstrings)."""
+    out = out_root / "with_imports.binpb"
+    protolib.protoc(
+        proto_root,
+        ["--include_imports", "--include_source_info", f"--descriptor_set_out={out}"],
+        files=files,
+    )
+    files_set = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    out.unlink()
+    return files_set
+
+
+def _generate_kinds(root: Path, out_root: Path) -> list[Path]:
+    """Compile the tests' schema of every kind (:data:`KINDS_PROTO`) of `root` into
+    `out_root`/tests/kinds/v1, with its bindings; the paths written (none when `root` has no
+    such schema, as a root made by the gate tests may not)."""
+    if not (root / KINDS_PROTO).is_file():
+        return []
+    plugin = Path(sys.executable).parent / "protoc-gen-mypy"
+    outputs = [
+        f"--plugin=protoc-gen-mypy={plugin}",
+        f"--python_out={out_root}",
+        "--mypy_opt=quiet",
+        f"--mypy_out={out_root}",
+    ]
+    protoc_root = root
+    protolib.protoc(protoc_root, outputs, files=[KINDS_PROTO])
+    folder = out_root / Path(KINDS_PROTO).parent
+    _point_at_own_buf_validate(folder)
+    files = _with_imports(protoc_root, out_root, files=[KINDS_PROTO])
+    for rel, render in KINDS_BINDINGS.items():
+        (out_root / rel).write_text(render(files), encoding="utf-8")
+    return sorted(p for p in folder.iterdir() if p.suffix in (".py", ".pyi"))
 
 
 def _own_buf_validate(target: Path, out_root: Path) -> None:
@@ -188,6 +246,12 @@ def _own_buf_validate(target: Path, out_root: Path) -> None:
         serialized=repr(file.SerializeToString(deterministic=True)),
     )
     (target / "buf_validate.py").write_text(module, encoding="utf-8")
+    _point_at_own_buf_validate(target)
+
+
+def _point_at_own_buf_validate(target: Path) -> None:
+    """Point every generated import of buf's ``buf.validate.validate_pb2`` in `target` at our
+    ``projectops.v1.buf_validate`` (see BUF_VALIDATE_IMPORT)."""
     for path in sorted(target.glob("*_pb2.py*")):
         text = path.read_text(encoding="utf-8")
         if "import validate_pb2" in text or "buf.validate" in text:
@@ -257,6 +321,15 @@ def generated_files(folder: Path) -> set[str]:
     return {p.name for p in folder.iterdir() if p.is_file()}
 
 
+def kinds_files(out_root: Path) -> list[str]:
+    """The files :func:`generate` wrote for the tests' schema of every kind, relative to
+    `out_root` (and to the repository root they are copied to)."""
+    folder = out_root / Path(KINDS_PROTO).parent
+    if not folder.is_dir():
+        return []
+    return [p.relative_to(out_root).as_posix() for p in sorted(folder.iterdir()) if p.is_file()]
+
+
 def _refuse_unimportable(src: Path, out_root: Path) -> None:
     problem = import_errors(src, out_root)
     if problem:
@@ -283,7 +356,10 @@ def main() -> int:
             for rel in BINDINGS:
                 (args.root / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(Path(tmp) / "bindings" / rel, args.root / "src" / rel)
-        print(f"generated {len(generated_files(committed)) + len(BINDINGS)} files")
+            kinds = kinds_files(Path(tmp))
+            for rel in kinds:
+                shutil.copyfile(Path(tmp) / rel, args.root / rel)
+        print(f"generated {len(generated_files(committed)) + len(BINDINGS) + len(kinds)} files")
         return 0
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -305,6 +381,10 @@ def main() -> int:
                 mine, Path(tmp) / "bindings" / rel, shallow=False
             ):
                 stale.append(rel)
+        for rel in kinds_files(Path(tmp)):
+            mine = args.root / rel
+            if not mine.exists() or not filecmp.cmp(mine, Path(tmp) / rel, shallow=False):
+                stale.append(f"../{rel}")
     if stale:
         print(
             "error: generated code is out of date; run scripts/generate. Differing files:",

@@ -80,6 +80,9 @@ def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero:
             continue
         low, high = _typed(fd).get("min_items", 0), _typed(fd).get("max_items", MAX_REPEATED)
         needed = is_required(fd) or (rules is not None and rules.required) or low > 0
+        # A scalar whose default breaks its rule (a range from 1, `not_in: [0]`, `min_len`) is
+        # as good as REQUIRED: protovalidate judges the zero of a field without presence.
+        needed = needed or _zero_breaks(fd)
         # Every field is set (but see _UNSET): a zero may break a rule (min_len), or repeat in
         # a list (unique()).
         if not needed and (minimal or depth >= MAX_DEPTH or (kind and kind.full_name in _UNSET)):
@@ -87,7 +90,7 @@ def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero:
         target = getattr(message, fd.name)
         if not fd.is_repeated:
             if kind is None:
-                setattr(message, fd.name, _scalar(fd, rng, zero and not needed))
+                setattr(message, fd.name, _scalar(fd, rng, zero and not needed, needed))
             else:
                 target.SetInParent()
                 _fill(target, rng, depth + 1, minimal, zero)
@@ -111,14 +114,34 @@ def _typed(fd: FieldDescriptor) -> dict[str, Any]:
     return {f.name: value for f, value in found[1].ListFields()} if (found := rule_kind(fd)) else {}
 
 
-def _scalar(fd: FieldDescriptor, rng: random.Random, zero: bool = False) -> Any:
+@cache  # fixed per field
+def _zero_breaks(fd: FieldDescriptor) -> bool:
+    """Whether the default of a singular scalar field `fd` (0, false, "", b"") breaks one of the
+    type-specific rules that :func:`_scalar` meets."""
+    if fd.is_repeated or fd.message_type is not None:
+        return False
+    rules = _typed(fd)
+    if fd.cpp_type == FieldDescriptor.CPPTYPE_STRING:
+        pattern = rules.get("pattern")
+        empty_refused = pattern is not None and re.search(pattern, "") is None
+        return rules.get("min_len", 0) > 0 or rules.get("len", 0) > 0 or empty_refused
+    outside = "in" in rules and 0 not in rules["in"]
+    below = rules.get("gt", -1) >= 0 or rules.get("gte", 0) > 0
+    above = rules.get("lt", 1) <= 0 or rules.get("lte", 0) < 0
+    return below or above or outside or 0 in rules.get("not_in", ())
+
+
+def _scalar(
+    fd: FieldDescriptor, rng: random.Random, zero: bool = False, needed: bool = False
+) -> Any:
+    """A value of `fd`; `needed`: the field must be set (REQUIRED), so it is not a default."""
     cpp = fd.cpp_type
     if fd.type == FieldDescriptor.TYPE_BYTES:
         return rng.randbytes(rng.randint(1, 16))
     if cpp == FieldDescriptor.CPPTYPE_STRING:
         return _string(fd, rng)
-    if cpp == FieldDescriptor.CPPTYPE_BOOL:
-        return rng.random() < 0.5
+    if cpp == FieldDescriptor.CPPTYPE_BOOL:  # a REQUIRED bool is set only when true
+        return needed or rng.random() < 0.5
     if cpp == FieldDescriptor.CPPTYPE_ENUM:
         numbers = [v.number for v in cast(EnumDescriptor, fd.enum_type).values if v.number]
         return rng.choice(numbers) if numbers else 0

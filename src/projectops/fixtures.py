@@ -23,7 +23,7 @@ from projectops._text import clip
 from projectops.codec import _collector_paused, check_decode_cost, from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import Code, InvalidArgument
-from projectops.registry import Operation, operations
+from projectops.registry import REGISTRY, Operation, Registry
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.v1.mock_fixtures_pb2 import MockAnswer, MockFixtures
 from projectops.validation import validate
@@ -147,11 +147,15 @@ def default_fixtures() -> tuple[FixtureProject, ...]:
         raise FixtureError(f"default fixtures: {exc}") from None
 
 
-def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProject, ...]:
+def decode_fixtures(
+    data: str | bytes | Mapping[str, Any], *, registry: Registry = REGISTRY
+) -> tuple[FixtureProject, ...]:
     """Decode and check a fixtures document (``MockFixtures`` in the JSON mapping).
 
     Args:
         data: JSON text (``str`` or UTF-8 ``bytes``) or an already parsed JSON object.
+        registry: the operations its answers are of; :data:`projectops.registry.REGISTRY` by
+            default.
 
     Returns:
         Its projects, in the document's order.
@@ -174,7 +178,7 @@ def decode_fixtures(data: str | bytes | Mapping[str, Any]) -> tuple[FixtureProje
     if duplicates:
         _raise_at_duplicate(data, dict(duplicates))
     try:  # collector paused: the answers are many containers it would walk again and again
-        return _collector_paused(_parse, data)
+        return _collector_paused(_parse, data, registry)
     except RecursionError:  # the codec stops at 100 levels; this is the last guard
         raise FixtureError("nested too deep") from None
 
@@ -216,13 +220,13 @@ def _quoted(text: str) -> str:
     return json.dumps(clip(text, _SHOWN_CHARS), ensure_ascii=True)
 
 
-def _parse(data: Any) -> tuple[FixtureProject, ...]:
+def _parse(data: Any, registry: Registry) -> tuple[FixtureProject, ...]:
     # Answers are decoded from the JSON as written (decode_answer), not as slow ListValues.
     hollow = data
     if isinstance(data, dict) and isinstance(data.get("projects"), list):
         hollow = {**data, "projects": [_without_answers(p) for p in data["projects"]]}
     fixtures = _decode(hollow, MockFixtures, "")
-    by_name = {op.name: op for op in operations()}
+    by_name = {op.name: op for op in registry.operations()}
     projects: list[FixtureProject] = []
     seen: dict[tuple[str, str], int] = {}
     for i, entry in enumerate(fixtures.projects):

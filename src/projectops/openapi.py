@@ -40,7 +40,7 @@ from projectops.descriptions import description
 from projectops.error_cases import ERROR_CASES, MALFORMED_BODY, MISSING_REQUIRED, ErrorCase
 from projectops.errors import Code, InvalidArgument
 from projectops.fixtures import default_fixtures
-from projectops.registry import SERVICE, Operation, operations
+from projectops.registry import REGISTRY, Operation, Registry
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import is_required, violations
 
@@ -64,7 +64,9 @@ class RenderError(ValueError):
     """:func:`render` cannot produce the format asked for (unknown, or PyYAML missing)."""
 
 
-def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -> dict[str, Any]:
+def document(
+    base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False, registry: Registry = REGISTRY
+) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the API: every operation, its schemas and examples, and the
     error answers of docs/contract.md §5.
 
@@ -74,6 +76,8 @@ def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -
             ``None``: ``/``, the page's own origin.
         strict: describe a server made with ``create_app(strict=True)`` (unknown properties
             refused, §3.4); ``False`` by default.
+        registry: the operations to document; :data:`projectops.registry.REGISTRY` (this
+            package's service) by default.
 
     Returns:
         A new ``dict`` each call, safe to edit.
@@ -81,7 +85,8 @@ def document(base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False) -
     Raises:
         projectops.InvalidBaseUrl: see :func:`server_url`.
     """
-    return {**copy.deepcopy(_document(strict)), "servers": [{"url": server_url(base_url)}]}
+    doc = copy.deepcopy(_document(strict, registry))
+    return {**doc, "servers": [{"url": server_url(base_url)}]}
 
 
 def server_url(base_url: str | None) -> str:
@@ -110,12 +115,15 @@ def server_url(base_url: str | None) -> str:
     return base_url.rstrip("/") or "/"
 
 
-def render(base_url: str | None = DEFAULT_BASE_URL, fmt: str = "json") -> str:
+def render(
+    base_url: str | None = DEFAULT_BASE_URL, fmt: str = "json", registry: Registry = REGISTRY
+) -> str:
     """:func:`document` as text, for ``projectops openapi`` and files.
 
     Args:
         base_url: as for :func:`document`.
         fmt: ``"json"`` (the default, indented by 2) or ``"yaml"`` (needs PyYAML).
+        registry: as for :func:`document`.
 
     Returns:
         The text, ending in a newline.
@@ -126,7 +134,7 @@ def render(base_url: str | None = DEFAULT_BASE_URL, fmt: str = "json") -> str:
     """
     if fmt not in ("json", "yaml"):
         raise RenderError(f"unknown format {fmt!r}; expected json or yaml")
-    doc = document(base_url)
+    doc = document(base_url, registry=registry)
     if fmt == "json":
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     try:
@@ -139,11 +147,12 @@ def render(base_url: str | None = DEFAULT_BASE_URL, fmt: str = "json") -> str:
 
 
 @cache
-def _document(strict: bool) -> dict[str, Any]:
-    schemas = _Components(strict)
-    examples = _examples()
+def _document(strict: bool, registry: Registry) -> dict[str, Any]:
+    schemas = _Components(strict, registry)
+    # The default fixtures answer this package's operations, not another registry's.
+    examples = _examples() if registry is REGISTRY else {}
     paths: dict[str, Any] = {}
-    for op in operations():
+    for op in registry.operations():
         given = examples.get(op.name, {})
         paths[op.path] = {"post": _operation(op, _tag(op), schemas, given)}
         for message, side in ((op.request_type, "request"), (op.response_type, "response")):
@@ -154,10 +163,10 @@ def _document(strict: bool) -> dict[str, Any]:
         "info": {
             "title": TITLE,
             "version": projectops.__version__,
-            "description": description(SERVICE) + "\n\n" + _outside_text(),
+            "description": description(registry.service) + "\n\n" + _outside_text(),
         },
         "servers": [],
-        "tags": [{"name": tag} for tag in dict.fromkeys(_tag(op) for op in operations())],
+        "tags": [{"name": tag} for tag in dict.fromkeys(map(_tag, registry.operations()))],
         "paths": paths,
         "components": {
             "securitySchemes": {
@@ -315,12 +324,13 @@ def _tag(op: Operation) -> str:
 
 
 class _Components:
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, registry: Registry) -> None:
         self._strict = strict
+        self._registry = registry
         self._schemas: dict[str, dict[str, Any]] = {}
         self._output: set[str] = set()
         # Output forms first: which messages they reach decides the names of input forms.
-        outputs = [_descriptor(op.response_type) for op in operations()]
+        outputs = [_descriptor(op.response_type) for op in registry.operations()]
         for message in [*outputs, _descriptor(ErrorResponse)]:
             self._add(message, "output")
         # `code` is a string on the wire; its values are the code names of the error model.
@@ -336,7 +346,7 @@ class _Components:
 
     def finish(self) -> dict[str, dict[str, Any]]:
         """Every component (the messages nothing reached too), sorted by name."""
-        files = {op.method.containing_service.file for op in operations()}
+        files = {op.method.containing_service.file for op in self._registry.operations()}
         for message in _messages(files):
             self._add(message, "output")
         return dict(sorted(self._schemas.items()))

@@ -16,7 +16,7 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from projectops._text import escape, escape_lines
 from projectops._wire import shape, value_form
 from projectops.descriptions import description, summary
-from projectops.registry import SERVICE, Operation, operation, operations
+from projectops.registry import REGISTRY, SERVICE, Operation, Registry
 from projectops.rules import described, rule_phrases
 from projectops.validation import is_required
 
@@ -28,13 +28,15 @@ _STEP = 2  # columns added per level of the tree
 _PACKAGE = SERVICE.file.package  # messages and enums of the schema are named without it
 
 
-def describe(op: Operation | str, *, width: int = 100) -> str:
+def describe(op: Operation | str, *, width: int = 100, registry: Registry = REGISTRY) -> str:
     """The reference text of an operation, as ``projectops describe <tool>`` prints it: its comment,
     path, request and response fields with their types and comments.
 
     Args:
         op: an :class:`~projectops.Operation`, or any key :func:`projectops.operation` takes.
         width: the most columns a line may take; 100 by default, at least :data:`MIN_WIDTH`.
+        registry: where a string `op` is looked up; :data:`projectops.registry.REGISTRY` by
+            default.
 
     Returns:
         The text, ending with ``\\n``.
@@ -44,7 +46,7 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
         ValueError: `width` is below :data:`MIN_WIDTH`.
     """
     out = _Lines(width)
-    found = operation(op)
+    found = registry.operation(op)
     title = escape(found.title)
     out.wrap(f"{found.tool_name} - {title}" if title else found.tool_name, 0, 2)
     out.blank()
@@ -69,11 +71,12 @@ def describe(op: Operation | str, *, width: int = 100) -> str:
     return out.text()
 
 
-def index(*, width: int = 100) -> str:
+def index(*, width: int = 100, registry: Registry = REGISTRY) -> str:
     """The operations with their titles, as ``projectops describe`` without a tool prints them.
 
     Args:
         width: the most columns a line may take; 100 by default, at least :data:`MIN_WIDTH`.
+        registry: the operations to list; :data:`projectops.registry.REGISTRY` by default.
 
     Returns:
         The text, one operation a line (titles wrapped as :func:`describe` wraps), ending with
@@ -83,9 +86,9 @@ def index(*, width: int = 100) -> str:
         ValueError: `width` is below :data:`MIN_WIDTH`.
     """
     out = _Lines(width)
-    out.wrap(escape(summary(SERVICE)) or SERVICE.full_name, 0, 0)
+    out.wrap(escape(summary(registry.service)) or registry.service.full_name, 0, 0)
     out.blank()
-    ops = operations()
+    ops = registry.operations()
     column = min(max(len(op.tool_name) for op in ops) + 2 * _STEP, width // 2)
     for op in ops:
         name = " " * _STEP + op.tool_name

@@ -18,8 +18,10 @@ from projectops.descriptions import description, summary
 from projectops.v1 import operations_pb2
 
 __all__ = [
+    "REGISTRY",
     "SERVICE",
     "Operation",
+    "Registry",
     "UnknownOperationError",
     "operation",
     "operation_of",
@@ -115,25 +117,73 @@ def operation_of(method: MethodDescriptor) -> Operation:
     )
 
 
-_BY_NAME: Mapping[str, Operation] = MappingProxyType(
-    {op.name: op for op in map(operation_of, SERVICE.methods)}
-)
-_BY_KEY: Mapping[str, Operation] = MappingProxyType(
-    {key: op for op in _BY_NAME.values() for key in (op.name, op.tool_name, op.path)}
-)
+class Registry:
+    """The operations of one proto service, derived from its descriptor (docs/contract.md §1,
+    §8.2): this package's service is :data:`REGISTRY`; a test builds one of its own schema and
+    hands it to the features, which serve :data:`REGISTRY` by default.
+
+    Args:
+        service: the ``ServiceDescriptor`` of the service, from a generated ``*_pb2`` module's
+            ``DESCRIPTOR.services_by_name`` or any descriptor pool.
+    """
+
+    def __init__(self, service: ServiceDescriptor) -> None:
+        #: The service descriptor every operation is derived from.
+        self.service = service
+        by_name = {op.name: op for op in map(operation_of, service.methods)}
+        self._by_name: Mapping[str, Operation] = MappingProxyType(by_name)
+        by_key = {key: op for op in by_name.values() for key in (op.name, op.tool_name, op.path)}
+        self._by_key: Mapping[str, Operation] = MappingProxyType(by_key)
+
+    def operations(self) -> tuple[Operation, ...]:
+        """Every operation of the service (docs/contract.md §10).
+
+        Returns:
+            One :class:`Operation` per rpc, in the order of the proto service.
+        """
+        return tuple(self._by_name.values())
+
+    def operation(self, key: str | Operation) -> Operation:
+        """Look an operation up by any of its names (docs/contract.md §1.1, §1.6).
+
+        Args:
+            key: an operation name (``get_release_details``), a tool name
+                (``get-release-details``), a path (``/api/mcp/get_release_details``), or an
+                :class:`Operation`, returned as it is.
+
+        Returns:
+            The operation.
+
+        Raises:
+            UnknownOperationError: (a ``LookupError``) no operation matches; the message lists
+                the known operation names.
+        """
+        if isinstance(key, Operation):
+            return key
+        found = self._by_key.get(key) or self._by_key.get(operation_name(key))
+        if found is None:
+            known = ", ".join(self._by_name)
+            raise UnknownOperationError(f"unknown operation {key!r}; known operations: {known}")
+        return found
+
+
+#: The registry of this package's service, ``projectops.v1.OperationsService``: what every
+#: feature serves unless given another.
+REGISTRY = Registry(SERVICE)
 
 
 def operations() -> tuple[Operation, ...]:
-    """Every operation of the API (docs/contract.md §10).
+    """Every operation of the API (docs/contract.md §10): those of :data:`REGISTRY`.
 
     Returns:
         One :class:`Operation` per rpc, in the order of the proto service.
     """
-    return tuple(_BY_NAME.values())
+    return REGISTRY.operations()
 
 
 def operation(key: str | Operation) -> Operation:
-    """Look an operation up by any of its names (docs/contract.md §1.1, §1.6).
+    """Look an operation of :data:`REGISTRY` up by any of its names (docs/contract.md §1.1,
+    §1.6).
 
     Args:
         key: an operation name (``get_release_details``), a tool name
@@ -147,10 +197,4 @@ def operation(key: str | Operation) -> Operation:
         UnknownOperationError: (a ``LookupError``) no operation matches; the message lists the
             known operation names.
     """
-    if isinstance(key, Operation):
-        return key
-    found = _BY_KEY.get(key) or _BY_KEY.get(operation_name(key))
-    if found is None:
-        known = ", ".join(op.name for op in _BY_NAME.values())
-        raise UnknownOperationError(f"unknown operation {key!r}; known operations: {known}")
-    return found
+    return REGISTRY.operation(key)

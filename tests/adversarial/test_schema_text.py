@@ -321,11 +321,11 @@ def hostile_cli(
     monkeypatch.setattr(descriptions, "_comments", lambda: generated.comments)
     ops = {
         name: dataclasses.replace(op, description=descriptions.description(op.method))
-        for name, op in registry._BY_NAME.items()
+        for name, op in registry.REGISTRY._by_name.items()
     }
     keys = {key: op for op in ops.values() for key in (op.name, op.tool_name, op.path)}
-    monkeypatch.setattr(registry, "_BY_NAME", MappingProxyType(ops))
-    monkeypatch.setattr(registry, "_BY_KEY", MappingProxyType(keys))
+    monkeypatch.setattr(registry.REGISTRY, "_by_name", MappingProxyType(ops))
+    monkeypatch.setattr(registry.REGISTRY, "_by_key", MappingProxyType(keys))
     monkeypatch.setenv("COLUMNS", "100")
 
     def run(argv: list[str]) -> str:

@@ -18,7 +18,6 @@ from google.protobuf.message import Message
 
 import projectops
 from projectops import Operation, mock, operation_path
-from projectops.cli import _operations as cli
 from projectops.cli._main import _commands, main
 from projectops.client import (
     InvalidRequest,
@@ -30,6 +29,7 @@ from projectops.client import (
 )
 from projectops.program.commands import Command
 from projectops.program.failures import failure
+from projectops.registry import REGISTRY
 from projectops.v1 import release_pb2
 from tests.support import DEMO_KEY, KEY, Recorder, cli_env
 from tests.synthetic import with_required_string, without_request_fields
@@ -58,7 +58,7 @@ RELEASES = Operation(
 def synthetic(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI sees the registry's operations plus ISSUES and RELEASES."""
     ops = (*projectops.operations(), ISSUES, RELEASES)
-    monkeypatch.setattr(cli, "operations", lambda: ops)
+    monkeypatch.setattr(REGISTRY, "operations", lambda: ops)
     monkeypatch.setenv("SERVICE_API_KEY", KEY)
 
 
@@ -146,7 +146,7 @@ def test_help_lists_enum_choices_and_keeps_paragraphs(capsys: pytest.CaptureFixt
 
 
 def test_program_is_composed_of_the_features_commands(capsys: pytest.CaptureFixture[str]) -> None:
-    names = [c.name for c in _commands(None, [])]
+    names = [c.name for c in _commands(None, [], REGISTRY)]
     assert len(names) == len(set(names))
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
@@ -156,15 +156,15 @@ def test_program_is_composed_of_the_features_commands(capsys: pytest.CaptureFixt
 
 
 def test_a_parser_for_one_of_the_programs_own_commands_holds_it_alone() -> None:
-    every = [c.name for c in _commands(None, [])]
+    every = [c.name for c in _commands(None, [], REGISTRY)]
     tool = projectops.operations()[0].tool_name
     for argv in ([tool], ["--timeout", "5", tool, "--help"], ["--base-url=http://x", "describe"]):
         named = next(arg for arg in argv[::-1] if arg in every)
-        assert [c.name for c in _commands(None, argv)] == [named]
+        assert [c.name for c in _commands(None, argv, REGISTRY)] == [named]
     # A feature's command, help before the command, an option's value that names a command,
     # or no command: every command, so that argparse finds and lists the right one.
     for argv in (["mcp"], ["--help", tool], ["--base-url", tool, "mcp"], ["-x", tool], []):
-        assert [c.name for c in _commands(None, argv)] == every
+        assert [c.name for c in _commands(None, argv, REGISTRY)] == every
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from projectops import json_schema, openapi
 from projectops.codec import to_dict
 from projectops.errors import Code
 from projectops.fixtures import default_fixtures
-from projectops.registry import SERVICE, Operation
+from projectops.registry import REGISTRY, SERVICE, Operation
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import BLANK, NOT_BLANK_PATTERN, is_required
 from tests.synthetic import rpc_with
@@ -291,7 +291,7 @@ def test_idempotency_level_and_deprecation_come_from_the_rpc_options(
     level: str, deprecated: bool
 ) -> None:
     op = _synthetic_operation(level, deprecated)
-    item = openapi._operation(op, "x", openapi._Components(strict=False), {})
+    item = openapi._operation(op, "x", openapi._Components(strict=False, registry=REGISTRY), {})
     assert item["x-idempotency-level"] == level
     assert item.get("deprecated", False) is deprecated
 
@@ -308,7 +308,10 @@ def test_read_only_and_idempotent_hints_follow_the_level(
     level: str, read_only: bool, idempotent: bool
 ) -> None:
     item = openapi._operation(
-        _synthetic_operation(level, False), "x", openapi._Components(strict=False), {}
+        _synthetic_operation(level, False),
+        "x",
+        openapi._Components(strict=False, registry=REGISTRY),
+        {},
     )
     assert (item["x-read-only"], item["x-idempotent"]) == (read_only, idempotent)
     assert "deprecated" not in item

@@ -20,6 +20,7 @@ from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BY
 from projectops.program import failures
 from projectops.program.commands import Command, add_retries, seconds, whole
 from projectops.program.failures import UsageError
+from projectops.registry import REGISTRY, Registry
 
 if TYPE_CHECKING:
     import httpx2
@@ -138,12 +139,14 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
         args.max_response_bytes = args.max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES
 
 
-def _commands(transport: httpx2.BaseTransport | None, argv: Sequence[str]) -> list[Command]:
+def _commands(
+    transport: httpx2.BaseTransport | None, argv: Sequence[str], registry: Registry
+) -> list[Command]:
     """The commands a parser of `argv` needs: the command `argv` names first when it is one of
     the program's own, as argparse finds it (each option before it without ``=`` takes the next
     argument as its value); every command when `argv` names none, a feature's or asks for help.
     """
-    own = _operations.commands(transport)
+    own = _operations.commands(transport, registry)
     rest = iter(argv)
     for arg in rest:
         if arg in ("-h", "--help"):
@@ -162,7 +165,10 @@ def _commands(transport: httpx2.BaseTransport | None, argv: Sequence[str]) -> li
 
 
 def build_parser(
-    transport: httpx2.BaseTransport | None = None, *, argv: Sequence[str] | None = None
+    transport: httpx2.BaseTransport | None = None,
+    *,
+    argv: Sequence[str] | None = None,
+    registry: Registry = REGISTRY,
 ) -> argparse.ArgumentParser:
     """The argument parser of ``projectops``: the operation commands and those the features
     contribute (docs/cli.md).
@@ -174,6 +180,8 @@ def build_parser(
             commands (an operation, ``describe``, ...), the parser holds that command only, so
             a call imports no feature and builds no other command's arguments; ``None`` (the
             default): every command.
+        registry: the operations that get a command; :data:`projectops.registry.REGISTRY`
+            by default.
 
     Returns:
         The parser; each command's namespace has ``command`` (its
@@ -208,7 +216,7 @@ def build_parser(
     _add_connection_options(parser, top_level=True)
     add_retries(parser, DEFAULT_RETRIES, top_level=True)
     subparsers = parser.add_subparsers(title="commands", metavar="<command>")
-    for command in _commands(transport, argv or ()):
+    for command in _commands(transport, argv or (), registry):
         sub = subparsers.add_parser(
             command.name,
             help=command.help.replace("%", "%%"),
@@ -223,7 +231,10 @@ def build_parser(
 
 
 def main(
-    argv: Sequence[str] | None = None, *, transport: httpx2.BaseTransport | None = None
+    argv: Sequence[str] | None = None,
+    *,
+    transport: httpx2.BaseTransport | None = None,
+    registry: Registry = REGISTRY,
 ) -> int:
     """Run ``projectops`` (docs/cli.md). Never raises: a failure is one ``error: ...`` line on
     stderr and its exit code.
@@ -232,6 +243,8 @@ def main(
         argv: the arguments; ``None`` (the default): ``sys.argv[1:]``.
         transport: an ``httpx2.BaseTransport`` the operation commands send through instead of
             the network (tests); ``None`` (the default): the network.
+        registry: the operations that get a command; :data:`projectops.registry.REGISTRY`
+            by default (a test's schema in the tests).
 
     Returns:
         The exit code (docs/contract.md §5.6; ``projectops --help`` lists them): 0 success, 1 a
@@ -241,7 +254,7 @@ def main(
     args = list(sys.argv[1:] if argv is None else argv)
     command: Command | None = None
     try:
-        parser = build_parser(transport, argv=args)
+        parser = build_parser(transport, argv=args, registry=registry)
         if "_ARGCOMPLETE" in os.environ and find_spec("argcomplete"):  # Tab in the shell
             import argcomplete
 

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
 import stat
 import sys
+from collections.abc import Callable
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from projectops._text import KEY_CUT, REDACTED, escape, escape_lines, unsafe_characters
+from projectops._wire import INT_TYPES_32
 from projectops.client import DEFAULT_RETRIES
 from projectops.client.redaction import redact, redact_values
 from projectops.codec import describe_value
@@ -25,7 +28,7 @@ from projectops.conventions import API_KEY_HEADER, DEFAULT_BASE_URL, MAX_BODY_BY
 from projectops.descriptions import description
 from projectops.program.commands import Command, add_retries
 from projectops.program.failures import EXIT_OK, UsageError
-from projectops.registry import Operation, operation, operations
+from projectops.registry import REGISTRY, Operation, Registry
 from projectops.rules import described, rule_phrases
 
 if TYPE_CHECKING:
@@ -42,9 +45,13 @@ _OWN_FLAGS = frozenset(
 )
 
 
-def commands(transport: httpx2.BaseTransport | None = None) -> list[Command]:
+def commands(
+    transport: httpx2.BaseTransport | None = None, registry: Registry = REGISTRY
+) -> list[Command]:
     """In the order of ``projectops --help``; `transport`: what the operation commands send
-    through instead of the network (tests)."""
+    through instead of the network (tests); `registry`: the operations they call and
+    describe."""
+    tool = partial(_tool_argument, registry)
     return [
         *(
             Command(
@@ -56,14 +63,32 @@ def commands(transport: httpx2.BaseTransport | None = None) -> list[Command]:
                 connection=True,
                 extra="client",
             )
-            for op in operations()
+            for op in registry.operations()
         ),
-        Command("operations", "list every operation: tool name, path, summary", _json, _listing),
         Command(
-            "describe", "show an operation's reference, or list them", _tool_or_none, _describe
+            "operations",
+            "list every operation: tool name, path, summary",
+            _json,
+            partial(_listing, registry),
         ),
-        Command("schema", "print the JSON Schema of a tool's input (or output)", _tool, _schema),
-        Command("openapi", "print the OpenAPI 3.1 document of the API", _openapi, _run_openapi),
+        Command(
+            "describe",
+            "show an operation's reference, or list them",
+            partial(tool, optional=True),
+            partial(_describe, registry),
+        ),
+        Command(
+            "schema",
+            "print the JSON Schema of a tool's input (or output)",
+            partial(_schema_arguments, tool),
+            partial(_schema, registry),
+        ),
+        Command(
+            "openapi",
+            "print the OpenAPI 3.1 document of the API",
+            _openapi,
+            partial(_run_openapi, registry),
+        ),
         Command(
             "completion", "print the shell's completion script", _shell, _completion, extra="client"
         ),
@@ -93,6 +118,41 @@ def _json_bool(text: str) -> bool:
     return text == "true"
 
 
+def _json_integer(text: str) -> int:
+    """A flag's value for a field whose JSON form is a number without a fraction (a 32-bit
+    integer: the strict codec takes no string for one); the range is the codec's to check."""
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return int(text)
+
+
+#: The JSON mapping's strings for the numbers JSON has no literal for.
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")
+
+
+def _json_number(text: str) -> float | str:
+    """A flag's value for a double or float field: a JSON number, or one of :data:`_NON_FINITE`
+    as the JSON mapping writes it."""
+    if text in _NON_FINITE:
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return value
+
+
+#: The flag's value type by field kind where the JSON form is not a string.
+_FLAG_TYPES: dict[int, Any] = {
+    **dict.fromkeys(INT_TYPES_32, _json_integer),
+    FieldDescriptor.TYPE_DOUBLE: _json_number,
+    FieldDescriptor.TYPE_FLOAT: _json_number,
+}
+
+
 def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("request")
     for fd in _flag_fields(op):
@@ -108,6 +168,8 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
             options["action"] = argparse.BooleanOptionalAction
         elif fd.enum_type is not None:  # the zero value means "unset" (docs/contract.md §8.5)
             options["choices"] = [v.name for v in fd.enum_type.values if v.number != 0]
+        elif fd.type in _FLAG_TYPES:
+            options["type"] = _FLAG_TYPES[fd.type]
         if "choices" not in options and options.get("action") is not argparse.BooleanOptionalAction:
             options["metavar"] = fd.name.upper()
         group.add_argument(_flag(fd), **options)
@@ -262,8 +324,8 @@ def _json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON array, for scripts")
 
 
-def _listing(args: argparse.Namespace) -> int:
-    ops = operations()
+def _listing(registry: Registry, args: argparse.Namespace) -> int:
+    ops = registry.operations()
     if args.json:
         keys = {"toolName": "tool_name", "readOnly": "read_only"}
         names = ("name", "toolName", "path", "summary", "description", "readOnly")
@@ -278,8 +340,10 @@ def _listing(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _tool_argument(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
-    names = [op.tool_name for op in operations()]
+def _tool_argument(
+    registry: Registry, parser: argparse.ArgumentParser, *, optional: bool = False
+) -> None:
+    names = [op.tool_name for op in registry.operations()]
     parser.add_argument(
         "tool",
         metavar="TOOL",
@@ -289,28 +353,30 @@ def _tool_argument(parser: argparse.ArgumentParser, *, optional: bool = False) -
     )
 
 
-_tool_or_none = partial(_tool_argument, optional=True)
-
-
-def _describe(args: argparse.Namespace) -> int:
+def _describe(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import reference
 
     # A terminal narrower than 100 columns gets its width; a pipe or file always 100.
     width = min(shutil.get_terminal_size().columns, 100) if sys.stdout.isatty() else 100
-    text = reference.describe(args.tool, width=width) if args.tool else reference.index(width=width)
+    if args.tool:
+        text = reference.describe(args.tool, width=width, registry=registry)
+    else:
+        text = reference.index(width=width, registry=registry)
     print(text.rstrip("\n"))
     return EXIT_OK
 
 
-def _tool(parser: argparse.ArgumentParser) -> None:
-    _tool_argument(parser)
+def _schema_arguments(
+    tool: Callable[[argparse.ArgumentParser], None], parser: argparse.ArgumentParser
+) -> None:
+    tool(parser)
     parser.add_argument("--output", action="store_true", help="the response's schema")
 
 
-def _schema(args: argparse.Namespace) -> int:
+def _schema(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import json_schema
 
-    op = operation(args.tool)
+    op = registry.operation(args.tool)
     schema = json_schema.output_schema(op) if args.output else json_schema.input_schema(op)
     print(inert_json(json.dumps(schema, indent=2)))  # DEL is ASCII: json.dumps keeps it
     return EXIT_OK
@@ -327,11 +393,11 @@ def _openapi(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["json", "yaml"], default="json", help="default: json")
 
 
-def _run_openapi(args: argparse.Namespace) -> int:
+def _run_openapi(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import openapi
 
     try:
-        text = openapi.render(args.server_url, args.format)
+        text = openapi.render(args.server_url, args.format, registry)
     except openapi.RenderError as exc:
         raise UsageError(str(exc)) from None
     sys.stdout.write(inert_json(text) if args.format == "json" else text)

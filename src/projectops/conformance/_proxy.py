@@ -52,7 +52,7 @@ from projectops.conventions import (
 from projectops.error_cases import ALLOWED_METHOD, BODY_TIMED_OUT
 from projectops.errors import ApiError, DeadlineExceeded, InvalidArgument, Unavailable
 from projectops.fixtures import request_key
-from projectops.registry import Operation, operations
+from projectops.registry import REGISTRY, Operation, Registry
 from projectops.server import error_response, read_body
 from projectops.validation import REQUIRED_RULE, rule_violations, violations
 
@@ -327,6 +327,7 @@ def create_proxy_app(
     workers: int = JUDGING_WORKERS,
     max_calls: int = MAX_CALLS,
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+    registry: Registry = REGISTRY,
 ) -> ASGIApp:
     """The proxy's ASGI app (docs/conformance.md).
 
@@ -349,6 +350,7 @@ def create_proxy_app(
         body_timeout: seconds a request body may take to arrive whole, however slowly it
             trickles, then 408 ``deadline_exceeded`` and nothing is sent
             (:data:`projectops.conventions.DEFAULT_BODY_TIMEOUT` by default; ``None``: no limit).
+        registry: the operations judged; :data:`projectops.registry.REGISTRY` by default.
 
     Returns:
         An ASGI app that answers every path and method.
@@ -361,7 +363,7 @@ def create_proxy_app(
             f"the upstream's client has {upstream.max_connections} connections, fewer than "
             f"max_calls ({max_calls}): calls would wait for one within their time-out"
         )
-    by_path = {op.path: op for op in operations()}
+    by_path = {op.path: op for op in registry.operations()}
     judges = anyio.CapacityLimiter(workers)
     # Calls being judged or waiting for a judge, counted here (on the loop's thread only): the
     # limiter's own statistics lag, since run_sync yields once before it borrows, and calls

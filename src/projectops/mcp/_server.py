@@ -49,7 +49,7 @@ from projectops.program.commands import (
     serve_app,
 )
 from projectops.program.failures import EXIT_INTERNAL, failure
-from projectops.registry import SERVICE, Operation, operations
+from projectops.registry import REGISTRY, Operation, Registry, operations
 
 #: The largest tool result's JSON text by default, in bytes (``--max-result-bytes``).
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
@@ -61,10 +61,13 @@ _LOOPBACK_ONLY = f"without a bearer token ({TOKEN_ENV}) the server listens on lo
 _NAME_CHARS = 100
 
 
-def operation_tools() -> list[types.Tool]:
+def operation_tools(registry: Registry = REGISTRY) -> list[types.Tool]:
     """The MCP tools of the registry's operations (docs/mcp.md): one per operation, named by its
     tool name (docs/contract.md §1.6), described by its proto comment, with its JSON Schemas as
     input and output schemas and its idempotency as hints.
+
+    Args:
+        registry: the operations served; :data:`projectops.registry.REGISTRY` by default.
 
     Returns:
         The tools, in the registry's order.
@@ -80,7 +83,7 @@ def operation_tools() -> list[types.Tool]:
                 title=op.title, read_only_hint=op.read_only, idempotent_hint=op.idempotent
             ),
         )
-        for op in operations()
+        for op in registry.operations()
     ]
 
 
@@ -90,6 +93,7 @@ async def call_operation_tool(
     arguments: Mapping[str, Any] | None,
     *,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    registry: Registry = REGISTRY,
 ) -> types.CallToolResult:
     """Run one tool call: the operation's call through `client` (docs/mcp.md).
 
@@ -99,6 +103,7 @@ async def call_operation_tool(
         arguments: the call's arguments, the request as a JSON object; ``None``: ``{}``.
         max_result_bytes: the largest result's JSON text, in bytes; a larger one is an
             ``isError`` result. 1 MiB (:data:`DEFAULT_MAX_RESULT_BYTES`) by default.
+        registry: the operations served; :data:`projectops.registry.REGISTRY` by default.
 
     Returns:
         The response as JSON text and ``structuredContent``; or an ``isError`` result of one
@@ -108,9 +113,9 @@ async def call_operation_tool(
     Raises:
         mcp.shared.exceptions.MCPError: ``-32602`` (invalid params) when `name` is no tool.
     """
-    op = next((o for o in operations() if o.tool_name == name), None)
+    op = next((o for o in registry.operations() if o.tool_name == name), None)
     if op is None:  # only the names tools/list shows, not the registry's other keys
-        tools = ", ".join(o.tool_name for o in operations())
+        tools = ", ".join(o.tool_name for o in registry.operations())
         # The name is the host's text: escaped and cut (docs/contract.md §6, §9.3).
         shown = outside_text(name, _NAME_CHARS)
         raise MCPError(
@@ -161,13 +166,18 @@ def _failed(sentence: str) -> tuple[types.CallToolResult, str]:
 
 
 def create_server(
-    client: AsyncClient, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    client: AsyncClient,
+    *,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    registry: Registry = REGISTRY,
 ) -> Server[Any]:
     """The MCP server of :func:`operation_tools`, with the tools capability only.
 
     Args:
         client: the async client every call is sent through; the caller closes it.
         max_result_bytes: as for :func:`call_operation_tool`.
+        registry: the operations served as tools; :data:`projectops.registry.REGISTRY` by
+            default.
 
     Returns:
         A low-level ``mcp.server.Server``, for :func:`serve_stdio` or :func:`serve_http`.
@@ -180,7 +190,7 @@ def create_server(
         raise TypeError("max_result_bytes must be an int (bytes)")
     if max_result_bytes < 1:
         raise ValueError(f"max_result_bytes must be at least 1, not {max_result_bytes}")
-    tools = operation_tools()
+    tools = operation_tools(registry)
     schemas = {tool.name: tool.input_schema for tool in tools}
 
     async def list_tools(
@@ -192,13 +202,17 @@ def create_server(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         return await call_operation_tool(
-            client, params.name, params.arguments, max_result_bytes=max_result_bytes
+            client,
+            params.name,
+            params.arguments,
+            max_result_bytes=max_result_bytes,
+            registry=registry,
         )
 
     return Server(
         SERVER_NAME,
         version=projectops.__version__,
-        description=description(SERVICE),
+        description=description(registry.service),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=schemas.get,

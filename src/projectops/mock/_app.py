@@ -27,7 +27,7 @@ from projectops.program.commands import (
     listen_url,
     serve_app,
 )
-from projectops.registry import Operation, operations
+from projectops.registry import REGISTRY, Operation, Registry
 from projectops.server import OperationsServiceHandler, PreEncoded, RequestContext, create_app
 from projectops.server.docs import docs_routes
 
@@ -41,8 +41,8 @@ _access = logging.getLogger("projectops.mock.access")
 class _MockService:
     """Every rpc of the registry answered by :meth:`MockProject.reply`."""
 
-    def __init__(self) -> None:
-        for op in operations():
+    def __init__(self, registry: Registry) -> None:
+        for op in registry.operations():
             setattr(self, op.name, partial(self._answer, op))
 
     @staticmethod
@@ -62,6 +62,7 @@ def create_mock_app(
     *,
     docs: bool = True,
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+    registry: Registry = REGISTRY,
 ) -> Starlette:
     """The mock server's ASGI app: every operation of the registry answered from fixtures.
 
@@ -71,6 +72,7 @@ def create_mock_app(
         docs: serve the reference page (``/docs``, ``/openapi.json``) too; ``True`` by default.
         body_timeout: seconds a request body may take to arrive whole, then 408
             (``create_app``'s; ``--body-timeout``); 30 by default.
+        registry: the operations served; :data:`projectops.registry.REGISTRY` by default.
 
     Returns:
         A Starlette app.
@@ -79,10 +81,15 @@ def create_mock_app(
     async def authenticate(api_key: str) -> MockProject | None:
         return projects.get(api_key)
 
-    service = cast(OperationsServiceHandler, _MockService())
-    app = create_app(service, authenticate=authenticate, body_timeout=body_timeout)
+    service = cast(OperationsServiceHandler, _MockService(registry))
+    app = create_app(
+        service,
+        authenticate=authenticate,
+        body_timeout=body_timeout,
+        operations=registry.operations(),
+    )
     if docs:
-        app.router.routes.extend(docs_routes())
+        app.router.routes.extend(docs_routes(registry=registry))
     return app
 
 

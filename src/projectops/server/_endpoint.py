@@ -61,8 +61,10 @@ _HANDLER_FIRST = 0.05
 
 def _implementation(service: object, op: Operation) -> Callable[..., Any] | None:
     method = getattr(service, op.name, None)
+    # The generated base's stub, inherited: unimplemented. An rpc of another registry (a test's
+    # schema) has no stub there, and a method set on the instance is its implementation.
     stub = getattr(OperationsServiceHandler, op.name, None)
-    if method is None or getattr(type(service), op.name, None) is stub:
+    if method is None or (stub is not None and getattr(type(service), op.name, None) is stub):
         return None
     return method  # type: ignore[no-any-return]
 

@@ -18,6 +18,7 @@ from starlette.routing import Mount, Route
 from projectops.conventions import InvalidBaseUrl, normalize_base_url, shown_url
 from projectops.errors import InvalidArgument, NotFound
 from projectops.openapi import TITLE, document
+from projectops.registry import REGISTRY, Registry
 from projectops.server._responses import error_response
 
 __all__ = ["DOCS_PATH", "OPENAPI_PATH", "docs_routes", "swagger_ui_assets"]
@@ -59,12 +60,16 @@ def swagger_ui_assets() -> Path:
     )
 
 
-def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
+def docs_routes(
+    base_url: str | None = None, *, registry: Registry = REGISTRY
+) -> list[Route | Mount]:
     """The routes of the API reference page: ``/docs`` (Swagger UI) and ``/openapi.json``.
 
     Args:
         base_url: the document's ``servers`` URL; ``None`` (the default): the path the routes
             are mounted at, so "Try it out" calls the server that serves the page.
+        registry: the operations the document describes; :data:`projectops.registry.REGISTRY`
+            by default.
 
     Returns:
         Starlette routes to mount on an app.
@@ -88,7 +93,7 @@ def docs_routes(base_url: str | None = None) -> list[Route | Mount]:
     async def openapi_json(request: Request) -> Response:
         url = base_url if base_url is not None else _mount_path(request)
         try:
-            doc = document(url)
+            doc = document(url, registry=registry)
         except InvalidBaseUrl:
             return error_response(InvalidArgument("cannot serve the document for this mount"))
         return JSONResponse(doc, headers={"Cache-Control": "no-cache", **_NOSNIFF})
