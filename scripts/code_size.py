@@ -82,11 +82,11 @@ _FSTRING_START = getattr(tokenize, "FSTRING_START", None)
 _FSTRING_END = getattr(tokenize, "FSTRING_END", None)
 
 
-def _code_tokens(source: str) -> Iterator[tokenize.TokenInfo]:
-    """The tokens of code of one module: no comment, line break, indent or docstring. An
-    f-string is one token, as Python 3.11 reads it, on every version (the figures do not move
-    with the interpreter)."""
-    documentation = _documentation_lines(ast.parse(source))
+def _code_tokens(source: str, tree: ast.AST) -> Iterator[tokenize.TokenInfo]:
+    """The tokens of code of one module (`tree`: its ``ast``): no comment, line break, indent
+    or docstring. An f-string is one token, as Python 3.11 reads it, on every version (the
+    figures do not move with the interpreter)."""
+    documentation = _documentation_lines(tree)
     depth = 0
     start = (0, 0)
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -111,8 +111,13 @@ def code_lines(source: str) -> int:
     Returns:
         How many of its lines hold a token of code (module docstring above).
     """
+    return _lines(list(_code_tokens(source, ast.parse(source))))
+
+
+def _lines(tokens: list[tokenize.TokenInfo]) -> int:
+    """How many lines the tokens are on."""
     lines: set[int] = set()
-    for token in _code_tokens(source):
+    for token in tokens:
         lines.update(range(token.start[0], token.end[0] + 1))
     return len(lines)
 
@@ -126,11 +131,7 @@ def code_tokens(source: str) -> int:
     Returns:
         How many tokens of code it holds (module docstring above); an f-string is one.
     """
-    return sum(1 for _ in _code_tokens(source))
-
-
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return sum(1 for _ in _code_tokens(source, ast.parse(source)))
 
 
 def conditionals(tree: ast.AST) -> list[int]:
@@ -156,16 +157,15 @@ def nested_conditionals(tree: ast.AST) -> list[int]:
     Returns:
         Their lines, sorted.
     """
-    parents = _parents(tree)
     nested = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.IfExp):
-            continue
-        above = parents.get(node)
-        while above is not None and not isinstance(above, ast.IfExp | ast.JoinedStr):
-            above = parents.get(above)
-        if above is not None:
+    # Each node with whether an f-string or a conditional expression holds it.
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, held = stack.pop()
+        if held and isinstance(node, ast.IfExp):
             nested.append(node.lineno)
+        holds = held or isinstance(node, ast.IfExp | ast.JoinedStr)
+        stack.extend((child, holds) for child in ast.iter_child_nodes(node))
     return sorted(nested)
 
 
@@ -246,14 +246,15 @@ def measure(root: Path = SRC) -> Figures:
     figures = Figures()
     for path in sorted(root.rglob("*.py")):
         source = path.read_text(encoding="utf-8")
-        if generated(path):
-            figures.generated_lines += code_lines(source)
-            figures.generated_tokens += code_tokens(source)
-            continue
         tree = ast.parse(source)
+        tokens = list(_code_tokens(source, tree))
+        if generated(path):
+            figures.generated_lines += _lines(tokens)
+            figures.generated_tokens += len(tokens)
+            continue
         name = path.relative_to(root).as_posix()
-        figures.lines += code_lines(source)
-        figures.tokens += code_tokens(source)
+        figures.lines += _lines(tokens)
+        figures.tokens += len(tokens)
         figures.conditionals += len(conditionals(tree))
         figures.nested_conditionals += [f"{name}:{n}" for n in nested_conditionals(tree)]
         figures.parallel_assignments += [f"{name}:{n}" for n in parallel_assignments(tree)]
