@@ -164,8 +164,8 @@ def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -
     replaced by `replacement`, the longest secret first, and so is every cut of a spelling
     that keeps at least its first :data:`KEY_CUT` characters: a message quotes a value cut to
     a few dozen characters (``sk_live_0123...``) before it reaches the redaction. Linear in
-    ``len(text)``: short spellings are one alternation of literals, longer ones and the cuts
-    found by ``str.find`` (two-way)."""
+    ``len(text)``: short spellings are one alternation of literals, longer ones found by
+    ``str.find`` (two-way); the cuts of each spelling one pattern of nested literals."""
     for key in _keys(secrets):
         if not text:
             break
