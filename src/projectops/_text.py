@@ -164,8 +164,8 @@ def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -
     replaced by `replacement`, the longest secret first, and so is every cut of a spelling
     that keeps at least its first :data:`KEY_CUT` characters: a message quotes a value cut to
     a few dozen characters (``sk_live_0123...``) before it reaches the redaction. Linear in
-    ``len(text)``: short spellings are one alternation of literals, longer ones and the cuts
-    found by ``str.find`` (two-way)."""
+    ``len(text)``: short spellings are one alternation of literals, longer ones found by
+    ``str.find`` (two-way); the cuts of each spelling one pattern of nested literals."""
     for key in _keys(secrets):
         if not text:
             break
@@ -188,34 +188,55 @@ def _redact_whole(text: str, key: str, replacement: str) -> str:
     return _replaced(text, spans, replacement)
 
 
-def _redact_cuts(text: str, key: str, replacement: str) -> str:
-    """`text` with every cut of a spelling of `key` longer than :data:`KEY_CUT` characters
-    (its first :data:`KEY_CUT` characters or more, where they show) replaced by
-    `replacement`."""
-    low = text.translate(_ASCII_LOWER)  # same offsets as `text`
-    spans: list[tuple[int, int]] = []
-    for spelling in _spellings(key):
+@lru_cache(maxsize=64)
+def _cut_patterns(secret: str) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """Per spelling of `secret` longer than :data:`KEY_CUT` characters: the pattern of its cuts
+    (its first :data:`KEY_CUT` characters, then each next one while they follow, up to
+    :data:`_SHORT`: nested optional literals, which cannot backtrack) and the spelling."""
+    patterns = []
+    for spelling in _spellings(secret):
         if len(spelling) <= KEY_CUT:  # a cut of it is no cut: the whole spelling went before
             continue
-        head = spelling[:KEY_CUT]
-        start = low.find(head)
-        while start >= 0:
-            stop = start + _shared(low, start, spelling)
-            spans.append((start, stop))
-            start = low.find(head, stop)
+        rest = spelling[KEY_CUT:_SHORT]
+        nested = "".join(f"(?:{re.escape(char)}" for char in rest) + ")?" * len(rest)
+        cuts = re.compile(re.escape(spelling[:KEY_CUT]) + nested, re.IGNORECASE | re.ASCII)
+        patterns.append((cuts, spelling))
+    return tuple(patterns)
+
+
+def _redact_cuts(text: str, key: str, replacement: str) -> str:
+    """`text` with every cut of a spelling of `key` (its first :data:`KEY_CUT` characters or
+    more, where they show) replaced by `replacement`."""
+    patterns = _cut_patterns(key)
+    if len(patterns) == 1 and len(patterns[0][1]) <= _SHORT:  # the usual key: letters, digits
+        return patterns[0][0].sub(replacement.replace("\\", "\\\\"), text)
+    low = text.translate(_ASCII_LOWER)  # same offsets as `text`
+    spans: set[tuple[int, int]] = set()  # two spellings may share a cut
+    for pattern, spelling in patterns:
+        if len(spelling) <= _SHORT:  # the pattern finds the whole cut: no loop in Python
+            spans.update(match.span() for match in pattern.finditer(low))
+            continue
+        match = pattern.search(low)
+        while match is not None:
+            start, stop = match.span()
+            if stop - start == _SHORT:  # as far as the pattern goes: the spelling may go on
+                stop = start + _shared(low, start, spelling, _SHORT)
+            spans.add((start, stop))
+            match = pattern.search(low, stop)  # a cut it covers would cover no more
     return _replaced(text, spans, replacement)
 
 
-def _shared(low: str, at: int, spelling: str) -> int:
+def _shared(low: str, at: int, spelling: str, held: int) -> int:
     """How many first characters of `spelling` `low` holds at `at`, knowing it holds the first
-    :data:`KEY_CUT`: doubling, then halving the gap, so the comparisons (in C) cost in
-    proportion to the length held, not to the spelling's."""
-    held = KEY_CUT
-    tried = KEY_CUT
-    while held == tried and tried < len(spelling):
-        tried = min(2 * tried, len(spelling))
+    `held`: one more, two more, four more..., then halving the gap, so the comparisons (in C)
+    cost in proportion to the length held, not to the spelling's."""
+    tried = held
+    step = 1
+    while held == tried and held < len(spelling):
+        tried = min(held + step, len(spelling))
         if low.startswith(spelling[:tried], at):
             held = tried
+            step *= 2
     while tried - held > 1:  # `held` characters match, `tried` do not
         middle = (held + tried) // 2
         if low.startswith(spelling[:middle], at):
@@ -225,7 +246,7 @@ def _shared(low: str, at: int, spelling: str) -> int:
     return held
 
 
-def _replaced(text: str, spans: list[tuple[int, int]], replacement: str) -> str:
+def _replaced(text: str, spans: Iterable[tuple[int, int]], replacement: str) -> str:
     """`text` with each run of overlapping `spans` (``(start, stop)`` offsets) replaced by one
     `replacement`."""
     out: list[str] = []

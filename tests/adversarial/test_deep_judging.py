@@ -10,7 +10,8 @@ Here the nested answers carry the key and ``ESC[2J ESC[31m`` in an unknown field
   deeper than the parse's;
 - ``projectops conformance`` judges every such answer (``response.decodes`` fails), is not
   stopped, and its outputs hold neither the key (nor 8 characters of it) nor a raw escape;
-- ``projectops proxy`` draws a drift line for each such call, and prints no traceback.
+- ``projectops proxy`` draws a drift line for each such call, and prints no traceback
+  (:mod:`tests.adversarial.test_kit_proxy_drift`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import itertools
 import json
 import socket
 import sys
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -31,7 +31,6 @@ from projectops.codec import from_json
 from projectops.registry import operations
 from tests.adversarial.hostile import Request, answer, hostile_server
 from tests.adversarial.test_clipped_key import KEY_40, KEY_50, shown_part
-from tests.adversarial.test_kit_proxy import LIST, Proxy, _raw, _status, proxy
 from tests.support import RunCli
 
 #: Around the nesting json.loads accepts from a thread's fresh stack: 984-988 broke the runner,
@@ -116,32 +115,3 @@ def test_conformance_judges_every_deep_answer_and_names_no_deadline(
         assert "\x1b" not in output
         assert shown_part(output, key) is None, output
     assert "\\x1b[2J" in text.stdout  # the name was quoted, escaped
-
-
-def _drift_lines(running: Proxy, check: str, count: int) -> list[str]:
-    """The proxy's drift lines of `check`, once there are `count` (judging follows the answer)
-    or after 60 s."""
-    deadline = time.monotonic() + 60
-    while True:
-        lines = [line for line in running.drift_text().splitlines() if check in line]
-        if len(lines) >= count or time.monotonic() > deadline:
-            return lines
-        time.sleep(0.1)
-
-
-@pytest.mark.slow
-def test_the_proxy_draws_a_drift_line_for_every_deep_answer() -> None:
-    with hostile_server(_deep_answers(KEY_50)) as upstream, proxy(upstream.base_url) as running:
-        for count in range(1, len(DEPTHS) + 1):  # one at a time: none is left unjudged
-            assert _status(_raw(running.port, LIST, {"Service-Api-Key": KEY_50})) == 200
-            lines = _drift_lines(running, "answer response.decodes", count)
-        running.process.terminate()
-        running.process.wait(20)
-        text = running.drift_text()
-    assert len(lines) == len(DEPTHS), text
-    # Each names the unknown field (escaped, the key redacted) or the nesting json.loads refused.
-    named = [line for line in lines if "\\x1b[2J\\x1b[31m***" in line]
-    assert named and all("recursion" in line for line in lines if line not in named), lines
-    assert "Traceback" not in text
-    assert "\x1b" not in text
-    assert shown_part(text, KEY_50) is None, text
