@@ -194,9 +194,12 @@ def _cut_patterns(secret: str) -> tuple[tuple[re.Pattern[str], str], ...]:
     (its first :data:`KEY_CUT` characters, then each next one while they follow, up to
     :data:`_SHORT`: nested optional literals, which cannot backtrack) and the spelling."""
     patterns = []
-    for spelling in _spellings(secret):
+    spellings = _spellings(secret)
+    for spelling in spellings:
         if len(spelling) <= KEY_CUT:  # a cut of it is no cut: the whole spelling went before
             continue
+        if any(len(other) > len(spelling) and other.startswith(spelling) for other in spellings):
+            continue  # its cuts are the longer spelling's (JSON doubles a trailing backslash)
         rest = spelling[KEY_CUT:_SHORT]
         nested = "".join(f"(?:{re.escape(char)}" for char in rest) + ")?" * len(rest)
         cuts = re.compile(re.escape(spelling[:KEY_CUT]) + nested, re.IGNORECASE | re.ASCII)

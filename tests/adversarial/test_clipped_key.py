@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -28,6 +29,7 @@ from projectops.client.redaction import redact
 from projectops.codec import from_json, to_dict
 from projectops.registry import Operation, operations
 from tests.adversarial.hostile import Request, answer, hostile_server
+from tests.adversarial.test_linear_patterns import MIB, REDACTION_LIMIT, cpu_seconds
 from tests.support import RunCli
 
 #: The issue's key (50 characters), and one of 40: a value quoted in a message is cut to 40.
@@ -210,3 +212,15 @@ def test_a_cut_key_in_the_clis_decoding_error_is_redacted(run_cli: RunCli, key: 
     assert run.returncode != 0
     assert "***" in run.stderr
     assert shown_part(run.stdout + run.stderr, key) is None, run.stderr
+
+
+@pytest.mark.parametrize("key", KEYS, ids=["50 characters", "40 characters"])
+def test_a_mebibyte_of_cuts_of_the_key_is_redacted_in_linear_time(key: str) -> None:
+    """Every cut is found, however many: a mebibyte of the key's first 8 characters and one
+    more each time (a hostile peer's best case for the cuts' pattern)."""
+    redacted: list[str] = []
+    for unit in [key[:SHOWN] + "#", key[: SHOWN + 1] + "#", key[:30] + "#"]:
+        text = (unit * (MIB // len(unit) + 1))[:MIB]
+        elapsed = cpu_seconds(partial(lambda text: redacted.append(redact(text, [key])), text))
+        assert elapsed < REDACTION_LIMIT, (unit, elapsed)
+        assert shown_part(redacted[-1], key) is None

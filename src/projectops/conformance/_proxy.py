@@ -181,8 +181,8 @@ class Recording:
     Left out (counted in `left_out`): a 200 answer that drew a drift or was not judged, or whose
     request drew one (:meth:`leave_out`); an answer that holds a credential the caller sent (the
     key, ``Authorization``, ``Cookie``); a new answer past `max_answers` answers or `max_bytes`
-    bytes of JSON. A project exists only with an answer in it, so the
-    limits bound the projects too.
+    bytes of JSON. A project exists only with an answer in it, so the limits bound the projects
+    too.
 
     Args:
         max_answers: answers kept at most (``--record-max-answers``).
