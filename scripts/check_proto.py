@@ -16,9 +16,11 @@ buf cannot reach its registry here, so grpcio-tools' protoc builds a buf image
 The baseline of the released schema is the committed image proto/released.binpb.
 After buf, the contract check (src/projectops/contract.py) compares the operations of both
 images: HTTP method, path and body, REQUIRED request fields, the fields, enum values and REQUIRED
-of released responses, and the protovalidate rules of both, which buf does not see. It prints
-one `contract: <finding>` line each; a finding listed in proto/contract-exceptions.toml (word for
-word, with its reason) is accepted, and an entry whose finding no longer occurs fails.
+of released responses, and the protovalidate rules of both, which buf does not see; and that
+every REQUIRED field of the current schema restates it for protovalidate, and no other field
+does (`contract.required_drift`). It prints one `contract: <finding>` line each; a finding
+listed in proto/contract-exceptions.toml (word for word, with its reason) is accepted (never a
+REQUIRED drift), and an entry whose finding no longer occurs fails.
 Exits 1 when any gate reports a finding.
 """
 
@@ -109,6 +111,10 @@ def main() -> int:
         }
         failed = protolib.run_together(gates, cwd=root)  # independent: at once
         findings = contract.check_files(against, image)
+        # REQUIRED declared twice (field_behavior, buf.validate): never accepted, always fixed.
+        drift = contract.required_drift(image.read_bytes())
+    for finding in drift:
+        print(f"contract: {finding}")
     accepted = accepted_findings(root) if not args.against_ref else {}
     for finding in findings:
         if finding in accepted:
@@ -118,7 +124,7 @@ def main() -> int:
     stale = [finding for finding in accepted if finding not in findings]
     for finding in stale:
         print(f"contract: {EXCEPTIONS} accepts a finding that no longer occurs: {finding}")
-    if set(findings) - set(accepted) or stale:
+    if set(findings) - set(accepted) or stale or drift:
         failed.append("contract")
     if failed:
         print(f"error: schema gates failed: {', '.join(failed)}", file=sys.stderr)

@@ -10,8 +10,12 @@ case its version's rule fields are the ones read); 0.06 ms for the first read, s
 and the CLI's path pay nothing worth counting.
 
 REQUIRED is not one of these rules: it is ``(google.api.field_behavior) = REQUIRED``
-(:func:`projectops.validation.is_required`), the one place it is declared; the rules never say
-``required`` (``tests/core/test_rules.py`` holds that).
+(:func:`projectops.validation.is_required`). So that protovalidate in any language sees it too,
+a REQUIRED field also declares ``(buf.validate.field).required = true`` and, a singular string,
+the CEL rule :data:`NOT_BLANK_RULE_ID` (a blank string counts as missing, docs/contract.md
+§4.2): these restate REQUIRED, so the readers here leave them out (:func:`required_items` gives
+them), and the contract gate checks that both declarations agree
+(:func:`projectops.contract.required_drift`).
 """
 
 from __future__ import annotations
@@ -25,14 +29,25 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from projectops.v1 import buf_validate  # noqa: F401  (registers validate.proto, see above)
 
 __all__ = [
+    "NOT_BLANK_RULE_ID",
+    "REQUIRED_ITEMS",
     "cel_rules",
     "described",
     "field_rules",
     "message_rules",
+    "required_items",
     "rule_items",
     "rule_kind",
     "rule_phrases",
 ]
+
+#: The id of the CEL rule by which a REQUIRED singular string says, to protovalidate, that a
+#: blank value is missing (docs/contract.md §4.2); its expression is
+#: :data:`projectops.validation.NOT_BLANK_EXPRESSION`.
+NOT_BLANK_RULE_ID = "required.not_blank"
+#: The flattened names (as :func:`rule_items` names rules) of the ``buf.validate`` rules that
+#: restate REQUIRED: left out of :func:`rule_items` and :func:`cel_rules`.
+REQUIRED_ITEMS = ("required", f"cel[{NOT_BLANK_RULE_ID}]")
 
 
 def cel_rules(of: FieldDescriptor | Descriptor) -> tuple[Any, ...]:
@@ -47,7 +62,7 @@ def cel_rules(of: FieldDescriptor | Descriptor) -> tuple[Any, ...]:
         CEL ``expression``; empty when it has none.
     """
     found = field_rules(of) if isinstance(of, FieldDescriptor) else message_rules(of)
-    return tuple(found.cel) if found else ()
+    return tuple(rule for rule in found.cel if rule.id != NOT_BLANK_RULE_ID) if found else ()
 
 
 def _extension(extension: str, of: FieldDescriptor | Descriptor) -> Any:
@@ -138,7 +153,26 @@ def rule_items(of: FieldDescriptor | Descriptor) -> dict[str, Any]:
 
     if found is not None:
         walk(found, "")
-    return items
+    return {name: value for name, value in items.items() if name not in REQUIRED_ITEMS}
+
+
+def required_items(fd: FieldDescriptor) -> dict[str, Any]:
+    """The ``buf.validate`` rules of a field that restate REQUIRED (:data:`REQUIRED_ITEMS`),
+    flattened as :func:`rule_items` would name them.
+
+    Args:
+        fd: a field's descriptor (of the default pool or a private one).
+
+    Returns:
+        ``{"required": True, "cel[required.not_blank]": "this.matches(...)"}``, the ones it
+        declares; empty when it declares none. A ``required = false`` is left out.
+    """
+    found = field_rules(fd)
+    if found is None:
+        return {}
+    items = {f"cel[{rule.id}]": rule.expression for rule in found.cel}
+    items["required"] = found.required
+    return {name: items[name] for name in REQUIRED_ITEMS if items.get(name)}
 
 
 def rule_phrases(of: FieldDescriptor | Descriptor) -> tuple[str, ...]:
