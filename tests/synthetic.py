@@ -76,6 +76,17 @@ def with_max_length_string() -> tuple[Operation, FieldDescriptor, int]:
     raise LookupError("no request of the registry has a string field with a maximum length")
 
 
+def valid_request(op: Operation) -> Message:
+    """The smallest request of `op` that keeps every rule, whatever its fields: its REQUIRED
+    fields and the minimums of its rules set (the generator the mock and the runner use)."""
+    from projectops.mock import generate
+    from projectops.validation import rule_violations
+
+    request = generate(op.request_type, op.name, minimal=True)
+    assert rule_violations(request) == [], f"valid_request cannot keep the rules of {op.name}"
+    return request
+
+
 def with_required_answer_field() -> tuple[Operation, FieldDescriptor]:
     """The first operation of the registry whose response has a top-level REQUIRED field."""
     for op in operations():

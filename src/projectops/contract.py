@@ -21,17 +21,9 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from projectops import rules
 from projectops._wire import join
 from projectops.conventions import rpc_operation_name
-from projectops.validation import is_required, required_rules
+from projectops.validation import is_required
 
-__all__ = [
-    "HttpBinding",
-    "Operation",
-    "check",
-    "check_files",
-    "load",
-    "operations",
-    "required_drift",
-]
+__all__ = ["HttpBinding", "Operation", "check", "check_files", "load", "operations"]
 
 
 @dataclass(frozen=True)
@@ -182,53 +174,6 @@ def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[
     return list(dict.fromkeys(findings))  # a message shared by two operations is named once
 
 
-def required_drift(current: bytes, prefix: str = "projectops/") -> list[str]:
-    """Every field of a schema whose two declarations of REQUIRED disagree (docs/contract.md
-    §4.1): ``google.api.field_behavior`` says REQUIRED and the ``buf.validate`` rules that
-    restate it for protovalidate (:func:`projectops.validation.required_rules`) are not all
-    declared, or they are declared on a field that is not REQUIRED.
-
-    Args:
-        current: the schema, a serialized ``FileDescriptorSet`` built with
-            ``--include_imports``.
-        prefix: only the messages of files whose name starts with it count; default
-            ``projectops/``.
-
-    Returns:
-        One sentence per field that disagrees, naming what it lacks or should not have; empty
-        when every field agrees.
-
-    Raises:
-        ValueError: the image lacks an imported file.
-    """
-    fds = descriptor_pb2.FileDescriptorSet.FromString(current)
-    pool = load(fds)
-    findings: list[str] = []
-    queue = deque(
-        pool.FindFileByName(f.name).message_types_by_name.values()
-        for f in fds.file
-        if f.name.startswith(prefix)
-    )
-    while queue:
-        for message in queue.popleft():
-            queue.append(message.nested_types)
-            for field in message.fields:
-                wanted, declared = required_rules(field), rules.required_items(field)
-                if wanted != declared:
-                    findings.append(_drift(field, wanted, declared))
-    return findings
-
-
-def _drift(field: FieldDescriptor, wanted: dict[str, Any], declared: dict[str, Any]) -> str:
-    if not wanted:
-        return f"{field.full_name}: not REQUIRED, yet declares {', '.join(declared)}"
-    differing = [name for name in rules.REQUIRED_ITEMS if wanted.get(name) != declared.get(name)]
-    return (
-        f"{field.full_name}: REQUIRED (google.api.field_behavior), but its buf.validate "
-        f"{' and '.join(differing)} not as REQUIRED needs (docs/schema.md, 'Adding an operation')"
-    )
-
-
 def check_files(released: Path, current: Path, prefix: str = "projectops/") -> list[str]:
     """:func:`check` of two image files (``scripts/check-proto``).
 
@@ -277,9 +222,6 @@ def _request_findings(old: Operation, new: Operation) -> Iterator[str]:
                 continue
             released = o.fields_by_number.get(field.number)
             if released is not None and is_required(released):
-                yield from _dropped_required(
-                    "request", old.name, join(path, field.name), released, field
-                )
                 continue
             where = join(path, field.name)
             was = "a new field" if released is None else "was optional"
@@ -302,13 +244,12 @@ def _response_findings(old: Operation, new: Operation) -> Iterator[str]:
                     f"(number {field.number}; was {_type_name(field)}, now absent)"
                 )
                 continue
-            if is_required(field) and not is_required(current):
+            if dropped := sorted(_required(field) - _required(current)):
                 yield (
                     f"{field.full_name}: response of operation {old.name} no longer promises "
-                    f"{where} (it was REQUIRED; released clients rely on it)"
+                    f"{where} (its REQUIRED lost {', '.join(dropped)}; released clients and "
+                    "their engines rely on it)"
                 )
-            elif is_required(field):
-                yield from _dropped_required("response", old.name, where, field, current)
             if field.enum_type is not None and current.enum_type is not None:
                 key = (field.enum_type.full_name, current.enum_type.full_name)
                 if key not in enums:
@@ -316,19 +257,11 @@ def _response_findings(old: Operation, new: Operation) -> Iterator[str]:
                     yield from _enum_findings(old.name, where, field.enum_type, current.enum_type)
 
 
-def _dropped_required(
-    side: str, operation: str, where: str, old: FieldDescriptor, new: FieldDescriptor
-) -> Iterator[str]:
-    """The ``buf.validate`` restatements of REQUIRED (:data:`projectops.rules.REQUIRED_ITEMS`)
-    that a field REQUIRED in both schemas declared and no longer does: an engine that reads
-    only them (protovalidate in another language) stops requiring it."""
-    kept = rules.required_items(new)
-    for name in rules.required_items(old):
-        if name not in kept:
-            yield (
-                f"{new.full_name}: {side} of operation {operation} dropped {name} of its "
-                f"REQUIRED field at {where} (protovalidate no longer requires it)"
-            )
+def _required(fd: FieldDescriptor) -> set[str]:
+    """The declarations of REQUIRED a field carries: ``google.api.field_behavior``, and the
+    ``buf.validate`` rules restating it (:data:`projectops.rules.REQUIRED_ITEMS`)."""
+    behavior = {"google.api.field_behavior"} if is_required(fd) else set()
+    return behavior | set(rules.rule_items(fd, restated=True))
 
 
 # Rules whose value bounds from above or from below: a change of value loosens or tightens.

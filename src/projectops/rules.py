@@ -13,9 +13,8 @@ REQUIRED is not one of these rules: it is ``(google.api.field_behavior) = REQUIR
 (:func:`projectops.validation.is_required`). So that protovalidate in any language sees it too,
 a REQUIRED field also declares ``(buf.validate.field).required = true`` and, a singular string,
 the CEL rule :data:`NOT_BLANK_RULE_ID` (a blank string counts as missing, docs/contract.md
-§4.2): these restate REQUIRED, so the readers here leave them out (:func:`required_items` gives
-them), and the contract gate checks that both declarations agree
-(:func:`projectops.contract.required_drift`).
+§4.2): these restate REQUIRED, so the readers here leave them out (``rule_items(of,
+restated=True)`` gives them), and ``scripts/check-proto`` checks that both declarations agree.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ __all__ = [
     "described",
     "field_rules",
     "message_rules",
-    "required_items",
     "rule_items",
     "rule_kind",
     "rule_phrases",
@@ -122,12 +120,15 @@ def rule_kind(fd: FieldDescriptor) -> tuple[str, Any] | None:
     return kind, getattr(rules, kind)
 
 
-def rule_items(of: FieldDescriptor | Descriptor) -> dict[str, Any]:
+def rule_items(of: FieldDescriptor | Descriptor, *, restated: bool = False) -> dict[str, Any]:
     """The protovalidate rules of a field or a message, flattened (docs/contract.md §4.6): what
     the contract gate compares, the schemas turn into keywords and the help shows.
 
     Args:
         of: a field's or a message's descriptor (of the default pool or a private one).
+        restated: give only the rules that restate REQUIRED (:data:`REQUIRED_ITEMS`:
+            ``{"required": True, "cel[required.not_blank]": "this.matches(...)"}``) instead of
+            every other; ``False`` by default.
 
     Returns:
         Rule name -> value, in the proto's order: ``{"string.max_len": 128}``, a list's item
@@ -153,26 +154,7 @@ def rule_items(of: FieldDescriptor | Descriptor) -> dict[str, Any]:
 
     if found is not None:
         walk(found, "")
-    return {name: value for name, value in items.items() if name not in REQUIRED_ITEMS}
-
-
-def required_items(fd: FieldDescriptor) -> dict[str, Any]:
-    """The ``buf.validate`` rules of a field that restate REQUIRED (:data:`REQUIRED_ITEMS`),
-    flattened as :func:`rule_items` would name them.
-
-    Args:
-        fd: a field's descriptor (of the default pool or a private one).
-
-    Returns:
-        ``{"required": True, "cel[required.not_blank]": "this.matches(...)"}``, the ones it
-        declares; empty when it declares none. A ``required = false`` is left out.
-    """
-    found = field_rules(fd)
-    if found is None:
-        return {}
-    items = {f"cel[{rule.id}]": rule.expression for rule in found.cel}
-    items["required"] = found.required
-    return {name: items[name] for name in REQUIRED_ITEMS if items.get(name)}
+    return {name: value for name, value in items.items() if (name in REQUIRED_ITEMS) == restated}
 
 
 def rule_phrases(of: FieldDescriptor | Descriptor) -> tuple[str, ...]:

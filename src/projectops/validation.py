@@ -96,9 +96,9 @@ def is_required(fd: FieldDescriptor) -> bool:
 
 def required_rules(fd: FieldDescriptor) -> dict[str, Any]:
     """The ``buf.validate`` rules that REQUIRED on `fd` means for protovalidate, flattened as
-    :func:`projectops.rules.required_items` reads them (docs/contract.md §4.1, §4.2): what a
-    REQUIRED field must declare beside ``google.api.field_behavior``, and a field that is not
-    REQUIRED must not.
+    ``projectops.rules.rule_items(fd, restated=True)`` reads them (docs/contract.md §4.1,
+    §4.2): what a REQUIRED field must declare beside ``google.api.field_behavior``, and a field
+    that is not REQUIRED must not.
 
     Args:
         fd: a field's descriptor (of the default pool or a private one).

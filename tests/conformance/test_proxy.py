@@ -147,6 +147,12 @@ def _post(op: projectops.Operation, body: bytes, key: str | None = KEY) -> Any:
     return ("POST", op.path, body, {API_KEY_HEADER: key} if key else {})
 
 
+def _valid(op: projectops.Operation) -> bytes:
+    """A request body of `op` that keeps every rule (its REQUIRED fields set), whatever its
+    fields: what a test whose request must not drift sends."""
+    return to_json(generate(op.request_type, op.name, minimal=True)).encode()
+
+
 def _ordinary_calls() -> list[tuple[str, str, bytes, dict[str, str]]]:
     """Every answer of the fixtures, and per operation the error answers a client meets: no
     key (to a valid request), a body that is not an object, another method."""
@@ -299,7 +305,7 @@ def test_an_error_answer_that_breaks_the_error_rule_is_one_drift(
 ) -> None:
     op = projectops.operations()[0]
     upstream = _answering(status, body, content_type)
-    via, straight, drifts = _call(upstream, [_post(op, b"{}")])
+    via, straight, drifts = _call(upstream, [_post(op, _valid(op))])
     assert via == straight == [Got(status, straight[0].content_type, body)]
     assert [(d.side, d.check, d.field) for d in drifts] == [("answer", "errors.error-response", "")]
     assert what in drifts[0].detail
@@ -308,7 +314,7 @@ def test_an_error_answer_that_breaks_the_error_rule_is_one_drift(
 @pytest.mark.parametrize("body", [b"<html>oops</html>", b"[]", b'{"a": '])
 def test_a_200_that_is_no_json_object_is_one_drift_of_the_body(body: bytes) -> None:
     op = projectops.operations()[0]
-    via, straight, drifts = _call(_answering(200, body, "text/html"), [_post(op, b"{}")])
+    via, straight, drifts = _call(_answering(200, body, "text/html"), [_post(op, _valid(op))])
     assert via == straight
     assert [(d.side, d.check, d.field) for d in drifts] == [("answer", "response.decodes", "")]
     assert drifts[0].line().startswith(f"drift: {op.name} answer response.decodes (the body): ")
@@ -481,7 +487,7 @@ def _error_code(got: Got) -> str:
 def test_an_answer_over_the_cap_is_503_and_a_late_one_504() -> None:
     op = projectops.operations()[0]
     big = _answering(200, b"[" + b"0," * 600 + b"0]")
-    via, straight, _ = _call(big, [_post(op, b"{}")], cap=1000)
+    via, straight, _ = _call(big, [_post(op, _valid(op))], cap=1000)
     assert straight[0].status == 200
     assert (via[0].status, _error_code(via[0])) == (503, "unavailable")
 

@@ -3,7 +3,8 @@
 Used by tests/schema/test_adding_an_operation.py, and runnable by hand to see which tests would
 turn red (the in-process suite of the copy, its `projectops` imported from the copy)::
 
-    .venv/bin/python -m tests.schema.planting /tmp/plant [pytest arguments]
+    .venv/bin/python -m tests.schema.planting /tmp/plant [ListReleases|EchoGreeting [INDEX]] \
+        [-- pytest arguments]
 """
 
 from __future__ import annotations
@@ -65,7 +66,11 @@ def _rpc_text(rpc: str, operation: str, comment: str) -> str:
 LIST_RELEASES = Plant(
     "ListReleases",
     "list_releases",
-    _rpc_text("ListReleases", "list_releases", "List the releases of the project, newest first."),
+    _rpc_text(
+        "ListReleases",
+        "list_releases",
+        "List the releases of the project, most recently created first.",
+    ),
     """
 // Request of [ListReleases][projectops.v1.OperationsService.ListReleases]: an optional field with
 // a rule, then a REQUIRED one with a rule.
@@ -257,10 +262,17 @@ def pytest_in(root: Path, *args: str, timeout: float = 600) -> subprocess.Comple
 
 
 if __name__ == "__main__":
-    destination = Path(sys.argv[1])
+    # planting.py DEST [PLANT [INDEX]] -- [pytest arguments]: PLANT an rpc name of PLANTS
+    # (default ListReleases), INDEX its place in the service (default: last).
+    args = sys.argv[1:]
+    split = args.index("--") if "--" in args else len(args)
+    where, pytest_args = args[:split], args[split + 1 :]
+    destination = Path(where[0])
+    chosen = next(p for p in PLANTS if p.rpc == (where[1:] or [RPC])[0])
+    index = int(where[2]) if len(where) > 2 else None
     if destination.exists():
         shutil.rmtree(destination)
-    planted_copy(destination)
-    done = pytest_in(destination, *(sys.argv[2:] or ["-q", "-m", "not slow", "-n", "2"]))
+    planted_copy(destination, chosen, index)
+    done = pytest_in(destination, *(pytest_args or ["-q", "-m", "not slow", "-n", "2"]))
     sys.stdout.write(done.stdout + done.stderr)
     sys.exit(done.returncode)

@@ -22,7 +22,7 @@ from projectops.rules import NOT_BLANK_RULE_ID
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 import protolib  # noqa: E402
-from check_proto import accepted_findings  # noqa: E402
+from check_proto import accepted_findings, required_drift  # noqa: E402
 
 from tests.schema.planting import REQUIRED_STRING_RULES  # noqa: E402
 
@@ -497,8 +497,8 @@ def test_a_loosened_response_rule_fails(tmp_path: Path) -> None:
     )
     assert sorted(got) == [
         "projectops.v1.GetReleaseDetailsResponse.summary: response of operation "
-        "get_release_details no longer promises summary (it was REQUIRED; released clients "
-        "rely on it)",
+        "get_release_details no longer promises summary (its REQUIRED lost "
+        "google.api.field_behavior, required; released clients and their engines rely on it)",
         "projectops.v1.RumEnvironment.session_count: response of operation "
         "list_rum_environments loosened rule int64.gte at environments.session_count "
         "(was 0, now unset)",
@@ -535,7 +535,7 @@ NOT_BLANK = VERSION_FIELD[
 
 
 def test_every_required_field_restates_it_for_protovalidate(tmp_path: Path) -> None:
-    assert contract.required_drift(image(tmp_path)) == []
+    assert required_drift(image(tmp_path)) == []
 
 
 def test_required_declared_once_is_drift(tmp_path: Path) -> None:
@@ -549,7 +549,7 @@ def test_required_declared_once_is_drift(tmp_path: Path) -> None:
         (OPS, VERSION_FIELD, VERSION_FIELD.replace(NOT_BLANK, "")),
         (RUM, SESSION_COUNT, SESSION_COUNT.replace("int64.gte = 0", "required = true")),
     )
-    assert sorted(contract.required_drift(one_sided)) == [
+    assert sorted(required_drift(one_sided)) == [
         "projectops.v1.GetReleaseDetailsRequest.version: REQUIRED (google.api.field_behavior), "
         f"but its buf.validate cel[{NOT_BLANK_RULE_ID}] not as REQUIRED needs (docs/schema.md, "
         "'Adding an operation')",
@@ -560,23 +560,33 @@ def test_required_declared_once_is_drift(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("side", ["request", "response"])
-def test_dropping_the_protovalidate_restatement_of_a_released_required_field_fails(
-    tmp_path: Path, side: str
+@pytest.mark.parametrize(
+    ("dropped", "lost"),
+    [
+        ("    (google.api.field_behavior) = REQUIRED,\n", "google.api.field_behavior"),
+        (",\n    (buf.validate.field).required = true", "required"),
+    ],
+    ids=["field_behavior", "buf.validate"],
+)
+def test_a_response_dropping_either_declaration_of_required_fails(
+    tmp_path: Path, dropped: str, lost: str
 ) -> None:
-    field, dropped, where = {
-        "request": (VERSION_FIELD, NOT_BLANK, "cel[required.not_blank]"),
-        "response": (SUMMARY_FIELD, ",\n    (buf.validate.field).required = true", "required"),
-    }[side]
-    name = {
-        "request": "GetReleaseDetailsRequest.version",
-        "response": "GetReleaseDetailsResponse.summary",
-    }[side]
-    got = rule_findings(tmp_path, (OPS, field, field.replace(dropped, "")))
-    assert got == [
-        f"projectops.v1.{name}: {side} of operation get_release_details dropped {where} of its "
-        f"REQUIRED field at {name.split('.')[1]} (protovalidate no longer requires it)"
+    field = SUMMARY_FIELD.replace(dropped, "")
+    assert rule_findings(tmp_path, (OPS, SUMMARY_FIELD, field)) == [
+        "projectops.v1.GetReleaseDetailsResponse.summary: response of operation "
+        f"get_release_details no longer promises summary (its REQUIRED lost {lost}; released "
+        "clients and their engines rely on it)"
     ]
+
+
+def test_a_request_dropping_either_declaration_of_required_fails_the_gate(tmp_path: Path) -> None:
+    """Dropping both makes a request looser, which a released client cannot notice; dropping
+    one is drift, which scripts/check-proto fails whatever the release."""
+    for dropped in ("    (google.api.field_behavior) = REQUIRED,\n", NOT_BLANK):
+        current = image(tmp_path, (OPS, VERSION_FIELD, VERSION_FIELD.replace(dropped, "")))
+        assert [f.split(":")[0] for f in required_drift(current)] == [
+            "projectops.v1.GetReleaseDetailsRequest.version"
+        ]
 
 
 @pytest.mark.slow
