@@ -4,6 +4,7 @@ registry picked by property, for tests that need one of a kind."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -46,13 +47,37 @@ def required_string(op: Operation) -> FieldDescriptor | None:
     return None
 
 
-def with_required_string() -> tuple[Operation, FieldDescriptor]:
-    """The first operation of the registry whose request has a REQUIRED string field, and it."""
+def with_required_string(
+    also: Callable[[Operation], bool] = lambda op: True,
+) -> tuple[Operation, FieldDescriptor]:
+    """The first operation of the registry whose request has a REQUIRED string field (and that
+    `also` holds for: a test's other needs), and that field."""
     for op in operations():
         fd = required_string(op)
-        if fd is not None:
+        if fd is not None and also(op):
             return op, fd
     raise LookupError("no operation of the registry has a REQUIRED string request field")
+
+
+def reaches(message: Descriptor, test: Callable[[FieldDescriptor], bool]) -> bool:
+    """Whether a field of `message`, or of a message under it, passes `test`."""
+    seen, todo = set(), [message]
+    while todo:
+        descriptor = todo.pop()
+        if descriptor.full_name not in seen:
+            seen.add(descriptor.full_name)
+            if any(test(fd) for fd in descriptor.fields):
+                return True
+            todo += [fd.message_type for fd in descriptor.fields if fd.message_type]
+    return False
+
+
+def has_fixtures(op: Operation) -> bool:
+    """Whether the default fixtures' first project answers `op` with a response."""
+    from projectops.fixtures import default_fixtures
+
+    answers = default_fixtures()[0].answers.get(op.name, ())
+    return any(a.error is None and not a.partial for a in answers)
 
 
 def without_request_fields() -> Operation:
