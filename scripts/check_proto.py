@@ -82,18 +82,19 @@ def required_drift(current: bytes, prefix: str = "projectops/") -> list[str]:
     fds = descriptor_pb2.FileDescriptorSet.FromString(current)
     pool = contract.load(fds)
     findings: list[str] = []
-    queue = deque(
-        pool.FindFileByName(f.name).message_types_by_name.values()
+    queue: deque[Any] = deque(
+        message
         for f in fds.file
         if f.name.startswith(prefix)
+        for message in pool.FindFileByName(f.name).message_types_by_name.values()
     )
     while queue:
-        for message in queue.popleft():
-            queue.append(message.nested_types)
-            for field in message.fields:
-                wanted, declared = required_rules(field), rules.rule_items(field, restated=True)
-                if wanted != declared:
-                    findings.append(_drift(field, wanted, declared))
+        message = queue.popleft()
+        queue.extend(message.nested_types)
+        for field in message.fields:
+            wanted, declared = required_rules(field), rules.rule_items(field, restated=True)
+            if wanted != declared:
+                findings.append(_drift(field, wanted, declared))
     return findings
 
 
