@@ -4,6 +4,7 @@ registry picked by property, for tests that need one of a kind."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -46,13 +47,37 @@ def required_string(op: Operation) -> FieldDescriptor | None:
     return None
 
 
-def with_required_string() -> tuple[Operation, FieldDescriptor]:
-    """The first operation of the registry whose request has a REQUIRED string field, and it."""
+def with_required_string(
+    also: Callable[[Operation], bool] = lambda op: True,
+) -> tuple[Operation, FieldDescriptor]:
+    """The first operation of the registry whose request has a REQUIRED string field (and that
+    `also` holds for: a test's other needs), and that field."""
     for op in operations():
         fd = required_string(op)
-        if fd is not None:
+        if fd is not None and also(op):
             return op, fd
     raise LookupError("no operation of the registry has a REQUIRED string request field")
+
+
+def reaches(message: Descriptor, test: Callable[[FieldDescriptor], bool]) -> bool:
+    """Whether a field of `message`, or of a message under it, passes `test`."""
+    seen, todo = set(), [message]
+    while todo:
+        descriptor = todo.pop()
+        if descriptor.full_name not in seen:
+            seen.add(descriptor.full_name)
+            if any(test(fd) for fd in descriptor.fields):
+                return True
+            todo += [fd.message_type for fd in descriptor.fields if fd.message_type]
+    return False
+
+
+def has_fixtures(op: Operation) -> bool:
+    """Whether the default fixtures' first project answers `op` with a response."""
+    from projectops.fixtures import default_fixtures
+
+    answers = default_fixtures()[0].answers.get(op.name, ())
+    return any(a.error is None and not a.partial for a in answers)
 
 
 def without_request_fields() -> Operation:
@@ -74,6 +99,17 @@ def with_max_length_string() -> tuple[Operation, FieldDescriptor, int]:
             if kind and kind[0] == "string" and kind[1].HasField("max_len") and not fd.is_repeated:
                 return op, fd, int(kind[1].max_len)
     raise LookupError("no request of the registry has a string field with a maximum length")
+
+
+def valid_request(op: Operation) -> Message:
+    """The smallest request of `op` that keeps every rule, whatever its fields: its REQUIRED
+    fields and the minimums of its rules set (the generator the mock and the runner use)."""
+    from projectops.mock import generate
+    from projectops.validation import rule_violations
+
+    request = generate(op.request_type, op.name, minimal=True)
+    assert rule_violations(request) == [], f"valid_request cannot keep the rules of {op.name}"
+    return request
 
 
 def with_required_answer_field() -> tuple[Operation, FieldDescriptor]:

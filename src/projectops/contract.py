@@ -244,16 +244,24 @@ def _response_findings(old: Operation, new: Operation) -> Iterator[str]:
                     f"(number {field.number}; was {_type_name(field)}, now absent)"
                 )
                 continue
-            if is_required(field) and not is_required(current):
+            if dropped := sorted(_required(field) - _required(current)):
                 yield (
                     f"{field.full_name}: response of operation {old.name} no longer promises "
-                    f"{where} (it was REQUIRED; released clients rely on it)"
+                    f"{where} (its REQUIRED lost {', '.join(dropped)}; released clients and "
+                    "their engines rely on it)"
                 )
             if field.enum_type is not None and current.enum_type is not None:
                 key = (field.enum_type.full_name, current.enum_type.full_name)
                 if key not in enums:
                     enums.add(key)
                     yield from _enum_findings(old.name, where, field.enum_type, current.enum_type)
+
+
+def _required(fd: FieldDescriptor) -> set[str]:
+    """The declarations of REQUIRED a field carries: ``google.api.field_behavior``, and the
+    ``buf.validate`` rules restating it (:data:`projectops.rules.REQUIRED_ITEMS`)."""
+    behavior = {"google.api.field_behavior"} if is_required(fd) else set()
+    return behavior | set(rules.rule_items(fd, restated=True))
 
 
 # Rules whose value bounds from above or from below: a change of value loosens or tightens.

@@ -10,8 +10,11 @@ case its version's rule fields are the ones read); 0.06 ms for the first read, s
 and the CLI's path pay nothing worth counting.
 
 REQUIRED is not one of these rules: it is ``(google.api.field_behavior) = REQUIRED``
-(:func:`projectops.validation.is_required`), the one place it is declared; the rules never say
-``required`` (``tests/core/test_rules.py`` holds that).
+(:func:`projectops.validation.is_required`). So that protovalidate in any language sees it too,
+a REQUIRED field also declares ``(buf.validate.field).required = true`` and, a singular string,
+the CEL rule :data:`NOT_BLANK_RULE_ID` (a blank string counts as missing, docs/contract.md
+§4.2): these restate REQUIRED, so the readers here leave them out (``rule_items(of,
+restated=True)`` gives them), and ``scripts/check-proto`` checks that both declarations agree.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from projectops.v1 import buf_validate  # noqa: F401  (registers validate.proto, see above)
 
 __all__ = [
+    "NOT_BLANK_RULE_ID",
+    "REQUIRED_ITEMS",
     "cel_rules",
     "described",
     "field_rules",
@@ -33,6 +38,14 @@ __all__ = [
     "rule_kind",
     "rule_phrases",
 ]
+
+#: The id of the CEL rule by which a REQUIRED singular string says, to protovalidate, that a
+#: blank value is missing (docs/contract.md §4.2); its expression is
+#: :data:`projectops.validation.NOT_BLANK_EXPRESSION`.
+NOT_BLANK_RULE_ID = "required.not_blank"
+#: The flattened names (as :func:`rule_items` names rules) of the ``buf.validate`` rules that
+#: restate REQUIRED: left out of :func:`rule_items` and :func:`cel_rules`.
+REQUIRED_ITEMS = ("required", f"cel[{NOT_BLANK_RULE_ID}]")
 
 
 def cel_rules(of: FieldDescriptor | Descriptor) -> tuple[Any, ...]:
@@ -47,7 +60,7 @@ def cel_rules(of: FieldDescriptor | Descriptor) -> tuple[Any, ...]:
         CEL ``expression``; empty when it has none.
     """
     found = field_rules(of) if isinstance(of, FieldDescriptor) else message_rules(of)
-    return tuple(found.cel) if found else ()
+    return tuple(rule for rule in found.cel if rule.id != NOT_BLANK_RULE_ID) if found else ()
 
 
 def _extension(extension: str, of: FieldDescriptor | Descriptor) -> Any:
@@ -107,12 +120,15 @@ def rule_kind(fd: FieldDescriptor) -> tuple[str, Any] | None:
     return kind, getattr(rules, kind)
 
 
-def rule_items(of: FieldDescriptor | Descriptor) -> dict[str, Any]:
+def rule_items(of: FieldDescriptor | Descriptor, *, restated: bool = False) -> dict[str, Any]:
     """The protovalidate rules of a field or a message, flattened (docs/contract.md §4.6): what
     the contract gate compares, the schemas turn into keywords and the help shows.
 
     Args:
         of: a field's or a message's descriptor (of the default pool or a private one).
+        restated: give only the rules that restate REQUIRED (:data:`REQUIRED_ITEMS`:
+            ``{"required": True, "cel[required.not_blank]": "this.matches(...)"}``) instead of
+            every other; ``False`` by default.
 
     Returns:
         Rule name -> value, in the proto's order: ``{"string.max_len": 128}``, a list's item
@@ -138,7 +154,7 @@ def rule_items(of: FieldDescriptor | Descriptor) -> dict[str, Any]:
 
     if found is not None:
         walk(found, "")
-    return items
+    return {name: value for name, value in items.items() if (name in REQUIRED_ITEMS) == restated}
 
 
 def rule_phrases(of: FieldDescriptor | Descriptor) -> tuple[str, ...]:

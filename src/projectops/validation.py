@@ -27,11 +27,13 @@ __all__ = [
     "BLANK",
     "EVALUATION_RULE",
     "MAX_RULED_ELEMENTS",
+    "NOT_BLANK_EXPRESSION",
     "NOT_BLANK_PATTERN",
     "REQUIRED_RULE",
     "RuleViolation",
     "is_blank",
     "is_required",
+    "required_rules",
     "rule_violations",
     "validate",
     "validate_rules",
@@ -60,6 +62,10 @@ def _not_blank_pattern(blank: str) -> str:
 
 #: The JSON Schema ``pattern`` of a string that is not blank (the schemas' :func:`is_blank`).
 NOT_BLANK_PATTERN = _not_blank_pattern(BLANK)
+#: The CEL expression of the rule :data:`projectops.rules.NOT_BLANK_RULE_ID` that a REQUIRED
+#: singular string declares: CEL reads the pattern's ``\uXXXX`` escapes as the
+#: characters themselves, so each engine's regex dialect sees a class of literal characters.
+NOT_BLANK_EXPRESSION = f"this.matches('{NOT_BLANK_PATTERN}')"
 
 
 def is_blank(text: str) -> bool:
@@ -86,6 +92,27 @@ def is_required(fd: FieldDescriptor) -> bool:
     """
     behaviors: list[int] = fd.GetOptions().Extensions[field_behavior_pb2.field_behavior]  # type: ignore[index]
     return _REQUIRED in behaviors
+
+
+def required_rules(fd: FieldDescriptor) -> dict[str, Any]:
+    """The ``buf.validate`` rules that REQUIRED on `fd` means for protovalidate, flattened as
+    ``projectops.rules.rule_items(fd, restated=True)`` reads them (docs/contract.md §4.1,
+    §4.2): what a REQUIRED field must declare beside ``google.api.field_behavior``, and a field
+    that is not REQUIRED must not.
+
+    Args:
+        fd: a field's descriptor (of the default pool or a private one).
+
+    Returns:
+        ``{}`` when `fd` is not REQUIRED; else ``{"required": True}``, and for a singular string
+        also ``{"cel[required.not_blank]": NOT_BLANK_EXPRESSION}``.
+    """
+    if not is_required(fd):
+        return {}
+    derived: dict[str, Any] = {"required": True}
+    if fd.type == fd.TYPE_STRING and not fd.is_repeated:
+        derived["cel[required.not_blank]"] = NOT_BLANK_EXPRESSION
+    return derived
 
 
 def validate(message: Message) -> None:
@@ -149,6 +176,9 @@ def _is_missing(message: Message, fd: FieldDescriptor) -> bool:
         return not value and not fd.has_presence
     return False
 
+
+# The engine's rule ids of the buf.validate rules that restate REQUIRED (required_rules).
+_RESTATED = frozenset({"required", "required.not_blank"})
 
 #: The rule id of a missing REQUIRED field in a :class:`RuleViolation` (the engine's own name
 #: for the rule, though REQUIRED is declared with ``google.api.field_behavior``).
@@ -246,6 +276,8 @@ def rule_violations(message: Message) -> list[RuleViolation]:
         found.append(RuleViolation("", escape(cut(str(exc), 200)), EVALUATION_RULE))
         return found
     for proto in (violation.proto for violation in engine):
+        if proto.rule_id in _RESTATED:  # REQUIRED's, found first by its own walk
+            continue
         path = _json_path(message.DESCRIPTOR, proto.field.elements if proto.field else ())
         found.append(RuleViolation(path, proto.message, proto.rule_id))
     return found

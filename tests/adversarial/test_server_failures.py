@@ -22,12 +22,13 @@ from google.protobuf.descriptor import FieldDescriptor
 
 import projectops
 from projectops import rules
+from projectops.codec import to_dict
 from projectops.conventions import API_KEY_HEADER
 from projectops.program.commands import listen, listen_url
 from projectops.server import create_app
 from projectops.validation import is_required
 from tests.loopback import LOOPBACK
-from tests.synthetic import minimal_answer
+from tests.synthetic import minimal_answer, valid_request
 
 KEY = "failures-key-7f3a"
 #: Any operation a request ``{}`` reaches the handler of.
@@ -144,7 +145,7 @@ def test_a_failure_quoting_a_huge_request_value_logs_a_few_kib(
 
     app = create_app(SimpleNamespace(**{op.name: lookup}), authenticate={KEY: "p"}.get)  # type: ignore[arg-type]
     with caplog.at_level(logging.WARNING), served(app) as url:
-        answer = _post(url, op.path, {fd.json_name: value})
+        answer = _post(url, op.path, {**to_dict(valid_request(op)), fd.json_name: value})
     assert answer.status_code == 500 and answer.json()["code"] == "internal"
     logged = "\n".join(r.getMessage() for r in caplog.records)
     print(f"\nlog of one failure quoting 200,000 characters: {len(logged):,} characters")

@@ -18,9 +18,23 @@ import pytest
 import projectops
 from projectops import operations
 from tests.support import DEMO_KEY, KEY, Recorder, RunCli
-from tests.synthetic import with_required_string, without_request_fields
+from tests.synthetic import has_fixtures, reaches, with_required_string, without_request_fields
 
-GET, FIELD = with_required_string()  # an operation with a REQUIRED string field, and that field
+# An operation with a REQUIRED string field (and that field), answered by the default fixtures,
+# whose response holds an int64 and a Timestamp (what `describe` explains).
+GET, FIELD = with_required_string(
+    lambda op: (
+        has_fixtures(op)
+        and reaches(op.response_type.DESCRIPTOR, lambda fd: fd.type == fd.TYPE_INT64)
+        and reaches(
+            op.response_type.DESCRIPTOR,
+            lambda fd: (
+                fd.message_type is not None
+                and fd.message_type.full_name == "google.protobuf.Timestamp"
+            ),
+        )
+    )
+)
 LIST = without_request_fields()  # an operation whose request is {}
 FLAG = "--" + FIELD.name.replace("_", "-")
 TYPO = FLAG[:-2] + FLAG[-1] + FLAG[-2]  # two letters swapped
@@ -47,8 +61,9 @@ def test_describe_shows_path_fields_types_and_required_within_100_columns(run_cl
 def test_describe_without_a_tool_lists_the_operations(run_cli: RunCli) -> None:
     proc = run_cli("describe")
     assert proc.returncode == 0
+    shown = " ".join(proc.stdout.split())  # a long summary is wrapped to the terminal's width
     for op in operations():
-        assert op.tool_name in proc.stdout and op.summary in proc.stdout
+        assert op.tool_name in shown and " ".join(op.summary.split()) in shown
 
 
 # --- output that fits the pipe ----------------------------------------------------------------

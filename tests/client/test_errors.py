@@ -19,9 +19,11 @@ from projectops import (
     InvalidArgument,
     NotFound,
     OutOfRange,
+    PermissionDenied,
     ResourceExhausted,
     Unauthenticated,
     Unavailable,
+    Unimplemented,
     Unknown,
 )
 from projectops.client._errors import error_from_response
@@ -54,13 +56,18 @@ def test_an_error_body_keeps_its_violations() -> None:
         (502, b"Bad gateway\r\n", Unavailable, "Bad gateway"),
         (503, b"", Unavailable, "HTTP 503"),
         (504, b"upstream timed out", Unavailable, "upstream timed out"),
+        # Too many requests: retry later, as for a server that cannot take the call (§5.2).
+        (429, b"", Unavailable, "HTTP 429"),
+        (429, b"slow down", Unavailable, "slow down"),
         (401, b"", Unauthenticated, "HTTP 401"),
+        (403, b"", PermissionDenied, "HTTP 403"),
         (404, b"Not Found", NotFound, "Not Found"),
         (409, b"", Aborted, "HTTP 409"),
         (413, b"too big", ResourceExhausted, "too big"),
         (400, b"plain text reason", InvalidArgument, "plain text reason"),
         (400, b'{"error": "no message field"}', InvalidArgument, '{"error": "no message field"}'),
         (418, b"teapot", Unknown, "teapot"),
+        (501, b"", Unimplemented, "HTTP 501"),
         (500, b"", Unknown, "HTTP 500"),
     ],
 )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pb2, descriptor_pool, text_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from starlette.applications import Starlette
@@ -161,3 +161,53 @@ def test_a_server_of_another_schema_fails_exactly_the_checks_of_its_breakage(
         "json.timestamps",
     }
     assert all(any(why in detail for why in CANNOT_APPLY) for detail in skipped.values())
+
+
+def _unbreakable_operation() -> Operation:
+    """``GetCap(CapRequest) returns (CapResponse)``, its request's one field an int32 whose
+    only rule is a bound at the type's end (``lte: 2147483647``): no value breaks it."""
+    file = text_format.Parse(
+        """
+        name: "synthetic/v1/caps.proto" package: "synthetic.caps.v1" syntax: "proto3"
+        dependency: "buf/validate/validate.proto"
+        message_type {
+          name: "CapRequest"
+          field {
+            name: "limit" number: 1 type: TYPE_INT32 label: LABEL_OPTIONAL json_name: "limit"
+            options { [buf.validate.field] { int32 { lte: 2147483647 } } }
+          }
+        }
+        message_type { name: "CapResponse" }
+        service {
+          name: "Caps"
+          method {
+            name: "GetCap"
+            input_type: ".synthetic.caps.v1.CapRequest"
+            output_type: ".synthetic.caps.v1.CapResponse"
+          }
+        }
+        """,
+        descriptor_pb2.FileDescriptorProto(),
+        descriptor_pool=descriptor_pool.Default(),
+    )
+    # The default pool, where the buf.validate extensions the engine reads are.
+    pool = descriptor_pool.Default()
+    pool.Add(file)
+    return operation_of(pool.FindServiceByName("synthetic.caps.v1.Caps").methods_by_name["GetCap"])
+
+
+def test_a_rule_no_derived_value_can_break_is_skipped_never_passed() -> None:
+    op = _unbreakable_operation()
+
+    class Caps:
+        def get_cap(self, request: Any, context: Any) -> Message:
+            return op.response_type()
+
+    app = create_app(Caps(), authenticate={KEY: "caps"}.get, operations=[op])  # type: ignore[arg-type]
+    with serving(app) as url:
+        report = run_checks(url, KEY, timeout=TIMEOUT, operations=[op])
+    (rules,) = [c for c in report.checks if c.id == "request.rules"]
+    assert (rules.status, rules.detail) == (
+        "skipped",
+        "no value derived to break: limit int32.lte",
+    )

@@ -10,6 +10,7 @@ Most tests run in-process (httpx2's ASGI transport on both sides, or uvicorn thr
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -144,6 +145,12 @@ def _call(
 
 def _post(op: projectops.Operation, body: bytes, key: str | None = KEY) -> Any:
     return ("POST", op.path, body, {API_KEY_HEADER: key} if key else {})
+
+
+def _valid(op: projectops.Operation) -> bytes:
+    """A request body of `op` that keeps every rule (its REQUIRED fields set), whatever its
+    fields: what a test whose request must not drift sends."""
+    return to_json(generate(op.request_type, op.name, minimal=True)).encode()
 
 
 def _ordinary_calls() -> list[tuple[str, str, bytes, dict[str, str]]]:
@@ -298,7 +305,7 @@ def test_an_error_answer_that_breaks_the_error_rule_is_one_drift(
 ) -> None:
     op = projectops.operations()[0]
     upstream = _answering(status, body, content_type)
-    via, straight, drifts = _call(upstream, [_post(op, b"{}")])
+    via, straight, drifts = _call(upstream, [_post(op, _valid(op))])
     assert via == straight == [Got(status, straight[0].content_type, body)]
     assert [(d.side, d.check, d.field) for d in drifts] == [("answer", "errors.error-response", "")]
     assert what in drifts[0].detail
@@ -307,7 +314,7 @@ def test_an_error_answer_that_breaks_the_error_rule_is_one_drift(
 @pytest.mark.parametrize("body", [b"<html>oops</html>", b"[]", b'{"a": '])
 def test_a_200_that_is_no_json_object_is_one_drift_of_the_body(body: bytes) -> None:
     op = projectops.operations()[0]
-    via, straight, drifts = _call(_answering(200, body, "text/html"), [_post(op, b"{}")])
+    via, straight, drifts = _call(_answering(200, body, "text/html"), [_post(op, _valid(op))])
     assert via == straight
     assert [(d.side, d.check, d.field) for d in drifts] == [("answer", "response.decodes", "")]
     assert drifts[0].line().startswith(f"drift: {op.name} answer response.decodes (the body): ")
@@ -480,7 +487,7 @@ def _error_code(got: Got) -> str:
 def test_an_answer_over_the_cap_is_503_and_a_late_one_504() -> None:
     op = projectops.operations()[0]
     big = _answering(200, b"[" + b"0," * 600 + b"0]")
-    via, straight, _ = _call(big, [_post(op, b"{}")], cap=1000)
+    via, straight, _ = _call(big, [_post(op, _valid(op))], cap=1000)
     assert straight[0].status == 200
     assert (via[0].status, _error_code(via[0])) == (503, "unavailable")
 
@@ -517,6 +524,27 @@ def test_an_upstream_that_cannot_be_reached_is_503(dead_url: str, no_proxy_in_en
 
     got = anyio.run(main)
     assert (got.status_code, got.json()["code"]) == (503, "unavailable")
+
+
+def test_the_dead_upstreams_log_line_redacts_the_key(
+    dead_url: str, no_proxy_in_env: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    op = projectops.operations()[0]
+    target = f"{op.path}?api_key={KEY}&trace=on"
+
+    async def main() -> httpx2.Response:
+        forward = AsyncRawClient(dead_url, timeout=TIMEOUT, max_response_bytes=CAP)
+        app = create_proxy_app(forward, report=lambda _: None)
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app)) as client:
+            headers = {API_KEY_HEADER: KEY}
+            return await client.post(f"http://p{target}", content=b"{}", headers=headers)
+
+    with caplog.at_level(logging.WARNING, logger="projectops.proxy"):
+        got = anyio.run(main)
+    assert got.status_code == 503
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "projectops.proxy"]
+    assert op.path in line and "trace=on" in line  # the line says which call failed
+    assert "api_key=" in line and KEY not in line  # the query shown, its key redacted
 
 
 def test_a_body_over_the_limit_is_413_and_not_forwarded() -> None:
@@ -604,6 +632,54 @@ def test_headers_go_through_as_they_came_both_ways() -> None:
     ]
     assert (b"accept-encoding", b"identity") in seen["upstream"]
     assert (API_KEY_HEADER.lower().encode(), KEY.encode()) in seen["upstream"]
+
+
+#: The hop-by-hop headers of RFC 9110 §7.6.1 (and the obsolete ``Proxy-Connection``), each with
+#: a value it could carry; the proxy forwards none of them either way.
+_HOP_BY_HOP_HEADERS = {
+    "Connection": "keep-alive",
+    "Proxy-Connection": "keep-alive",
+    "Keep-Alive": "timeout=5",
+    "Proxy-Authenticate": 'Basic realm="hop"',
+    "Proxy-Authorization": "Basic aG9wOmhvcA==",
+    "TE": "trailers",
+    "Trailer": "X-Checksum",
+    "Transfer-Encoding": "identity",
+    "Upgrade": "websocket",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HOP_BY_HOP_HEADERS))
+def test_hop_by_hop_headers_are_dropped_both_ways(name: str) -> None:
+    op, answer = _demo_answers()[0]
+    hop = {name: _HOP_BY_HOP_HEADERS[name], "X-End-To-End": "kept"}
+    seen: list[tuple[bytes, bytes]] = []
+
+    async def upstream_app(request: Request) -> Response:
+        seen.extend(request.headers.raw)
+        body = to_json(answer.response).encode()
+        return Response(body, headers=hop, media_type="application/json")
+
+    upstream = Starlette(routes=[Route(op.path, upstream_app, methods=["POST"])])
+
+    async def main() -> httpx2.Response:
+        transport = httpx2.ASGITransport(upstream)
+        forward = AsyncRawClient(
+            "http://upstream", timeout=TIMEOUT, max_response_bytes=CAP, transport=transport
+        )
+        app = create_proxy_app(forward, report=lambda _: None)
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app)) as client:
+            body = to_json(answer.request).encode()
+            headers = {API_KEY_HEADER: KEY, **hop}
+            return await client.post(f"http://p{op.path}", content=body, headers=headers)
+
+    got = anyio.run(main)
+    assert got.status_code == 200
+    forwarded = {k.decode().lower() for k, _ in seen}
+    answered = {k.lower() for k in got.headers}
+    assert "x-end-to-end" in forwarded and "x-end-to-end" in answered  # the test's own check
+    assert name.lower() not in forwarded
+    assert name.lower() not in answered
 
 
 def test_on_real_sockets_it_answers_as_the_upstream(no_proxy_in_env: Any) -> None:

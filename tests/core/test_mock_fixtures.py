@@ -18,7 +18,11 @@ from tests.synthetic import with_required_string, without_request_fields
 
 OPS = projectops.operations()
 # Picked by property: an operation with a REQUIRED string field, and one whose request is empty.
-GET, REQUIRED = with_required_string()
+GET, REQUIRED = with_required_string(
+    lambda op: any(
+        fd.message_type and not fd.is_repeated for fd in op.response_type.DESCRIPTOR.fields
+    )
+)
 FIELD = REQUIRED.name
 LIST = without_request_fields()
 # A message field of GET's response, set in one answer and not in the other.

@@ -19,13 +19,17 @@ from projectops import rules
 from projectops._wire import value_form
 from projectops.descriptions import description
 from projectops.fixtures import default_fixtures
+from projectops.rules import NOT_BLANK_RULE_ID
 from projectops.v1 import error_pb2, mock_fixtures_pb2, operations_pb2, release_pb2
 from projectops.validation import (
+    BLANK,
     EVALUATION_RULE,
     MAX_RULED_ELEMENTS,
     REQUIRED_RULE,
     RuleViolation,
+    is_blank,
     is_required,
+    required_rules,
     rule_violations,
 )
 
@@ -64,13 +68,53 @@ def response(**summary: object) -> operations_pb2.GetReleaseDetailsResponse:
     )
 
 
-# --- REQUIRED is declared once ------------------------------------------------------------------
+# --- REQUIRED, declared for every engine --------------------------------------------------------
 
 
-def test_required_is_never_a_protovalidate_rule() -> None:
-    """REQUIRED is `google.api.field_behavior`, the one declaration (docs/contract.md §8.4)."""
-    stated = [fd.full_name for fd in fields() if (r := rules.field_rules(fd)) and r.required]
-    assert stated == []
+def test_required_is_restated_for_protovalidate_and_read_once() -> None:
+    """A REQUIRED field declares ``(buf.validate.field).required`` (and, a string, the blank
+    rule) besides `google.api.field_behavior`, and no other field does (docs/contract.md §4.1);
+    the readers of the rules leave the restatement out: REQUIRED is shown and checked as one."""
+    fds = list(fields())
+    assert [
+        fd.full_name for fd in fds if rules.rule_items(fd, restated=True) != required_rules(fd)
+    ] == []
+    assert any(required_rules(fd) for fd in fds)  # the test's own check
+    read = [fd.full_name for fd in fds if set(rules.rule_items(fd)) & set(rules.REQUIRED_ITEMS)]
+    assert read == []
+    assert [
+        fd.full_name for fd in fds for r in rules.cel_rules(fd) if r.id == NOT_BLANK_RULE_ID
+    ] == []
+
+
+@pytest.mark.parametrize("version", ["", " ", "\t\u3000\u2028"])
+def test_protovalidate_alone_requires_a_version_and_a_summary(version: str) -> None:
+    """The engine by itself, as another language's protovalidate reads the same descriptors:
+    a missing or blank REQUIRED string and a missing REQUIRED message are violations."""
+    request = operations_pb2.GetReleaseDetailsRequest(version=version)
+    found = [
+        (v.proto.field.elements[0].field_name, v.proto.rule_id)
+        for v in protovalidate.collect_violations(request)
+    ]
+    assert found == [("version", "required" if not version else NOT_BLANK_RULE_ID)]
+    assert (
+        protovalidate.collect_violations(operations_pb2.GetReleaseDetailsRequest(version="1.0"))
+        == []
+    )
+    response = operations_pb2.GetReleaseDetailsResponse(detailed_results={})
+    found = [
+        (v.proto.field.elements[0].field_name, v.proto.rule_id)
+        for v in protovalidate.collect_violations(response)
+    ]
+    assert found == [("summary", "required")]
+
+
+def test_the_blank_rule_agrees_with_is_blank_on_every_white_space_character() -> None:
+    """The CEL rule's class is the characters of §4.2, no more, no fewer, as the engine reads it."""
+    for code in [*map(ord, BLANK), 0xFEFF, 0x200B, ord("x")]:
+        request = operations_pb2.GetReleaseDetailsRequest(version=chr(code) * 2)
+        broken = bool(protovalidate.collect_violations(request))
+        assert broken == is_blank(chr(code)), hex(code)
 
 
 def test_every_promise_of_a_comment_is_a_rule() -> None:

@@ -190,3 +190,85 @@ console.log(JSON.stringify(present));
     )
     blank_codes = json.loads(done.stdout)
     assert blank_codes == [ord(c) for c in BLANK]
+
+
+# --- REQUIRED on every scalar kind --------------------------------------------------------------
+
+_T = descriptor_pb2.FieldDescriptorProto
+#: Each scalar kind of the JSON mapping -> a value that is not its default.
+_SCALARS = {
+    _T.TYPE_DOUBLE: 1.5,
+    _T.TYPE_FLOAT: 1.5,
+    _T.TYPE_INT32: -1,
+    _T.TYPE_INT64: -1,
+    _T.TYPE_UINT32: 1,
+    _T.TYPE_UINT64: 1,
+    _T.TYPE_SINT32: -1,
+    _T.TYPE_SINT64: -1,
+    _T.TYPE_FIXED32: 1,
+    _T.TYPE_FIXED64: 1,
+    _T.TYPE_SFIXED32: -1,
+    _T.TYPE_SFIXED64: -1,
+    _T.TYPE_BOOL: True,
+    _T.TYPE_STRING: "x",
+    _T.TYPE_BYTES: b"x",
+    _T.TYPE_ENUM: 1,
+}
+
+
+def _kinds_type() -> type[Message]:
+    """A message made for this test: per scalar kind a REQUIRED field `k<type>` without
+    presence and a REQUIRED proto3 ``optional`` one, `p<type>`."""
+    f = descriptor_pb2.FileDescriptorProto(
+        name="validation_kinds_test.proto",
+        package="vtk",
+        syntax="proto3",
+        dependency=["google/api/field_behavior.proto"],
+    )
+    f.enum_type.add(name="Kind").value.add(name="KIND_UNSPECIFIED", number=0)
+    f.enum_type[0].value.add(name="KIND_ONE", number=1)
+    kinds = f.message_type.add(name="Kinds")
+    for kind in _SCALARS:
+        for prefix, optional in (("k", False), ("p", True)):
+            fd = kinds.field.add(name=f"{prefix}{kind}", number=len(kinds.field) + 1, type=kind)
+            fd.label = _T.LABEL_OPTIONAL
+            if kind == _T.TYPE_ENUM:
+                fd.type_name = ".vtk.Kind"
+            if optional:
+                fd.proto3_optional = True
+                kinds.oneof_decl.add(name=f"_{fd.name}")
+                fd.oneof_index = len(kinds.oneof_decl) - 1
+            fd.options.Extensions[field_behavior_pb2.field_behavior].append(
+                field_behavior_pb2.REQUIRED
+            )
+    pool = descriptor_pool.Default()
+    pool.Add(f)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("vtk.Kinds"))
+
+
+Kinds = _kinds_type()
+
+
+def _required_violations(message: Message) -> list[str]:
+    try:
+        projectops.validate(message)
+    except projectops.InvalidArgument as error:
+        return [v.field for v in error.violations]
+    return []
+
+
+@pytest.mark.parametrize("kind", list(_SCALARS), ids=lambda k: _T.Type.Name(k)[5:].lower())
+def test_required_holds_on_every_scalar_kind(kind: int) -> None:
+    plain, optional = f"k{kind}", f"p{kind}"
+    others = {f"{p}{k}": v for k, v in _SCALARS.items() if k != kind for p in "kp"}
+    # Unset, and the default value without presence: missing.
+    assert _required_violations(Kinds(**others)) == [plain, optional]
+    # The default value set with presence: present (§4.1), but for a string: blank (§4.2).
+    zero = Kinds(**others, **{optional: type(_SCALARS[kind])()})
+    blank = kind == _T.TYPE_STRING
+    assert _required_violations(zero) == [plain, optional] if blank else [plain]
+    # A value: present.
+    assert (
+        _required_violations(Kinds(**others, **{plain: _SCALARS[kind], optional: _SCALARS[kind]}))
+        == []
+    )

@@ -28,7 +28,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 import projectops
 from projectops.fixtures import FixtureAnswer, default_fixtures, trimmed
-from projectops.mock import generate
+from projectops.mock import generate, generated_answer
 from projectops.validation import is_required
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 
@@ -70,9 +70,13 @@ def demo_arguments(op: projectops.Operation) -> dict[str, Any]:
 
 
 def demo_response(op: projectops.Operation) -> dict[str, Any]:
-    """The JSON of the answer to :func:`demo_arguments` in the default fixtures, else ``{}``."""
+    """The JSON of the answer to :func:`demo_arguments` in the default fixtures, else of the
+    mock's generated answer to it (one that keeps every rule)."""
     answer = _demo_answer(op)
-    return projectops.to_dict(answer.response) if answer else {}
+    if answer is not None:
+        return projectops.to_dict(answer.response)
+    request = projectops.from_json(demo_arguments(op), op.request_type)
+    return projectops.to_dict(generated_answer(op, request))
 
 
 def _demo_answer(op: projectops.Operation) -> FixtureAnswer | None:

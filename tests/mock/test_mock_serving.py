@@ -21,10 +21,10 @@ from projectops.conventions import API_KEY_HEADER
 from projectops.errors import FailedPrecondition
 from projectops.fixtures import request_key
 from projectops.mock import generate, load_fixtures
-from tests.synthetic import with_required_string, without_request_fields
+from tests.synthetic import has_fixtures, with_required_string, without_request_fields
 
 #: An operation whose request has a REQUIRED string field, and one whose request is empty.
-GET, FIELD = with_required_string()
+GET, FIELD = with_required_string(has_fixtures)  # the default fixtures answer it
 LIST = without_request_fields()
 
 

@@ -3,58 +3,133 @@
 Used by tests/schema/test_adding_an_operation.py, and runnable by hand to see which tests would
 turn red (the in-process suite of the copy, its `projectops` imported from the copy)::
 
-    .venv/bin/python -m tests.schema.planting /tmp/plant [pytest arguments]
+    .venv/bin/python -m tests.schema.planting /tmp/plant [ListReleases|EchoGreeting [INDEX]] \
+        [-- pytest arguments]
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+from projectops.rules import NOT_BLANK_RULE_ID
+from projectops.validation import NOT_BLANK_EXPRESSION
 
 REPO = Path(__file__).resolve().parents[2]
 PROTO = Path("proto/projectops/v1/operations.proto")
 
-#: The planted rpc: read-only, its request a REQUIRED field after an optional one, both with a
-#: protovalidate rule, its answer a list of a message another rpc already uses.
-RPC = "ListReleases"
-OPERATION = "list_releases"
-_RPC_TEXT = f"""
-  // List the releases of the project, most recently created first.
-  rpc {RPC}({RPC}Request) returns ({RPC}Response) {{
+#: How a REQUIRED string restates REQUIRED for protovalidate (docs/contract.md §4.1, §4.2;
+#: ``scripts/check-proto`` refuses a REQUIRED field without it), as operations.proto writes it.
+_EXPRESSION = NOT_BLANK_EXPRESSION.replace("\\", "\\\\")  # as a proto string literal
+_HALF = _EXPRESSION.index("\\\\u2000")  # two lines, as buf format leaves them
+REQUIRED_STRING_RULES = f"""(buf.validate.field).required = true,
+    (buf.validate.field).cel = {{
+      id: "{NOT_BLANK_RULE_ID}"
+      message: "is required"
+      expression:
+        "{_EXPRESSION[:_HALF]}"
+        "{_EXPRESSION[_HALF:]}"
+    }}"""
+
+
+@dataclass(frozen=True)
+class Plant:
+    """An rpc a new engineer could add: its name, its operation's name, its text in the
+    service (comment, rpc, options) and its messages' text (appended to the file)."""
+
+    rpc: str
+    operation: str
+    rpc_text: str
+    messages_text: str
+
+
+def _rpc_text(rpc: str, operation: str, comment: str) -> str:
+    return f"""
+  // {comment}
+  rpc {rpc}({rpc}Request) returns ({rpc}Response) {{
     option idempotency_level = NO_SIDE_EFFECTS;
     option (google.api.http) = {{
-      post: "/api/mcp/{OPERATION}"
+      post: "/api/mcp/{operation}"
       body: "*"
     }};
   }}
 """
-_MESSAGES_TEXT = f"""
-// Request of [{RPC}][projectops.v1.OperationsService.{RPC}]: an optional field with a rule, then
-// a REQUIRED one with a rule.
-message {RPC}Request {{
+
+
+#: Read-only, its request an optional field with a rule then a REQUIRED one with a rule, its
+#: response a list of a message another rpc already uses.
+LIST_RELEASES = Plant(
+    "ListReleases",
+    "list_releases",
+    _rpc_text(
+        "ListReleases",
+        "list_releases",
+        "List the releases of the project, most recently created first.",
+    ),
+    """
+// Request of [ListReleases][projectops.v1.OperationsService.ListReleases]: an optional field with
+// a rule, then a REQUIRED one with a rule.
+message ListReleasesRequest {
   // Only the releases whose version label starts with this, at most 64 characters; empty: every
   // release.
   string version_prefix = 1 [(buf.validate.field).string.max_len = 64];
   // How many releases to list at most, from 1 to 100. Required.
   int32 page_size = 2 [
     (google.api.field_behavior) = REQUIRED,
-    (buf.validate.field).int32 = {{
+    (buf.validate.field).required = true,
+    (buf.validate.field).int32 = {
       gte: 1
       lte: 100
-    }}
+    }
+  ];
+}
+
+// Response of [ListReleases][projectops.v1.OperationsService.ListReleases].
+message ListReleasesResponse {
+  // The project's releases, most recently created first.
+  repeated Release releases = 1;
+}
+""",
+)
+
+#: What a new user writes following docs/schema.md: a REQUIRED request string with a maximum
+#: length, a flat response whose one field is REQUIRED and never empty.
+ECHO_GREETING = Plant(
+    "EchoGreeting",
+    "echo_greeting",
+    _rpc_text("EchoGreeting", "echo_greeting", "Greet someone by name."),
+    f"""
+// Request of [EchoGreeting][projectops.v1.OperationsService.EchoGreeting].
+message EchoGreetingRequest {{
+  // Who to greet, at most 64 characters. Required.
+  string name = 1 [
+    (google.api.field_behavior) = REQUIRED,
+    {REQUIRED_STRING_RULES},
+    (buf.validate.field).string.max_len = 64
   ];
 }}
 
-// Response of [{RPC}][projectops.v1.OperationsService.{RPC}].
-message {RPC}Response {{
-  // The project's releases, most recently created first.
-  repeated Release releases = 1;
+// Response of [EchoGreeting][projectops.v1.OperationsService.EchoGreeting].
+message EchoGreetingResponse {{
+  // The greeting. Never empty.
+  string greeting = 1 [
+    (google.api.field_behavior) = REQUIRED,
+    {REQUIRED_STRING_RULES},
+    (buf.validate.field).string.min_len = 1
+  ];
 }}
-"""
+""",
+)
 
+PLANTS = (LIST_RELEASES, ECHO_GREETING)
+#: The planting test's default: the rpc the issue-25 test planted.
+RPC = LIST_RELEASES.rpc
+OPERATION = LIST_RELEASES.operation
 
 #: The test modules whose slow tests go over the registry's operations: the planting test runs
 #: their slow tests in the copy too (besides the whole in-process suite).
@@ -106,13 +181,37 @@ def copy_repository(dest: Path) -> Path:
     return dest
 
 
-def plant(root: Path) -> None:
-    """Add the rpc to the service of `root`'s operations.proto, and its messages at the end."""
+def rpc_count(root: Path) -> int:
+    """How many rpcs the service of `root`'s operations.proto has."""
+    return len(_rpc_starts((root / PROTO).read_text(encoding="utf-8")))
+
+
+def _rpc_starts(text: str) -> list[int]:
+    """Where each rpc of the service starts (its leading comment, if any), in file order."""
+    start = text.index("\nservice ")
+    end = text.index("\n}\n", start)
+    found = re.finditer(r"\n((?:  //[^\n]*\n)*)  rpc ", text[start:end])
+    return [start + m.start() + 1 for m in found]
+
+
+def plant(root: Path, what: Plant = LIST_RELEASES, at: int | None = None) -> None:
+    """Add `what`'s rpc to the service of `root`'s operations.proto and its messages at the end.
+
+    Args:
+        root: a copy of the repository.
+        what: the rpc to plant.
+        at: its index among the service's rpcs (0: first); ``None`` (the default): last.
+    """
     path = root / PROTO
     text = path.read_text(encoding="utf-8")
-    start = text.index("\nservice ")
-    end = text.index("\n}\n", start)  # the service's closing brace
-    path.write_text(text[:end] + "\n" + _RPC_TEXT.rstrip("\n") + text[end:] + _MESSAGES_TEXT)
+    starts = _rpc_starts(text)
+    if at is None or at >= len(starts):
+        where = text.index("\n}\n", text.index("\nservice ")) + 1  # the closing brace
+        rpc = "\n" + what.rpc_text.strip("\n") + "\n"
+    else:
+        where = starts[at]
+        rpc = what.rpc_text.strip("\n") + "\n\n"
+    path.write_text(text[:where] + rpc + text[where:] + what.messages_text, encoding="utf-8")
 
 
 def environment(root: Path) -> dict[str, str]:
@@ -136,14 +235,15 @@ def generate(root: Path, timeout: float = 180) -> subprocess.CompletedProcess[st
     )
 
 
-def planted_copy(dest: Path) -> Path:
-    """A copy of the repository in `dest` with the rpc planted and the bindings regenerated.
+def planted_copy(dest: Path, what: Plant = LIST_RELEASES, at: int | None = None) -> Path:
+    """A copy of the repository in `dest` with `what` planted (at index `at` of the service,
+    ``None``: last; see :func:`plant`) and the bindings regenerated.
 
     Raises:
         AssertionError: scripts/generate failed (its output in the message).
     """
     copy_repository(dest)
-    plant(dest)
+    plant(dest, what, at)
     done = generate(dest)
     assert done.returncode == 0, done.stdout + done.stderr
     return dest
@@ -163,10 +263,17 @@ def pytest_in(root: Path, *args: str, timeout: float = 600) -> subprocess.Comple
 
 
 if __name__ == "__main__":
-    destination = Path(sys.argv[1])
+    # planting.py DEST [PLANT [INDEX]] -- [pytest arguments]: PLANT an rpc name of PLANTS
+    # (default ListReleases), INDEX its place in the service (default: last).
+    args = sys.argv[1:]
+    split = args.index("--") if "--" in args else len(args)
+    where, pytest_args = args[:split], args[split + 1 :]
+    destination = Path(where[0])
+    chosen = next(p for p in PLANTS if p.rpc == (where[1:] or [RPC])[0])
+    index = int(where[2]) if len(where) > 2 else None
     if destination.exists():
         shutil.rmtree(destination)
-    planted_copy(destination)
-    done = pytest_in(destination, *(sys.argv[2:] or ["-q", "-m", "not slow", "-n", "2"]))
+    planted_copy(destination, chosen, index)
+    done = pytest_in(destination, *(pytest_args or ["-q", "-m", "not slow", "-n", "2"]))
     sys.stdout.write(done.stdout + done.stderr)
     sys.exit(done.returncode)

@@ -17,11 +17,14 @@ from pathlib import Path
 import pytest
 
 from projectops import contract
+from projectops.rules import NOT_BLANK_RULE_ID
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 import protolib  # noqa: E402
-from check_proto import accepted_findings  # noqa: E402
+from check_proto import accepted_findings, required_drift  # noqa: E402
+
+from tests.schema.planting import REQUIRED_STRING_RULES  # noqa: E402
 
 RELEASED = (REPO / "proto" / "released.binpb").read_bytes()
 ACCEPTED = accepted_findings(REPO)
@@ -29,13 +32,24 @@ OPS = "operations.proto"
 RELEASE = "release.proto"
 RUM = "rum_environment.proto"
 GET = "projectops.v1.OperationsService.GetReleaseDetails"
-VERSION_FIELD = (
-    "  string version = 1 [\n    (google.api.field_behavior) = REQUIRED,\n"
-    "    (buf.validate.field).string.max_len = 128\n  ];\n"
-)
+_OPS_TEXT = (REPO / "proto" / "projectops" / "v1" / OPS).read_text(encoding="utf-8")
+
+
+def _field_text(declaration: str) -> str:
+    """The lines of operations.proto that declare a field, from `declaration` to its ``];``."""
+    start = _OPS_TEXT.index(declaration)
+    return _OPS_TEXT[start : _OPS_TEXT.index("];\n", start) + 3]
+
+
+VERSION_FIELD = _field_text("  string version = 1 [")
+SUMMARY_FIELD = _field_text("  ReleaseSummary summary = 1 [")
 VERSION_RULE = "(buf.validate.field).string.max_len = 128"
 SESSION_COUNT = "int64 session_count = 4 [(buf.validate.field).int64.gte = 0];"
 REQUIRED = "[(google.api.field_behavior) = REQUIRED]"
+#: A REQUIRED string as scripts/check-proto accepts it (restated for protovalidate), top-level.
+REQUIRED_STRING = (
+    f"[\n    (google.api.field_behavior) = REQUIRED,\n    {REQUIRED_STRING_RULES}\n  ]"
+)
 
 Edit = tuple[str, str, str]
 _counter = itertools.count()
@@ -246,7 +260,7 @@ NEW_RPC = (
     "  // Count things.\n  rpc CountThings(CountThingsRequest) returns (CountThingsResponse) {\n"
     '    option (google.api.http) = {\n      post: "/api/mcp/count_things"\n      body: "*"\n'
     "    };\n  }\n}\n\n// Request of CountThings.\nmessage CountThingsRequest {\n"
-    f"  // What to count.\n  string kind = 1 {REQUIRED};\n}}\n\n"
+    f"  // What to count.\n  string kind = 1 {REQUIRED_STRING};\n}}\n\n"
     "// Response of CountThings.\nmessage CountThingsResponse {\n  // How many.\n"
     "  int64 count = 1;\n}\n"
 )
@@ -374,7 +388,7 @@ def test_check_proto_fails_a_new_required_request_field_with_one_line(copy: Path
             OPS,
             VERSION_FIELD,
             VERSION_FIELD + "  // Only this environment's counts.\n"
-            f"  string environment = 2 {REQUIRED};\n",
+            f"  string environment = 2 {REQUIRED_STRING};\n",
         ),
     )
     assert result.returncode == 1, result.stdout + result.stderr
@@ -479,16 +493,12 @@ def test_a_loosened_response_rule_fails(tmp_path: Path) -> None:
     got = rule_findings(
         tmp_path,
         (RUM, "int64 session_count = 4 [(buf.validate.field).int64.gte = 0];", SESSION_PLAIN),
-        (
-            OPS,
-            "ReleaseSummary summary = 1 [(google.api.field_behavior) = REQUIRED];",
-            "ReleaseSummary summary = 1;",
-        ),
+        (OPS, SUMMARY_FIELD, "  ReleaseSummary summary = 1;\n"),
     )
     assert sorted(got) == [
         "projectops.v1.GetReleaseDetailsResponse.summary: response of operation "
-        "get_release_details no longer promises summary (it was REQUIRED; released clients "
-        "rely on it)",
+        "get_release_details no longer promises summary (its REQUIRED lost "
+        "google.api.field_behavior, required; released clients and their engines rely on it)",
         "projectops.v1.RumEnvironment.session_count: response of operation "
         "list_rum_environments loosened rule int64.gte at environments.session_count "
         "(was 0, now unset)",
@@ -515,3 +525,78 @@ def test_a_tightened_response_rule_and_a_message_rule_pass_or_fail_by_side(
 
 
 SESSION_PLAIN = "int64 session_count = 4;"
+
+
+# --- REQUIRED, declared for every engine -------------------------------------------------------
+
+NOT_BLANK = VERSION_FIELD[
+    VERSION_FIELD.index("    (buf.validate.field).cel") : VERSION_FIELD.index("    },\n") + 7
+]
+
+
+def test_every_required_field_restates_it_for_protovalidate(tmp_path: Path) -> None:
+    assert required_drift(image(tmp_path)) == []
+
+
+def test_required_declared_once_is_drift(tmp_path: Path) -> None:
+    one_sided = image(
+        tmp_path,
+        (
+            OPS,
+            SUMMARY_FIELD,
+            SUMMARY_FIELD.replace(",\n    (buf.validate.field).required = true", ""),
+        ),
+        (OPS, VERSION_FIELD, VERSION_FIELD.replace(NOT_BLANK, "")),
+        (RUM, SESSION_COUNT, SESSION_COUNT.replace("int64.gte = 0", "required = true")),
+    )
+    assert sorted(required_drift(one_sided)) == [
+        "projectops.v1.GetReleaseDetailsRequest.version: REQUIRED (google.api.field_behavior), "
+        f"but its buf.validate cel[{NOT_BLANK_RULE_ID}] not as REQUIRED needs (docs/schema.md, "
+        "'Adding an operation')",
+        "projectops.v1.GetReleaseDetailsResponse.summary: REQUIRED (google.api.field_behavior), "
+        "but its buf.validate required not as REQUIRED needs (docs/schema.md, 'Adding an "
+        "operation')",
+        "projectops.v1.RumEnvironment.session_count: not REQUIRED, yet declares required",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("dropped", "lost"),
+    [
+        ("    (google.api.field_behavior) = REQUIRED,\n", "google.api.field_behavior"),
+        (",\n    (buf.validate.field).required = true", "required"),
+    ],
+    ids=["field_behavior", "buf.validate"],
+)
+def test_a_response_dropping_either_declaration_of_required_fails(
+    tmp_path: Path, dropped: str, lost: str
+) -> None:
+    field = SUMMARY_FIELD.replace(dropped, "")
+    assert rule_findings(tmp_path, (OPS, SUMMARY_FIELD, field)) == [
+        "projectops.v1.GetReleaseDetailsResponse.summary: response of operation "
+        f"get_release_details no longer promises summary (its REQUIRED lost {lost}; released "
+        "clients and their engines rely on it)"
+    ]
+
+
+def test_a_request_dropping_either_declaration_of_required_fails_the_gate(tmp_path: Path) -> None:
+    """Dropping both makes a request looser, which a released client cannot notice; dropping
+    one is drift, which scripts/check-proto fails whatever the release."""
+    for dropped in ("    (google.api.field_behavior) = REQUIRED,\n", NOT_BLANK):
+        current = image(tmp_path, (OPS, VERSION_FIELD, VERSION_FIELD.replace(dropped, "")))
+        assert [f.split(":")[0] for f in required_drift(current)] == [
+            "projectops.v1.GetReleaseDetailsRequest.version"
+        ]
+
+
+@pytest.mark.slow
+def test_check_proto_fails_required_declared_once_with_one_line(copy: Path) -> None:
+    once = "  ReleaseSummary summary = 1 [(google.api.field_behavior) = REQUIRED];\n"
+    result = check_proto(copy, (OPS, SUMMARY_FIELD, once))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert contract_lines(result) == [
+        "contract: projectops.v1.GetReleaseDetailsResponse.summary: REQUIRED "
+        "(google.api.field_behavior), but its buf.validate required not as REQUIRED needs "
+        "(docs/schema.md, 'Adding an operation')"
+    ]
+    assert "schema gates failed: contract" in result.stderr

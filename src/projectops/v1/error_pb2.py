@@ -26,7 +26,7 @@ from projectops.v1 import buf_validate as buf_dot_validate_dot_validate__pb2
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19projectops/v1/error.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/api/field_behavior.proto\"m\n\rErrorResponse\x12\x12\n\x04\x63ode\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12\x15\n\x07message\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12\x31\n\nviolations\x18\x03 \x03(\x0b\x32\x1d.projectops.v1.FieldViolation\"=\n\x0e\x46ieldViolation\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x1c\n\x0b\x64\x65scription\x18\x02 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19projectops/v1/error.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/api/field_behavior.proto\"\xa3\x03\n\rErrorResponse\x12\xac\x01\n\x04\x63ode\x18\x01 \x01(\tB\x9d\x01\xe2\x41\x01\x02\xbaH\x95\x01\xba\x01\x8e\x01\n\x12required.not_blank\x12\x0bis required\x1akthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\xc8\x01\x01\x12\xaf\x01\n\x07message\x18\x02 \x01(\tB\x9d\x01\xe2\x41\x01\x02\xbaH\x95\x01\xba\x01\x8e\x01\n\x12required.not_blank\x12\x0bis required\x1akthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\xc8\x01\x01\x12\x31\n\nviolations\x18\x03 \x03(\x0b\x32\x1d.projectops.v1.FieldViolation\"=\n\x0e\x46ieldViolation\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x1c\n\x0b\x64\x65scription\x18\x02 \x01(\tB\x07\xbaH\x04r\x02\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,13 +34,13 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'projectops.v1.error_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ERRORRESPONSE'].fields_by_name['code']._loaded_options = None
-  _globals['_ERRORRESPONSE'].fields_by_name['code']._serialized_options = b'\342A\001\002'
+  _globals['_ERRORRESPONSE'].fields_by_name['code']._serialized_options = b'\342A\001\002\272H\225\001\272\001\216\001\n\022required.not_blank\022\013is required\032kthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\310\001\001'
   _globals['_ERRORRESPONSE'].fields_by_name['message']._loaded_options = None
-  _globals['_ERRORRESPONSE'].fields_by_name['message']._serialized_options = b'\342A\001\002'
+  _globals['_ERRORRESPONSE'].fields_by_name['message']._serialized_options = b'\342A\001\002\272H\225\001\272\001\216\001\n\022required.not_blank\022\013is required\032kthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\310\001\001'
   _globals['_FIELDVIOLATION'].fields_by_name['description']._loaded_options = None
   _globals['_FIELDVIOLATION'].fields_by_name['description']._serialized_options = b'\272H\004r\002\020\001'
-  _globals['_ERRORRESPONSE']._serialized_start=106
-  _globals['_ERRORRESPONSE']._serialized_end=215
-  _globals['_FIELDVIOLATION']._serialized_start=217
-  _globals['_FIELDVIOLATION']._serialized_end=278
+  _globals['_ERRORRESPONSE']._serialized_start=107
+  _globals['_ERRORRESPONSE']._serialized_end=526
+  _globals['_FIELDVIOLATION']._serialized_start=528
+  _globals['_FIELDVIOLATION']._serialized_end=589
 # @@protoc_insertion_point(module_scope)

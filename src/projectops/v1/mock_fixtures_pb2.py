@@ -29,7 +29,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from projectops.v1 import error_pb2 as projectops_dot_v1_dot_error__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!projectops/v1/mock_fixtures.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x19projectops/v1/error.proto\"\xf9\x01\n\x0cMockFixtures\x12\xe8\x01\n\x08projects\x18\x01 \x03(\x0b\x32\x1a.projectops.v1.MockProjectB\xb9\x01\xe2\x41\x01\x02\xbaH\xb1\x01\xba\x01X\n\x17projects.unique_project\x12\x1cholds each project name once\x1a\x1fthis.map(p, p.project).unique()\xba\x01S\n\x17projects.unique_api_key\x12\x17holds each API key once\x1a\x1fthis.map(p, p.api_key).unique()\"\xca\x01\n\x0bMockProject\x12\x15\n\x07project\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12\x15\n\x07\x61pi_key\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12>\n\noperations\x18\x03 \x03(\x0b\x32*.projectops.v1.MockProject.OperationsEntry\x1aM\n\x0fOperationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.ListValue:\x02\x38\x01\"\xd3\x02\n\nMockAnswer\x12(\n\x07request\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12)\n\x08response\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12+\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1c.projectops.v1.ErrorResponse\x12\x36\n\x05\x64\x65lay\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationB\x0c\xbaH\t\xaa\x01\x06\"\x02\x08<2\x00\x12\x0f\n\x07partial\x18\x05 \x01(\x08:z\xbaHw\x1au\n\x1dmock_answer.response_or_error\x12-exactly one of response and error must be set\x1a%has(this.response) != has(this.error)b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!projectops/v1/mock_fixtures.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x19projectops/v1/error.proto\"\xfc\x01\n\x0cMockFixtures\x12\xeb\x01\n\x08projects\x18\x01 \x03(\x0b\x32\x1a.projectops.v1.MockProjectB\xbc\x01\xe2\x41\x01\x02\xbaH\xb4\x01\xba\x01X\n\x17projects.unique_project\x12\x1cholds each project name once\x1a\x1fthis.map(p, p.project).unique()\xba\x01S\n\x17projects.unique_api_key\x12\x17holds each API key once\x1a\x1fthis.map(p, p.api_key).unique()\xc8\x01\x01\"\x80\x04\n\x0bMockProject\x12\xaf\x01\n\x07project\x18\x01 \x01(\tB\x9d\x01\xe2\x41\x01\x02\xbaH\x95\x01\xba\x01\x8e\x01\n\x12required.not_blank\x12\x0bis required\x1akthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\xc8\x01\x01\x12\xaf\x01\n\x07\x61pi_key\x18\x02 \x01(\tB\x9d\x01\xe2\x41\x01\x02\xbaH\x95\x01\xba\x01\x8e\x01\n\x12required.not_blank\x12\x0bis required\x1akthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\xc8\x01\x01\x12>\n\noperations\x18\x03 \x03(\x0b\x32*.projectops.v1.MockProject.OperationsEntry\x1aM\n\x0fOperationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.ListValue:\x02\x38\x01\"\xd3\x02\n\nMockAnswer\x12(\n\x07request\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12)\n\x08response\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12+\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1c.projectops.v1.ErrorResponse\x12\x36\n\x05\x64\x65lay\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationB\x0c\xbaH\t\xaa\x01\x06\"\x02\x08<2\x00\x12\x0f\n\x07partial\x18\x05 \x01(\x08:z\xbaHw\x1au\n\x1dmock_answer.response_or_error\x12-exactly one of response and error must be set\x1a%has(this.response) != has(this.error)b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,23 +37,23 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'projectops.v1.mock_fixtures
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MOCKFIXTURES'].fields_by_name['projects']._loaded_options = None
-  _globals['_MOCKFIXTURES'].fields_by_name['projects']._serialized_options = b'\342A\001\002\272H\261\001\272\001X\n\027projects.unique_project\022\034holds each project name once\032\037this.map(p, p.project).unique()\272\001S\n\027projects.unique_api_key\022\027holds each API key once\032\037this.map(p, p.api_key).unique()'
+  _globals['_MOCKFIXTURES'].fields_by_name['projects']._serialized_options = b'\342A\001\002\272H\264\001\272\001X\n\027projects.unique_project\022\034holds each project name once\032\037this.map(p, p.project).unique()\272\001S\n\027projects.unique_api_key\022\027holds each API key once\032\037this.map(p, p.api_key).unique()\310\001\001'
   _globals['_MOCKPROJECT_OPERATIONSENTRY']._loaded_options = None
   _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_options = b'8\001'
   _globals['_MOCKPROJECT'].fields_by_name['project']._loaded_options = None
-  _globals['_MOCKPROJECT'].fields_by_name['project']._serialized_options = b'\342A\001\002'
+  _globals['_MOCKPROJECT'].fields_by_name['project']._serialized_options = b'\342A\001\002\272H\225\001\272\001\216\001\n\022required.not_blank\022\013is required\032kthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\310\001\001'
   _globals['_MOCKPROJECT'].fields_by_name['api_key']._loaded_options = None
-  _globals['_MOCKPROJECT'].fields_by_name['api_key']._serialized_options = b'\342A\001\002'
+  _globals['_MOCKPROJECT'].fields_by_name['api_key']._serialized_options = b'\342A\001\002\272H\225\001\272\001\216\001\n\022required.not_blank\022\013is required\032kthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\310\001\001'
   _globals['_MOCKANSWER'].fields_by_name['delay']._loaded_options = None
   _globals['_MOCKANSWER'].fields_by_name['delay']._serialized_options = b'\272H\t\252\001\006\"\002\010<2\000'
   _globals['_MOCKANSWER']._loaded_options = None
   _globals['_MOCKANSWER']._serialized_options = b'\272Hw\032u\n\035mock_answer.response_or_error\022-exactly one of response and error must be set\032%has(this.response) != has(this.error)'
   _globals['_MOCKFIXTURES']._serialized_start=204
-  _globals['_MOCKFIXTURES']._serialized_end=453
-  _globals['_MOCKPROJECT']._serialized_start=456
-  _globals['_MOCKPROJECT']._serialized_end=658
-  _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_start=581
-  _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_end=658
-  _globals['_MOCKANSWER']._serialized_start=661
-  _globals['_MOCKANSWER']._serialized_end=1000
+  _globals['_MOCKFIXTURES']._serialized_end=456
+  _globals['_MOCKPROJECT']._serialized_start=459
+  _globals['_MOCKPROJECT']._serialized_end=971
+  _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_start=894
+  _globals['_MOCKPROJECT_OPERATIONSENTRY']._serialized_end=971
+  _globals['_MOCKANSWER']._serialized_start=974
+  _globals['_MOCKANSWER']._serialized_end=1313
 # @@protoc_insertion_point(module_scope)

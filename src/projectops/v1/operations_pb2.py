@@ -29,7 +29,7 @@ from projectops.v1 import release_pb2 as projectops_dot_v1_dot_release__pb2
 from projectops.v1 import rum_environment_pb2 as projectops_dot_v1_dot_rum__environment__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eprojectops/v1/operations.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1bprojectops/v1/release.proto\x1a#projectops/v1/rum_environment.proto\"\x1c\n\x1aListRumEnvironmentsRequest\"\xc6\x01\n\x1bListRumEnvironmentsResponse\x12\xa6\x01\n\x0c\x65nvironments\x18\x01 \x03(\x0b\x32\x1d.projectops.v1.RumEnvironmentBq\xbaHn\xba\x01k\n\x1f\x65nvironments.unique_environment\x12#holds one entry per environment tag\x1a#this.map(e, e.environment).unique()\"9\n\x18GetReleaseDetailsRequest\x12\x1d\n\x07version\x18\x01 \x01(\tB\x0c\xe2\x41\x01\x02\xbaH\x05r\x03\x18\x80\x01\"\x98\x01\n\x19GetReleaseDetailsResponse\x12\x34\n\x07summary\x18\x01 \x01(\x0b\x32\x1d.projectops.v1.ReleaseSummaryB\x04\xe2\x41\x01\x02\x12\x45\n\x10\x64\x65tailed_results\x18\x02 \x01(\x0b\x32%.projectops.v1.ReleaseDetailedResultsB\x04\xe2\x41\x01\x02\x32\xc5\x02\n\x11OperationsService\x12\x9a\x01\n\x13ListRumEnvironments\x12).projectops.v1.ListRumEnvironmentsRequest\x1a*.projectops.v1.ListRumEnvironmentsResponse\",\x90\x02\x01\x82\xd3\xe4\x93\x02#\"\x1e/api/mcp/list_rum_environments:\x01*\x12\x92\x01\n\x11GetReleaseDetails\x12\'.projectops.v1.GetReleaseDetailsRequest\x1a(.projectops.v1.GetReleaseDetailsResponse\"*\x90\x02\x01\x82\xd3\xe4\x93\x02!\"\x1c/api/mcp/get_release_details:\x01*b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eprojectops/v1/operations.proto\x12\rprojectops.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1bprojectops/v1/release.proto\x1a#projectops/v1/rum_environment.proto\"\x1c\n\x1aListRumEnvironmentsRequest\"\xc6\x01\n\x1bListRumEnvironmentsResponse\x12\xa6\x01\n\x0c\x65nvironments\x18\x01 \x03(\x0b\x32\x1d.projectops.v1.RumEnvironmentBq\xbaHn\xba\x01k\n\x1f\x65nvironments.unique_environment\x12#holds one entry per environment tag\x1a#this.map(e, e.environment).unique()\"\xd1\x01\n\x18GetReleaseDetailsRequest\x12\xb4\x01\n\x07version\x18\x01 \x01(\tB\xa2\x01\xe2\x41\x01\x02\xbaH\x9a\x01r\x03\x18\x80\x01\xba\x01\x8e\x01\n\x12required.not_blank\x12\x0bis required\x1akthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\xc8\x01\x01\"\xa4\x01\n\x19GetReleaseDetailsResponse\x12:\n\x07summary\x18\x01 \x01(\x0b\x32\x1d.projectops.v1.ReleaseSummaryB\n\xe2\x41\x01\x02\xbaH\x03\xc8\x01\x01\x12K\n\x10\x64\x65tailed_results\x18\x02 \x01(\x0b\x32%.projectops.v1.ReleaseDetailedResultsB\n\xe2\x41\x01\x02\xbaH\x03\xc8\x01\x01\x32\xc5\x02\n\x11OperationsService\x12\x9a\x01\n\x13ListRumEnvironments\x12).projectops.v1.ListRumEnvironmentsRequest\x1a*.projectops.v1.ListRumEnvironmentsResponse\",\x90\x02\x01\x82\xd3\xe4\x93\x02#\"\x1e/api/mcp/list_rum_environments:\x01*\x12\x92\x01\n\x11GetReleaseDetails\x12\'.projectops.v1.GetReleaseDetailsRequest\x1a(.projectops.v1.GetReleaseDetailsResponse\"*\x90\x02\x01\x82\xd3\xe4\x93\x02!\"\x1c/api/mcp/get_release_details:\x01*b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,11 +39,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTRUMENVIRONMENTSRESPONSE'].fields_by_name['environments']._loaded_options = None
   _globals['_LISTRUMENVIRONMENTSRESPONSE'].fields_by_name['environments']._serialized_options = b'\272Hn\272\001k\n\037environments.unique_environment\022#holds one entry per environment tag\032#this.map(e, e.environment).unique()'
   _globals['_GETRELEASEDETAILSREQUEST'].fields_by_name['version']._loaded_options = None
-  _globals['_GETRELEASEDETAILSREQUEST'].fields_by_name['version']._serialized_options = b'\342A\001\002\272H\005r\003\030\200\001'
+  _globals['_GETRELEASEDETAILSREQUEST'].fields_by_name['version']._serialized_options = b'\342A\001\002\272H\232\001r\003\030\200\001\272\001\216\001\n\022required.not_blank\022\013is required\032kthis.matches(\'[^\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]\')\310\001\001'
   _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['summary']._loaded_options = None
-  _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['summary']._serialized_options = b'\342A\001\002'
+  _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['summary']._serialized_options = b'\342A\001\002\272H\003\310\001\001'
   _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['detailed_results']._loaded_options = None
-  _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['detailed_results']._serialized_options = b'\342A\001\002'
+  _globals['_GETRELEASEDETAILSRESPONSE'].fields_by_name['detailed_results']._serialized_options = b'\342A\001\002\272H\003\310\001\001'
   _globals['_OPERATIONSSERVICE'].methods_by_name['ListRumEnvironments']._loaded_options = None
   _globals['_OPERATIONSSERVICE'].methods_by_name['ListRumEnvironments']._serialized_options = b'\220\002\001\202\323\344\223\002#\"\036/api/mcp/list_rum_environments:\001*'
   _globals['_OPERATIONSSERVICE'].methods_by_name['GetReleaseDetails']._loaded_options = None
@@ -52,10 +52,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTRUMENVIRONMENTSREQUEST']._serialized_end=235
   _globals['_LISTRUMENVIRONMENTSRESPONSE']._serialized_start=238
   _globals['_LISTRUMENVIRONMENTSRESPONSE']._serialized_end=436
-  _globals['_GETRELEASEDETAILSREQUEST']._serialized_start=438
-  _globals['_GETRELEASEDETAILSREQUEST']._serialized_end=495
-  _globals['_GETRELEASEDETAILSRESPONSE']._serialized_start=498
-  _globals['_GETRELEASEDETAILSRESPONSE']._serialized_end=650
-  _globals['_OPERATIONSSERVICE']._serialized_start=653
-  _globals['_OPERATIONSSERVICE']._serialized_end=978
+  _globals['_GETRELEASEDETAILSREQUEST']._serialized_start=439
+  _globals['_GETRELEASEDETAILSREQUEST']._serialized_end=648
+  _globals['_GETRELEASEDETAILSRESPONSE']._serialized_start=651
+  _globals['_GETRELEASEDETAILSRESPONSE']._serialized_end=815
+  _globals['_OPERATIONSSERVICE']._serialized_start=818
+  _globals['_OPERATIONSSERVICE']._serialized_end=1143
 # @@protoc_insertion_point(module_scope)
