@@ -183,6 +183,15 @@ def test_bash_completes_commands_flags_and_choices() -> None:
             f"unknown option --verbose (see 'projectops {GET.tool_name} --help')",
         ),
         (["-V", "extra"], None),
+        # An option of the command given before it: said so, not "did you mean" the same option.
+        (
+            ["--compact", LIST.tool_name],
+            f"--compact is an option of 'projectops {LIST.tool_name}': put it after the command",
+        ),
+        # No option is taken by its first letters: `--json` is not `--json-input`.
+        ([LIST.tool_name, "--json"], f"unknown option --json (see 'projectops {LIST.tool_name}"),
+        ([GET.tool_name, FLAG[:-1], "1.0.0"], f"unknown option {FLAG[:-1]}; did you mean {FLAG}?"),
+        (["--base", "http://x", "operations"], "unknown command 'http://x'"),
     ],
 )
 def test_mistakes_get_one_line_with_help(
@@ -195,6 +204,12 @@ def test_mistakes_get_one_line_with_help(
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
     assert line in proc.stderr
+
+
+def test_an_empty_key_is_reported_as_empty_not_as_unset(run_cli: RunCli) -> None:
+    proc = run_cli(LIST.tool_name, key="", base_url="http://127.0.0.1:1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no usable API key: SERVICE_API_KEY is empty;" in proc.stderr
 
 
 def test_connection_options_are_offered_only_where_they_apply(run_cli: RunCli) -> None:

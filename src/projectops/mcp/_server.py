@@ -5,6 +5,7 @@ each call sent with the server's one :class:`~projectops.client.AsyncClient`; ev
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 import time
@@ -344,7 +345,8 @@ def run(
         shown_url(client.base_url),
     )
     if not client.has_api_key:
-        _log.warning("%s is not set: tool calls will fail until it holds the API key", API_KEY_ENV)
+        state = "is empty" if API_KEY_ENV in os.environ else "is not set"
+        _log.warning("%s %s: tool calls will fail until it holds the API key", API_KEY_ENV, state)
     if sock is not None:
         serve_http(server, sock, drain_timeout=drain_timeout)
     else:
