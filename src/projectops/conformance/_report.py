@@ -42,6 +42,7 @@ SkipReason = Literal[
     "no-success",
     "no-fixture-response",
     "not-held",
+    "not-applicable",
     "nothing-to-send",
     "no-error-response",
     "unimplemented",
@@ -66,11 +67,14 @@ SKIP_REASONS: dict[str, tuple[str, str]] = {
         "no 200 response held what they examine (a field of that kind)",
         "a known-good request in --fixtures whose response holds one would examine them",
     ),
+    "not-applicable": (
+        "the request message has nothing they examine (a REQUIRED field, a rule a value breaks "
+        "alone)",
+        "nothing would: they do not apply to this schema",
+    ),
     "nothing-to-send": (
-        "the request message, or every known-good request, has nothing they vary (a REQUIRED "
-        "field, a rule, a field of another form)",
-        "a known-good request in --fixtures that sets such a field would examine those the "
-        "request message allows",
+        "no known-good request sets a field they write in another form",
+        "a known-good request in --fixtures that sets such a field would examine them",
     ),
     "no-error-response": (
         "no error response of the kind they examine came",

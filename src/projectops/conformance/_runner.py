@@ -461,8 +461,8 @@ class _OperationRun:
         fields = _catalogue.required_fields(self._op)
         if not fields:
             reason = f"the request of {self._op.name} has no REQUIRED field"
-            self._results["errors.violation-paths"] = _skip("nothing-to-send", reason)
-            return _skip("nothing-to-send", reason)
+            self._results["errors.violation-paths"] = _skip("not-applicable", reason)
+            return _skip("not-applicable", reason)
         base = to_dict(self._good[0][0])
         failures: list[str] = []
         unnamed: list[str] = []
@@ -509,14 +509,14 @@ class _OperationRun:
         if failures:
             return _fail(*failures)
         if not broken:
-            return _skip("nothing-to-send", f"the request of {self._op.name} has no rule")
+            return _skip("not-applicable", f"the request of {self._op.name} has no rule")
         if not underived:
             return _PASS
         # A CEL rule, a rule of a list, a bound at the type's end: no value breaks it alone.
         unsent = f"no value breaking one rule alone was derived for {', '.join(underived)}"
         if len(underived) == len(broken):
-            return _skip("nothing-to-send", f"{unsent}, so no request was sent")
-        return _Outcome("passed", f"every rule broken was refused; {unsent}, so it went unchecked")
+            return _skip("not-applicable", f"{unsent}, so no request was sent")
+        return _Outcome("passed", f"each request breaking one rule was refused; {unsent}, unchecked")
 
     def _not_object(self) -> _Outcome:
         failures: list[str] = []
