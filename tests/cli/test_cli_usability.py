@@ -4,6 +4,7 @@ mistakes explained. In-process (``run_cli``) unless the real entry point matters
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -327,3 +328,14 @@ def test_openapi_refuses_a_server_url_with_a_password_without_printing_it(
     proc = run_cli("openapi", "--base-url", "http://user:s3cret@ops.example")
     assert proc.returncode == 2 and "s3cret" not in proc.stderr + proc.stdout
     assert "must not hold a user name or password" in proc.stderr
+
+
+def test_no_parser_takes_an_option_by_its_first_letters() -> None:
+    """allow_abbrev=False on the program's parser and on each command's: an abbreviation would
+    be read as an option the user did not type (`--json` as `--json-input`)."""
+    from projectops.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    parsers = [parser, *commands.choices.values()]
+    assert len(parsers) > len(operations()) and not any(p.allow_abbrev for p in parsers)

@@ -516,7 +516,9 @@ class _OperationRun:
         unsent = f"no value breaking one rule alone was derived for {', '.join(underived)}"
         if len(underived) == len(broken):
             return _skip("not-applicable", f"{unsent}, so no request was sent")
-        return _Outcome("passed", f"each request breaking one rule was refused; {unsent}, unchecked")
+        return _Outcome(
+            "passed", f"each request breaking one rule was refused; {unsent}, unchecked"
+        )
 
     def _not_object(self) -> _Outcome:
         failures: list[str] = []
