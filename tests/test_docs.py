@@ -9,7 +9,9 @@ What a block is, is in its info string (```` ```python test ````: language, then
   by pytest with the plugin, as a user's test.
 - ``sh``: run by ``bash -e -o pipefail`` in the work folder with the venv's programs on PATH
   (``sh repo``: from the repository's root); what it leaves running is killed after it.
-  Blocks that listen on the documented ports (8787, 8000, 8765) run one at a time.
+  A block runs as written but on ports the OS just gave: each documented port (8787, 8000,
+  8765) in its text is replaced by a free one, so the blocks of two checkouts' suites (or of one
+  suite's workers) never meet on one port and nothing else listening there gets in the way.
 - ``json``, ``yaml``: parsed; ``nginx``: each directive ends with ``;``.
 
 The blocks of one page share its work folder and run in the page's order.
@@ -17,13 +19,13 @@ The blocks of one page share its work folder and run in the page's order.
 README.md is read as a reader follows it: its blocks run one after another in one shell, from a
 fresh copy of the repository, starting with its set-up (``./scripts/demo``, which makes the
 copy's own ``.venv``): a ``python`` block is piped to ``python``, a ``python file=NAME`` block
-is saved as NAME, and what one block starts (the mock server) serves the next ones.
+is saved as NAME, and what one block starts (the mock server) serves the next ones; its
+documented ports are replaced by free ones, as above.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -39,11 +41,15 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.loopback import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.M | re.S)
 _PORTS = re.compile(r"\b(8787|8000|8765)\b")
 _RUN_TIMEOUT = 120
+# A block that starts one of these listens: it must name its port for _on_free_ports to move it.
+_LISTENS = re.compile(r"projectops (mock-server|proxy|mcp --http)|uvicorn ")
 
 
 @dataclass(frozen=True)
@@ -129,11 +135,35 @@ def _env(work: Path, base_url: str) -> dict[str, str]:
     }
 
 
-def _run(args: list[str], work: Path, env: dict[str, str], *, serial: bool) -> None:
+def _on_free_ports(code: str) -> str:
+    """`code` as written, with each documented port (8787, 8000, 8765) replaced by a port the OS
+    gave a moment ago, the same one for every mention of it."""
+    ports = {port: str(free_port()) for port in set(_PORTS.findall(code))}
+    return _PORTS.sub(lambda match: ports[match.group(1)], code)
+
+
+def test_every_block_that_starts_a_server_names_its_port() -> None:
+    """A server started on its default port would not be moved by _on_free_ports."""
+    for block in ALL:
+        for line in block.code.splitlines():
+            if _LISTENS.search(line.split("#")[0]):
+                assert _PORTS.search(line), f"{block.id}: {line}"
+
+
+def test_the_documented_ports_are_replaced_everywhere_by_one_free_port_each() -> None:
+    code = "serve --port 8787 &\ncall http://127.0.0.1:8787/x and :8000 # 87870 18000"
+    moved = re.fullmatch(
+        r"serve --port ([0-9]+) &\ncall http://127\.0\.0\.1:([0-9]+)/x and :([0-9]+) # 87870 18000",
+        _on_free_ports(code),
+    )
+    assert moved is not None  # other numbers stay as written
+    mock, called, other = moved.groups()
+    assert mock == called != "8787" and other != "8000"
+
+
+def _run(args: list[str], work: Path, env: dict[str, str]) -> None:
     """Run `args` in its own session; whatever it left running (``cmd &``) is killed after it."""
-    with open(REPO / ".pytest-docs.lock", "w") as lock, tempfile.TemporaryFile("w+") as out:
-        if serial:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+    with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(
             args, cwd=work, env=env, stdout=out, stderr=out, start_new_session=True
         )
@@ -168,12 +198,7 @@ def test_block_runs_as_written(
     if "repo" in block.tags:  # a block about the repository itself (./scripts/...)
         work = REPO
     if block.lang == "sh":
-        _run(
-            ["bash", "-e", "-o", "pipefail", "-c", block.code],
-            work,
-            env,
-            serial=bool(_PORTS.search(block.code)),
-        )
+        _run(["bash", "-e", "-o", "pipefail", "-c", _on_free_ports(block.code)], work, env)
     elif "test" in block.tags:
         test = work / f"test_{block.page.stem}_{block.index}.py"
         test.write_text(block.code, encoding="utf-8")
@@ -181,10 +206,9 @@ def test_block_runs_as_written(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test.name],
             work,
             env,
-            serial=False,
         )
     else:
-        _run([sys.executable, "-c", block.code], work, env, serial=False)
+        _run([sys.executable, "-c", block.code], work, env)
 
 
 @pytest.mark.slow
@@ -294,10 +318,9 @@ def test_the_readme_runs_in_order(tmp_path: Path) -> None:
     )
     drop = {"VIRTUAL_ENV", "PYTHONPATH", "SERVICE_BACKEND_URL", "SERVICE_API_KEY"}
     env = {k: v for k, v in os.environ.items() if k not in drop} | {"PATH": path}
-    with open(REPO / ".pytest-docs.lock", "w") as lock, tempfile.TemporaryFile("w+") as out:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the README's ports (8787, 8000)
+    with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(
-            ["bash", "-e", "-o", "pipefail", "-c", readme_script(README)],
+            ["bash", "-e", "-o", "pipefail", "-c", _on_free_ports(readme_script(README))],
             cwd=copy,
             env=env,
             stdout=out,

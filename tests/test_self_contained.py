@@ -23,7 +23,10 @@ def _tracked_text_files() -> list[Path]:
     keep = {".py", ".pyi", ".md", ".toml", ".proto", ".yaml", ".yml", ".txt", ""}
     found = []
     for folder, subfolders, names in os.walk(ROOT):
-        subfolders[:] = [d for d in subfolders if d not in SKIP and not d.startswith(".pytest")]
+        # .venv-3.12 and the like: the other interpreters' venvs of ./scripts/test.
+        subfolders[:] = [
+            d for d in subfolders if d not in SKIP and not d.startswith((".pytest", ".venv-3."))
+        ]
         found += [Path(folder, n) for n in names if Path(n).suffix in keep]
     return [p for p in found if p.is_file()]
 

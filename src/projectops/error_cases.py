@@ -16,12 +16,15 @@ __all__ = [
     "BODY_TIMED_OUT",
     "BODY_TOO_LARGE",
     "BUSINESS_RULE",
+    "DEADLINE_EXCEEDED",
     "ERROR_CASES",
+    "HANDLER_ERRORS",
     "INTERNAL_FAILURE",
     "MALFORMED_BODY",
     "MISSING_REQUIRED",
     "NOT_IMPLEMENTED",
     "NO_OPERATION",
+    "OUTSIDE_OPERATIONS",
     "UNAUTHENTICATED",
     "WRONG_METHOD",
     "ErrorCase",
@@ -125,9 +128,13 @@ NOT_IMPLEMENTED = ErrorCase(
 INTERNAL_FAILURE = ErrorCase(
     Code.INTERNAL, "The server failed unexpectedly; the message is generic."
 )
+DEADLINE_EXCEEDED = ErrorCase(
+    Code.DEADLINE_EXCEEDED,
+    "The server's `handler_timeout` passed before the handler (or `authenticate`, or an "
+    "interceptor) finished.",
+)
 
-#: Every error answer of the adapter, in the order the OpenAPI document describes them.
-ERROR_CASES: tuple[ErrorCase, ...] = (
+_STATED = (
     UNAUTHENTICATED,
     NO_OPERATION,
     WRONG_METHOD,
@@ -138,4 +145,17 @@ ERROR_CASES: tuple[ErrorCase, ...] = (
     BUSINESS_RULE,
     NOT_IMPLEMENTED,
     INTERNAL_FAILURE,
+    DEADLINE_EXCEEDED,
 )
+#: The answers of no operation (an unknown path, a method but POST).
+OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (NO_OPERATION, WRONG_METHOD)
+#: A handler may raise the error of any code (docs/contract.md §5.1): each code no answer of an
+#: operation above states is a row of its own, sent with its code's status.
+HANDLER_ERRORS: tuple[ErrorCase, ...] = tuple(
+    ErrorCase(code, f"The handler raised `projectops.{ERROR_CLASSES[code].__name__}`.")
+    for code in Code
+    if code not in {case.code for case in _STATED if case not in OUTSIDE_OPERATIONS}
+)
+
+#: Every error answer of the adapter, in the order the OpenAPI document describes them.
+ERROR_CASES: tuple[ErrorCase, ...] = (*_STATED, *HANDLER_ERRORS)

@@ -173,7 +173,9 @@ def decode_fixtures(
             raise FixtureError(exc.message.replace("the body", "the file", 1)) from None
         try:
             data = json.loads(data, object_pairs_hook=partial(_object, duplicates))
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:  # before 3.13, json stops at the interpreter's recursion limit
+            raise FixtureError("nested too deep") from None
+        except ValueError as exc:
             raise FixtureError(f"not valid JSON: {exc}") from None
     if duplicates:
         _raise_at_duplicate(data, dict(duplicates))

@@ -7,9 +7,10 @@ fixtures (examples). Choices:
   ``<full name>.input``. Request schemas forbid unknown properties only with ``strict=True``.
 - An operation's tag is the proto file stem of its response's first message field (else of the
   rpc): operations are grouped by what they return.
-- Error responses group :data:`ERROR_CASES` by status; the 404 and 405 of no operation
-  (:data:`OUTSIDE_OPERATIONS`) are stated once, in ``info.description`` and
-  ``x-answers-outside-operations``.
+- Error responses group :data:`ERROR_CASES` by status: every status the adapter can answer an
+  operation's call with, a handler's errors of every code included, each with the
+  ``ErrorResponse`` schema; the 404 and 405 of no operation (:data:`OUTSIDE_OPERATIONS`) are
+  stated once, in ``info.description`` and ``x-answers-outside-operations``.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ _SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
 #: The adapter's answers of no operation (an unknown path, a method but POST): stated once, not
 #: among every POST's responses, where tools would offer them as outcomes of a call.
-OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (error_cases.NO_OPERATION, error_cases.WRONG_METHOD)
+OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = error_cases.OUTSIDE_OPERATIONS
 
 
 class RenderError(ValueError):

@@ -4,6 +4,7 @@ mistakes explained. In-process (``run_cli``) unless the real entry point matters
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -198,6 +199,15 @@ def test_bash_completes_commands_flags_and_choices() -> None:
             f"unknown option --verbose (see 'projectops {GET.tool_name} --help')",
         ),
         (["-V", "extra"], None),
+        # An option of the command given before it: said so, not "did you mean" the same option.
+        (
+            ["--compact", LIST.tool_name],
+            f"--compact is an option of 'projectops {LIST.tool_name}': put it after the command",
+        ),
+        # No option is taken by its first letters: `--json` is not `--json-input`.
+        ([LIST.tool_name, "--json"], f"unknown option --json (see 'projectops {LIST.tool_name}"),
+        ([GET.tool_name, FLAG[:-1], "1.0.0"], f"unknown option {FLAG[:-1]}; did you mean {FLAG}?"),
+        (["--base", "http://x", "operations"], "unknown command 'http://x'"),
     ],
 )
 def test_mistakes_get_one_line_with_help(
@@ -210,6 +220,12 @@ def test_mistakes_get_one_line_with_help(
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
     assert line in proc.stderr
+
+
+def test_an_empty_key_is_reported_as_empty_not_as_unset(run_cli: RunCli) -> None:
+    proc = run_cli(LIST.tool_name, key="", base_url="http://127.0.0.1:1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no usable API key: SERVICE_API_KEY is empty;" in proc.stderr
 
 
 def test_connection_options_are_offered_only_where_they_apply(run_cli: RunCli) -> None:
@@ -329,3 +345,14 @@ def test_openapi_refuses_a_server_url_with_a_password_without_printing_it(
     proc = run_cli("openapi", "--base-url", "http://user:s3cret@ops.example")
     assert proc.returncode == 2 and "s3cret" not in proc.stderr + proc.stdout
     assert "must not hold a user name or password" in proc.stderr
+
+
+def test_no_parser_takes_an_option_by_its_first_letters() -> None:
+    """allow_abbrev=False on the program's parser and on each command's: an abbreviation would
+    be read as an option the user did not type (`--json` as `--json-input`)."""
+    from projectops.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    parsers = [parser, *commands.choices.values()]
+    assert len(parsers) > len(operations()) and not any(p.allow_abbrev for p in parsers)

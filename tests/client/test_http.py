@@ -313,6 +313,21 @@ def test_missing_key_fails_locally_and_says_how_to_set_it(
     assert exchanges.requests == []
 
 
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_key_is_called_empty_not_unset(
+    call: Call, monkeypatch: pytest.MonkeyPatch, empty: str
+) -> None:
+    """`SERVICE_API_KEY=` is a variable set to nothing: saying "not set" sends the user looking
+    for a variable that is there."""
+    exchanges = Exchanges()
+    for given in ({"api_key": empty}, {}):  # given, or read from the environment
+        monkeypatch.setenv("SERVICE_API_KEY", empty)
+        with pytest.raises(MissingApiKey) as caught:
+            call(LIST, handler=exchanges, **given)
+        assert "SERVICE_API_KEY is empty" in caught.value.message
+    assert exchanges.requests == []
+
+
 def test_key_that_cannot_be_a_header_value_fails_locally_without_quoting_it(call: Call) -> None:
     exchanges = Exchanges()
     bad = KEY + "\n" + KEY

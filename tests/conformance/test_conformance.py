@@ -24,7 +24,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 import projectops
-from projectops.conformance import Report, run_checks
+from projectops.conformance import SKIP_REASONS, Report, run_checks
 from projectops.conformance._catalogue import (
     CHECKS,
     broken_requests,
@@ -557,7 +557,7 @@ WITHOUT_REQUIRED = [op for op in OPS if not required_fields(op)]
 CANNOT_APPLY = (
     "has no REQUIRED field",
     "with another form",
-    "no 200 answer held",
+    "no 200 response held",
     "has no rule",
 )
 
@@ -736,14 +736,22 @@ def test_the_json_report(run_cli: RunCli, mock_url: str) -> None:
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert set(report) == {"passed", "failed", "skipped", "stopped", "unimplemented", "checks"}
+    assert set(report) == {
+        *("passed", "failed", "skipped", "examined", "total"),
+        *("stopped", "unimplemented", "checks"),
+    }
+    assert report["examined"] == report["passed"] + report["failed"]
+    assert report["total"] == len(report["checks"])
     assert report["stopped"] is False and report["unimplemented"] == []
     checks = report["checks"]
     assert report["failed"] == 0
     assert report["passed"] + report["skipped"] == len(checks) == len(CHECKS) * len(OPS)
     assert report["passed"] == sum(c["status"] == "passed" for c in checks)
     for check in checks:
-        assert set(check) == {"id", "operation", "level", "status", "detail"}
+        assert set(check) == {"id", "operation", "level", "status", "detail", "reason"} | {
+            "differences"
+        }
+        assert (check["reason"] in SKIP_REASONS) == (check["status"] == "skipped"), check
         assert check["level"] == CHECKS[check["id"]].level
         assert check["operation"] in {op.name for op in OPS}
 
@@ -756,7 +764,8 @@ def test_a_must_failure_exits_6_and_only_should_failures_exit_0(
     assert result.returncode == EXIT_CONFORMANCE_FAILED
     # Every operation's three key checks: no key, a wrong key, no key and a bad body.
     failed = 3 * len(OPS)
-    assert f", {failed} failed ({failed} must), " in result.stdout.splitlines()[-1]
+    summary = next(line for line in result.stdout.splitlines() if " checks examined: " in line)
+    assert f", {failed} failed ({failed} must); " in summary
     url = serve(BROKEN["405 without Allow"][0]())
     result = run_cli("conformance", "--base-url", url, key=DEMO_KEY, base_url=None)
     assert result.returncode == 0, result.stdout
@@ -813,7 +822,8 @@ def test_the_entry_point_against_the_mock_server(mock_server: Any, run_cli_proce
         "conformance", "--fixtures", DEFAULT_FIXTURES, key=DEMO_KEY, base_url=mock_server.base_url
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert " failed (0 must), " in result.stdout.splitlines()[-1]
+    summary = next(line for line in result.stdout.splitlines() if " checks examined: " in line)
+    assert " failed (0 must); " in summary
     rows = [line.split() for line in result.stdout.splitlines()]
     for op in OPS:
         assert [op.name, "auth.no-key", "passed"] in rows
@@ -928,3 +938,123 @@ def test_a_server_that_cannot_be_reached_is_shown_without_the_key() -> None:
         "http://x", DEMO_KEY, timeout=TIMEOUT, max_response_bytes=99, transport=transport
     )
     assert "refused for ***" in client.send("POST", OPS[0].path, b"{}")[0].problem
+
+
+# --- a report that says what it examined --------------------------------------------------
+
+
+def _first_string(data: Any) -> list[str | int] | None:
+    """The keys leading to the first string in `data` (a response's JSON), or ``None``."""
+    if isinstance(data, str):
+        return []
+    items = data.items() if isinstance(data, dict) else enumerate(data)
+    for key, value in items if isinstance(data, dict | list) else ():
+        found = _first_string(value)
+        if found is not None:
+            return [key, *found]
+    return None
+
+
+def test_a_fixture_mismatch_names_the_field_with_both_values_cut_and_escaped(
+    serve: Callable[[Any], str], run_cli: RunCli
+) -> None:
+    answers = {
+        name: found[0]
+        for name, found in _demo().answers.items()
+        if found and found[0].response is not None
+    }
+    leaves = {
+        name: _first_string(json_format.MessageToDict(a.response)) for name, a in answers.items()
+    }
+    name, keys = next((name, keys) for name, keys in leaves.items() if keys)
+    op, fixture = projectops.operation(name), answers[name]
+    expected = json.loads(projectops.to_json(fixture.response))
+    changed = json.loads(json.dumps(expected))
+    holder = changed
+    for key in keys[:-1]:
+        holder = holder[key]
+    received = "\x1b[31m" + "x" * 300
+    holder[keys[-1]] = received
+    path = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in keys).lstrip(".")
+
+    def differ(seen: _Seen, answer: _Answer) -> _Answer:
+        if seen.path != op.path or answer.status != 200:
+            return answer
+        return _Answer(200, answer.headers, json.dumps(changed).encode())
+
+    url = serve(_broken(_mock_app(), after=differ))
+    report = run_checks(url, DEMO_KEY, project=_demo(), timeout=TIMEOUT, operations=[op])
+    check = _check(report, op.name, "fixtures.response")
+    assert check.status == "failed"
+    (difference,) = check.differences
+    assert difference.path == path
+    original = expected
+    for key in keys:
+        original = original[key]
+    assert difference.expected == json.dumps(original, ensure_ascii=False)
+    assert difference.received is not None
+    # The JSON text of the value (control characters as JSON escapes them), cut with a count.
+    assert difference.received.startswith('"\\u001b[31mxxx') and "\x1b" not in difference.received
+    assert difference.received.endswith(" more characters cut]")
+    assert (
+        f"differs from the fixture's in 1 field(s); the first differing response: {path} is "
+        in (check.sentence())
+    )
+    result = run_cli(
+        "conformance",
+        "--fixtures",
+        DEFAULT_FIXTURES,
+        "--operation",
+        op.tool_name,
+        "--base-url",
+        url,
+        key=DEMO_KEY,
+    )
+    line = next(li for li in result.stdout.splitlines() if " fixtures.response " in li)
+    assert f"{path} is {difference.received}, expected {difference.expected}" in line
+    as_json = run_cli(
+        "conformance",
+        "--json",
+        "--fixtures",
+        DEFAULT_FIXTURES,
+        "--operation",
+        op.tool_name,
+        "--base-url",
+        url,
+        key=DEMO_KEY,
+    )
+    (listed,) = [c for c in json.loads(as_json.stdout)["checks"] if c["id"] == "fixtures.response"]
+    assert listed["differences"] == [
+        {"path": path, "expected": difference.expected, "received": difference.received}
+    ]
+
+
+def test_the_summary_says_how_much_was_examined_and_groups_the_skips_with_their_remedy(
+    run_cli: RunCli, mock_url: str
+) -> None:
+    result = run_cli("conformance", "--json", "--base-url", mock_url, key=DEMO_KEY)
+    report = json.loads(result.stdout)
+    text = run_cli("conformance", "--base-url", mock_url, key=DEMO_KEY).stdout.splitlines()
+    total = len(CHECKS) * len(OPS)
+    examined = report["passed"] + report["failed"]
+    assert f"{examined} of {total} checks examined: " in "\n".join(text)
+    groups = [line for line in text if re.match(r"[0-9]+ skipped \(", line)]
+    assert sum(int(line.split(" ", 1)[0]) for line in groups) == report["skipped"]
+    for line in groups:  # each says why, and what would examine them
+        reason = next(r for r, (why, _) in SKIP_REASONS.items() if f"): {why}; " in line)
+        assert line.endswith(SKIP_REASONS[reason][1])
+    reasons = {c["reason"] for c in report["checks"] if c["status"] == "skipped"}
+    assert len(groups) == len(reasons)
+    if any(c["reason"] == "no-success" for c in report["checks"]):  # the mock refuses some
+        assert any("--fixtures FILE" in line for line in groups)
+
+
+def test_every_detail_reads_as_a_sentence(serve: Callable[[Any], str]) -> None:
+    report = run_checks(serve(_mock_app()), DEMO_KEY, timeout=TIMEOUT)
+    for check in report.checks:
+        assert not check.detail.endswith((": none", ":", ";")), check
+        assert "no value derived to break" not in check.detail, check
+        if check.status != "skipped":
+            assert check.reason == "", check
+        else:
+            assert check.reason in SKIP_REASONS and check.detail, check

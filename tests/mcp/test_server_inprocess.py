@@ -158,7 +158,7 @@ def test_service_answers_become_one_sentence(status: int, body: dict[str, Any], 
         (
             MissingApiKey("no usable API key"),
             f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; "
-            "it is not set, or not usable as a header value, so nothing was sent.",
+            "it is not set, empty, or not usable as a header value, so nothing was sent.",
         ),
         (
             Unauthenticated("missing API key", http_status=401),

@@ -14,7 +14,7 @@ import referencing
 from google.protobuf import descriptor_pb2
 
 import projectops
-from projectops import json_schema, openapi
+from projectops import error_cases, json_schema, openapi
 from projectops.codec import to_dict
 from projectops.errors import Code
 from projectops.fixtures import default_fixtures
@@ -27,17 +27,12 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CONTRACT = (Path(__file__).resolve().parents[2] / "docs" / "contract.md").read_text()
 OPS = projectops.operations()
 DOC = openapi.document()
-# The README's table but for the 404 and 405 of no operation, and the status of an rpc the
-# server lacks (501 once errors.py says so).
+# A handler may raise the error of any code: every code's status is a response of each operation
+# (the 405 of a method but POST is no answer of an operation's call).
+# And the 408 of a request body that arrives too slowly (error_cases.BODY_TIMED_OUT).
 ERROR_STATUSES = sorted(
-    {
-        "400",
-        "401",
-        "408",
-        "413",
-        "500",
-        str(openapi.ErrorCase("unimplemented", "").http_status),
-    }
+    {str(status) for status in projectops.HTTP_STATUS_BY_CODE.values()}
+    | {str(error_cases.BODY_TIMED_OUT.http_status)}
 )
 
 
@@ -136,7 +131,11 @@ def test_no_operation_and_wrong_method_are_stated_once_outside_the_operations() 
     responses, nor a GET tools would offer as a call; the document states them once."""
     for op in OPS:
         assert list(DOC["paths"][op.path]) == ["post"]
-        assert not {"404", "405"} & set(DOC["paths"][op.path]["post"]["responses"])
+        responses = DOC["paths"][op.path]["post"]["responses"]
+        assert "405" not in responses
+        # A handler's not_found is an answer of the call; an unknown path's is not.
+        assert error_cases.NO_OPERATION.situation not in responses["404"]["description"]
+        assert "`projectops.NotFound`" in responses["404"]["description"]
     outside = {entry["status"]: entry for entry in DOC["x-answers-outside-operations"]}
     assert sorted(outside) == [404, 405]
     assert outside[404]["code"] == "not_found" and outside[405]["code"] == "unimplemented"

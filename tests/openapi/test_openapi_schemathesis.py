@@ -23,6 +23,7 @@ import functools
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -35,16 +36,24 @@ from starlette.applications import Starlette
 
 import projectops
 
-from .support import DEMO_KEY, api_error_classes, error_app, mock_app, serving
+from .support import DEMO_KEY, api_error_classes, error_app, mock_app, serving, with_docs
 
 HERE = Path(__file__).resolve().parent
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 
 
 def run_schemathesis(
-    app: Starlette, tmp_path: Path, max_examples: int, exclude: tuple[str, ...] = ()
+    app: Starlette,
+    tmp_path: Path,
+    max_examples: int,
+    exclude: tuple[str, ...] = (),
+    *,
+    checks: tuple[str, ...] = ("--checks", "all", "--mode", "all"),
+    config: Path = HERE / "schemathesis.toml",
+    key: str = DEMO_KEY,
 ) -> dict[str, Any]:
-    """Run the CLI against `app` on a socket; return its JSON report (failures shown on fail)."""
+    """Run the CLI against `app` on a socket; return its JSON report (failures shown on fail).
+    `checks`: the check and mode arguments (``()``: Schemathesis's defaults)."""
     report = tmp_path / "report.json"
     env = {
         **os.environ,
@@ -56,18 +65,15 @@ def run_schemathesis(
             [
                 str(SCHEMATHESIS),
                 "--config-file",
-                str(HERE / "schemathesis.toml"),
+                str(config),
                 "--no-color",
                 "run",
                 f"{base_url}/openapi.json",
-                "--checks",
-                "all",
-                "--mode",
-                "all",
+                *checks,
                 "--phases",
                 "examples,coverage,fuzzing",
                 "-H",
-                f"Service-Api-Key: {DEMO_KEY}",
+                f"Service-Api-Key: {key}",
                 "--max-examples",
                 str(max_examples),
                 "--seed",
@@ -133,7 +139,7 @@ def test_app_whose_handlers_raise_each_error_in_turn_passes_every_check(tmp_path
     run_schemathesis(
         error_app(next_error),
         tmp_path,
-        max_examples=15,
+        max_examples=25,  # every code of the table, each raised a few times
         exclude=(
             "positive_data_acceptance",
             "not_a_server_error",
@@ -142,3 +148,28 @@ def test_app_whose_handlers_raise_each_error_in_turn_passes_every_check(tmp_path
     )
     assert set(raised) == set(makers), raised
     assert min(raised.values()) >= 3, raised
+
+
+def _documented(page: Path, name: str) -> str:
+    """The text a ``cat > NAME <<'EOF'`` of `page` writes."""
+    text = page.read_text(encoding="utf-8")
+    start = text.index(f"cat > {name} <<'EOF'\n") + len(f"cat > {name} <<'EOF'\n")
+    return text[start : text.index("\nEOF\n", start) + 1]
+
+
+@pytest.mark.slow
+def test_the_readmes_server_passes_the_default_checks_as_docs_server_md_runs_them(
+    tmp_path: Path,
+) -> None:
+    """The README's example server implements one rpc: the other answers 501, the one a
+    business rule's 400. With the configuration docs/server.md gives, Schemathesis's default
+    checks pass: every status it sees is documented, with the ErrorResponse schema."""
+    readme = HERE.parents[1] / "README.md"
+    (source,) = re.findall(r"```python file=releases\.py\n(.*?)```", readme.read_text(), re.S)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "releases.py", "exec"), namespace)
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(_documented(HERE.parents[1] / "docs" / "server.md", "schemathesis.toml"))
+    app = with_docs(namespace["app"])
+    data = run_schemathesis(app, tmp_path, max_examples=15, checks=(), config=config, key="k-1")
+    assert data["test_cases"]["generated"] >= 15

@@ -5,6 +5,8 @@ code and headers, and the document's response for that status states the same.""
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +17,7 @@ import pytest
 import projectops
 from projectops import error_cases, openapi
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
-from projectops.errors import FailedPrecondition
+from projectops.errors import ERROR_CLASSES, Code, FailedPrecondition
 from projectops.server import create_app
 from projectops.v1 import operations_pb2 as ops
 
@@ -25,17 +27,25 @@ KEY = "key-a"
 
 
 class _Service:
-    """Implements get_release_details only (list_rum_environments answers 501)."""
+    """Implements get_release_details only (list_rum_environments answers 501): version "boom"
+    crashes, "slow" takes half a second, "raise:<code>" raises that code's error."""
 
     def get_release_details(self, request: ops.GetReleaseDetailsRequest, context: Any) -> Any:
         if request.version == "boom":
             raise RuntimeError("a bug")
+        if request.version == "slow":
+            time.sleep(0.5)  # a thread the adapter stops waiting for; it ends on its own
+        code = request.version.removeprefix("raise:")
+        if code != request.version:
+            raise ERROR_CLASSES[Code(code)](f"raised as {code}")
         raise FailedPrecondition(f"no release {request.version!r}")
 
 
 #: body_timeout of APP: the trickling trigger's body stops past it.
 BODY_TIMEOUT = 0.2
 APP = create_app(_Service(), authenticate={KEY: "project-a"}.get, body_timeout=BODY_TIMEOUT)
+# The same, where the handler may take 50 ms.
+HURRIED_APP = create_app(_Service(), authenticate={KEY: "project-a"}.get, handler_timeout=0.05)
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class _Request:
     method: str = "POST"
     key: str | None = KEY
     stalls: bool = False  # the body's first byte comes, then nothing for long past BODY_TIMEOUT
+    app: Any = APP
 
 
 # One request per row, in the table's order, that the adapter answers with that row.
@@ -59,6 +70,11 @@ TRIGGERS: list[tuple[error_cases.ErrorCase, _Request]] = [
     (error_cases.BUSINESS_RULE, _Request(GET.path, body=b'{"version": "9.9.9"}')),
     (error_cases.NOT_IMPLEMENTED, _Request(LIST.path)),
     (error_cases.INTERNAL_FAILURE, _Request(GET.path, body=b'{"version": "boom"}')),
+    (error_cases.DEADLINE_EXCEEDED, _Request(GET.path, b'{"version": "slow"}', app=HURRIED_APP)),
+    *(
+        (case, _Request(GET.path, json.dumps({"version": f"raise:{case.code}"}).encode()))
+        for case in error_cases.HANDLER_ERRORS
+    ),
 ]
 
 
@@ -73,7 +89,7 @@ def _send(request: _Request) -> httpx2.Response:
         yield request.body[1:]
 
     async def go() -> httpx2.Response:
-        transport = httpx2.ASGITransport(app=APP)
+        transport = httpx2.ASGITransport(app=request.app)
         content = stalling() if request.stalls else request.body
         async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
             return await client.request(

@@ -4,7 +4,13 @@ from typing import assert_type
 
 from google.protobuf.message import Message
 
-from projectops.client import AsyncClient, Client
+from projectops.client import (
+    AsyncClient,
+    AsyncOperationsServiceClient,
+    Client,
+    OperationsServiceClient,
+)
+from projectops.mock import MockServer
 from projectops.v1.operations_pb2 import GetReleaseDetailsRequest, GetReleaseDetailsResponse
 
 
@@ -26,3 +32,11 @@ async def release_version_async(client: AsyncClient) -> str:
     )
     assert_type(response, GetReleaseDetailsResponse)
     return response.summary.release.version
+
+
+def mock_clients(mock: MockServer) -> None:
+    """The mock's clients are typed: the generated one by default, else the class given."""
+    assert_type(mock.client(), OperationsServiceClient)
+    assert_type(mock.client(Client, retries=0), Client)
+    assert_type(mock.async_client(), AsyncOperationsServiceClient)
+    assert_type(mock.async_client(AsyncClient), AsyncClient)

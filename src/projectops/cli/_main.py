@@ -75,7 +75,13 @@ def _closest(word: str, candidates: Iterable[str]) -> str | None:
 
 
 def _unknown_option(flag: str, parser: argparse.ArgumentParser) -> UsageError:
-    """The error of an option `parser` does not take, naming its closest long option."""
+    """The error of an option `parser` does not take, naming its closest long option (another
+    than `flag`: the same option can only be unknown where it was given, before the command)."""
+    if flag in parser._option_string_actions:  # `projectops --compact list-rum-environments`
+        return UsageError(
+            f"{flag} is an option of '{parser.prog}': put it after the command "
+            f"(see '{parser.prog} --help')"
+        )
     suggestion = _closest(flag, [o for o in parser._option_string_actions if o[:2] == "--"])
     hint = f"; did you mean {suggestion}?" if suggestion else ""
     return UsageError(f"unknown option {flag}{hint} (see '{parser.prog} --help')")
@@ -205,6 +211,7 @@ def build_parser(
     ]
     parser = _Parser(
         prog="projectops",
+        allow_abbrev=False,  # `--json` is not `--json-input`: an option is given whole
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(epilog),
         description="Command-line client of the Project-Scoped Operations API: one command per "
@@ -222,6 +229,7 @@ def build_parser(
             help=command.help.replace("%", "%%"),
             description=command.description or command.help,
             formatter_class=_Formatter,
+            allow_abbrev=False,
         )
         command.configure(sub)
         if command.connection:

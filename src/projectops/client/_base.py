@@ -179,7 +179,7 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             )
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         self._retries, self._interceptors = retries, tuple(interceptors)
-        self._api_key = key.strip() if key else None
+        self._api_key = None if key is None else key.strip()  # an empty key stays empty
         # The argument as given too: a key with surrounding blanks is still a secret.
         self._secrets = (self._api_key, api_key)
         self._http = self._exchange(

@@ -73,16 +73,18 @@ def usable_api_key(key: str | None) -> str:
         `key` itself: non-empty visible ASCII.
 
     Raises:
-        MissingApiKey: it is ``None``, empty or holds another character; the key is never
-            quoted.
+        MissingApiKey: it is ``None`` ("is not set"), empty ("is empty") or holds another
+            character; the key is never quoted.
     """
-    if not key or not _KEY_PATTERN.fullmatch(key):
-        problem = "is not set" if not key else "is not a valid HTTP header value"
-        raise MissingApiKey(
-            f"no usable API key: {API_KEY_ENV} {problem}; set it to the "
-            "project's API key (from the project settings, key management)"
-        )
-    return key
+    if key is not None and _KEY_PATTERN.fullmatch(key):
+        return key
+    problem = "is not a valid HTTP header value"
+    if not key:  # `SERVICE_API_KEY=` is a variable set to nothing, not a missing one
+        problem = "is not set" if key is None else "is empty"
+    raise MissingApiKey(
+        f"no usable API key: {API_KEY_ENV} {problem}; set it to the "
+        "project's API key (from the project settings, key management)"
+    )
 
 
 # For an answer without a known code: Connect's HTTP -> code table, with this API's 400 and 413.

@@ -11,12 +11,20 @@ from projectops._lazy import lazy_attributes
 if TYPE_CHECKING:
     from projectops.conformance._catalogue import CHECKS, CheckSpec
     from projectops.conformance._command import command, proxy_command
-    from projectops.conformance._report import CheckResult, Report, write_report
+    from projectops.conformance._report import (
+        SKIP_REASONS,
+        CheckResult,
+        FieldDifference,
+        Report,
+        write_report,
+    )
     from projectops.conformance._runner import run_checks
 
 _WHERE = {
     "CHECKS": "projectops.conformance._catalogue",
+    "SKIP_REASONS": "projectops.conformance._report",
     "CheckResult": "projectops.conformance._report",
+    "FieldDifference": "projectops.conformance._report",
     "CheckSpec": "projectops.conformance._catalogue",
     "Report": "projectops.conformance._report",
     "command": "projectops.conformance._command",
@@ -25,7 +33,8 @@ _WHERE = {
     "write_report": "projectops.conformance._report",
 }
 
-__all__ = ["CHECKS", "CheckResult", "CheckSpec", "Report", "command", "proxy_command"]
+__all__ = ["CHECKS", "SKIP_REASONS", "CheckResult", "CheckSpec", "FieldDifference", "Report"]
+__all__ += ["command", "proxy_command"]
 __all__ += ["run_checks", "write_report"]
 
 if not TYPE_CHECKING:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -33,6 +34,7 @@ from projectops.validation import BLANK, is_required, rule_violations
 __all__ = ["BLANK_TRIES", "CHECKS", "DECODES", "ERRORS", "JSON_CHECKS", "CheckSpec", "Verdict"]
 __all__ += ["error_problem", "int64_as_numbers", "judge_answer", "mapping_problems", "proto_names"]
 __all__ += ["broken_requests", "required_fields", "rfc3339_utc", "unknown_field_name"]
+__all__ += ["ABSENT", "response_differences"]
 
 #: How binding a check is: ``must`` (the contract) or ``should`` (this package's design).
 Level = Literal["must", "should"]
@@ -349,6 +351,46 @@ def rfc3339_utc(text: str) -> bool:
         datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
         return True
     return False
+
+
+#: The value of a field one of two compared responses does not have.
+ABSENT: Any = object()
+
+
+def response_differences(
+    expected: Message, received: Message
+) -> tuple[int, list[tuple[str, Any, Any]]]:
+    """Where two messages of one type differ, field by field in their JSON forms.
+
+    Args:
+        expected: the fixture's response.
+        received: the server's response, decoded.
+
+    Returns:
+        How many fields differ, and the first :data:`MAX_PROBLEMS` of them in the order of the
+        walk as ``(path, expected JSON value, received JSON value)``: the path as violations
+        name a field (docs/contract.md §4.4, ``environments[0].name``), :data:`ABSENT` for a
+        side without the field.
+    """
+    walk = _differences(to_dict(expected), to_dict(received), "")
+    first = list(itertools.islice(walk, MAX_PROBLEMS))
+    return len(first) + sum(1 for _ in walk), first
+
+
+def _differences(expected: Any, received: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    # Recursive: as deep as the decoded message, which the codec's depth limit bounds.
+    if expected == received:
+        return
+    if isinstance(expected, dict) and isinstance(received, dict):
+        for key in dict.fromkeys([*expected, *received]):
+            inner = join(path, key)
+            yield from _differences(expected.get(key, ABSENT), received.get(key, ABSENT), inner)
+    elif isinstance(expected, list) and isinstance(received, list):
+        pairs = itertools.zip_longest(expected, received, fillvalue=ABSENT)
+        for index, (mine, theirs) in enumerate(pairs):
+            yield from _differences(mine, theirs, f"{path}[{index}]")
+    else:
+        yield path or "the response", expected, received
 
 
 def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:

@@ -121,7 +121,8 @@ def _fixture_project(path: str, key: str) -> FixtureProject:
 def _run(args: argparse.Namespace, transport: httpx2.BaseTransport | None = None) -> int:
     from projectops.client import usable_api_key
 
-    key = usable_api_key((os.environ.get(API_KEY_ENV) or "").strip())
+    configured = os.environ.get(API_KEY_ENV)
+    key = usable_api_key(None if configured is None else configured.strip())
     _writable("--junit-xml", args.junit_xml)  # before the run, not after its requests
     project = None if args.fixtures is None else _fixture_project(args.fixtures, key)
     # No default: checking the bundled mock server by accident would prove nothing.

@@ -16,8 +16,11 @@ __all__ = [
     "MAX_CALLS",
     "MAX_JUDGED_BYTES",
     "MAX_REQUESTS",
+    "SKIP_REASONS",
     "CheckResult",
+    "FieldDifference",
     "Report",
+    "SkipReason",
     "Status",
     "junit_xml",
 ]
@@ -38,6 +41,98 @@ MAX_CALLS = 64
 
 Status = Literal["passed", "failed", "skipped"]
 
+#: Why a check was skipped, as :attr:`CheckResult.reason` says it.
+SkipReason = Literal[
+    "no-success",
+    "no-fixture-response",
+    "not-held",
+    "not-applicable",
+    "nothing-to-send",
+    "no-error-response",
+    "unimplemented",
+    "deadline",
+    "request-limit",
+    "not-installed",
+    "not-judged",
+]
+
+#: Skip reason -> (why, in the words of a sentence's subject; what would examine the check).
+SKIP_REASONS: dict[str, tuple[str, str]] = {
+    "no-success": (
+        "no request of the operation was answered 200",
+        "--fixtures FILE with a response of the operation for the key's project (a known-good "
+        "request) would examine them",
+    ),
+    "no-fixture-response": (
+        "no fixture response of the operation was there to compare with",
+        "--fixtures FILE with a response of the operation would examine them",
+    ),
+    "not-held": (
+        "no 200 response held what they examine (a field of that kind)",
+        "a known-good request in --fixtures whose response holds one would examine them",
+    ),
+    "not-applicable": (
+        "the request message has nothing they examine (a REQUIRED field, a rule a value breaks "
+        "alone)",
+        "nothing would: they do not apply to this schema",
+    ),
+    "nothing-to-send": (
+        "no known-good request sets a field they write in another form",
+        "a known-good request in --fixtures that sets such a field would examine them",
+    ),
+    "no-error-response": (
+        "no error response of the kind they examine came",
+        "nothing on this side: the server answered the requests meant to fail otherwise",
+    ),
+    "unimplemented": (
+        "the operation is not implemented (501 unimplemented)",
+        "the server implementing the operation would examine them",
+    ),
+    "deadline": (
+        "the run's --deadline passed first",
+        "a longer --deadline, or fewer operations (--operation), would examine them",
+    ),
+    "request-limit": (
+        f"the run's limit of {MAX_REQUESTS:,} requests was reached first",
+        "fewer operations a run (--operation) would examine them",
+    ),
+    "not-installed": (
+        "protovalidate, the rules engine, is not installed",
+        "pip install 'projectops[server]' would examine them",
+    ),
+    "not-judged": (
+        "the responses were over --max-judged-bytes",
+        "a larger --max-judged-bytes would examine them",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class FieldDifference:
+    """One field where a response differs from the fixture's response (``fixtures.response``).
+
+    Attributes:
+        path: the field's path as violations name it (docs/contract.md §4.4):
+            ``environments[0].name``; outside text escaped and cut, the key redacted.
+        expected: the fixture's value as JSON, escaped, cut with a count and the key redacted;
+            ``None``: the fixture's response does not have the field.
+        received: the server's value, shown as `expected` is; ``None``: the response does not
+            have the field.
+    """
+
+    path: str
+    expected: str | None
+    received: str | None
+
+    def sentence(self) -> str:
+        """This difference as the report's line shows it.
+
+        Returns:
+            ``<path> is <received>, expected <expected>``, ``absent`` for a missing side.
+        """
+        # A JSON text is never empty: `or` stands for a missing side only.
+        return f"{self.path} is {self.received or 'absent'}, expected {self.expected or 'absent'}"
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -50,6 +145,10 @@ class CheckResult:
         status: ``"passed"``, ``"failed"`` or ``"skipped"``.
         detail: what failed or why it was skipped, outside text escaped and cut with the key
             redacted (docs/contract.md §9.3, §9.4); ``""`` for a pass.
+        reason: why it was skipped, a key of :data:`SKIP_REASONS`; ``""`` (the default) when
+            it was not.
+        differences: the fields where a response differs from the fixture's (the first
+            differing response's, ``fixtures.response`` only); none by default.
     """
 
     id: str
@@ -57,6 +156,19 @@ class CheckResult:
     level: str
     status: Status
     detail: str = ""
+    reason: SkipReason | Literal[""] = ""
+    differences: tuple[FieldDifference, ...] = ()
+
+    def sentence(self) -> str:
+        """The detail and the differences, as the report's line shows them after the status.
+
+        Returns:
+            :attr:`detail`, then each of :attr:`differences`; ``""`` for a pass.
+        """
+        if not self.differences:
+            return self.detail
+        fields = "; ".join(difference.sentence() for difference in self.differences)
+        return f"{self.detail}; the first differing response: {fields}"
 
 
 @dataclass(frozen=True)
@@ -82,6 +194,28 @@ class Report:
     seconds: float = 0.0
     base_url: str = ""
 
+    @property
+    def examined(self) -> int:
+        """How many checks were examined: passed or failed, not skipped.
+
+        Returns:
+            The number of results in :attr:`checks` that are not ``"skipped"``.
+        """
+        return len(self.checks) - self.count("skipped")
+
+    def skips(self) -> dict[SkipReason | Literal[""], list[CheckResult]]:
+        """The skipped checks by reason, the reasons in :data:`SKIP_REASONS`' order.
+
+        Returns:
+            A new ``dict``: reason -> its skipped results, in the report's order.
+        """
+        order = [*SKIP_REASONS, ""]
+        grouped: dict[SkipReason | Literal[""], list[CheckResult]] = {}
+        for check in sorted(self.checks, key=lambda check: order.index(check.reason)):
+            if check.status == "skipped":
+                grouped.setdefault(check.reason, []).append(check)
+        return grouped
+
     def count(self, status: Status) -> int:
         """How many checks ended with a status.
 
@@ -106,6 +240,8 @@ class Report:
         """
         return {
             **{status: self.count(status) for status in ("passed", "failed", "skipped")},
+            "examined": self.examined,
+            "total": len(self.checks),
             "stopped": self.stopped is not None,
             "unimplemented": list(self.unimplemented),
             "checks": [asdict(check) for check in self.checks],
@@ -128,16 +264,41 @@ def write_report(report: Report, as_json: bool) -> None:
     for check in report.checks:
         line = f"{check.operation:<{op_width}}  {check.id:<{id_width}}  {check.status}"
         line += f" ({check.level})" if check.status == "failed" else ""
-        write(line + (f": {check.detail}" if check.detail else "") + "\n")
+        sentence = check.sentence()
+        write(line + (f": {sentence}" if sentence else "") + "\n")
+    for line in _summary(report):
+        write(line + "\n")
+
+
+def _summary(report: Report) -> list[str]:
+    """The lines after the checks' in the text report: what was examined of how much, the
+    skips grouped by reason with what would examine them, and the run's bounds.
+
+    Args:
+        report: the run's report.
+
+    Returns:
+        A new list of lines, without line feeds.
+    """
     must = sum(1 for c in report.checks if c.status == "failed" and c.level == "must")
-    write(
-        f"{report.count('passed')} passed, {report.count('failed')} failed ({must} must), "
+    lines = [
+        f"{report.examined} of {len(report.checks)} checks examined: "
+        f"{report.count('passed')} passed, {report.count('failed')} failed ({must} must); "
         f"{report.count('skipped')} skipped; {report.requests} requests sent to "
         f"{outside_text(report.base_url, 200)}"
-        + (f"; unimplemented: {', '.join(report.unimplemented)}" if report.unimplemented else "")
-        + ("" if report.stopped is None else f"; stopped by --deadline {report.stopped:g} s")
-        + "\n"
-    )
+    ]
+    if report.unimplemented:
+        lines.append(f"unimplemented: {', '.join(report.unimplemented)}")
+    if report.stopped is not None:
+        lines.append(f"stopped by --deadline {report.stopped:g} s")
+    for reason, skipped in report.skips().items():
+        ids = ", ".join(dict.fromkeys(check.id for check in skipped))
+        operations = len({check.operation for check in skipped})
+        why, remedy = SKIP_REASONS.get(reason, ("as each line says", "see each line"))
+        lines.append(
+            f"{len(skipped)} skipped ({ids}; in {operations} operation(s)): {why}; {remedy}"
+        )
+    return lines
 
 
 def _xml(text: str) -> str:
@@ -170,7 +331,7 @@ def junit_xml(report: Report) -> bytes:
         case = ElementTree.SubElement(
             suite, "testcase", classname=check.operation, name=check.id, time="0.000"
         )
-        detail = _xml(check.detail)
+        detail = _xml(check.sentence())
         if check.status == "failed":
             failure = ElementTree.SubElement(case, "failure", message=f"{check.level}: {detail}")
             failure.text = detail

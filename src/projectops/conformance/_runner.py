@@ -32,7 +32,14 @@ from projectops._generate import generate
 from projectops._text import escape, outside_text
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue, _report
-from projectops.conformance._report import MAX_REQUESTS, CheckResult, Report, Status
+from projectops.conformance._report import (
+    MAX_REQUESTS,
+    CheckResult,
+    FieldDifference,
+    Report,
+    SkipReason,
+    Status,
+)
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 from projectops.fixtures import FixtureProject
 from projectops.registry import Operation
@@ -237,7 +244,18 @@ def _describe(
 #: Fixture requests sent per operation (the first ones of the file).
 MAX_FIXTURE_REQUESTS = 20
 
-_PASS: tuple[Status, str] = ("passed", "")
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A check's outcome, before it is a :class:`CheckResult`: its status, detail (not yet
+    redacted, escaped and cut) and, when skipped, the reason."""
+
+    status: Status
+    detail: str = ""
+    reason: SkipReason | Literal[""] = ""
+
+
+_PASS = _Outcome("passed")
 # The checks judged on every answer, and what a 200 answer must hold to examine each (the JSON
 # checks' in the catalogue's order).
 _NEEDS = "a field whose JSON name differs from its proto name|a 64-bit integer|an enum value|"
@@ -253,11 +271,18 @@ _MALFORMED = error_cases.MALFORMED_BODY.http_status
 _MISSING = error_cases.MISSING_REQUIRED.http_status
 _INVALID = str(error_cases.MISSING_REQUIRED.code)
 _NOT_IMPLEMENTED = error_cases.NOT_IMPLEMENTED.http_status
+_FIXTURES = "fixtures.response"
+# Characters of a value, and of a field's path, in a fixtures.response difference.
+_VALUE_CHARS = 100
 
 
-def _fail(*parts: str) -> tuple[Status, str]:
+def _fail(*parts: str) -> _Outcome:
     # Several requests may be named; the whole is cut, the key redacted, by _OperationRun.run.
-    return "failed", "; ".join(parts)
+    return _Outcome("failed", "; ".join(parts))
+
+
+def _skip(reason: SkipReason, detail: str) -> _Outcome:
+    return _Outcome("skipped", detail, reason)
 
 
 class _Unimplemented(Exception):
@@ -287,7 +312,9 @@ class _OperationRun:
         ] or [(generate(op.request_type, op.name, minimal=True), None)]
         # Each known-good request answered 200, with the digest of its answer.
         self._answered: list[tuple[Message, str]] = []
-        self._results: dict[str, tuple[Status, str]] = {}
+        self._results: dict[str, _Outcome] = {}
+        # Where the first response that differs from its fixture's does (fixtures.response).
+        self._differences: tuple[FieldDifference, ...] = ()
         self._failures: dict[str, list[str]] = {check: [] for check in _HELD}
         self._examined: set[str] = set()
         self._got_200 = False
@@ -347,35 +374,34 @@ class _OperationRun:
         except _Unimplemented:
             self.unimplemented = True
         except ImportError as exc:  # protovalidate (extra `server`), for the rule checks
-            self._results[check_id] = ("skipped", f"{exc.name} is not installed")
+            self._results[check_id] = _skip("not-installed", f"{exc.name} is not installed")
 
-    def _no_success(self) -> tuple[Status, str]:
+    def _no_success(self) -> _Outcome:
         if self._good[0][1] is not None:  # a fixture's request, not the derived one
-            why = "none of its requests known to succeed was answered 200"
+            why = "none of the --fixtures requests was"
         elif self._project is None:
-            why = "no --fixtures given"
+            why = "no --fixtures was given, and the request derived from the schema was not"
         else:
-            why = f"the --fixtures project {self._project.name!r} has no answer of it"
-        return (
-            "skipped",
-            f"no 200 answer of {self._op.name} ({why}); --fixtures gives a request known to "
-            "succeed: an answer of the operation for the project whose apiKey is the key in use",
-        )
+            why = (
+                f"the --fixtures project {self._project.name!r} has no response of it, and the "
+                "request derived from the schema was not"
+            )
+        return _skip("no-success", f"no request of {self._op.name} was answered 200: {why}")
 
-    def _unauthorized(self, body: bytes, key: KeyUse) -> tuple[Status, str]:
+    def _unauthorized(self, body: bytes, key: KeyUse) -> _Outcome:
         """Whether `body` sent without the key, or with a wrong one, gets 401."""
         return self._status(self._post(body, key=key)[0], _UNAUTHORIZED)
 
     def run(self) -> list[CheckResult]:
         sample = to_json(self._good[0][0]).encode()
-        steps: tuple[tuple[str, Callable[[], tuple[Status, str]]], ...] = (
+        steps: tuple[tuple[str, Callable[[], _Outcome]], ...] = (
             ("auth.no-key", lambda: self._unauthorized(sample, key="none")),
             ("auth.wrong-key", lambda: self._unauthorized(sample, key="wrong")),
             ("auth.before-body", lambda: self._unauthorized(b"{", key="none")),
             ("request.required", self._required),
             ("request.not-object", self._not_object),
             ("request.rules", self._rules),
-            ("fixtures.response", self._known_good),
+            (_FIXTURES, self._known_good),
             ("auth.scope-headers", self._scope_headers),
             ("request.proto-names", lambda: self._form(_catalogue.proto_names, "field names")),
             (
@@ -401,38 +427,53 @@ class _OperationRun:
                 self._results[check_id] = _PASS
             elif self._unjudged:
                 limit = f"--max-judged-bytes ({self._client.max_judged_bytes:,} bytes)"
-                self._results[check_id] = ("skipped", f"answers over {limit} are not judged")
-            elif not _catalogue.CHECKS[check_id].needs_success:  # it judges the error answers
-                self._results[check_id] = ("skipped", "no answer but 2xx came")
+                self._results[check_id] = _skip(
+                    "not-judged", f"responses over {limit} are not judged"
+                )
+            elif not _catalogue.CHECKS[check_id].needs_success:  # it judges the error responses
+                self._results[check_id] = _skip("no-error-response", "only 2xx responses came")
             elif not self._got_200:
                 self._results[check_id] = self._no_success()
             else:
-                self._results[check_id] = ("skipped", f"no 200 answer held {held}")
-        why = f"{self._op.name} is not implemented (501 unimplemented)"
+                self._results[check_id] = _skip("not-held", f"no 200 response held {held}")
+        missed = _skip("unimplemented", f"{self._op.name} is not implemented (501 unimplemented)")
         if self.stopped:
-            why = f"not run: the run's --deadline of {self._deadline:g} s passed"
+            missed = _skip(
+                "deadline", f"not run: the run's --deadline of {self._deadline:g} s passed"
+            )
         elif self.spent:
-            why = f"not run: the run's limit of {MAX_REQUESTS} requests was reached"
-        missed: tuple[Status, str] = ("skipped", why)
+            limit = f"{MAX_REQUESTS:,} requests"
+            missed = _skip("request-limit", f"not run: the run's limit of {limit} was reached")
         results = []
         for check_id, spec in _catalogue.CHECKS.items():
-            status, detail = self._results.get(check_id, missed)
+            outcome = self._results.get(check_id, missed)
             # A server's text (an unknown code, a field's value) may echo the key: never shown.
-            detail = self._client.shown(detail, _DETAIL_CHARS)
-            results.append(CheckResult(check_id, self._op.name, spec.level, status, detail))
+            detail = self._client.shown(outcome.detail, _DETAIL_CHARS)
+            differences = self._differences if check_id == _FIXTURES else ()
+            results.append(
+                CheckResult(
+                    check_id,
+                    self._op.name,
+                    spec.level,
+                    outcome.status,
+                    detail,
+                    outcome.reason,
+                    differences,
+                )
+            )
         return results
 
     # --- the checks ---------------------------------------------------------------------------
 
-    def _status(self, exchange: Exchange, wanted: int) -> tuple[Status, str]:
+    def _status(self, exchange: Exchange, wanted: int) -> _Outcome:
         return _PASS if exchange.status == wanted else _fail(f"expected {wanted}", exchange.shown())
 
-    def _required(self) -> tuple[Status, str]:
+    def _required(self) -> _Outcome:
         fields = _catalogue.required_fields(self._op)
         if not fields:
             reason = f"the request of {self._op.name} has no REQUIRED field"
-            self._results["errors.violation-paths"] = ("skipped", reason)
-            return ("skipped", reason)
+            self._results["errors.violation-paths"] = _skip("not-applicable", reason)
+            return _skip("not-applicable", reason)
         base = to_dict(self._good[0][0])
         failures: list[str] = []
         unnamed: list[str] = []
@@ -449,7 +490,7 @@ class _OperationRun:
                 status, lines = self._invalid(label, fd.json_name, body)
                 named |= status == "passed"
                 (unnamed if status == "skipped" else failures).extend(lines)
-        paths: tuple[Status, str] = ("skipped", f"no {_MISSING} {_INVALID} answer came")
+        paths = _skip("no-error-response", f"no {_MISSING} {_INVALID} response came")
         if unnamed:
             paths = _fail(*unnamed)
         elif named:
@@ -469,19 +510,28 @@ class _OperationRun:
             return "passed", []
         return "skipped", [f"{label}: no violation names {name!r}", exchange.shown()]
 
-    def _rules(self) -> tuple[Status, str]:
+    def _rules(self) -> _Outcome:
         """One request per rule of a top-level request field, breaking it alone."""
         broken = list(_catalogue.broken_requests(self._op, self._good[0][0]))
         failures, underived = [], [f"{name} {rule}" for name, rule, r in broken if r is None]
         for name, rule, request in broken:
             if request is not None:  # the label: "version string.max_len"
                 failures += self._invalid(f"{name} {rule}", name, to_json(request).encode())[1]
-        if not broken or failures:
-            return _fail(*failures) if failures else ("skipped", "the request has no rule")
-        status: Status = "passed" if len(underived) < len(broken) else "skipped"
-        return status, f"no value derived to break: {', '.join(underived) or 'none'}"
+        if failures:
+            return _fail(*failures)
+        if not broken:
+            return _skip("not-applicable", f"the request of {self._op.name} has no rule")
+        if not underived:
+            return _PASS
+        # A CEL rule, a rule of a list, a bound at the type's end: no value breaks it alone.
+        unsent = f"no value breaking one rule alone was derived for {', '.join(underived)}"
+        if len(underived) == len(broken):
+            return _skip("not-applicable", f"{unsent}, so no request was sent")
+        return _Outcome(
+            "passed", f"each request breaking one rule was refused; {unsent}, unchecked"
+        )
 
-    def _not_object(self) -> tuple[Status, str]:
+    def _not_object(self) -> _Outcome:
         failures: list[str] = []
         for body in (b"[]", b"{"):
             exchange, _ = self._post(body)
@@ -489,27 +539,49 @@ class _OperationRun:
                 failures += [f"expected {_MALFORMED}", exchange.shown()]
         return _fail(*failures) if failures else _PASS
 
-    def _known_good(self) -> tuple[Status, str]:
+    def _known_good(self) -> _Outcome:
         failures: list[str] = []
-        compared = False
+        compared = unjudged = False
         for request, expected in self._good:
             exchange, verdict = self._post(to_json(request).encode())
             if exchange.status == 200 and verdict is not None:
                 self._answered.append((request, verdict.digest))
+            unjudged |= exchange.unjudged
             if expected is None or exchange.unjudged:  # none to compare with, or too large
                 continue
             compared = True
             if exchange.status != 200 or verdict is None or verdict.message is None:
                 failures += [f"expected 200 and a {self._op.response_type.__name__}"]
+                failures.append(exchange.shown())
             elif verdict.message != expected:
-                failures += ["the answer differs from the fixture's response"]
-            else:
-                continue
-            failures.append(exchange.shown())
-        if not compared:
-            why = "there is none, or the answers were over --max-judged-bytes"
-            return ("skipped", f"no --fixtures answer of {self._op.name} to compare with: {why}")
-        return _fail(*failures) if failures else _PASS
+                failures.append(self._differs(exchange, expected, verdict.message))
+        if compared:
+            return _fail(*failures) if failures else _PASS
+        if unjudged:
+            limit = f"--max-judged-bytes ({self._client.max_judged_bytes:,} bytes)"
+            return _skip("not-judged", f"the responses to compare were over {limit}")
+        return _skip("no-fixture-response", f"--fixtures has no response of {self._op.name}")
+
+    def _differs(self, exchange: Exchange, expected: Message, received: Message) -> str:
+        """The sentence of a 200 response that is not the fixture's; the first such response's
+        differing fields become :attr:`CheckResult.differences`."""
+        count, found = _catalogue.response_differences(expected, received)
+        if not self._differences:
+            self._differences = tuple(
+                FieldDifference(
+                    self._client.shown(path, _VALUE_CHARS),
+                    self._value(expected_value),
+                    self._value(received_value),
+                )
+                for path, expected_value, received_value in found
+            )
+        return f"sent {exchange.sent}; the response differs from the fixture's in {count} field(s)"
+
+    def _value(self, value: Any) -> str | None:
+        """A JSON value of a compared response as the report shows it; ``None``: absent."""
+        if value is _catalogue.ABSENT:
+            return None
+        return self._client.shown(json.dumps(value, ensure_ascii=False), _VALUE_CHARS)
 
     def _same(
         self,
@@ -518,7 +590,7 @@ class _OperationRun:
         *,
         headers: Mapping[str, str] | None = None,
         what: str = "",
-    ) -> tuple[Status, str]:
+    ) -> _Outcome:
         """Send `make`'s form of the first request answered 200 that it changes; pass when the
         answer is that request's."""
         if not self._answered:
@@ -531,12 +603,12 @@ class _OperationRun:
                     return _PASS
                 wanted = "expected the answer of the canonical request (200)"
                 return _fail(f"{label}: {wanted}", exchange.shown())
-        return (
-            "skipped",
+        return _skip(
+            "nothing-to-send",
             f"no request of {self._op.name} known to succeed has {what} with another form",
         )
 
-    def _scope_headers(self) -> tuple[Status, str]:
+    def _scope_headers(self) -> _Outcome:
         # A header value is visible ASCII: a project named "café" is sent as "not-caf\xe9".
         name = self._project.name if self._project else "another-project"
         stand_in = escape(name).encode("ascii", "backslashreplace").decode("ascii")
@@ -547,14 +619,14 @@ class _OperationRun:
             headers={"Project-Id": other, "Organization-Id": other},
         )
 
-    def _form(self, make: Callable[[Message], tuple[Any, int]], what: str) -> tuple[Status, str]:
+    def _form(self, make: Callable[[Message], tuple[Any, int]], what: str) -> _Outcome:
         return self._same(f"{what} in their other form", make, what=what)
 
-    def _unknown_field(self) -> tuple[Status, str]:
+    def _unknown_field(self) -> _Outcome:
         name = _catalogue.unknown_field_name(cast(Descriptor, self._op.request_type.DESCRIPTOR))
         return self._same("with an unknown field", lambda r: ({**to_dict(r), name: "x"}, 1))
 
-    def _method(self) -> tuple[Status, str]:
+    def _method(self) -> _Outcome:
         exchange, _ = self._post(None, method="GET")
         if exchange.status != error_cases.WRONG_METHOD.http_status:
             return _fail(f"expected {error_cases.WRONG_METHOD.http_status}", exchange.shown())
@@ -564,13 +636,13 @@ class _OperationRun:
                 return _fail(f"expected the header {name}: {value}", exchange.shown())
         return _PASS
 
-    def _unknown_path(self) -> tuple[Status, str]:
+    def _unknown_path(self) -> _Outcome:
         path = conventions.operation_path(f"{self._op.name}_unknown")
         while path in self._known_paths:
             path += "_x"
         return self._status(self._post(b"{}", path=path)[0], error_cases.NO_OPERATION.http_status)
 
-    def _body_limit(self) -> tuple[Status, str]:
+    def _body_limit(self) -> _Outcome:
         body = b"{" + b" " * conventions.MAX_BODY_BYTES + b"}"
         return self._status(self._post(body)[0], error_cases.BODY_TOO_LARGE.http_status)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import os
 import socket
 import sys
 import time
@@ -449,7 +450,8 @@ def run(
         shown_url(client.base_url),
     )
     if not client.has_api_key:
-        _log.warning("%s is not set: tool calls will fail until it holds the API key", API_KEY_ENV)
+        state = "is empty" if API_KEY_ENV in os.environ else "is not set"
+        _log.warning("%s %s: tool calls will fail until it holds the API key", API_KEY_ENV, state)
     if sock is not None and token is None:
         _log.warning(
             "no bearer token (%s, --bearer-token): serving on loopback only, where any local "

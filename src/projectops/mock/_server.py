@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import anyio
 import httpx2
@@ -15,7 +15,12 @@ import uvicorn
 from anyio.from_thread import BlockingPortal
 from google.protobuf.message import Message
 
-from projectops.client import AsyncOperationsServiceClient, OperationsServiceClient
+from projectops.client import (
+    AsyncClient,
+    AsyncOperationsServiceClient,
+    Client,
+    OperationsServiceClient,
+)
 from projectops.codec import to_dict
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.errors import ApiError, Code
@@ -31,6 +36,10 @@ __all__ = ["API_KEY", "PROJECT", "MockServer"]
 API_KEY = "projectops-test-key"
 #: The mock project's name (``failed_precondition`` messages name it).
 PROJECT = "test"
+# The client classes MockServer.client() and async_client() make, as a type checker sees them.
+_C = TypeVar("_C", bound=Client)
+_A = TypeVar("_A", bound=AsyncClient)
+_AnyClient = TypeVar("_AnyClient", Client, AsyncClient)
 # The in-process clients' base URL: never resolved, no request leaves the process.
 _IN_PROCESS_URL = "http://projectops-mock.invalid"
 # Seconds the port may take to start, and to stop.
@@ -138,7 +147,11 @@ class MockServer:
         scenario = {name: tuple(answers.values()) for name, answers in self._scenario.items()}
         self._projects[self.api_key] = MockProject(PROJECT, scenario, self._generate, self.calls)
 
-    def client(self, cls: type | None = None, **options: Any) -> Any:
+    @overload
+    def client(self, cls: None = None, **options: Any) -> OperationsServiceClient: ...
+    @overload
+    def client(self, cls: type[_C], **options: Any) -> _C: ...
+    def client(self, cls: type[Client] | None = None, **options: Any) -> Client:
         """An in-process client of the mock, sharing no socket.
 
         Args:
@@ -148,12 +161,16 @@ class MockServer:
                 is 30 seconds unless given.
 
         Returns:
-            A new client with the mock's base URL, key and transport; close it or use it in
-            ``with``.
+            A new client of `cls` (typed as such) with the mock's base URL, key and transport;
+            close it or use it in ``with``.
         """
         return self._client(cls or OperationsServiceClient, self.transport, options)
 
-    def async_client(self, cls: type | None = None, **options: Any) -> Any:
+    @overload
+    def async_client(self, cls: None = None, **options: Any) -> AsyncOperationsServiceClient: ...
+    @overload
+    def async_client(self, cls: type[_A], **options: Any) -> _A: ...
+    def async_client(self, cls: type[AsyncClient] | None = None, **options: Any) -> AsyncClient:
         """:meth:`client` for ``async with``.
 
         Args:
@@ -162,11 +179,11 @@ class MockServer:
             options: more arguments of the client; ``timeout`` is 30 seconds unless given.
 
         Returns:
-            A new async client of the mock.
+            A new async client of `cls` (typed as such) of the mock.
         """
         return self._client(cls or AsyncOperationsServiceClient, self.async_transport, options)
 
-    def _client(self, cls: type, transport: Any, options: dict[str, Any]) -> Any:
+    def _client(self, cls: type[_AnyClient], transport: Any, options: dict[str, Any]) -> _AnyClient:
         options.setdefault("timeout", 30.0)
         return cls(base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=transport, **options)
 

@@ -113,7 +113,7 @@ FAILURES: Mapping[type[BaseException], Failure] = {
         EXIT_USAGE,
         "{message}",
         f"The API key is missing or invalid: set {API_KEY_ENV} to the project's API key; it is "
-        "not set, or not usable as a header value, so nothing was sent",
+        "not set, empty, or not usable as a header value, so nothing was sent",
     ),
     client.MissingBaseUrl: Failure(EXIT_USAGE, _TRY_THE_MOCK, _TRY_THE_MOCK),
     client.InvalidRequest: Failure(
