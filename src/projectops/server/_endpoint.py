@@ -207,7 +207,8 @@ class Endpoint:
         raise self._past_deadline(where)  # reached only when the scope cancelled `work`
 
     def _past_deadline(self, where: str, thread: str = "") -> DeadlineExceeded:
-        name, seconds = self._op.name, self._timeout
+        name = self._op.name
+        seconds = self._timeout
         logger.warning(
             "serving %s ran past handler_timeout (%g s) in %s%s", name, seconds, where, thread
         )
