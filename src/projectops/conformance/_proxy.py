@@ -192,10 +192,14 @@ class Recording:
     """
 
     def __init__(self, *, max_answers: int, max_bytes: int) -> None:
-        self._max_answers, self._max_bytes = max_answers, max_bytes
+        self._max_answers = max_answers
+        self._max_bytes = max_bytes
         # hash of the key -> operation -> request key -> (answer's JSON object, its size)
         self._projects: dict[str, dict[str, dict[str, tuple[dict[str, Any], int]]]] = {}
-        self.count = self.bytes = self.left_out = 0
+        # The summary's figures: answers kept, bytes of their JSON, answers left out.
+        self.count = 0
+        self.bytes = 0
+        self.left_out = 0
         self._lock = threading.Lock()
 
     def add(
@@ -212,7 +216,8 @@ class Recording:
         as the mock could not serve it otherwise. Thread-safe."""
         entry = {"request": to_dict(request), "response": to_dict(response)}
         text = dump(entry)
-        size, wanted = len(text.encode()), request_key(request)
+        size = len(text.encode())
+        wanted = request_key(request)
         hashed = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
         echoed = redact_secrets(text, [key, *credentials], REDACTED) != text
         with self._lock:
