@@ -886,3 +886,44 @@ def test_an_upstream_client_with_fewer_connections_than_max_calls_is_refused() -
     with pytest.raises(ValueError, match="max_calls"):
         create_proxy_app(client, report=lambda violation: None, max_calls=3)
     create_proxy_app(client, report=lambda violation: None, max_calls=2)  # as many: taken
+
+
+def test_a_call_past_max_calls_in_flight_is_503_at_once_and_the_next_is_let_in() -> None:
+    """A call counts from its head until it is done; one more is refused without waiting."""
+    statuses: list[int] = []
+
+    async def main() -> httpx2.Response:
+        arrived = anyio.Event()
+        release = anyio.Event()
+
+        async def held(request: Request) -> Response:
+            arrived.set()
+            await release.wait()
+            return Response(b"{}", media_type="application/json")
+
+        upstream = Starlette(routes=[Route("/{path:path}", held, methods=["GET"])])
+        transport = httpx2.ASGITransport(upstream)
+        forward = AsyncRawClient("http://upstream", timeout=TIMEOUT, transport=transport)
+        app = create_proxy_app(forward, report=lambda violation: None, max_calls=1)
+        client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app), base_url="http://p")
+
+        async def first() -> None:
+            statuses.append((await client.get("/held")).status_code)
+
+        async with client, anyio.create_task_group() as group:
+            group.start_soon(first)
+            await arrived.wait()
+            refused = await client.get("/refused")
+            release.set()
+        async with httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app), base_url="http://p"
+        ) as c:
+            statuses.append((await c.get("/after")).status_code)
+        await forward.aclose()
+        return refused
+
+    refused = anyio.run(main)
+    assert (refused.status_code, refused.json()["code"]) == (503, "unavailable")
+    assert "(--max-calls)" in refused.json()["message"]
+    assert refused.headers["connection"] == "close"
+    assert statuses == [200, 200]

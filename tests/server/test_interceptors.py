@@ -241,6 +241,30 @@ def test_a_handler_failure_reaches_the_interceptors_as_internal() -> None:
     assert seen == [projectops.Code.INTERNAL]
 
 
+def test_a_handler_failing_under_an_interceptor_is_logged_as_the_handlers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def passing_on(
+        request: Any, context: RequestContext[Any], call_next: ServerCallNext
+    ) -> Any:
+        return await call_next(request, context)
+
+    class Broken(Service):
+        def list_rum_environments(
+            self, request: ops.ListRumEnvironmentsRequest, context: RequestContext[str]
+        ) -> ops.ListRumEnvironmentsResponse:
+            raise KeyError("a detail of the handler")
+
+    app = create_app(Broken(), authenticate={KEY: "demo"}.get, interceptors=[passing_on])
+    with caplog.at_level(logging.ERROR, logger="projectops.server"):
+        answer = post(app, LIST)
+    assert answer.status_code == 500
+    assert answer.json()["message"] == "internal error while serving list_rum_environments"
+    assert "the handler of list_rum_environments failed" in caplog.text
+    assert "KeyError: 'a detail of the handler'" in caplog.text
+    assert "an interceptor of" not in caplog.text
+
+
 def test_a_replaced_request_is_validated() -> None:
     async def blank(request: Any, context: RequestContext[Any], call_next: ServerCallNext) -> Any:
         return await call_next(ops.GetReleaseDetailsRequest(version=" "), context)

@@ -15,7 +15,7 @@ from projectops.codec import to_dict
 from projectops.conventions import VALIDATE_RESPONSES_ENV
 from projectops.fixtures import default_fixtures
 from projectops.registry import Operation
-from projectops.server import OperationsServiceHandler, create_app
+from projectops.server import OperationsServiceHandler, ServerCallNext, create_app
 from projectops.validation import is_required
 from tests.server.test_adapter import KEYS, call, error_of
 from tests.synthetic import (
@@ -105,11 +105,21 @@ def test_the_pytest_plugin_turns_the_check_on() -> None:
     assert _projectops_pytestplugin.VALIDATE_RESPONSES_ENV == VALIDATE_RESPONSES_ENV
 
 
-def test_an_answer_breaking_a_rule_is_500_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+async def passing_on(request: Message, context: Any, call_next: ServerCallNext) -> Any:
+    """An interceptor that passes the handler's response on as it came."""
+    return await call_next(request, context)
+
+
+@pytest.mark.parametrize("interceptors", [[], [passing_on]], ids=["alone", "passed on"])
+def test_an_answer_breaking_a_rule_is_500_and_logged_as_the_handlers(
+    caplog: pytest.LogCaptureFixture, interceptors: list[Any]
+) -> None:
+    """An interceptor that passes the handler's response on is not blamed for its rules."""
     app = create_app(
         serving(ANSWERING, ANSWERING.response_type()),
         authenticate=KEYS.get,
         validate_responses=True,
+        interceptors=interceptors,
     )
     with caplog.at_level(logging.ERROR, logger="projectops.server"):
         response = call(app, ANSWERING.path, body(ANSWERING), key="key-a")
@@ -120,7 +130,27 @@ def test_an_answer_breaking_a_rule_is_500_and_logged(caplog: pytest.LogCaptureFi
     assert f"{ALWAYS_SET.json_name}: is required" not in error["message"]
     assert f"{ALWAYS_SET.json_name}: is required" in caplog.text
     assert f"the answer of the handler of {ANSWERING.name} (its rules) failed" in caplog.text
+    assert "an interceptor of" not in caplog.text
     assert "key-a" not in caplog.text
+
+
+def test_an_interceptors_own_answer_breaking_a_rule_is_logged_as_the_interceptors(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def replacing(request: Message, context: Any, call_next: ServerCallNext) -> Any:
+        await call_next(request, context)
+        return ANSWERING.response_type()
+
+    app = create_app(
+        serving(ANSWERING, minimal_answer(ANSWERING)),
+        authenticate=KEYS.get,
+        validate_responses=True,
+        interceptors=[replacing],
+    )
+    with caplog.at_level(logging.ERROR, logger="projectops.server"):
+        response = call(app, ANSWERING.path, body(ANSWERING))
+    assert response.status_code == 500
+    assert f"the answer of an interceptor of {ANSWERING.name} (its rules) failed" in caplog.text
 
 
 def test_an_answer_keeping_every_rule_is_sent_when_checked() -> None:

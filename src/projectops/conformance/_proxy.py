@@ -36,7 +36,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from projectops._text import REDACTED, outside_text, redact_secrets
 from projectops.client import AsyncRawClient
@@ -57,7 +57,7 @@ from projectops.server import error_response, read_body
 from projectops.validation import REQUIRED_RULE, rule_violations, violations
 
 __all__ = ["JUDGING_WORKERS", "NOT_JUDGED", "STAND_IN_KEY", "Violation"]
-__all__ += ["Recording", "create_proxy_app", "find_violations"]
+__all__ += ["Recording", "ValidationProxy", "create_proxy_app", "find_violations"]
 
 #: The ``apiKey`` of the recorded fixtures' first project (then ``-2``, ``-3``, ...).
 STAND_IN_KEY = "recorded-key"
@@ -83,6 +83,8 @@ _DETAIL_CHARS = 200
 # before it splits the path into segments.
 _ENCODED_SEPARATORS = ("%2f", "%5c", "%3b")
 _log = logging.getLogger("projectops.proxy")
+# The methods forwarded (and HEAD, which Starlette's Route adds to GET); another is 405.
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 @dataclass(frozen=True)
@@ -190,10 +192,14 @@ class Recording:
     """
 
     def __init__(self, *, max_answers: int, max_bytes: int) -> None:
-        self._max_answers, self._max_bytes = max_answers, max_bytes
+        self._max_answers = max_answers
+        self._max_bytes = max_bytes
         # hash of the key -> operation -> request key -> (answer's JSON object, its size)
         self._projects: dict[str, dict[str, dict[str, tuple[dict[str, Any], int]]]] = {}
-        self.count = self.bytes = self.left_out = 0
+        # The summary's figures: answers kept, bytes of their JSON, answers left out.
+        self.count = 0
+        self.bytes = 0
+        self.left_out = 0
         self._lock = threading.Lock()
 
     def add(
@@ -210,7 +216,8 @@ class Recording:
         as the mock could not serve it otherwise. Thread-safe."""
         entry = {"request": to_dict(request), "response": to_dict(response)}
         text = dump(entry)
-        size, wanted = len(text.encode()), request_key(request)
+        size = len(text.encode())
+        wanted = request_key(request)
         hashed = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
         echoed = redact_secrets(text, [key, *credentials], REDACTED) != text
         with self._lock:
@@ -328,7 +335,7 @@ def create_proxy_app(
     max_calls: int = MAX_CALLS,
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     registry: Registry = REGISTRY,
-) -> ASGIApp:
+) -> ValidationProxy:
     """The proxy's ASGI app (docs/conformance.md).
 
     Args:
@@ -353,76 +360,108 @@ def create_proxy_app(
         registry: the operations judged; :data:`projectops.registry.REGISTRY` by default.
 
     Returns:
-        An ASGI app that answers every path and method.
+        A :class:`ValidationProxy`, an ASGI app that answers every path and method.
 
     Raises:
         ValueError: `upstream` has fewer than `max_calls` connections.
     """
-    if upstream.max_connections < max_calls:
-        raise ValueError(
-            f"the upstream's client has {upstream.max_connections} connections, fewer than "
-            f"max_calls ({max_calls}): calls would wait for one within their time-out"
-        )
-    by_path = {op.path: op for op in registry.operations()}
-    judges = anyio.CapacityLimiter(workers)
-    # Calls being judged or waiting for a judge, counted here (on the loop's thread only): the
-    # limiter's own statistics lag, since run_sync yields once before it borrows, and calls
-    # arriving together would all pass.
-    waiting = [0]
+    return ValidationProxy(
+        upstream,
+        report=report,
+        recording=recording,
+        max_request_bytes=max_request_bytes,
+        max_judged_bytes=max_judged_bytes,
+        workers=workers,
+        max_calls=max_calls,
+        body_timeout=body_timeout,
+        registry=registry,
+    )
 
-    async def judge(
-        op: Operation, body: bytes, status: int, answer: bytes, key: str, secrets: list[str]
+
+class ValidationProxy:
+    """The validation proxy, an ASGI application beside the server adapter's
+    (docs/conformance.md): each call forwarded to the upstream as it came and answered with its
+    answer, then judged in a worker thread; at most `max_calls` HTTP calls in flight (counted on
+    the event loop's thread), one more answered 503 ``unavailable`` at once, its body unread,
+    ``Connection: close``. Made by :func:`create_proxy_app`, which gives each argument's default.
+
+    Args:
+        upstream: the exchange every call is sent on through (the caller closes it).
+        report: called with each drift, from the event loop's thread.
+        recording: where the 200 answers go (``None``: not recorded).
+        max_request_bytes: the largest request body forwarded, in bytes.
+        max_judged_bytes: the largest answer judged, in bytes.
+        workers: threads that judge at once.
+        max_calls: calls in flight at most, from the request's head to the end of its judging.
+        body_timeout: seconds a request body may take to arrive whole (``None``: no limit).
+        registry: the operations judged.
+
+    Raises:
+        ValueError: `upstream` has fewer than `max_calls` connections.
+    """
+
+    def __init__(
+        self,
+        upstream: AsyncRawClient,
+        *,
+        report: Callable[[Violation], None],
+        recording: Recording | None,
+        max_request_bytes: int,
+        max_judged_bytes: int,
+        workers: int,
+        max_calls: int,
+        body_timeout: float | None,
+        registry: Registry,
     ) -> None:
-        """Judge one forwarded call in a worker thread, after its answer went out."""
-        if waiting[0] >= 2 * workers:
-            busy = f"{waiting[0]} calls are being judged or waiting for it"
-            report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
-            left_out(status)
-            return
-        judged: bytes | None = answer
-        if len(answer) > max_judged_bytes:  # the request is still: --max-request-bytes bound it
-            why = f"the answer is {len(answer):,} bytes, over the {max_judged_bytes:,} judged"
-            report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {why}"))
-            judged = None
-        waiting[0] += 1
-        try:
-            reported = await anyio.to_thread.run_sync(
-                judge_call, op, body, status, judged, key, secrets, limiter=judges
+        if upstream.max_connections < max_calls:
+            raise ValueError(
+                f"the upstream's client has {upstream.max_connections} connections, fewer than "
+                f"max_calls ({max_calls}): calls would wait for one within their time-out"
             )
-        except Exception as exc:  # judging promises never to raise: should it, a drift says so,
-            # in one redacted line, where a traceback would show the answer's text raw
-            why = outside_text(f"{type(exc).__name__}: {exc}", _DETAIL_CHARS, secrets)
-            reported = [Violation(op.name, "answer", NOT_JUDGED, "", f"judging failed: {why}")]
-            left_out(status)
+        self._upstream = upstream
+        self._report = report
+        self._recording = recording
+        self._max_request_bytes = max_request_bytes
+        self._max_judged_bytes = max_judged_bytes
+        self._workers = workers
+        self._max_calls = max_calls
+        self._body_timeout = body_timeout
+        self._by_path = {op.path: op for op in registry.operations()}
+        self._judges = anyio.CapacityLimiter(workers)
+        # Calls being judged or waiting for a judge, counted here (on the loop's thread only): the
+        # limiter's own statistics lag, since run_sync yields once before it borrows, and calls
+        # arriving together would all pass.
+        self._waiting = 0
+        # HTTP calls in flight, from the request's head to the end of its judging.
+        self._calls = 0
+        route = Route("/{path:path}", self._forward, methods=list(_METHODS))
+        self._router = Starlette(routes=[route])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection (``http``; ``lifespan`` and others go to the router).
+
+        Args:
+            scope: the connection's ASGI scope.
+            receive: its ASGI receive callable.
+            send: its ASGI send callable.
+        """
+        if scope["type"] != "http":
+            await self._router(scope, receive, send)
+            return
+        if self._calls >= self._max_calls:
+            busy = Unavailable(
+                f"the proxy has {self._max_calls} calls in flight (--max-calls); try again later"
+            )
+            await error_response(busy, headers={"Connection": "close"})(scope, receive, send)
+            return
+        self._calls += 1
+        try:
+            await self._router(scope, receive, send)
         finally:
-            waiting[0] -= 1
-        for found in reported:
-            report(found)
+            self._calls -= 1
 
-    def judge_call(
-        op: Operation, body: bytes, status: int, answer: bytes | None, key: str, secrets: list[str]
-    ) -> list[Violation]:
-        """The violations of one call (in a worker thread; `answer` ``None``: not judged); its 200
-        answer recorded when both sides decode."""
-        in_request, sent = find_violations(op, "request", body, secrets=secrets)
-        if answer is None:
-            left_out(status)
-            return in_request
-        found, got = find_violations(op, "answer", answer, status=status, secrets=secrets)
-        # `got` is set for a 200 answer that decodes strictly only; a request that breaks a
-        # rule is not recorded: the mock would refuse it.
-        if sent is None or got is None or in_request:
-            left_out(status)
-        elif recording is not None:
-            recording.add(op, key, sent, got, secrets)
-        return in_request + found
-
-    def left_out(status: int) -> None:
-        """Count a 200 answer not recorded for a drift it or its request drew."""
-        if recording is not None and status == 200:
-            recording.leave_out()
-
-    async def proxy(request: Request) -> Response:
+    async def _forward(self, request: Request) -> Response:
+        """Forward `request` to the upstream; its answer, the call's judging as its background."""
         path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
         query = request.scope["query_string"].decode("latin-1")
         headers = request.headers.items()
@@ -430,9 +469,9 @@ def create_proxy_app(
         keys = [v.strip() for k, v in headers if header_key(k) == _KEY_HEADER and v.strip()]
         secrets = [part for k, v in headers for part in _credential_parts(k, v)]
         target = path + (f"?{query}" if query else "")
-        refused = _refused_target(path, target, upstream.base_url)
+        refused = _refused_target(path, target, self._upstream.base_url)
         # A percent-encoded path is never an operation's (docs/contract.md §2.4): not judged.
-        op = by_path.get(path) if request.method == ALLOWED_METHOD else None
+        op = self._by_path.get(path) if request.method == ALLOWED_METHOD else None
         if refused is not None:
             shown = outside_text(path, 100, secrets)
             why = f"the proxy refuses the target '{shown}': {refused}"
@@ -440,9 +479,9 @@ def create_proxy_app(
         try:
             body = await read_body(
                 request.receive,
-                max_request_bytes=max_request_bytes,
+                max_request_bytes=self._max_request_bytes,
                 content_length=request.headers.get("content-length"),
-                timeout=body_timeout,
+                timeout=self._body_timeout,
             )
         except DeadlineExceeded as late:  # the caller's lateness: 408, as the adapter answers it
             case = BODY_TIMED_OUT
@@ -452,9 +491,9 @@ def create_proxy_app(
         except ClientDisconnect:  # the caller left before its request was whole: no one to answer
             return Response(status_code=400)
         try:
-            answer = await upstream.send(request.method, target, body, _end_to_end(headers))
+            answer = await self._upstream.send(request.method, target, body, _end_to_end(headers))
             if answer.truncated:
-                cap = f"{upstream.max_response_bytes} bytes (--max-response-bytes)"
+                cap = f"{self._upstream.max_response_bytes} bytes (--max-response-bytes)"
                 raise Unavailable(f"the upstream's answer is over {cap}")
         except ApiError as exc:  # no complete answer: 504 past the time-out, else 503
             texts = (outside_text(text, 300, secrets) for text in (target, exc.message))
@@ -470,7 +509,7 @@ def create_proxy_app(
         task = None
         if op is not None:
             key = keys[0] if keys else ""
-            task = BackgroundTask(judge, op, body, answer.status, answer.body, key, secrets)
+            task = BackgroundTask(self._judge, op, body, answer.status, answer.body, key, secrets)
         response = Response(answer.body, answer.status, background=task)
         response.raw_headers = [
             (k.lower().encode("latin-1"), v.encode("latin-1"))
@@ -478,31 +517,63 @@ def create_proxy_app(
         ] + [(b"content-length", str(len(answer.body)).encode())]
         return response
 
-    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-    return _Bounded(Starlette(routes=[Route("/{path:path}", proxy, methods=methods)]), max_calls)
-
-
-class _Bounded:
-    """`app` with at most `limit` HTTP calls in flight (counted on the event loop's thread);
-    one more gets a 503 ``unavailable`` at once, its body unread, ``Connection: close``."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self._app = app
-        self._limit = limit
-        self._calls = 0
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
+    async def _judge(
+        self, op: Operation, body: bytes, status: int, answer: bytes, key: str, secrets: list[str]
+    ) -> None:
+        """Judge one forwarded call in a worker thread, after its answer went out."""
+        if self._waiting >= 2 * self._workers:
+            busy = f"{self._waiting} calls are being judged or waiting for it"
+            self._report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
+            self._left_out(status)
             return
-        if self._calls >= self._limit:
-            busy = Unavailable(
-                f"the proxy has {self._limit} calls in flight (--max-calls); try again later"
-            )
-            await error_response(busy, headers={"Connection": "close"})(scope, receive, send)
-            return
-        self._calls += 1
+        judged: bytes | None = answer
+        # Over the limit, the answer is not judged; the request still is: --max-request-bytes
+        # bound it.
+        if len(answer) > self._max_judged_bytes:
+            limit = self._max_judged_bytes
+            why = f"the answer is {len(answer):,} bytes, over the {limit:,} judged"
+            self._report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {why}"))
+            judged = None
+        self._waiting += 1
         try:
-            await self._app(scope, receive, send)
+            reported = await anyio.to_thread.run_sync(
+                self._judge_call, op, body, status, judged, key, secrets, limiter=self._judges
+            )
+        except Exception as exc:  # judging promises never to raise: should it, a drift says so,
+            # in one redacted line, where a traceback would show the answer's text raw
+            why = outside_text(f"{type(exc).__name__}: {exc}", _DETAIL_CHARS, secrets)
+            reported = [Violation(op.name, "answer", NOT_JUDGED, "", f"judging failed: {why}")]
+            self._left_out(status)
         finally:
-            self._calls -= 1
+            self._waiting -= 1
+        for found in reported:
+            self._report(found)
+
+    def _judge_call(
+        self,
+        op: Operation,
+        body: bytes,
+        status: int,
+        answer: bytes | None,
+        key: str,
+        secrets: list[str],
+    ) -> list[Violation]:
+        """The violations of one call (in a worker thread; `answer` ``None``: not judged); its 200
+        answer recorded when both sides decode."""
+        in_request, sent = find_violations(op, "request", body, secrets=secrets)
+        if answer is None:
+            self._left_out(status)
+            return in_request
+        found, got = find_violations(op, "answer", answer, status=status, secrets=secrets)
+        # `got` is set for a 200 answer that decodes strictly only; a request that breaks a
+        # rule is not recorded: the mock would refuse it.
+        if sent is None or got is None or in_request:
+            self._left_out(status)
+        elif self._recording is not None:
+            self._recording.add(op, key, sent, got, secrets)
+        return in_request + found
+
+    def _left_out(self, status: int) -> None:
+        """Count a 200 answer not recorded for a drift it or its request drew."""
+        if self._recording is not None and status == 200:
+            self._recording.leave_out()

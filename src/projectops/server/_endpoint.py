@@ -4,6 +4,7 @@ interceptors and the handler."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -69,6 +70,30 @@ def _implementation(service: object, op: Operation) -> Callable[..., Any] | None
     return method  # type: ignore[no-any-return]
 
 
+@dataclass(slots=True)
+class _Call:
+    """One request's state past the key check, made once by :meth:`Endpoint._respond` and
+    passed along to the interceptors' and the handler's runs.
+
+    Attributes:
+        api_key: the request's key, redacted from every log line its call writes.
+        deadline: the ``anyio.current_time()`` instant `handler_timeout` ends at (``None``: no
+            limit); it bounds authenticate, the interceptors and the handler together.
+        handler: the operation's handler.
+        request: the decoded, validated request message.
+        context: the :class:`RequestContext` the first interceptor (or the handler) is given.
+        handler_response: what the handler returned, once it has: a response the interceptors
+            pass on unchanged is still the handler's, and so is its failure.
+    """
+
+    api_key: str
+    deadline: float | None
+    handler: PooledCallable
+    request: Message
+    context: RequestContext[Any]
+    handler_response: Message | PreEncoded | None = None
+
+
 class Endpoint:
     """The ASGI app behind one operation's path."""
 
@@ -127,7 +152,6 @@ class Endpoint:
                 keys.append(value.decode("latin-1"))
             elif name == b"content-length":
                 declared = value
-        api_key = keys[0] if len(keys) == 1 else ""
         # handler_timeout bounds all the service's code runs for this request together:
         # authenticate, the interceptors and the handler (docs/server.md).
         deadline = None if self._timeout is None else anyio.current_time() + self._timeout
@@ -147,12 +171,13 @@ class Endpoint:
                 for name, value in scope["headers"]
             }
             context = RequestContext(project=project, operation=self._op, headers=headers)
-            serving = self._serve(self._handler, message, context, api_key, deadline)
+            # _project let exactly one key through.
+            call = _Call(keys[0], deadline, self._handler, message, context)
             # The handler's own scope (_call) ends at `deadline`, this one _HANDLER_FIRST s later:
             # with both cancelled at once, an interceptor would see a CancelledError where
             # ServerCallNext promises DeadlineExceeded, and the log would blame an interceptor.
             later = deadline and deadline + _HANDLER_FIRST
-            encoded = await self._bounded(later, "an interceptor", serving)
+            encoded = await self._bounded(later, "an interceptor", self._serve(call))
         except Abort as abort:
             return respond(abort.case, abort.message)
         except ApiError as exc:  # the codec's, validation's, a handler's or authenticate's
@@ -182,7 +207,8 @@ class Endpoint:
         raise self._past_deadline(where)  # reached only when the scope cancelled `work`
 
     def _past_deadline(self, where: str, thread: str = "") -> DeadlineExceeded:
-        name, seconds = self._op.name, self._timeout
+        name = self._op.name
+        seconds = self._timeout
         logger.warning(
             "serving %s ran past handler_timeout (%g s) in %s%s", name, seconds, where, thread
         )
@@ -211,70 +237,66 @@ class Endpoint:
         validate_rules(message)  # REQUIRED and every protovalidate rule (§4.6)
         return message
 
-    async def _serve(
-        self,
-        handler: PooledCallable,
-        message: Message,
-        context: RequestContext[Any],
-        api_key: str,
-        deadline: float | None,
-    ) -> bytes | str:
+    async def _serve(self, call: _Call) -> bytes | str:
         if not self._interceptors:
-            response = await self._call(handler, message, context, api_key, deadline)
-            return await self._encoded(response, api_key)
+            response = await self._call(call, call.request, call.context)
+            return await self._encoded(call, response)
 
         async def innermost(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
-            if request is not message:
+            if request is not call.request:
                 if not isinstance(request, self._op.request_type):
                     failure = TypeError(
                         f"passed a {type(request).__name__} on, not "
                         f"{self._op.request_type.__name__}"
                     )
-                    log_failure(self._interceptor_what, failure, api_key)
+                    log_failure(self._interceptor_what, failure, call.api_key)
                     raise self._handler_failed()
                 validate_rules(request)  # a replacement is checked as the sent one was
-            return await self._call(handler, request, context, api_key, deadline)
+            return await self._call(call, request, context)
 
         call_next: ServerCallNext = innermost
         for interceptor in reversed(self._interceptors):
             call_next = wrap(interceptor, call_next)
-        with _Contained(self._interceptor_what, api_key, self._interceptor_failed):
-            response = await call_next(message, context)
-        return await self._encoded(response, api_key, "an interceptor")
+        with _Contained(self._interceptor_what, call.api_key, self._interceptor_failed):
+            response = await call_next(call.request, call.context)
+        return await self._encoded(call, response)
 
     async def _call(
-        self,
-        handler: PooledCallable,
-        message: Message,
-        context: RequestContext[Any],
-        api_key: str,
-        deadline: float | None,
+        self, call: _Call, request: Message, context: RequestContext[Any]
     ) -> Message | PreEncoded:
+        """The handler's response to `request` and `context` (an interceptor may have passed on
+        others than `call`'s), kept in `call` too."""
         response: Any = None
         timed_out = False
-        with _Contained(self._handler_what, api_key, self._handler_failed):
-            if deadline is None:
-                response = await handler(message, context)
+        with _Contained(self._handler_what, call.api_key, self._handler_failed):
+            if call.deadline is None:
+                response = await call.handler(request, context)
             else:  # interceptors see the handler's time-out as DeadlineExceeded (ServerCallNext)
-                with anyio.CancelScope(deadline=deadline) as scope:
-                    response = await handler.abandoning(message, context)
+                with anyio.CancelScope(deadline=call.deadline) as scope:
+                    response = await call.handler.abandoning(request, context)
                 timed_out = scope.cancelled_caught
         if timed_out:
-            thread = "" if handler.is_async else "; its thread runs on until it returns"
+            thread = "" if call.handler.is_async else "; its thread runs on until it returns"
             raise self._past_deadline("the handler", thread)
         if not isinstance(response, PreEncoded | self._op.response_type):
-            self._wrong_type("the handler", response, api_key)
+            self._wrong_type(call, self._handler_what, response)
             raise self._handler_failed()
+        call.handler_response = response
         return response
 
-    async def _encoded(
-        self, response: object, api_key: str, source: str = "the handler"
-    ) -> bytes | str:
+    async def _encoded(self, call: _Call, response: object) -> bytes | str:
         if isinstance(response, PreEncoded):
             return response.body  # encoded by the service: not checked against the rules
+        # The handler's response, passed on as it came by any interceptors, is the handler's:
+        # a rule it breaks is the handler's failure, not an interceptor's.
+        source = self._interceptor_what
+        failed: Callable[[], Exception] = self._interceptor_failed
+        if response is not None and response is call.handler_response:
+            source = self._handler_what
+            failed = self._handler_failed
         if not isinstance(response, self._op.response_type):
-            self._wrong_type(source, response, api_key)
-            raise self._interceptor_failed()
+            self._wrong_type(call, source, response)
+            raise failed()
         try:
             # The engine's time grows with the lists (up to its budget, MAX_RULED_ELEMENTS):
             # a large answer's rules are checked in the one rules thread, not on the loop
@@ -286,15 +308,15 @@ class Endpoint:
             elif self._validate_responses:
                 validate_rules(response)
         except InvalidArgument as broken:  # the service's own mistake: logged, a generic 500
-            log_failure(f"the answer of {source} of {self._op.name} (its rules)", broken, api_key)
-            raise self._interceptor_failed() from None
+            log_failure(f"the answer of {source} (its rules)", broken, call.api_key)
+            raise failed() from None
         return to_json(response)
 
-    def _wrong_type(self, source: str, response: object, api_key: str) -> None:
+    def _wrong_type(self, call: _Call, source: str, response: object) -> None:
         log_failure(
-            f"{source} of {self._op.name}",
+            source,
             TypeError(f"returned {type(response).__name__}, not {self._op.response_type.__name__}"),
-            api_key,
+            call.api_key,
         )
 
 
