@@ -23,17 +23,24 @@ def _at_most(limit: int) -> str:
     numbers, then one alternative per digit of `limit` that is the first to be smaller."""
     digits = str(limit)
     size = len(digits)
-    parts = ["[1-9]" + (f"[0-9]{{0,{size - 2}}}" if size > 2 else "[0-9]?" * (size - 1))]
+    # The shorter numbers: a first digit, then up to size - 2 more.
+    shorter = "[0-9]?" * (size - 1)
+    if size > 2:
+        shorter = f"[0-9]{{0,{size - 2}}}"
+    parts = ["[1-9]" + shorter]
     for i, digit in enumerate(digits):
-        low, high = (1 if i == 0 else 0), int(digit) - 1
+        low = int(i == 0)  # no leading zero
+        high = int(digit) - 1
         if high < low:
             continue
+        smaller = f"[{low}-{high}]"
+        if high == low:
+            smaller = str(low)
         rest = size - i - 1
-        parts.append(
-            digits[:i]
-            + (str(low) if high == low else f"[{low}-{high}]")
-            + (f"[0-9]{{{rest}}}" if rest else "")
-        )
+        tail = ""
+        if rest:
+            tail = f"[0-9]{{{rest}}}"
+        parts.append(digits[:i] + smaller + tail)
     parts.append(digits)
     return "|".join(parts)
 
@@ -133,12 +140,16 @@ def shape(fd: FieldDescriptor) -> Shape:
     """Whether `fd` holds a map, a list (repeated) or a single value."""
     if is_map(fd):
         return "map"
-    return "list" if fd.is_repeated else "single"
+    if fd.is_repeated:
+        return "list"
+    return "single"
 
 
 def join(path: str, name: str) -> str:
     """The path of field `name` under `path` (``""`` is the top level): ``a.b``."""
-    return f"{path}.{name}" if path else name
+    if not path:
+        return name
+    return f"{path}.{name}"
 
 
 def elements(fd: FieldDescriptor, value: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
@@ -149,8 +160,11 @@ def elements(fd: FieldDescriptor, value: Any, path: str) -> Iterator[tuple[str, 
     if kind == "map":
         for key, item in value.items():
             # Map keys are JSON strings, whatever the key type ("7", "true").
-            text = key if isinstance(key, str) else json.dumps(key)
-            yield f"{path}[{json.dumps(text, ensure_ascii=False)}]", key, item
+            text = key
+            if not isinstance(key, str):
+                text = json.dumps(key)
+            quoted = json.dumps(text, ensure_ascii=False)
+            yield f"{path}[{quoted}]", key, item
     elif kind == "list":
         for i, item in enumerate(value):
             yield f"{path}[{i}]", i, item
@@ -172,13 +186,19 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
         return ValueForm("a JSON object", message=fd.message_type)
     if fd.enum_type is not None:
         names = [v.name for v in fd.enum_type.values]
-        shown = ", ".join(names[1:] if len(names) > 1 else names)
+        # The first name is the zero, UNSPECIFIED: not one to suggest, unless it is the only one.
+        suggested = names
+        if len(names) > 1:
+            suggested = names[1:]
+        shown = ", ".join(suggested)
         schema = {"type": "string", "enum": names}
         return ValueForm(f"one of the names {shown}", schema, schema)
     if kind in INT_TYPES_64:
         pattern, what = INT_TYPES_64[kind]
         out = {"type": "string", "pattern": pattern}
-        bounds = _UINT64_RANGE if pattern == _UINT64_PATTERN else _INT64_RANGE
+        bounds = _INT64_RANGE
+        if pattern == _UINT64_PATTERN:
+            bounds = _UINT64_RANGE
         inp = {"type": ["string", "integer"], "pattern": pattern, **bounds}
         return ValueForm(f"{what} (a string of digits or a whole number)", out, inp)
     if kind in INT_TYPES_32:

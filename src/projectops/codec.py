@@ -105,7 +105,9 @@ def to_json(message: Message, *, indent: int | None = None) -> str:
 
 def _to_json(message: Message, indent: int | None) -> str:
     data = to_dict(message)
-    orjson = _orjson() if indent is None and _warm("encode", type(message), 0) else None
+    orjson = None
+    if indent is None and _warm("encode", type(message), 0):
+        orjson = _orjson()
     # orjson writes json's text byte for byte (tests/core/test_codec_orjson.py) but for floats:
     # json writes 1e-05 and orjson 0.00001, so a message that can hold one (NOT_FOR_ORJSON) is
     # json's to write.
@@ -144,7 +146,9 @@ def dump(data: Mapping[str, Any], *, indent: int | None = None) -> str:
     Returns:
         The JSON text, non-ASCII characters as they are.
     """
-    separators = (",", ": ") if indent is not None else (",", ":")
+    separators = (",", ":")
+    if indent is not None:
+        separators = (",", ": ")
     return json.dumps(data, indent=indent, separators=separators, ensure_ascii=False)
 
 
@@ -205,7 +209,9 @@ def _collector_paused(function: Callable[..., R], *args: Any) -> R:
 def _from_json(
     data: str | bytes | bytearray | Mapping[str, Any], message_type: type[M], strict: bool
 ) -> M:
-    size = len(data) if isinstance(data, (bytes, bytearray, str)) else OFF_LOOP_BYTES
+    size = OFF_LOOP_BYTES
+    if isinstance(data, (bytes, bytearray, str)):
+        size = len(data)
     fast = _warm("decode", message_type, size)
     if isinstance(data, (bytes, bytearray, str)):
         if fast and not holds(message_type.DESCRIPTOR, NOT_FOR_ORJSON) and (orjson := _orjson()):
@@ -265,7 +271,9 @@ def _warm(use: str, message_type: type[Message], size: int) -> bool:
 def _orjson() -> Any:
     """orjson (the extra "fast": it reads and writes the same JSON as the json module, faster),
     imported on first use; ``None`` where it is not installed, as at the dependency floors."""
-    return importlib.import_module("orjson") if importlib.util.find_spec("orjson") else None
+    if importlib.util.find_spec("orjson") is None:
+        return None
+    return importlib.import_module("orjson")
 
 
 def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> Any:
@@ -319,7 +327,11 @@ def check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]
     """
     if len(text) * _OBJECT_COST <= DECODE_BYTES_FLOOR:
         return  # even a text of nothing but braces is allowed: no need to count
-    brace, comma, bracket = ("{", ",", "[") if isinstance(text, str) else (b"{", b",", b"[")
+    # The punctuation counted, of the same type as `text`.
+    marks: tuple[str | bytes, ...] = ("{", ",", "[")
+    if not isinstance(text, str):
+        marks = (b"{", b",", b"[")
+    brace, comma, bracket = marks
     objects = text.count(brace)  # type: ignore[arg-type]
     arrays = text.count(bracket)  # type: ignore[arg-type]
     if _holds_values(cast(Descriptor, message_type.DESCRIPTOR)):
@@ -382,8 +394,11 @@ def _raise_if_misplaced(
             )
         for element_path, key, element in elements(fd, item, field_path):
             # json_format judges a leaf in the form it has in the field: {key: v}, [v] or v.
-            alone: Any = {key: element} if kind == "map" else element
-            alone = [element] if kind == "list" else alone
+            alone: Any = element
+            if kind == "map":
+                alone = {key: element}
+            elif kind == "list":
+                alone = [element]
             _check_value(fd, element, element_path, alone, strict, leaves)
 
 
@@ -467,12 +482,16 @@ def describe_value(value: Any) -> str:
     if isinstance(value, str):
         shown = json.dumps(clip(value), ensure_ascii=False)
         # A lone surrogate cannot be UTF-8 (nor go into an ErrorResponse): JSON-escape it.
-        return f"the string {shown if _is_utf8(shown) else json.dumps(clip(value))}"
+        if not _is_utf8(shown):
+            shown = json.dumps(clip(value))
+        return f"the string {shown}"
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list):
         return "an array"
-    return "null" if value is None else type(value).__name__
+    if value is None:
+        return "null"
+    return type(value).__name__
 
 
 def _invalid(path: str, expected: str, got: str) -> InvalidArgument:
@@ -514,4 +533,6 @@ def read_error_body(body: bytes | str) -> ErrorResponse | None:
         proto = from_json(body, ErrorResponse)
     except InvalidArgument:
         return None
-    return proto if proto.message else None
+    if not proto.message:
+        return None
+    return proto

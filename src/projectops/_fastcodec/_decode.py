@@ -80,9 +80,13 @@ def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[
         namespace[f"A{i}"] = field.aux
         if field.kind == ENUM and field.shape == SINGLE:
             namespace[f"E{i}"] = field.aux.by_name
-        kind, shape = field.kind, field.shape
-        key, name = repr(field.json_name), repr(field.name)
-        count = [f"o{field.oneof} += 1"] if field.oneof >= 0 else []
+        kind = field.kind
+        shape = field.shape
+        key = repr(field.json_name)
+        name = repr(field.name)
+        count = []
+        if field.oneof >= 0:
+            count.append(f"o{field.oneof} += 1")
         if kind == OPAQUE or (shape != MAP and kind == WKT and _is_value(field.aux)):
             # null is a value here (null_value), and json_format fails on a list's: its business
             lines += [f"    v = d.get({key}, MISSING)", "    if v is None:", "        raise U"]

@@ -167,9 +167,13 @@ def _encode_value(kind: int, aux: Any, value: Any, order: Descriptor | None) -> 
     if kind == DURATION:
         return format_duration(value)
     if kind == DOUBLE:
-        return value if value - value == 0 else _non_finite(value)
+        if value - value != 0:  # NaN or an infinity
+            return _non_finite(value)
+        return value
     if kind == FLOAT:
-        return shortest_float32(value) if value - value == 0 else _non_finite(value)
+        if value - value != 0:
+            return _non_finite(value)
+        return shortest_float32(value)
     if kind == BYTES:
         return base64.b64encode(value).decode("utf-8")
     if kind == WKT:
@@ -196,7 +200,9 @@ def _encode_map(aux: Any, value: Any) -> dict[str, Any]:
 def _non_finite(value: float) -> str:
     if value != value:
         return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
+    if value > 0:
+        return "Infinity"
+    return "-Infinity"
 
 
 def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
@@ -256,7 +262,9 @@ def json_encoder(indent: int | None) -> json.JSONEncoder:
     Made once per `indent` (``json.dumps`` with options makes one per call) and without the
     circular-reference check: to_dict's values hold no cycle (each dict and list is made anew),
     and the check costs a dictionary entry per container written."""
-    separators = (",", ": ") if indent is not None else (",", ":")
+    separators = (",", ":")
+    if indent is not None:
+        separators = (",", ": ")
     return json.JSONEncoder(
         indent=indent, separators=separators, ensure_ascii=False, check_circular=False
     )
@@ -270,11 +278,15 @@ class _Writer:
     def __init__(self, indent: int | None) -> None:
         self.indent = indent
         self.encode = json_encoder(indent).encode
-        self.key_separator = ": " if indent is not None else ":"
+        self.key_separator = ":"
+        if indent is not None:
+            self.key_separator = ": "
 
     def newline(self, level: int) -> str:
         """What goes before an item at `level` (and before the bracket closing `level` - 1)."""
-        return "" if self.indent is None else "\n" + " " * (self.indent * level)
+        if self.indent is None:
+            return ""
+        return "\n" + " " * (self.indent * level)
 
     def dumps(self, value: Any, level: int) -> str:
         """`value` (to_dict's values) as JSON text placed at `level`."""
@@ -300,18 +312,14 @@ def _deep(plan: Plan) -> bool:
 def _message_pieces(message: Any, plan: Plan, level: int, writer: _Writer) -> Iterator[str]:
     """Pieces of the JSON object of `message` (to_dict's keys and values, in its order)."""
     yield "{"
-    first = True
+    comma = ""  # "," once a member is written
     for field in plan.fields:
         if field.presence and not message.HasField(field.name):
             continue
         value = getattr(message, field.name)
-        yield (
-            ("" if first else ",")
-            + writer.newline(level + 1)
-            + json.dumps(field.json_name, ensure_ascii=False)
-            + writer.key_separator
-        )
-        first = False
+        key = json.dumps(field.json_name, ensure_ascii=False)
+        yield comma + writer.newline(level + 1) + key + writer.key_separator
+        comma = ","
         if field.shape == REPEATED:
             yield from _list_pieces(field, value, level + 1, writer)
         elif field.shape == MAP:
@@ -319,8 +327,12 @@ def _message_pieces(message: Any, plan: Plan, level: int, writer: _Writer) -> It
         elif field.kind == MESSAGE and _deep(field.aux):
             yield from _message_pieces(value, field.aux, level + 1, writer)
         else:
-            yield writer.dumps(_encode_value(field.kind, field.aux, value, field.order), level + 1)
-    yield "}" if first else writer.newline(level) + "}"
+            encoded = _encode_value(field.kind, field.aux, value, field.order)
+            yield writer.dumps(encoded, level + 1)
+    if comma:  # members were written: the brace closes on a line of its own
+        yield writer.newline(level) + "}"
+    else:
+        yield "}"
 
 
 def _list_pieces(field: Field, container: Any, level: int, writer: _Writer) -> Iterator[str]:
@@ -329,12 +341,15 @@ def _list_pieces(field: Field, container: Any, level: int, writer: _Writer) -> I
     if not count:
         yield "[]"
         return
-    kind, aux = field.kind, field.aux
+    kind = field.kind
+    aux = field.aux
     close = writer.newline(level)
     yield "["
     if kind == MESSAGE and _deep(aux):
+        comma = ""  # "," once an element is written
         for i in range(count):
-            yield ("," if i else "") + writer.newline(level + 1)
+            yield comma + writer.newline(level + 1)
+            comma = ","
             yield from _message_pieces(container[i], aux, level + 1, writer)
     else:
         for start in range(0, count, _BATCH):
@@ -345,7 +360,10 @@ def _list_pieces(field: Field, container: Any, level: int, writer: _Writer) -> I
                 values = [_encode_value(kind, aux, x, field.order) for x in batch]
             text = writer.dumps(values, level)
             # "[" + the elements, each after its newline + "," ... + close + "]": the elements.
-            yield ("," if start else "") + text[1 : len(text) - 1 - len(close)]
+            elements = text[1 : len(text) - 1 - len(close)]
+            if start:
+                elements = "," + elements
+            yield elements
     yield close + "]"
 
 

@@ -102,7 +102,9 @@ class Field:
             self.kind = value_kind
             self.aux: Any = (key_kind, value_kind, value_aux, self.order)
         else:
-            self.shape = REPEATED if fd.is_repeated else SINGLE
+            self.shape = SINGLE
+            if fd.is_repeated:
+                self.shape = REPEATED
             self.kind, self.aux = _kind(fd)
 
 
@@ -142,7 +144,8 @@ def plan_of(descriptor: Descriptor) -> Plan:
         if found is not None:
             return found  # built meanwhile, or being built (a recursive type)
         outermost = not _BUILDING
-        built = _BUILDING[descriptor] = Plan(descriptor)
+        built = Plan(descriptor)
+        _BUILDING[descriptor] = built
         try:
             _fill(built)
             if outermost:
@@ -153,6 +156,13 @@ def plan_of(descriptor: Descriptor) -> Plan:
         return built
 
 
+def _value_aux(field: Field) -> Any:
+    """What a value of `field` is read and written with: its `aux`, or a map's values'."""
+    if field.shape == MAP:
+        return field.aux[2]
+    return field.aux
+
+
 def reachable(root: Plan) -> list[Plan]:
     """`root` (first) and the plans of every message type below it, each once."""
     seen = {root.descriptor: root}
@@ -161,7 +171,7 @@ def reachable(root: Plan) -> list[Plan]:
         for field in todo.pop().fields:
             if field.kind != MESSAGE:
                 continue
-            nested = field.aux[2] if field.shape == MAP else field.aux
+            nested = _value_aux(field)
             if nested.descriptor not in seen:
                 seen[nested.descriptor] = nested
                 todo.append(nested)
@@ -186,7 +196,7 @@ def holds(descriptor: Descriptor, kinds: frozenset[int | str]) -> bool:
         if OPAQUE in kinds and plan.descriptor.extension_ranges:
             return True
         for field in plan.fields:
-            aux = field.aux[2] if field.shape == MAP else field.aux
+            aux = _value_aux(field)
             if field.kind in kinds or (field.kind == WKT and aux.DESCRIPTOR.full_name in kinds):
                 return True
     return False
@@ -223,7 +233,9 @@ def _fill(built: Plan) -> None:
     descriptor = built.descriptor
     oneofs = {o.full_name: i for i, o in enumerate(descriptor.oneofs)}
     for fd in descriptor.fields:
-        oneof = -1 if fd.containing_oneof is None else oneofs[fd.containing_oneof.full_name]
+        oneof = -1  # in no oneof
+        if fd.containing_oneof is not None:
+            oneof = oneofs[fd.containing_oneof.full_name]
         field = Field(fd, oneof)
         built.fields.append(field)
         built.inputs[field.json_name] = field  # the last one wins, as in json_format

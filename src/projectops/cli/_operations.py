@@ -109,7 +109,9 @@ def _description_text(text: str) -> str:
     """A proto comment as an argparse description: controls escaped (paragraphs kept); argparse
     %-formats a description only when it holds ``%(prog)``, so only then are ``%`` doubled."""
     shown = escape_lines(text)
-    return shown.replace("%", "%%") if "%(prog)" in shown else shown
+    if "%(prog)" not in shown:
+        return shown
+    return shown.replace("%", "%%")
 
 
 def _json_bool(text: str) -> bool:
@@ -215,7 +217,9 @@ def _read_json_input(text: str) -> dict[str, Any]:
 
 def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
     """The request as a JSON object: the flags given, then ``--json-input`` over them."""
-    data = _read_json_input(args.json_input) if args.json_input is not None else {}
+    data: dict[str, Any] = {}
+    if args.json_input is not None:
+        data = _read_json_input(args.json_input)
     request: dict[str, Any] = {}
     for fd in _flag_fields(op):
         value = getattr(args, _FIELD_DEST + fd.name)
@@ -238,13 +242,17 @@ def _run_operation(
 
     request = _request_object(op, args)
     retries = getattr(args, "retries", None)
+    if retries is None:
+        retries = DEFAULT_RETRIES
+    if args.dry_run:  # the request is shown, never sent
+        transport = httpx2.MockTransport(_refuse)
     try:
         with Client(
             args.base_url,
             timeout=args.timeout,
             max_response_bytes=args.max_response_bytes,
-            retries=DEFAULT_RETRIES if retries is None else retries,
-            transport=httpx2.MockTransport(_refuse) if args.dry_run else transport,
+            retries=retries,
+            transport=transport,
         ) as client:
             hint = base_url_hint(client.base_url)
             if hint is not None:
@@ -253,7 +261,10 @@ def _run_operation(
     except _DryRun as dry:
         sys.stdout.write(dry.text)
         return EXIT_OK
-    _write_json(response, indent=None if args.compact else 2)
+    indent: int | None = 2
+    if args.compact:
+        indent = None
+    _write_json(response, indent=indent)
     return EXIT_OK
 
 
@@ -309,8 +320,10 @@ class _DryRun(Exception):
         lines = [f"{request.method} {request.url} HTTP/1.1"]
         for raw_name, raw_value in request.headers.raw:
             name = raw_name.decode("latin-1")
-            secret = name.lower() == API_KEY_HEADER.lower()
-            lines.append(f"{name}: {REDACTED if secret else raw_value.decode('latin-1')}")
+            value = raw_value.decode("latin-1")
+            if name.lower() == API_KEY_HEADER.lower():
+                value = REDACTED
+            lines.append(f"{name}: {value}")
         body = inert_json(request.content.decode("utf-8", "replace"))
         self.text = "\n".join(lines) + "\n\n" + body + "\n"
 
@@ -357,7 +370,9 @@ def _describe(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import reference
 
     # A terminal narrower than 100 columns gets its width; a pipe or file always 100.
-    width = min(shutil.get_terminal_size().columns, 100) if sys.stdout.isatty() else 100
+    width = 100
+    if sys.stdout.isatty():
+        width = min(shutil.get_terminal_size().columns, 100)
     if args.tool:
         text = reference.describe(args.tool, width=width, registry=registry)
     else:
@@ -377,7 +392,10 @@ def _schema(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import json_schema
 
     op = registry.operation(args.tool)
-    schema = json_schema.output_schema(op) if args.output else json_schema.input_schema(op)
+    if args.output:
+        schema = json_schema.output_schema(op)
+    else:
+        schema = json_schema.input_schema(op)
     print(inert_json(json.dumps(schema, indent=2)))  # DEL is ASCII: json.dumps keeps it
     return EXIT_OK
 
@@ -400,7 +418,9 @@ def _run_openapi(registry: Registry, args: argparse.Namespace) -> int:
         text = openapi.render(args.server_url, args.format, registry)
     except openapi.RenderError as exc:
         raise UsageError(str(exc)) from None
-    sys.stdout.write(inert_json(text) if args.format == "json" else text)
+    if args.format == "json":
+        text = inert_json(text)
+    sys.stdout.write(text)
     return EXIT_OK
 
 

@@ -171,7 +171,10 @@ class AsyncClient(_transport.AsyncClosing, BaseClient[AsyncInterceptor, AsyncBas
                     # Decoding a large answer takes long: off the event loop other tasks share.
                     large = not isinstance(answer, ApiError) and len(answer.body) > OFF_LOOP_BYTES
                     decide = partial(self._step, op, retry, answer, context, deadline)
-                    step = await anyio.to_thread.run_sync(decide) if large else decide()
+                    if large:
+                        step = await anyio.to_thread.run_sync(decide)
+                    else:
+                        step = decide()
                     if isinstance(step, Message):
                         return step
                     await anyio.sleep(step)

@@ -54,7 +54,8 @@ from projectops.registry import REGISTRY, Operation, Registry, operations
 #: The largest tool result's JSON text by default, in bytes (``--max-result-bytes``).
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
-SERVER_NAME, HTTP_PATH = "projectops", "/mcp"  # the initialize answer's name; the HTTP path
+SERVER_NAME = "projectops"  # the name in the initialize response
+HTTP_PATH = "/mcp"  # the path of the MCP endpoint over HTTP
 _log = logging.getLogger(__name__)
 _LOOPBACK_ONLY = f"without a bearer token ({TOKEN_ENV}) the server listens on loopback only"
 # Characters of an unknown tool's name quoted in the error.
@@ -72,19 +73,24 @@ def operation_tools(registry: Registry = REGISTRY) -> list[types.Tool]:
     Returns:
         The tools, in the registry's order.
     """
-    return [
-        types.Tool(
-            name=op.tool_name,
-            title=op.title,
-            description=f"Deprecated. {op.description}" if op.deprecated else op.description,
-            input_schema=json_schema.input_schema(op),
-            output_schema=json_schema.output_schema(op),
-            annotations=types.ToolAnnotations(
-                title=op.title, read_only_hint=op.read_only, idempotent_hint=op.idempotent
-            ),
-        )
-        for op in registry.operations()
-    ]
+    return [_tool(op) for op in registry.operations()]
+
+
+def _tool(op: Operation) -> types.Tool:
+    """The MCP tool of one operation."""
+    text = op.description
+    if op.deprecated:
+        text = f"Deprecated. {op.description}"
+    return types.Tool(
+        name=op.tool_name,
+        title=op.title,
+        description=text,
+        input_schema=json_schema.input_schema(op),
+        output_schema=json_schema.output_schema(op),
+        annotations=types.ToolAnnotations(
+            title=op.title, read_only_hint=op.read_only, idempotent_hint=op.idempotent
+        ),
+    )
 
 
 async def call_operation_tool(
@@ -143,7 +149,10 @@ def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToo
     pieces: list[str] = []
     size = 0
     for piece in iter_json(response, indent=2):
-        size += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+        if piece.isascii():
+            size += len(piece)
+        else:
+            size += len(piece.encode("utf-8", "surrogatepass"))
         if size <= limit:
             pieces.append(piece)
     if size > limit:
@@ -151,7 +160,8 @@ def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToo
             f"The result of {op.tool_name} would be {size:,} bytes of JSON, over the tool "
             f"server's limit of {limit:,} bytes (--max-result-bytes); nothing of it was returned."
         )
-    data, text = to_dict(response), "".join(pieces)
+    data = to_dict(response)
+    text = "".join(pieces)
     if redact(text) != text:  # the service echoed the key: redact every string, map keys too
         data = redact_values(data)
         # A key that straddles two JSON tokens is caught by redacting the text whole.
@@ -232,8 +242,11 @@ class _SafeFormatter(logging.Formatter):
         return redact(super().formatException(ei))
 
     def format(self, record: logging.LogRecord) -> str:
-        text = "\n".join(outside_text(line) for line in super().format(record).split("\n"))
-        return text if len(text) <= 4000 else f"{text[:2000]}\n... [cut] ...\n{text[-2000:]}"
+        lines = super().format(record).split("\n")
+        text = "\n".join(outside_text(line) for line in lines)
+        if len(text) <= 4000:
+            return text
+        return f"{text[:2000]}\n... [cut] ...\n{text[-2000:]}"
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -299,13 +312,18 @@ def http_app(
     host, port = sock.getsockname()[:2]
     if token is None and not is_loopback(host):
         raise ValueError(_LOOPBACK_ONLY)
-    names = ["127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host]
+    shown_host = host
+    if ":" in host:  # an IPv6 address, bracketed in a Host header
+        shown_host = f"[{host}]"
+    names = ["127.0.0.1", "localhost", "[::1]", shown_host]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{name}:{port}" for name in names],
         allowed_origins=[f"http://{name}:{port}" for name in names],
     )
-    verifier = None if token is None else _BearerToken(token)
+    verifier = None
+    if token is not None:
+        verifier = _BearerToken(token)
     # The SDK checks bearer tokens for a resource server; the token's issuer is this server
     # itself (its operator set the token), and no OAuth metadata route is served.
     auth = None
@@ -366,7 +384,9 @@ class _Drain:
     event loop's thread only)."""
 
     def __init__(self, app: Any) -> None:
-        self._app, self._calls, self._stopping = app, 0, False
+        self._app = app
+        self._calls = 0
+        self._stopping = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         counted = int(scope["type"] == "http" and scope.get("method") != "GET")
@@ -440,8 +460,11 @@ def run(
     except InvalidBaseUrl as exc:
         raise InvalidBaseUrl(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
     server = create_server(client, max_result_bytes=max_result_bytes)
-    sock = listen(host, port) if http else None  # a busy port is one line, before anything else
-    where = f"{listen_url(sock)}{HTTP_PATH}" if sock is not None else "stdio"
+    sock = None
+    where = "stdio"
+    if http:
+        sock = listen(host, port)  # a busy port is one line, before anything else
+        where = f"{listen_url(sock)}{HTTP_PATH}"
     _log.info(
         "serving %d tools on %s; service at %s",
         len(operations()),

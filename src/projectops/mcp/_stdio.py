@@ -40,7 +40,9 @@ _Item = SessionMessage | types.JSONRPCError
 
 
 def _error(code: int, reason: str, request_id: Any = None) -> types.JSONRPCError:
-    title = "Parse error" if code == types.PARSE_ERROR else "Invalid Request"
+    title = "Invalid Request"
+    if code == types.PARSE_ERROR:
+        title = "Parse error"
     message = f"{title}: {outside_text(reason, 300)}"
     return types.JSONRPCError(
         jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
@@ -58,7 +60,9 @@ def _id_member(line: bytes) -> tuple[bool, Any]:
         return False, None
     found = value["id"]
     usable = isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))
-    return True, found if usable else None
+    if not usable:
+        return True, None
+    return True, found
 
 
 def _parse(line: bytes) -> _Item:
@@ -68,7 +72,9 @@ def _parse(line: bytes) -> _Item:
     except pydantic.ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=False)
         where = ".".join(map(str, errors[0]["loc"]))
-        first = f"{where}: {errors[0]['msg']}" if where else errors[0]["msg"]
+        first = errors[0]["msg"]
+        if where:
+            first = f"{where}: {first}"
         if any(error["type"] in _PARSE_ERROR_TYPES for error in errors):
             return _error(types.PARSE_ERROR, first)
         reason = f"not a JSON-RPC 2.0 message: {first}"
@@ -130,12 +136,15 @@ async def serve_stdio(
     """
     # Our own reader of fd 0, never closed: the reading thread may hold its lock when the
     # interpreter exits, and closing sys.stdin (or this) would then wait for it.
-    source = stdin if stdin is not None else open(os.dup(sys.stdin.fileno()), "rb")
+    source = stdin
+    if source is None:
+        source = open(os.dup(sys.stdin.fileno()), "rb")
     to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     items_in, items = anyio.create_memory_object_stream[_Item](0)
     pending: set[types.RequestId] = set()  # requests handed to the server, not yet answered
-    ended, drained = anyio.Event(), anyio.Event()  # stdin ended; then every request answered
+    ended = anyio.Event()  # stdin ended
+    drained = anyio.Event()  # then every request answered
 
     async def forward(out: Any) -> None:  # the server's messages and our errors, to stdout
         async with from_server, out:

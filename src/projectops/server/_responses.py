@@ -46,7 +46,9 @@ _MAX_LOG_CHARS = 4 * MAX_TEXT_CHARS
 
 async def http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (no such path, a wrong method on /docs) as ``ErrorResponse``."""
-    status = exc.status_code if isinstance(exc, HTTPException) else INTERNAL_FAILURE.http_status
+    status = INTERNAL_FAILURE.http_status
+    if isinstance(exc, HTTPException):
+        status = exc.status_code
     if status == NO_OPERATION.http_status:
         return respond(
             NO_OPERATION,
@@ -76,9 +78,9 @@ class Abort(Exception):
 
 def respond(case: ErrorCase, message: str, headers: Mapping[str, str] | None = None) -> Response:
     """The response of `case` saying `message` (`headers` replace the row's)."""
-    return error_response(
-        case.error(message), case.http_status, case.headers if headers is None else headers
-    )
+    if headers is None:
+        headers = case.headers
+    return error_response(case.error(message), case.http_status, headers)
 
 
 def error_response(
@@ -119,7 +121,9 @@ class Json:
     status_code = 200
 
     def __init__(self, body: bytes | str) -> None:
-        self._body = body.encode("utf-8") if isinstance(body, str) else body
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        self._body = body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
@@ -137,7 +141,9 @@ def too_large(limit: int) -> ApiError:
 
 def quoted(path: str, limit: int = 100) -> str:
     """`path` as a Python literal cut to `limit` characters, for a message."""
-    return repr(path) if len(path) <= limit else f"{path[:limit]!r}... ({len(path)} characters)"
+    if len(path) <= limit:
+        return repr(path)
+    return f"{path[:limit]!r}... ({len(path)} characters)"
 
 
 def log_failure(what: str, exc: BaseException, api_key: str) -> None:
