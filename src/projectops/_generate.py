@@ -43,7 +43,12 @@ _HARD_DEPTH = 32
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
-def generate(message_type: type[M], seed: bytes | str, *, minimal: bool = False) -> M:
+def generate(
+    message_type: type[M],
+    seed: bytes | str,
+    *,
+    minimal: bool = False,
+) -> M:
     """A message filled with plausible values that keep the schema's rules, the same for the
     same seed (docs/contract.md §4.1, §4.6).
 
@@ -64,7 +69,13 @@ def generate(message_type: type[M], seed: bytes | str, *, minimal: bool = False)
     return message
 
 
-def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero: bool) -> None:
+def _fill(
+    message: Message,
+    rng: random.Random,
+    depth: int,
+    minimal: bool,
+    zero: bool,
+) -> None:
     """Fill `message`; `zero`: its numbers are zero (a message above it has CEL rules)."""
     descriptor = cast(Descriptor, message.DESCRIPTOR)
     name = descriptor.full_name
@@ -154,7 +165,10 @@ def _zero_breaks(fd: FieldDescriptor) -> bool:
 
 
 def _scalar(
-    fd: FieldDescriptor, rng: random.Random, zero: bool = False, needed: bool = False
+    fd: FieldDescriptor,
+    rng: random.Random,
+    zero: bool = False,
+    needed: bool = False,
 ) -> Any:
     """A value of `fd`; `needed`: the field must be set (REQUIRED), so it is not a default."""
     cpp = fd.cpp_type
@@ -199,13 +213,16 @@ def _scalar(
 
 def _string(fd: FieldDescriptor, rng: random.Random) -> str:
     """A string of `fd` in the lengths of its rules, matching its ``pattern``."""
-    tail = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(4, 12)))
+    tail_length = rng.randint(4, 12)
+    tail = "".join(rng.choice(_ALPHABET) for _ in range(tail_length))
     text = f"{fd.name.replace('_', '-')}-{tail}"
     rules = _typed(fd)
     if "pattern" in rules:
         # The schema's own pattern (buf lint compiled it), on forms of at most 64 characters.
         examples = rules.get("example", ())
-        forms = [*examples, text, rng.randbytes(20).hex(), rng.randbytes(32).hex(), ""]
+        hex40 = rng.randbytes(20).hex()
+        hex64 = rng.randbytes(32).hex()
+        forms = [*examples, text, hex40, hex64, ""]
         matching = (form for form in forms if re.search(rules["pattern"], form))
         return str(next(matching, text))
     low = rules.get("len", rules.get("min_len", 0))

@@ -91,7 +91,11 @@ def clip(text: str, limit: int = 40) -> str:
     return text[: limit - 3] + "..."
 
 
-def outside_text(text: str, limit: int = MAX_TEXT_CHARS, secrets: Iterable[str | None] = ()) -> str:
+def outside_text(
+    text: str,
+    limit: int = MAX_TEXT_CHARS,
+    secrets: Iterable[str | None] = (),
+) -> str:
     """A text from outside, safe to show: `secrets` redacted, escaped, and at most `limit`
     characters once escaped, with a note of about how many were cut. Time in proportion to
     `limit`, not to ``len(text)``."""
@@ -267,7 +271,11 @@ def _shared(low: str, at: int, spelling: str, held: int) -> int:
     return held
 
 
-def _replaced(text: str, spans: Iterable[tuple[int, int]], replacement: str) -> str:
+def _replaced(
+    text: str,
+    spans: Iterable[tuple[int, int]],
+    replacement: str,
+) -> str:
     """`text` with each run of overlapping `spans` (``(start, stop)`` offsets) replaced by one
     `replacement`."""
     out: list[str] = []

@@ -152,7 +152,11 @@ def join(path: str, name: str) -> str:
     return f"{path}.{name}"
 
 
-def elements(fd: FieldDescriptor, value: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+def elements(
+    fd: FieldDescriptor,
+    value: Any,
+    path: str,
+) -> Iterator[tuple[str, Any, Any]]:
     """``(path, key, element)`` for each value that `fd` holds in `value` (as a message or as
     JSON holds it; a map already checked to be a ``Mapping``, a list a ``list``) under the
     field's `path`: ``path["key"]`` and the key, ``path[i]`` and i, or `path` and ``None``."""
@@ -207,7 +211,8 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
         return ValueForm(what, schema, schema)
     if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
         # "NaN", "Infinity" and "-Infinity" travel as strings.
-        schema = {"anyOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}
+        words = {"enum": ["NaN", "Infinity", "-Infinity"]}
+        schema = {"anyOf": [{"type": "number"}, words]}
         return ValueForm("a number", schema, schema)
     if kind == FieldDescriptor.TYPE_BOOL:
         return ValueForm("true or false", {"type": "boolean"}, {"type": "boolean"})

@@ -207,7 +207,9 @@ def _collector_paused(function: Callable[..., R], *args: Any) -> R:
 
 
 def _from_json(
-    data: str | bytes | bytearray | Mapping[str, Any], message_type: type[M], strict: bool
+    data: str | bytes | bytearray | Mapping[str, Any],
+    message_type: type[M],
+    strict: bool,
 ) -> M:
     size = OFF_LOOP_BYTES
     if isinstance(data, (bytes, bytearray, str)):
@@ -403,7 +405,12 @@ def _raise_if_misplaced(
 
 
 def _check_value(
-    fd: FieldDescriptor, value: Any, path: str, alone: Any, strict: bool, leaves: bool
+    fd: FieldDescriptor,
+    value: Any,
+    path: str,
+    alone: Any,
+    strict: bool,
+    leaves: bool,
 ) -> None:
     form = value_form(fd)
     if form.message is not None:
@@ -451,7 +458,8 @@ def _raise_if_surrogate(value: Any, path: str) -> None:
         inner: list[tuple[str, Any, bool]] = []
         if isinstance(item, Mapping):
             for key, child in item.items():
-                inner += [(where, key, True), (join(where, clip(str(key))), child, False)]
+                child_path = join(where, clip(str(key)))
+                inner += [(where, key, True), (child_path, child, False)]
         elif isinstance(item, list):
             inner = [(f"{where}[{i}]", child, False) for i, child in enumerate(item)]
         pending += reversed(inner)

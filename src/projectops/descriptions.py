@@ -132,7 +132,9 @@ def _elements(file: descriptor_pb2.FileDescriptorProto) -> Iterator[tuple[str, t
 
 
 def _message_elements(
-    msg: descriptor_pb2.DescriptorProto, scope: str, path: tuple[int, ...]
+    msg: descriptor_pb2.DescriptorProto,
+    scope: str,
+    path: tuple[int, ...],
 ) -> Iterator[tuple[str, tuple[int, ...]]]:
     name = f"{scope}.{msg.name}"
     yield name, path
@@ -145,7 +147,9 @@ def _message_elements(
 
 
 def _enum_elements(
-    enum: descriptor_pb2.EnumDescriptorProto, scope: str, path: tuple[int, ...]
+    enum: descriptor_pb2.EnumDescriptorProto,
+    scope: str,
+    path: tuple[int, ...],
 ) -> Iterator[tuple[str, tuple[int, ...]]]:
     name = f"{scope}.{enum.name}"
     yield name, path

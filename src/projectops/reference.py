@@ -28,7 +28,12 @@ _STEP = 2  # columns added per level of the tree
 _PACKAGE = SERVICE.file.package  # messages and enums of the schema are named without it
 
 
-def describe(op: Operation | str, *, width: int = 100, registry: Registry = REGISTRY) -> str:
+def describe(
+    op: Operation | str,
+    *,
+    width: int = 100,
+    registry: Registry = REGISTRY,
+) -> str:
     """The reference text of an operation, as ``projectops describe <tool>`` prints it: its comment,
     path, request and response fields with their types and comments.
 
@@ -72,7 +77,8 @@ def describe(op: Operation | str, *, width: int = 100, registry: Registry = REGI
             out.blank()
             out.wrap("No fields: the body is the empty JSON object {}.", _STEP, _STEP)
         path = (message.full_name,)
-        _fields(out, message, _STEP, path, {*path}, request=title == "Request")
+        request = title == "Request"
+        _fields(out, message, _STEP, path, {*path}, request=request)
     return out.text()
 
 
@@ -188,13 +194,19 @@ def _fields(
         out.paragraphs(escape_lines(text), indent + _STEP)
         if nested is not None and expand:
             shown.add(nested.full_name)
-            _fields(out, nested, indent + _STEP, (*path, nested.full_name), shown, request)
+            nested_path = (*path, nested.full_name)
+            _fields(out, nested, indent + _STEP, nested_path, shown, request)
 
 
 _KINDS = {"map": "object of string -> ", "list": "array of "}  # how a field holds its values
 
 
-def _value_type(fd: FieldDescriptor, path: tuple[str, ...], expand: bool, request: bool) -> str:
+def _value_type(
+    fd: FieldDescriptor,
+    path: tuple[str, ...],
+    expand: bool,
+    request: bool,
+) -> str:
     """The JSON type of one value of `fd` (one element of a list, one value of a map)."""
     form = value_form(fd)
     if form.message is not None:
@@ -231,8 +243,10 @@ def _value_type(fd: FieldDescriptor, path: tuple[str, ...], expand: bool, reques
 
 def _json_type(schema: dict[str, Any]) -> str:
     kinds = [schema, *schema.get("anyOf", ())]  # floats: a number, or "NaN"/"Infinity" strings
-    named = (str(kind["type"]) for kind in kinds if isinstance(kind.get("type"), str))
-    return next(named, "any JSON value")
+    for kind in kinds:
+        if isinstance(kind.get("type"), str):
+            return str(kind["type"])
+    return "any JSON value"
 
 
 def _proto_type(fd: FieldDescriptor) -> str:

@@ -130,7 +130,13 @@ class _Call:
 
     __slots__ = ("_attributes", "_owner", "_start", "_token", "span")
 
-    def __init__(self, owner: _Telemetry, span: Any, token: object, attributes: dict[str, str]):
+    def __init__(
+        self,
+        owner: _Telemetry,
+        span: Any,
+        token: object,
+        attributes: dict[str, str],
+    ):
         self._owner = owner
         self.span = span
         self._token = token

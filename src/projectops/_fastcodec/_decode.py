@@ -9,7 +9,7 @@ import base64
 import copy
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, TypeVar, cast
 
 from google.protobuf.descriptor import Descriptor
@@ -34,6 +34,7 @@ from projectops._fastcodec._plans import (
     TIMESTAMP,
     WKT,
     WKT_FILES,
+    Decoder,
     Enum,
     Plan,
     Unsupported,
@@ -63,7 +64,7 @@ def decoding_plan(descriptor: Descriptor) -> Plan:
     return ready_plan(descriptor, _READY, "decode", compile_decoder)
 
 
-def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[str, Any]]:
+def compile_decoder(target: Plan) -> Decoder:
     """`target`'s decode function; it raises Unsupported, TypeError or ValueError."""
     namespace: dict[str, Any] = {**_HELPERS, "PLAN": target, "JSON_NAMES": target.json_names}
     lines = [
@@ -91,7 +92,8 @@ def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[
             # null is a value here (null_value), and json_format fails on a list's: its business
             lines += [f"    v = d.get({key}, MISSING)", "    if v is None:", "        raise U"]
             lines.append("    if v is not MISSING:")
-            lines += ["        " + line for line in count + _decode_any(kind, shape, i, name)]
+            decoded = count + _decode_any(kind, shape, i, name)
+            lines += ["        " + line for line in decoded]
             continue
         lines.append(f"    v = d.get({key})")
         # The value of the usual type is tested first: one test, not a None test and a type
@@ -104,12 +106,13 @@ def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[
             lines.append("    elif v is not None:")
         else:
             lines.append("    if v is not None:")
-        lines += ["        " + line for line in count + _decode_any(kind, shape, i, name)]
+        decoded = count + _decode_any(kind, shape, i, name)
+        lines += ["        " + line for line in decoded]
     for i in oneofs:  # two members of one oneof: json_format refuses
         lines += [f"    if o{i} > 1:", "        raise U"]
     lines.append("    return out")
     return cast(
-        Callable[[dict[Any, Any], int, bool], dict[str, Any]],
+        Decoder,
         compile_function("\n".join(lines), "decode", namespace),
     )
 
@@ -159,7 +162,12 @@ def _decode_any(kind: int, shape: int, i: int, name: str) -> list[str]:
     return [f"out[{name}] = VALUE({kind}, A{i}, v, depth + 1, lenient)"]
 
 
-def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -> M:
+def from_dict(
+    data: Mapping[str, Any],
+    message_type: type[M],
+    *,
+    strict: bool,
+) -> M:
     """What ``json_format.ParseDict(data, message_type(), ignore_unknown_fields=not strict)``
     builds (strict also refuses enum numbers), or Unsupported for what the fast path does not
     accept, valid or not."""
@@ -183,7 +191,11 @@ def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -
         raise Unsupported from None
 
 
-def _normalize(target: Plan, data: dict[Any, Any], lenient: bool) -> dict[str, Any]:
+def _normalize(
+    target: Plan,
+    data: dict[Any, Any],
+    lenient: bool,
+) -> dict[str, Any]:
     """`data` with JSON names for keys and unknown keys dropped, if json_format would do that."""
     out: dict[str, Any] = {}
     inputs = target.inputs
@@ -242,7 +254,13 @@ def _enum(enum: Enum, value: Any, lenient: bool) -> Any:
     raise Unsupported
 
 
-def _decode_value(kind: int, aux: Any, value: Any, depth: int, lenient: bool) -> Any:
+def _decode_value(
+    kind: int,
+    aux: Any,
+    value: Any,
+    depth: int,
+    lenient: bool,
+) -> Any:
     """One value of any kind (an element, for repeated and map fields), or _SKIP."""
     kind_of_value = type(value)
     if kind == STR:
@@ -306,14 +324,25 @@ def _decode_float(value: Any, kind_of_value: type) -> float:
     raise Unsupported
 
 
-def _decode_repeated(kind: int, aux: Any, value: list[Any], depth: int, lenient: bool) -> Any:
+def _decode_repeated(
+    kind: int,
+    aux: Any,
+    value: list[Any],
+    depth: int,
+    lenient: bool,
+) -> Any:
     items = [_decode_value(kind, aux, item, depth, lenient) for item in value]
     if kind == ENUM:
         return [item for item in items if item is not _SKIP]
     return items
 
 
-def _decode_map(aux: Any, value: Any, depth: int, lenient: bool) -> dict[Any, Any]:
+def _decode_map(
+    aux: Any,
+    value: Any,
+    depth: int,
+    lenient: bool,
+) -> dict[Any, Any]:
     if type(value) is not dict:
         raise Unsupported
     key_kind, value_kind, value_aux, _ = aux

@@ -129,8 +129,10 @@ def _encode_expression(field: Field, i: int) -> str:
     """The expression of the JSON value of `field` (number `i` of its plan) of message `m`."""
     if field.shape == MAP:
         return f"MAP_OUT(A{i}, {_attribute(field.name)})"
-    template = _EXPRESSIONS[field.shape].get(field.kind, _OTHER_EXPRESSION[field.shape])
-    return template.format(v=_attribute(field.name), i=i, k=field.kind)
+    other = _OTHER_EXPRESSION[field.shape]
+    template = _EXPRESSIONS[field.shape].get(field.kind, other)
+    attribute = _attribute(field.name)
+    return template.format(v=attribute, i=i, k=field.kind)
 
 
 def _no_plan(message: Any) -> dict[str, Any]:

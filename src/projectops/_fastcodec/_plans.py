@@ -108,6 +108,10 @@ class Field:
             self.kind, self.aux = _kind(fd)
 
 
+#: A compiled decoder of one message: (JSON object, depth, lenient) -> the message's fields.
+Decoder = Callable[[dict[Any, Any], int, bool], dict[str, Any]]
+
+
 def _unbuilt(*args: Any) -> dict[str, Any]:
     """The ``decode`` and ``encode`` slots of a plan before :func:`ready_plan` compiled them."""
     raise AssertionError("plan used before it was built")
@@ -124,7 +128,7 @@ class Plan:
         self.fields: list[Field] = []
         self.inputs: dict[str, Field] = {}  # JSON names first, then proto names
         self.json_names: frozenset[str] = frozenset()
-        self.decode: Callable[[dict[Any, Any], int, bool], dict[str, Any]] = _unbuilt
+        self.decode: Decoder = _unbuilt
         self.encode: Callable[[Any], dict[str, Any]] = _unbuilt
 
 

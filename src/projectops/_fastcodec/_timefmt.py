@@ -56,7 +56,8 @@ def parse_timestamp(value: str) -> dict[str, int]:
     s = int(secs)
     if h > 23 or m > 59 or s > 59:
         return _from_json_string("Timestamp", value)
-    days = datetime.date(int(year), int(month), int(day)).toordinal() - _EPOCH_ORDINAL
+    date = datetime.date(int(year), int(month), int(day))
+    days = date.toordinal() - _EPOCH_ORDINAL
     hour = days * 86400 + h * 3600
     if len(_HOUR_SECONDS) >= CACHE_SIZE:
         _HOUR_SECONDS.clear()
@@ -64,7 +65,8 @@ def parse_timestamp(value: str) -> dict[str, int]:
     _MINUTE_SECONDS[value[14:19]] = m * 60 + s  # "MM:SS", checked above
     seconds = hour + m * 60 + s
     if offset != "Z":
-        shift = (int(offset[1:3]) * 60 + int(offset[4:6])) * 60
+        offset_minutes = int(offset[1:3]) * 60 + int(offset[4:6])
+        shift = offset_minutes * 60
         if offset[0] == "+":
             shift = -shift
         seconds += shift

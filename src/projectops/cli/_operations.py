@@ -160,8 +160,13 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
     for fd in _flag_fields(op):
         # argparse %-formats every help string.
         # The field's comment and its rules (docs/contract.md §4.6).
-        text = escape_lines(described(description(fd), rule_phrases(fd))).replace("%", "%%")
-        options: dict[str, Any] = {"dest": _FIELD_DEST + fd.name, "default": None, "help": text}
+        described_text = described(description(fd), rule_phrases(fd))
+        text = escape_lines(described_text).replace("%", "%%")
+        options: dict[str, Any] = {
+            "dest": _FIELD_DEST + fd.name,
+            "default": None,
+            "help": text,
+        }
         if fd.is_repeated:
             options.update(action="append", help=text + " Repeat the flag for several values.")
         if fd.type == FieldDescriptor.TYPE_BOOL and fd.is_repeated:
@@ -342,12 +347,16 @@ def _listing(registry: Registry, args: argparse.Namespace) -> int:
     if args.json:
         keys = {"toolName": "tool_name", "readOnly": "read_only"}
         names = ("name", "toolName", "path", "summary", "description", "readOnly")
-        rows = [{name: getattr(op, keys.get(name, name)) for name in names} for op in ops]
-        print(inert_json(json.dumps(rows, indent=2, ensure_ascii=False)))
+        rows: list[dict[str, Any]] = []
+        for op in ops:
+            rows.append({name: getattr(op, keys.get(name, name)) for name in names})
+        text = json.dumps(rows, indent=2, ensure_ascii=False)
+        print(inert_json(text))
         return EXIT_OK
     # Schema text is outside text too: a proto comment or path reaches the terminal escaped.
     table = [(escape(op.tool_name), escape(op.path), escape(op.summary)) for op in ops]
-    name_width, path_width = (max(len(row[i]) for row in table) for i in (0, 1))
+    name_width = max(len(name) for name, _, _ in table)
+    path_width = max(len(path) for _, path, _ in table)
     for name, path, summary in table:
         print(f"{name:<{name_width}}  {path:<{path_width}}  {summary}")
     return EXIT_OK

@@ -102,7 +102,10 @@ class _DeadlineStream(httpcore2.NetworkStream):
         self._stream.close()
 
     def start_tls(
-        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        self,
+        ssl_context: Any,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
     ) -> httpcore2.NetworkStream:
         left = _left(timeout, httpcore2.ConnectTimeout)
         return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left))
@@ -113,7 +116,12 @@ class _DeadlineStream(httpcore2.NetworkStream):
 
 class _DeadlineBackend(httpcore2.SyncBackend):
     def connect_tcp(
-        self, host: str, port: int, timeout: float | None = None, *args: Any, **kwargs: Any
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        *args: Any,
+        **kwargs: Any,
     ) -> httpcore2.NetworkStream:
         left = _left(timeout, httpcore2.ConnectTimeout)
         return _DeadlineStream(super().connect_tcp(host, port, left, *args, **kwargs))
@@ -171,7 +179,10 @@ class RawResponse(NamedTuple):
             The first value of header `name`, or ``None`` when the answer has none.
         """
         name = name.lower()
-        return next((value for key, value in self.headers if key.lower() == name), None)
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -284,14 +295,21 @@ class _BaseRawClient:
     def _transport(self) -> Any:
         return _DeadlineTransport(self.base_url, self.max_connections)
 
-    def _request(self, method: str, path: str, body: bytes | None, headers: Any) -> Any:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: Any,
+    ) -> Any:
         if isinstance(headers, Mapping):
             headers = headers.items()
         pairs = list(headers)
         for name, value in pairs:
             check_header(name, value)
         pairs.append(("Accept-Encoding", "identity"))  # nothing inflates (a gzip bomb: 1000x)
-        return self._http.build_request(method, self.base_url + path, headers=pairs, content=body)
+        url = self.base_url + path
+        return self._http.build_request(method, url, headers=pairs, content=body)
 
     def _end(self, deadline: float | None) -> float | None:
         """The earlier of this exchange's time-out and the caller's `deadline`, or ``None``."""

@@ -119,7 +119,9 @@ class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
                     time.sleep(step)
                 raise AssertionError("unreachable: the last attempt returns or raises")
 
-            return self._checked(op, self._chain(send)(message, CallContext(op)), response_type)
+            call = self._chain(send)
+            response = call(message, CallContext(op))
+            return self._checked(op, response, response_type)
         except Exception as exc:
             scrub_exception(exc, self._secrets)
             raise

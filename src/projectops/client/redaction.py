@@ -31,7 +31,8 @@ def redact(text: str, keys: Iterable[str | None] = ()) -> str:
         `text` with every spelling of each key (as servers that ignore case read it) replaced by
         :data:`REDACTED`, ``***``.
     """
-    return redact_secrets(text, [os.environ.get(API_KEY_ENV), *keys], REDACTED)
+    secrets = [os.environ.get(API_KEY_ENV), *keys]
+    return redact_secrets(text, secrets, REDACTED)
 
 
 def redact_values(value: Any, keys: Iterable[str | None] = ()) -> Any:

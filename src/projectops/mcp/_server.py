@@ -139,7 +139,8 @@ async def call_operation_tool(
     else:
         result, outcome = await anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
         del response  # the message may be large: not kept while the result is sent
-    _log.info("%s: %s (%.0f ms)", name, outcome, (time.monotonic() - started) * 1e3)
+    elapsed_ms = (time.monotonic() - started) * 1e3
+    _log.info("%s: %s (%.0f ms)", name, outcome, elapsed_ms)
     return result
 
 
@@ -166,7 +167,8 @@ def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToo
         data = redact_values(data)
         # A key that straddles two JSON tokens is caught by redacting the text whole.
         text = redact(dump(data, indent=2))
-    result = types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+    content: list[types.ContentBlock] = [types.TextContent(text=text)]
+    result = types.CallToolResult(content=content, structured_content=data)
     return result, "ok"
 
 

@@ -44,9 +44,8 @@ def _error(code: int, reason: str, request_id: Any = None) -> types.JSONRPCError
     if code == types.PARSE_ERROR:
         title = "Parse error"
     message = f"{title}: {outside_text(reason, 300)}"
-    return types.JSONRPCError(
-        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
-    )
+    error = types.ErrorData(code=code, message=message)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
 def _id_member(line: bytes) -> tuple[bool, Any]:
@@ -176,7 +175,8 @@ async def serve_stdio(
         async with anyio.create_task_group() as writers:
             writers.start_soon(forward, out)
             thread_args = (source, max_line_bytes, anyio.lowlevel.current_token(), items_in)
-            threading.Thread(target=_read, args=thread_args, name="stdio", daemon=True).start()
+            reader = threading.Thread(target=_read, args=thread_args, name="stdio", daemon=True)
+            reader.start()
             async with anyio.create_task_group() as readers:
                 readers.start_soon(pump, write_stream.clone())
                 try:

@@ -133,7 +133,8 @@ def _app(fixtures: str | None, generate: bool, access_log: bool, body_timeout: f
 def app_from_environment() -> ASGIApp:
     """The app of a worker process of ``serve(workers=N)``. Raises FixtureError."""
     default = [None, True, False, DEFAULT_BODY_TIMEOUT]
-    return _app(*json.loads(os.environ.get(_SETTINGS_ENV) or json.dumps(default)))
+    settings = os.environ.get(_SETTINGS_ENV) or json.dumps(default)
+    return _app(*json.loads(settings))
 
 
 def serve(

@@ -161,7 +161,11 @@ def add_retries(parser: argparse.ArgumentParser, default: int, *, top_level: boo
 
 
 def add_listening(
-    parser: argparse.ArgumentParser, *, host: str, default_port: int, only_with: str = ""
+    parser: argparse.ArgumentParser,
+    *,
+    host: str,
+    default_port: int,
+    only_with: str = "",
 ) -> None:
     """Add ``--host``, ``--port`` (0: any free port) and ``--drain-timeout`` to a serving command.
 

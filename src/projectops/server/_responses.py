@@ -76,7 +76,11 @@ class Abort(Exception):
         self.message = message
 
 
-def respond(case: ErrorCase, message: str, headers: Mapping[str, str] | None = None) -> Response:
+def respond(
+    case: ErrorCase,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
     """The response of `case` saying `message` (`headers` replace the row's)."""
     if headers is None:
         headers = case.headers
@@ -84,7 +88,9 @@ def respond(case: ErrorCase, message: str, headers: Mapping[str, str] | None = N
 
 
 def error_response(
-    error: ApiError, status: int | None = None, headers: Mapping[str, str] | None = None
+    error: ApiError,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Response:
     """The answer of `error` as the app writes it (docs/contract.md §5.1): its
     ``ErrorResponse`` as JSON, the message and each violation's texts cut to 1,000 characters
@@ -99,13 +105,16 @@ def error_response(
     Returns:
         A Starlette ``Response``.
     """
-    texts = [error.message, *(t for v in error.violations for t in (v.field, v.description))]
+    texts = [error.message]
+    for violation in error.violations:
+        texts += [violation.field, violation.description]
     if any(len(text) > MAX_TEXT_CHARS for text in texts):
         cut_violations = [
             FieldViolation(field=cut(v.field), description=cut(v.description))
             for v in error.violations
         ]
-        error = ERROR_CLASSES.get(error.code, ApiError)(cut(error.message), cut_violations)
+        error_class = ERROR_CLASSES.get(error.code, ApiError)
+    error = error_class(cut(error.message), cut_violations)
     return Response(
         error_body(error),
         status_code=status or HTTP_STATUS_BY_CODE[error.code],

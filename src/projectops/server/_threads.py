@@ -118,7 +118,9 @@ class PooledCallable:
 
 
 async def _abandonable_thread(
-    function: Callable[..., Any], args: tuple[Any, ...], pool: anyio.CapacityLimiter | None
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    pool: anyio.CapacityLimiter | None,
 ) -> Any:
     # anyio gives an abandoned thread's token back at once, so stuck calls would grow the pool.
     # Here the token is taken on the thread's behalf and whoever is last gives it back: the

@@ -125,7 +125,13 @@ def create_app(
     return app
 
 
-def _check_positive(name: str, value: object, kind: type, *, none: bool = False) -> None:
+def _check_positive(
+    name: str,
+    value: object,
+    kind: type,
+    *,
+    none: bool = False,
+) -> None:
     if value is None and none:
         return
     kinds: tuple[type, ...] = (int,)
