@@ -101,7 +101,8 @@ def _fill(
         typed = _typed(fd)
         low = typed.get("min_items", 0)
         high = typed.get("max_items", MAX_REPEATED)
-        needed = is_required(fd) or (rules is not None and rules.required) or low > 0
+        validated_required = rules is not None and rules.required  # protovalidate's
+        needed = is_required(fd) or validated_required or low > 0
         # A scalar whose default breaks its rule (a range from 1, `not_in: [0]`, `min_len`) is
         # as good as REQUIRED: protovalidate judges the zero of a field without presence.
         needed = needed or _zero_breaks(fd)

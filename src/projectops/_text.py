@@ -180,7 +180,11 @@ def _pattern(secret: str) -> re.Pattern[str] | None:
     return re.compile(alternation, re.IGNORECASE | re.ASCII)
 
 
-def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:
+def redact_secrets(
+    text: str,
+    secrets: Iterable[str | None],
+    replacement: str,
+) -> str:
     """`text` with every spelling of each of `secrets` (blank and ``None`` skipped, stripped)
     replaced by `replacement`, the longest secret first, and so is every cut of a spelling
     that keeps at least its first :data:`KEY_CUT` characters: a message quotes a value cut to
@@ -232,9 +236,10 @@ def _redact_cuts(text: str, key: str, replacement: str) -> str:
     """`text` with every cut of a spelling of `key` (its first :data:`KEY_CUT` characters or
     more, where they show) replaced by `replacement`."""
     patterns = _cut_patterns(key)
-    if len(patterns) == 1 and len(patterns[0][1]) <= _SHORT:  # the usual key: letters, digits
-        only = patterns[0][0]
-        return only.sub(replacement.replace("\\", "\\\\"), text)
+    if len(patterns) == 1:
+        only, spelling = patterns[0]
+        if len(spelling) <= _SHORT:  # the usual key: letters, digits
+            return only.sub(replacement.replace("\\", "\\\\"), text)
     low = text.translate(_ASCII_LOWER)  # same offsets as `text`
     spans: set[tuple[int, int]] = set()  # two spellings may share a cut
     for pattern, spelling in patterns:
@@ -251,7 +256,12 @@ def _redact_cuts(text: str, key: str, replacement: str) -> str:
     return _replaced(text, spans, replacement)
 
 
-def _shared(low: str, at: int, spelling: str, held: int) -> int:
+def _shared(
+    low: str,
+    at: int,
+    spelling: str,
+    held: int,
+) -> int:
     """How many first characters of `spelling` `low` holds at `at`, knowing it holds the first
     `held`: one more, two more, four more..., then halving the gap, so the comparisons (in C)
     cost in proportion to the length held, not to the spelling's."""

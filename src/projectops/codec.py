@@ -372,7 +372,11 @@ def _raise_if_misplaced(
 ) -> None:
     """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field
     (with ``leaves=False``, not each scalar's form: the pass after json_format accepted it)."""
-    fields = {key: f for f in descriptor.fields for key in (f.name, f.json_name)}
+    # Each field by its proto name and its JSON name: json_format reads both.
+    fields = {}
+    for f in descriptor.fields:
+        fields[f.name] = f
+        fields[f.json_name] = f
     for key, item in value.items():
         fd = fields.get(key)
         if fd is None:
@@ -420,12 +424,11 @@ def _check_value(
         return
     # json_format reads a digit string ("1") as the enum's number, even without
     # ignore_unknown_fields: strict mode takes names only.
-    if (
-        strict
-        and fd.type == FieldDescriptor.TYPE_ENUM
-        and (not isinstance(value, str) or fd.enum_type.values_by_name.get(value) is None)  # type: ignore[union-attr]
-    ):
-        raise _invalid(path, form.expected, describe_value(value))
+    enum = fd.enum_type
+    if strict and enum is not None:
+        named = isinstance(value, str) and value in enum.values_by_name
+        if not named:
+            raise _invalid(path, form.expected, describe_value(value))
     # json_format reads "5" as a 32-bit integer too; strict mode takes what the input schemas
     # say (a JSON number), which their minimum and maximum can bind.
     if strict and form.input_schema.get("type") == "integer" and isinstance(value, str):
@@ -436,8 +439,9 @@ def _check_value(
     from google.protobuf import json_format
 
     holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
+    data = {fd.json_name: alone}
     try:
-        json_format.ParseDict({fd.json_name: alone}, holder, ignore_unknown_fields=not strict)
+        json_format.ParseDict(data, holder, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError, ArithmeticError):
         raise _invalid(path, form.expected, describe_value(value)) from None
 
@@ -524,7 +528,8 @@ def error_body(error: ApiError) -> str:
     if _is_utf8(error.message):
         return to_json(error.to_proto())
     escaped = error.message.encode("utf-8", "backslashreplace").decode("utf-8")
-    return to_json(ErrorResponse(code=error.code, message=escaped, violations=error.violations))
+    proto = ErrorResponse(code=error.code, message=escaped, violations=error.violations)
+    return to_json(proto)
 
 
 def read_error_body(body: bytes | str) -> ErrorResponse | None:

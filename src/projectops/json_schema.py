@@ -196,11 +196,27 @@ def _present(fd: FieldDescriptor) -> dict[str, Any]:
 #: Kind of rules -> rule -> the keyword that states it exactly. Not bytes (a length in base64
 #: differs) nor the 64-bit integers (a JSON string: `minimum` does not bind it).
 _NUMBERS = ("int32", "uint32", "sint32", "fixed32", "sfixed32", "float", "double")
-_BOUNDS = {"gte": "minimum", "gt": "exclusiveMinimum", "lte": "maximum", "lt": "exclusiveMaximum"}
+_BOUNDS = {
+    "gte": "minimum",
+    "gt": "exclusiveMinimum",
+    "lte": "maximum",
+    "lt": "exclusiveMaximum",
+}
 _KEYWORDS = {
-    "string": {"min_len": "minLength", "max_len": "maxLength", "pattern": "pattern"},
-    "repeated": {"min_items": "minItems", "max_items": "maxItems", "unique": "uniqueItems"},
-    "map": {"min_pairs": "minProperties", "max_pairs": "maxProperties"},
+    "string": {
+        "min_len": "minLength",
+        "max_len": "maxLength",
+        "pattern": "pattern",
+    },
+    "repeated": {
+        "min_items": "minItems",
+        "max_items": "maxItems",
+        "unique": "uniqueItems",
+    },
+    "map": {
+        "min_pairs": "minProperties",
+        "max_pairs": "maxProperties",
+    },
     **{kind: _BOUNDS for kind in _NUMBERS},
 }
 

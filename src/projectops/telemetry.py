@@ -143,7 +143,12 @@ class _Call:
         self._attributes = attributes
         self._start = time.perf_counter()
 
-    def finish(self, status: int | None, code: str | None, failed: bool) -> None:
+    def finish(
+        self,
+        status: int | None,
+        code: str | None,
+        failed: bool,
+    ) -> None:
         """Set the status attributes (`code`: a failure's), end the span, record the duration."""
         elapsed_ms = (time.perf_counter() - self._start) * 1000.0
         span = self.span

@@ -135,7 +135,12 @@ _USUAL: Final = {
 }
 
 
-def _decode_any(kind: int, shape: int, i: int, name: str) -> list[str]:
+def _decode_any(
+    kind: int,
+    shape: int,
+    i: int,
+    name: str,
+) -> list[str]:
     """Lines that check a non-null JSON value `v` not of the usual type (:data:`_USUAL`) and
     store it as ``out[name]``, or raise."""
     if (shape, kind) in _USUAL and kind not in (INT64, INT32):
@@ -374,7 +379,12 @@ def _is_value(cls: Any) -> bool:
     return cast(bool, cls.DESCRIPTOR.full_name == "google.protobuf.Value")
 
 
-def _decode_wkt(cls: type[Message], value: Any, depth: int, lenient: bool) -> Message:
+def _decode_wkt(
+    cls: type[Message],
+    value: Any,
+    depth: int,
+    lenient: bool,
+) -> Message:
     """A Struct, Value, ListValue, wrapper, FieldMask, Empty or Any, by json_format itself."""
     if cls.DESCRIPTOR.full_name == "google.protobuf.Any":
         if not lenient:

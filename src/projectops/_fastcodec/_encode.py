@@ -154,7 +154,12 @@ def to_dict(message: Message) -> dict[str, Any]:
     return _in_field_order(data, descriptor)
 
 
-def _encode_value(kind: int, aux: Any, value: Any, order: Descriptor | None) -> Any:
+def _encode_value(
+    kind: int,
+    aux: Any,
+    value: Any,
+    order: Descriptor | None,
+) -> Any:
     """One value of any kind (an element, for repeated and map fields)."""
     if kind == STR or kind == INT32 or kind == BOOL:
         return value
@@ -311,7 +316,12 @@ def _deep(plan: Plan) -> bool:
     return any(f.shape != SINGLE for p in reachable(plan) for f in p.fields)
 
 
-def _message_pieces(message: Any, plan: Plan, level: int, writer: _Writer) -> Iterator[str]:
+def _message_pieces(
+    message: Any,
+    plan: Plan,
+    level: int,
+    writer: _Writer,
+) -> Iterator[str]:
     """Pieces of the JSON object of `message` (to_dict's keys and values, in its order)."""
     yield "{"
     comma = ""  # "," once a member is written
@@ -337,7 +347,12 @@ def _message_pieces(message: Any, plan: Plan, level: int, writer: _Writer) -> It
         yield "}"
 
 
-def _list_pieces(field: Field, container: Any, level: int, writer: _Writer) -> Iterator[str]:
+def _list_pieces(
+    field: Field,
+    container: Any,
+    level: int,
+    writer: _Writer,
+) -> Iterator[str]:
     """Pieces of the JSON array of a repeated field, `_BATCH` elements at a time."""
     count = len(container)
     if not count:

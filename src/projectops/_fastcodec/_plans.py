@@ -77,7 +77,8 @@ class Enum:
 
     def __init__(self, enum: EnumDescriptor) -> None:
         self.by_name: dict[str, int] = {v.name: v.number for v in enum.values}
-        self.names = _Names({n: v.name for n, v in enum.values_by_number.items()})
+        by_number = enum.values_by_number.items()
+        self.names = _Names({number: v.name for number, v in by_number})
         self.open: bool = not enum.is_closed
 
 
@@ -227,7 +228,11 @@ def ready_plan(
     return root
 
 
-def compile_function(source: str, name: str, namespace: dict[str, Any]) -> Any:
+def compile_function(
+    source: str,
+    name: str,
+    namespace: dict[str, Any],
+) -> Any:
     """The function `name` that the generated `source` defines, with `namespace` as globals."""
     exec(compile(source, f"<projectops._fastcodec {name}>", "exec"), namespace)
     return namespace[name]

@@ -102,7 +102,8 @@ def _flag(fd: FieldDescriptor) -> str:
 def _flag_fields(op: Operation) -> list[FieldDescriptor]:
     """The request fields that have a flag: top-level scalars, enums and repeated scalars."""
     fields = cast(Descriptor, op.request_type.DESCRIPTOR).fields
-    return [fd for fd in fields if fd.message_type is None and _flag(fd) not in _OWN_FLAGS]
+    scalars = [fd for fd in fields if fd.message_type is None]
+    return [fd for fd in scalars if _flag(fd) not in _OWN_FLAGS]
 
 
 def _description_text(text: str) -> str:
@@ -239,7 +240,9 @@ def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_operation(
-    op: Operation, transport: httpx2.BaseTransport | None, args: argparse.Namespace
+    op: Operation,
+    transport: httpx2.BaseTransport | None,
+    args: argparse.Namespace,
 ) -> int:
     import httpx2
 
@@ -281,10 +284,12 @@ def _write_json(message: Message, *, indent: int | None) -> None:
 
     if _echoes_key(message, indent):
         # A key that straddles two JSON tokens is caught by redacting the text whole.
-        text = redact(dump(redact_values(to_dict(message)), indent=indent))
+        redacted = redact_values(to_dict(message))
+        text = redact(dump(redacted, indent=indent))
         sys.stdout.write(inert_json(text) + "\n")
         return
-    sys.stdout.writelines(map(inert_json, iter_json(message, indent=indent)))
+    pieces = iter_json(message, indent=indent)
+    sys.stdout.writelines(map(inert_json, pieces))
     sys.stdout.write("\n")
 
 
@@ -363,7 +368,10 @@ def _listing(registry: Registry, args: argparse.Namespace) -> int:
 
 
 def _tool_argument(
-    registry: Registry, parser: argparse.ArgumentParser, *, optional: bool = False
+    registry: Registry,
+    parser: argparse.ArgumentParser,
+    *,
+    optional: bool = False,
 ) -> None:
     names = [op.tool_name for op in registry.operations()]
     parser.add_argument(

@@ -210,7 +210,11 @@ def timed_out(client: _BaseRawClient) -> ResponseTimedOut:
     return ResponseTimedOut(f"no complete answer from {client.shown_url} within {limit}")
 
 
-def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | None) -> int:
+def check_limits(
+    timeout: float | None,
+    max_bytes: int,
+    max_error_bytes: int | None,
+) -> int:
     """The error bodies' cap; ``ValueError``, ``TypeError``: a time-out or cap that cannot work."""
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
@@ -338,7 +342,9 @@ class _BaseRawClient:
 
     @staticmethod
     def _response(response: httpx2.Response, body: bytearray, cap: int) -> RawResponse:
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
+        headers = []
+        for name, value in response.headers.raw:
+            headers.append((name.decode("latin-1"), value.decode("latin-1")))
         truncated = not cap or len(body) > cap
         # Cut in place before the copy: a slice, then bytes, would hold the answer three times.
         kept = cap
@@ -350,7 +356,9 @@ class _BaseRawClient:
     def _failure(self, exc: httpx2.RequestError) -> ResponseTimedOut | ServiceUnreachable:
         if isinstance(exc, httpx2.TimeoutException):
             return timed_out(self)
-        reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
+        reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc))
+        if not reason:
+            reason = type(exc).__name__
         reason = outside_text(reason, 300, self._secrets)
         return ServiceUnreachable(
             f"cannot reach {self.shown_url}: {reason[:1].lower()}{reason[1:]}"

@@ -119,8 +119,10 @@ async def call_operation_tool(
     Raises:
         mcp.shared.exceptions.MCPError: ``-32602`` (invalid params) when `name` is no tool.
     """
-    op = next((o for o in registry.operations() if o.tool_name == name), None)
-    if op is None:  # only the names tools/list shows, not the registry's other keys
+    # Only the names tools/list shows, not the registry's other keys.
+    by_tool_name = {o.tool_name: o for o in registry.operations()}
+    op = by_tool_name.get(name)
+    if op is None:
         tools = ", ".join(o.tool_name for o in registry.operations())
         # The name is the host's text: escaped and cut (docs/contract.md §6, §9.3).
         shown = outside_text(name, _NAME_CHARS)
@@ -144,7 +146,11 @@ async def call_operation_tool(
     return result
 
 
-def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToolResult, str]:
+def _result(
+    op: Operation,
+    response: Message,
+    limit: int,
+) -> tuple[types.CallToolResult, str]:
     """The tool result of `response` and the outcome to log (in a worker thread); its size is
     counted as it is encoded, and the text kept only while it is within `limit`."""
     pieces: list[str] = []

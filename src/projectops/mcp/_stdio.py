@@ -39,7 +39,11 @@ _PARSE_ERROR_TYPES = frozenset({"json_invalid", "json_type", "string_unicode"})
 _Item = SessionMessage | types.JSONRPCError
 
 
-def _error(code: int, reason: str, request_id: Any = None) -> types.JSONRPCError:
+def _error(
+    code: int,
+    reason: str,
+    request_id: Any = None,
+) -> types.JSONRPCError:
     title = "Invalid Request"
     if code == types.PARSE_ERROR:
         title = "Parse error"
@@ -58,7 +62,8 @@ def _id_member(line: bytes) -> tuple[bool, Any]:
     if not isinstance(value, dict) or "id" not in value:
         return False, None
     found = value["id"]
-    usable = isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))
+    number = isinstance(found, int) and not isinstance(found, bool)
+    usable = isinstance(found, str) or number
     if not usable:
         return True, None
     return True, found

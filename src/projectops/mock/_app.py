@@ -47,7 +47,9 @@ class _MockService:
 
     @staticmethod
     async def _answer(
-        op: Operation, request: Message, context: RequestContext[MockProject]
+        op: Operation,
+        request: Message,
+        context: RequestContext[MockProject],
     ) -> PreEncoded:
         reply = context.project.reply(op, request)
         if reply.delay:
@@ -119,7 +121,12 @@ class _AccessLog:
             _access.info("%s:%d - %s %d", host, port, line, status[0])
 
 
-def _app(fixtures: str | None, generate: bool, access_log: bool, body_timeout: float) -> ASGIApp:
+def _app(
+    fixtures: str | None,
+    generate: bool,
+    access_log: bool,
+    body_timeout: float,
+) -> ASGIApp:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     projects = load_fixtures(fixtures, generate=generate)
     app = create_mock_app(projects, body_timeout=body_timeout)

@@ -24,6 +24,9 @@ from projectops.v1.error_pb2 import ErrorResponse
 __all__ = ["Call", "MockProject", "Reply", "load_fixtures"]
 
 _SHOWN_CHARS = 60
+# The partial answers of one operation: names a partial answer sets -> their values' JSON -> its
+# index.
+_Partial = dict[tuple[str, ...], dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -72,18 +75,20 @@ class MockProject:
         self.scenario = scenario
         self.generate = generate
         self.calls = calls
+        # Operation -> an exact answer's request key -> its index.
         self._exact: dict[str, dict[str, int]] = {}
-        # Operation -> names a partial answer sets -> their values' JSON -> its index.
-        self._partial: dict[str, dict[tuple[str, ...], dict[str, int]]] = {}
+        # Operation -> its partial answers.
+        self._partial: dict[str, _Partial] = {}
         self._encoded: dict[tuple[str, int], bytes] = {}
         for op_name, answers in scenario.items():
             exact: dict[str, int] = {}
-            partial: dict[tuple[str, ...], dict[str, int]] = {}
+            partial: _Partial = {}
             self._exact[op_name] = exact
             self._partial[op_name] = partial
             for i, answer in enumerate(answers):
                 if answer.partial:
-                    names = tuple(fd.json_name for fd, _ in answer.request.ListFields())
+                    set_fields = answer.request.ListFields()
+                    names = tuple(fd.json_name for fd, _ in set_fields)
                     values = _values(json.loads(answer.key), names)  # trimmed JSON
                     by_value = partial.setdefault(names, {})
                     by_value.setdefault(values or "", i)
@@ -164,7 +169,8 @@ def _shown(value: object) -> str:
 
 
 def _error(error: ErrorResponse) -> ApiError:
-    return ERROR_CLASSES[Code(error.code)](error.message, error.violations)
+    error_class = ERROR_CLASSES[Code(error.code)]
+    return error_class(error.message, error.violations)
 
 
 def load_fixtures(
@@ -194,4 +200,7 @@ def load_fixtures(
             raise FixtureError(f"{path}: {exc}") from None
         except UnicodeDecodeError as exc:
             raise FixtureError(f"{path}: cannot read the file: not UTF-8 ({exc.reason})") from None
-    return {p.api_key: MockProject(p.name, p.answers, generate) for p in decoded}
+    projects: dict[str, MockProject] = {}
+    for project in decoded:
+        projects[project.api_key] = MockProject(project.name, project.answers, generate)
+    return projects

@@ -83,7 +83,12 @@ def whole(text: str, *, lowest: int = 1) -> int:
     return _whole_in(text, lowest, None, f"a whole number >= {lowest}")
 
 
-def _whole_in(text: str, lowest: int, highest: int | None, expected: str) -> int:
+def _whole_in(
+    text: str,
+    lowest: int,
+    highest: int | None,
+    expected: str,
+) -> int:
     """`text` as a whole number from `lowest` to `highest` (``None``: no bound), or
     ``argparse.ArgumentTypeError`` saying it should be `expected`."""
     try:
@@ -137,7 +142,12 @@ def port(text: str, *, lowest: int = 1) -> int:
     return _whole_in(text, lowest, 65535, f"a TCP port from {lowest} to 65535")
 
 
-def add_retries(parser: argparse.ArgumentParser, default: int, *, top_level: bool = False) -> None:
+def add_retries(
+    parser: argparse.ArgumentParser,
+    default: int,
+    *,
+    top_level: bool = False,
+) -> None:
     """Add ``--retries N`` to a parser (docs/contract.md §1.5).
 
     Args:
@@ -233,7 +243,12 @@ class CannotListen(OSError):
     """An address cannot be bound (busy port, not on this host, no permission): one line."""
 
 
-def listen(host: str, port: int, *, backlog: int = DEFAULT_BACKLOG) -> socket.socket:
+def listen(
+    host: str,
+    port: int,
+    *,
+    backlog: int = DEFAULT_BACKLOG,
+) -> socket.socket:
     """Bind a listening TCP socket before the server starts, so a busy port is one line and
     connections wait in the backlog until it serves.
 
