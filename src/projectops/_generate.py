@@ -143,7 +143,8 @@ def _typed(fd: FieldDescriptor) -> dict[str, Any]:
     found = rule_kind(fd)
     if not found:
         return {}
-    return {f.name: value for f, value in found[1].ListFields()}
+    _, rules = found
+    return {f.name: value for f, value in rules.ListFields()}
 
 
 @cache  # fixed per field
@@ -224,8 +225,10 @@ def _string(fd: FieldDescriptor, rng: random.Random) -> str:
         hex40 = rng.randbytes(20).hex()
         hex64 = rng.randbytes(32).hex()
         forms = [*examples, text, hex40, hex64, ""]
-        matching = (form for form in forms if re.search(rules["pattern"], form))
-        return str(next(matching, text))
+        for form in forms:
+            if re.search(rules["pattern"], form):
+                return str(form)
+        return text
     low = rules.get("len", rules.get("min_len", 0))
     high = rules.get("len", rules.get("max_len", len(text)))
     padded = text + "x" * low

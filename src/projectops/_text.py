@@ -141,7 +141,8 @@ _URL_SAFE = ("", "/", "-_.!~*'()")
 
 
 def _keys(secrets: Iterable[str | None]) -> list[str]:
-    keys = {secret.strip() for secret in secrets if secret and secret.strip()}
+    stripped = (secret.strip() for secret in secrets if secret)
+    keys = {key for key in stripped if key}
     return sorted(keys, key=len, reverse=True)
 
 
@@ -158,7 +159,8 @@ def _spellings(secret: str) -> tuple[str, ...]:
     }
     forms |= {form.replace("/", "\\/") for form in forms}  # JSON may escape the solidus
     for safe in _URL_SAFE:
-        forms |= {quote(secret, safe=safe), quote_plus(secret, safe=safe)}
+        forms.add(quote(secret, safe=safe))
+        forms.add(quote_plus(secret, safe=safe))
     lowered = {form.translate(_ASCII_LOWER) for form in forms}
     return tuple(sorted(lowered, key=len, reverse=True))
 

@@ -77,14 +77,20 @@ _T = FieldDescriptor
 _SIGNED_64 = (_INT64_PATTERN, "a 64-bit integer")
 _UNSIGNED_64 = (_UINT64_PATTERN, "an unsigned 64-bit integer")
 INT_TYPES_64 = {
-    **dict.fromkeys((_T.TYPE_INT64, _T.TYPE_SINT64, _T.TYPE_SFIXED64), _SIGNED_64),
-    **dict.fromkeys((_T.TYPE_UINT64, _T.TYPE_FIXED64), _UNSIGNED_64),
+    _T.TYPE_INT64: _SIGNED_64,
+    _T.TYPE_SINT64: _SIGNED_64,
+    _T.TYPE_SFIXED64: _SIGNED_64,
+    _T.TYPE_UINT64: _UNSIGNED_64,
+    _T.TYPE_FIXED64: _UNSIGNED_64,
 }
 _SIGNED_32 = ((-(2**31), 2**31 - 1), "a 32-bit integer")
 _UNSIGNED_32 = ((0, 2**32 - 1), "an unsigned 32-bit integer")
 INT_TYPES_32 = {
-    **dict.fromkeys((_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32), _SIGNED_32),
-    **dict.fromkeys((_T.TYPE_UINT32, _T.TYPE_FIXED32), _UNSIGNED_32),
+    _T.TYPE_INT32: _SIGNED_32,
+    _T.TYPE_SINT32: _SIGNED_32,
+    _T.TYPE_SFIXED32: _SIGNED_32,
+    _T.TYPE_UINT32: _UNSIGNED_32,
+    _T.TYPE_FIXED32: _UNSIGNED_32,
 }
 
 # Well-known types with a special JSON form (the "JSON Mapping" table of protobuf). The Timestamp
@@ -130,7 +136,8 @@ class ValueForm:
 
 def is_map(fd: FieldDescriptor) -> bool:
     """Whether `fd` is a map field (a repeated synthetic `*Entry` message)."""
-    return fd.message_type is not None and fd.message_type.GetOptions().map_entry
+    entry = fd.message_type
+    return entry is not None and entry.GetOptions().map_entry
 
 
 Shape = Literal["map", "list", "single"]

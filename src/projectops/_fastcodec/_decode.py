@@ -66,7 +66,11 @@ def decoding_plan(descriptor: Descriptor) -> Plan:
 
 def compile_decoder(target: Plan) -> Decoder:
     """`target`'s decode function; it raises Unsupported, TypeError or ValueError."""
-    namespace: dict[str, Any] = {**_HELPERS, "PLAN": target, "JSON_NAMES": target.json_names}
+    namespace: dict[str, Any] = {
+        **_HELPERS,
+        "PLAN": target,
+        "JSON_NAMES": target.json_names,
+    }
     lines = [
         "def decode(d, depth, lenient):",
         "    if depth > MAX_DEPTH:",
@@ -302,7 +306,8 @@ def _decode_value(
         if kind_of_value is str:
             try:  # json_format's own expression: standard and URL-safe alphabets, lax padding
                 encoded = value.encode("utf-8")
-                return base64.urlsafe_b64decode(encoded + b"=" * (4 - len(encoded) % 4))
+                padding = b"=" * (4 - len(encoded) % 4)
+                return base64.urlsafe_b64decode(encoded + padding)
             except ValueError:
                 pass
     elif kind == WKT:

@@ -92,7 +92,14 @@ def compile_encoder(target: Plan) -> Callable[[Any], dict[str, Any]]:
             lines.append(f"    out[{key}] = {value}")
         else:
             literal.append(f"        {key}: {value},")
-    source = ["def encode(m):", "    out = {", *literal, "    }", *lines, "    return out"]
+    source = [
+        "def encode(m):",
+        "    out = {",
+        *literal,
+        "    }",
+        *lines,
+        "    return out",
+    ]
     encode = compile_function("\n".join(source), "encode", namespace)
     return cast(Callable[[Any], dict[str, Any]], encode)
 

@@ -136,7 +136,8 @@ def format_timestamp(timestamp: Any) -> str:
     out of range (the encoder then lets json_format raise its own error)."""
     seconds: int = timestamp.seconds
     nanos: int = timestamp.nanos
-    if not (TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX and 0 <= nanos < 10**9):
+    seconds_in_range = TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX
+    if not (seconds_in_range and 0 <= nanos < 10**9):
         raise ValueError("Timestamp out of range")
     hours, rest = divmod(seconds, 3600)
     prefix = _HOUR_TEXT.get(hours)
@@ -169,7 +170,9 @@ def format_duration(duration: Any) -> str:
         raise ValueError("Duration out of range")
     if nanos == 0:
         return f"{seconds}s"
-    if not -1_000_000_000 < nanos < 1_000_000_000 or seconds < 0 < nanos or nanos < 0 < seconds:
+    nanos_in_range = -1_000_000_000 < nanos < 1_000_000_000
+    opposite_signs = seconds < 0 < nanos or nanos < 0 < seconds
+    if not nanos_in_range or opposite_signs:
         raise ValueError("Duration out of range")
     sign = ""
     if nanos < 0:  # and seconds <= 0

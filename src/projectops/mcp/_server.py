@@ -137,9 +137,11 @@ async def call_operation_tool(
         if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
             _log.exception("tool %s failed unexpectedly", name)
         # The client put outside text into `exc` redacted: the sentence is never rewritten.
-        result, outcome = _failed(row.format(exc, op.tool_name)[1])
+        _, sentence = row.format(exc, op.tool_name)
+        result, outcome = _failed(sentence)
     else:
-        result, outcome = await anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
+        work = anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
+        result, outcome = await work
         del response  # the message may be large: not kept while the result is sent
     elapsed_ms = (time.monotonic() - started) * 1e3
     _log.info("%s: %s (%.0f ms)", name, outcome, elapsed_ms)

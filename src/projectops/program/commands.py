@@ -395,7 +395,8 @@ def serve_app(
         if workers == 1:
             asyncio.run(serve())
         else:
-            uvicorn.run(app, factory=True, workers=workers, fd=sock.fileno(), **settings)
+            fd = sock.fileno()
+            uvicorn.run(app, factory=True, workers=workers, fd=fd, **settings)
     except KeyboardInterrupt:
         pass
     finally:

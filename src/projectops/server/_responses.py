@@ -114,7 +114,7 @@ def error_response(
             for v in error.violations
         ]
         error_class = ERROR_CLASSES.get(error.code, ApiError)
-    error = error_class(cut(error.message), cut_violations)
+        error = error_class(cut(error.message), cut_violations)
     return Response(
         error_body(error),
         status_code=status or HTTP_STATUS_BY_CODE[error.code],
