@@ -216,7 +216,10 @@ def _from_json(
         size = len(data)
     fast = _warm("decode", message_type, size)
     if isinstance(data, (bytes, bytearray, str)):
-        if fast and not holds(message_type.DESCRIPTOR, NOT_FOR_ORJSON) and (orjson := _orjson()):
+        orjson = None
+        if fast and not holds(message_type.DESCRIPTOR, NOT_FOR_ORJSON):
+            orjson = _orjson()
+        if orjson is not None:
             # orjson reads what json.loads reads, but an integer beyond 64 bits as the float it
             # rounds to: for a double, Value or Struct the value json.loads' integer becomes, and
             # the fast path takes no float for an integer field (-9223372036854775809 would round

@@ -117,7 +117,8 @@ class _Builder:
 
     def object_schema(self, message: Descriptor) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object"}
-        text = rules.described(description(message), rules.rule_phrases(message))
+        phrases = rules.rule_phrases(message)
+        text = rules.described(description(message), phrases)
         if text:
             schema["description"] = text
         properties = {fd.json_name: self.field_schema(fd) for fd in message.fields}
@@ -228,8 +229,11 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
     ignore = getattr(rules.field_rules(fd), "ignore", 0)
     if ignore:  # skips some values: no keyword may refuse them
         return list(phrases)
-    targets = {"": schema, "repeated.items": schema.get("items")}
-    targets["map.values"] = schema.get("additionalProperties")
+    targets = {
+        "": schema,
+        "repeated.items": schema.get("items"),
+        "map.values": schema.get("additionalProperties"),
+    }
     unsaid = []
     items = rules.rule_items(fd).items()
     for (name, value), phrase in zip(items, phrases, strict=True):
@@ -257,4 +261,5 @@ def _merge(schema: dict[str, Any], keywords: dict[str, Any]) -> None:
         if key not in schema or schema[key] == value:
             schema[key] = value
         else:
-            schema.setdefault("allOf", []).append({key: value})
+            all_of = schema.setdefault("allOf", [])
+            all_of.append({key: value})

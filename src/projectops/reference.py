@@ -97,7 +97,8 @@ def index(*, width: int = 100, registry: Registry = REGISTRY) -> str:
         ValueError: `width` is below :data:`MIN_WIDTH`.
     """
     out = _Lines(width)
-    heading = escape(summary(registry.service)) or registry.service.full_name
+    service = registry.service
+    heading = escape(summary(service)) or service.full_name
     out.wrap(heading, 0, 0)
     out.blank()
     ops = registry.operations()
@@ -163,7 +164,8 @@ class _Lines:
     def text(self) -> str:
         while self.lines and not self.lines[-1]:
             self.lines.pop()
-        return "\n".join(line.rstrip() for line in self.lines) + "\n"
+        stripped = [line.rstrip() for line in self.lines]
+        return "\n".join(stripped) + "\n"
 
 
 def _fields(
@@ -221,7 +223,8 @@ def _value_type(
         fd = entry.fields_by_name["value"]
     json_type = _json_type(form.schema)
     if fd.enum_type is not None:
-        names = ", ".join(value.name for value in fd.enum_type.values)
+        values = fd.enum_type.values
+        names = ", ".join(value.name for value in values)
         return f"{json_type}, enum {_name(fd.enum_type)}: {names}"
     if fd.message_type is not None:  # a well-known type with a JSON form of its own
         if set(form.schema) - {"type"}:

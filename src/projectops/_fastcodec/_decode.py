@@ -49,7 +49,11 @@ __all__ = ["compile_decoder", "decoding_plan", "from_dict"]
 M = TypeVar("M", bound=Message)
 
 _FLOAT_MAX: Final = 3.4028234663852886e38  # the largest finite float32 (json_format's bound)
-_SPECIAL_FLOATS: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_SPECIAL_FLOATS: Final = {
+    "NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+}
 _UNPAIRED_SURROGATE: Final = re.compile(  # json_format's
     "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]"
 )

@@ -236,7 +236,9 @@ def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, A
             else:
                 value = _in_field_order(value, nested)
         out[fd.json_name] = value
-    out.update((k, v) for k, v in data.items() if k not in out)  # e.g. "@type" of an Any
+    for key, value in data.items():
+        if key not in out:  # e.g. "@type" of an Any
+            out[key] = value
     return out
 
 

@@ -188,7 +188,15 @@ class RawResponse(NamedTuple):
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE = re.compile(r"[\x20-\x7e\t]*")
 # The exchange writes these itself.
-_FRAMING = frozenset({"contentlength", "transferencoding", "host", "connection", "acceptencoding"})
+_FRAMING = frozenset(
+    {
+        "contentlength",
+        "transferencoding",
+        "host",
+        "connection",
+        "acceptencoding",
+    }
+)
 
 
 def check_header(name: object, value: object) -> None:
@@ -497,7 +505,8 @@ class AsyncRawClient(_BaseRawClient, AsyncClosing):
             max_connections=self.max_connections,
             max_keepalive_connections=min(self.max_connections, _KEPT_ALIVE),
         )
-        return httpx2.AsyncHTTPTransport(proxy=environment_proxy(self.base_url), limits=limits)
+        proxy = environment_proxy(self.base_url)
+        return httpx2.AsyncHTTPTransport(proxy=proxy, limits=limits)
 
     async def send(
         self,

@@ -90,7 +90,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if not args.http:
         for flag in _HTTP_ONLY:
-            if getattr(args, flag[2:].replace("-", "_")) is not None:
+            dest = flag[2:].replace("-", "_")  # --drain-timeout: drain_timeout
+            if getattr(args, dest) is not None:
                 raise UsageError(f"{flag} applies only with --http (stdio has no address)")
     host = args.host
     if host is None:
