@@ -43,7 +43,12 @@ _HARD_DEPTH = 32
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
-def generate(message_type: type[M], seed: bytes | str, *, minimal: bool = False) -> M:
+def generate(
+    message_type: type[M],
+    seed: bytes | str,
+    *,
+    minimal: bool = False,
+) -> M:
     """A message filled with plausible values that keep the schema's rules, the same for the
     same seed (docs/contract.md §4.1, §4.6).
 
@@ -58,50 +63,74 @@ def generate(message_type: type[M], seed: bytes | str, *, minimal: bool = False)
     Returns:
         A new `message_type` message.
     """
-    _fill(message := message_type(), random.Random(seed), 0, minimal, False)
+    message = message_type()
+    rng = random.Random(seed)
+    _fill(message, rng, 0, minimal, False)
     return message
 
 
-def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero: bool) -> None:
+def _fill(
+    message: Message,
+    rng: random.Random,
+    depth: int,
+    minimal: bool,
+    zero: bool,
+) -> None:
     """Fill `message`; `zero`: its numbers are zero (a message above it has CEL rules)."""
     descriptor = cast(Descriptor, message.DESCRIPTOR)
-    if descriptor.full_name in _TIMES:
-        message.seconds = rng.randrange(*_TIMES[descriptor.full_name])  # type: ignore[attr-defined]
+    name = descriptor.full_name
+    if name in _TIMES:
+        message.seconds = rng.randrange(*_TIMES[name])  # type: ignore[attr-defined]
         message.nanos = rng.randrange(1_000_000) * 1000  # type: ignore[attr-defined]
         return
-    if depth > _HARD_DEPTH or descriptor.full_name in _EMPTY:
+    if depth > _HARD_DEPTH or name in _EMPTY:
         return
-    zero = zero or len(getattr(message_rules(descriptor), "cel", ())) > 0
+    cel = getattr(message_rules(descriptor), "cel", ())
+    zero = zero or len(cel) > 0
     # A proto3 `optional` is a oneof of one: a plain field here.
-    chosen = {o.name: rng.choice(o.fields) for o in descriptor.oneofs if len(o.fields) > 1}
+    chosen: dict[str, FieldDescriptor] = {}
+    for group in descriptor.oneofs:
+        if len(group.fields) > 1:
+            chosen[group.name] = rng.choice(group.fields)
     for fd in descriptor.fields:
-        oneof, kind, rules = fd.containing_oneof, fd.message_type, field_rules(fd)
+        oneof = fd.containing_oneof
         if oneof is not None and chosen.get(oneof.name, fd) is not fd:
             continue
-        low, high = _typed(fd).get("min_items", 0), _typed(fd).get("max_items", MAX_REPEATED)
-        needed = is_required(fd) or (rules is not None and rules.required) or low > 0
+        kind = fd.message_type
+        rules = field_rules(fd)
+        typed = _typed(fd)
+        low = typed.get("min_items", 0)
+        high = typed.get("max_items", MAX_REPEATED)
+        validated_required = rules is not None and rules.required  # protovalidate's
+        needed = is_required(fd) or validated_required or low > 0
         # A scalar whose default breaks its rule (a range from 1, `not_in: [0]`, `min_len`) is
         # as good as REQUIRED: protovalidate judges the zero of a field without presence.
         needed = needed or _zero_breaks(fd)
         # Every field is set (but see _UNSET): a zero may break a rule (min_len), or repeat in
         # a list (unique()).
-        if not needed and (minimal or depth >= MAX_DEPTH or (kind and kind.full_name in _UNSET)):
+        unset_kind = kind is not None and kind.full_name in _UNSET
+        skipped = minimal or depth >= MAX_DEPTH or unset_kind
+        if not needed and skipped:
             continue
         target = getattr(message, fd.name)
         if not fd.is_repeated:
             if kind is None:
-                setattr(message, fd.name, _scalar(fd, rng, zero and not needed, needed))
+                value = _scalar(fd, rng, zero and not needed, needed)
+                setattr(message, fd.name, value)
             else:
                 target.SetInParent()
                 _fill(target, rng, depth + 1, minimal, zero)
             continue
-        for _ in range(rng.randint(max(1, low), max(1, low, min(high, MAX_REPEATED)))):
+        fewest = max(1, low)
+        most = max(1, low, min(high, MAX_REPEATED))
+        for _ in range(rng.randint(fewest, most)):
             if kind is not None and kind.GetOptions().map_entry:
-                key, value = _scalar(kind.fields_by_name["key"], rng), kind.fields_by_name["value"]
-                if value.message_type is not None:
+                key = _scalar(kind.fields_by_name["key"], rng)
+                value_fd = kind.fields_by_name["value"]
+                if value_fd.message_type is not None:
                     _fill(target[key], rng, depth + 1, minimal, zero)
                 else:
-                    target[key] = _scalar(value, rng, zero)
+                    target[key] = _scalar(value_fd, rng, zero)
             elif kind is not None:
                 _fill(target.add(), rng, depth + 1, minimal, zero)
             else:
@@ -111,7 +140,11 @@ def _fill(message: Message, rng: random.Random, depth: int, minimal: bool, zero:
 @cache  # fixed per field; read on every generated value
 def _typed(fd: FieldDescriptor) -> dict[str, Any]:
     """The type-specific rules set on `fd` by name (``max_len``, ``gte``, ...); empty if none."""
-    return {f.name: value for f, value in found[1].ListFields()} if (found := rule_kind(fd)) else {}
+    found = rule_kind(fd)
+    if not found:
+        return {}
+    _, rules = found
+    return {f.name: value for f, value in rules.ListFields()}
 
 
 @cache  # fixed per field
@@ -124,15 +157,20 @@ def _zero_breaks(fd: FieldDescriptor) -> bool:
     if fd.cpp_type == FieldDescriptor.CPPTYPE_STRING:
         pattern = rules.get("pattern")
         empty_refused = pattern is not None and re.search(pattern, "") is None
-        return rules.get("min_len", 0) > 0 or rules.get("len", 0) > 0 or empty_refused
+        too_short = rules.get("min_len", 0) > 0 or rules.get("len", 0) > 0
+        return too_short or empty_refused
     outside = "in" in rules and 0 not in rules["in"]
+    excluded = 0 in rules.get("not_in", ())
     below = rules.get("gt", -1) >= 0 or rules.get("gte", 0) > 0
     above = rules.get("lt", 1) <= 0 or rules.get("lte", 0) < 0
-    return below or above or outside or 0 in rules.get("not_in", ())
+    return below or above or outside or excluded
 
 
 def _scalar(
-    fd: FieldDescriptor, rng: random.Random, zero: bool = False, needed: bool = False
+    fd: FieldDescriptor,
+    rng: random.Random,
+    zero: bool = False,
+    needed: bool = False,
 ) -> Any:
     """A value of `fd`; `needed`: the field must be set (REQUIRED), so it is not a default."""
     cpp = fd.cpp_type
@@ -143,34 +181,59 @@ def _scalar(
     if cpp == FieldDescriptor.CPPTYPE_BOOL:  # a REQUIRED bool is set only when true
         return needed or rng.random() < 0.5
     if cpp == FieldDescriptor.CPPTYPE_ENUM:
-        numbers = [v.number for v in cast(EnumDescriptor, fd.enum_type).values if v.number]
-        return rng.choice(numbers) if numbers else 0
+        values = cast(EnumDescriptor, fd.enum_type).values
+        numbers = [v.number for v in values if v.number]
+        if not numbers:
+            return 0
+        return rng.choice(numbers)
+    value: Any
     if cpp in (FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64):
         big = rng.random() < 1 / 3
-        value: Any = rng.randint(2**53 + 1, 2**63 - 1) if big else rng.randint(1, 10**9)
+        if big:
+            value = rng.randint(2**53 + 1, 2**63 - 1)
+        else:
+            value = rng.randint(1, 10**9)
     elif cpp in (FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_UINT32):
         value = rng.randint(1, 2**31 - 1)
     else:
         value = rng.randint(1, 4_000_000) / 4  # a float or double, exact in a float32 too
-    step = 1 if isinstance(value, int) else 0.25
+    # The smallest step between two values: the next value past an exclusive bound.
+    step: float = 1
+    if isinstance(value, float):
+        step = 0.25
     rules = _typed(fd)
-    low = rules["gt"] + step if "gt" in rules else rules.get("gte", -math.inf)
-    high = rules["lt"] - step if "lt" in rules else rules.get("lte", math.inf)
-    return min(max(0 if zero else value, low), high)
+    low = rules.get("gte", -math.inf)
+    if "gt" in rules:
+        low = rules["gt"] + step
+    high = rules.get("lte", math.inf)
+    if "lt" in rules:
+        high = rules["lt"] - step
+    if zero:
+        value = 0
+    return min(max(value, low), high)
 
 
 def _string(fd: FieldDescriptor, rng: random.Random) -> str:
     """A string of `fd` in the lengths of its rules, matching its ``pattern``."""
-    tail = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(4, 12)))
+    tail_length = rng.randint(4, 12)
+    tail = "".join(rng.choice(_ALPHABET) for _ in range(tail_length))
     text = f"{fd.name.replace('_', '-')}-{tail}"
     rules = _typed(fd)
     if "pattern" in rules:
         # The schema's own pattern (buf lint compiled it), on forms of at most 64 characters.
-        forms = [*rules.get("example", ()), text, rng.randbytes(20).hex(), rng.randbytes(32).hex()]
-        return str(next((f for f in [*forms, ""] if re.search(rules["pattern"], f)), text))
+        examples = rules.get("example", ())
+        hex40 = rng.randbytes(20).hex()
+        hex64 = rng.randbytes(32).hex()
+        forms = [*examples, text, hex40, hex64, ""]
+        for form in forms:
+            if re.search(rules["pattern"], form):
+                return str(form)
+        return text
     low = rules.get("len", rules.get("min_len", 0))
     high = rules.get("len", rules.get("max_len", len(text)))
-    return str((text + "x" * low)[: max(low, min(high, len(text)))])
+    padded = text + "x" * low
+    length = max(low, min(high, len(text)))
+    return str(padded[:length])
 
 
 _TIMES = {  # the range of their seconds: a random int64 would not be a valid time

@@ -33,11 +33,13 @@ _ASTRAL_UNSAFE = (
 @cache
 def _unsafe() -> re.Pattern[str]:
     # Built on first use from the running Python's Unicode tables (BMP: ~10 ms).
-    bmp = "".join(
-        re.escape(chr(c))
-        for c in range(0x10000)
-        if unicodedata.category(chr(c)) in _UNSAFE_CATEGORIES and not 0xD800 <= c <= 0xDFFF
-    )
+    unsafe = []
+    for code in range(0x10000):
+        char = chr(code)
+        surrogate = 0xD800 <= code <= 0xDFFF  # one range below, not 2,048 escapes
+        if unicodedata.category(char) in _UNSAFE_CATEGORIES and not surrogate:
+            unsafe.append(re.escape(char))
+    bmp = "".join(unsafe)
     return re.compile(f"[{bmp}\ud800-\udfff{_ASTRAL_UNSAFE}]")
 
 
@@ -50,7 +52,9 @@ def unsafe_characters(*, ascii_only: bool) -> re.Pattern[str]:
     """The pattern of one character :func:`escape` writes as an escape: for an ASCII text
     (`ascii_only`) the ASCII controls, which match there as the whole table would, else the
     whole table of :func:`_unsafe` (built on first use)."""
-    return _ASCII_UNSAFE if ascii_only else _unsafe()
+    if ascii_only:
+        return _ASCII_UNSAFE
+    return _unsafe()
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -65,7 +69,8 @@ def _visible(match: re.Match[str]) -> str:
 def escape(text: str) -> str:
     """`text` with every unsafe character written as a visible escape (``\\x1b``); printable
     text, backslashes included, is kept, so escaping twice changes nothing."""
-    return unsafe_characters(ascii_only=text.isascii()).sub(_visible, text)
+    unsafe = unsafe_characters(ascii_only=text.isascii())
+    return unsafe.sub(_visible, text)
 
 
 def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
@@ -73,17 +78,24 @@ def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     followed by ``... [N more characters cut]``."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}... [{len(text) - limit:,} more characters cut]"
+    rest = len(text) - limit
+    return f"{text[:limit]}... [{rest:,} more characters cut]"
 
 
 def clip(text: str, limit: int = 40) -> str:
     """`text` itself if it has at most `limit` characters (default 40), else its first
     ``limit - 3`` characters and ``...``: exactly `limit` characters, for a value quoted in a
     one-line message (docs/contract.md §3.5)."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    return text[: limit - 3] + "..."
 
 
-def outside_text(text: str, limit: int = MAX_TEXT_CHARS, secrets: Iterable[str | None] = ()) -> str:
+def outside_text(
+    text: str,
+    limit: int = MAX_TEXT_CHARS,
+    secrets: Iterable[str | None] = (),
+) -> str:
     """A text from outside, safe to show: `secrets` redacted, escaped, and at most `limit`
     characters once escaped, with a note of about how many were cut. Time in proportion to
     `limit`, not to ``len(text)``."""
@@ -95,20 +107,26 @@ def outside_text(text: str, limit: int = MAX_TEXT_CHARS, secrets: Iterable[str |
         rest = len(text) - len(head)
         text = redact_secrets(head, keys, REDACTED)
         if rest:  # a spelling cut off by the head's end could show in part: that end goes
-            rest, text = rest + room, text[: max(0, len(text) - room)]
+            rest += room
+            text = text[: max(0, len(text) - room)]
     head = text[:limit]
     shown = escape(head)
     if len(shown) > limit:
         # Escapes lengthened the head: keep whole source characters up to `limit` shown ones.
-        kept, size = 0, 0
+        kept = 0
+        size = 0
         for char in head:
             width = len(escape(char))
             if size + width > limit:
                 break
-            kept, size = kept + 1, size + width
-        head, shown = head[:kept], escape(head[:kept])
+            kept += 1
+            size += width
+        head = head[:kept]
+        shown = escape(head)
     rest += len(text) - len(head)
-    return f"{shown}... [{rest:,} more characters cut]" if rest else shown
+    if not rest:
+        return shown
+    return f"{shown}... [{rest:,} more characters cut]"
 
 
 def escape_lines(text: str) -> str:
@@ -123,7 +141,9 @@ _URL_SAFE = ("", "/", "-_.!~*'()")
 
 
 def _keys(secrets: Iterable[str | None]) -> list[str]:
-    return sorted({s.strip() for s in secrets if s and s.strip()}, key=len, reverse=True)
+    stripped = (secret.strip() for secret in secrets if secret)
+    keys = {key for key in stripped if key}
+    return sorted(keys, key=len, reverse=True)
 
 
 @lru_cache(maxsize=64)
@@ -139,8 +159,10 @@ def _spellings(secret: str) -> tuple[str, ...]:
     }
     forms |= {form.replace("/", "\\/") for form in forms}  # JSON may escape the solidus
     for safe in _URL_SAFE:
-        forms |= {quote(secret, safe=safe), quote_plus(secret, safe=safe)}
-    return tuple(sorted({form.translate(_ASCII_LOWER) for form in forms}, key=len, reverse=True))
+        forms.add(quote(secret, safe=safe))
+        forms.add(quote_plus(secret, safe=safe))
+    lowered = {form.translate(_ASCII_LOWER) for form in forms}
+    return tuple(sorted(lowered, key=len, reverse=True))
 
 
 #: Characters of a spelling of the key that a cut of it must keep to be redacted as the key
@@ -156,10 +178,15 @@ def _pattern(secret: str) -> re.Pattern[str] | None:
     spellings = _spellings(secret)
     if max(map(len, spellings)) > _SHORT:
         return None
-    return re.compile("|".join(map(re.escape, spellings)), re.IGNORECASE | re.ASCII)
+    alternation = "|".join(map(re.escape, spellings))
+    return re.compile(alternation, re.IGNORECASE | re.ASCII)
 
 
-def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -> str:
+def redact_secrets(
+    text: str,
+    secrets: Iterable[str | None],
+    replacement: str,
+) -> str:
     """`text` with every spelling of each of `secrets` (blank and ``None`` skipped, stripped)
     replaced by `replacement`, the longest secret first, and so is every cut of a spelling
     that keeps at least its first :data:`KEY_CUT` characters: a message quotes a value cut to
@@ -169,7 +196,8 @@ def redact_secrets(text: str, secrets: Iterable[str | None], replacement: str) -
     for key in _keys(secrets):
         if not text:
             break
-        text = _redact_cuts(_redact_whole(text, key, replacement), key, replacement)
+        text = _redact_whole(text, key, replacement)
+        text = _redact_cuts(text, key, replacement)
     return text
 
 
@@ -201,8 +229,10 @@ def _cut_patterns(secret: str) -> tuple[tuple[re.Pattern[str], str], ...]:
         if any(len(other) > len(spelling) and other.startswith(spelling) for other in spellings):
             continue  # its cuts are the longer spelling's (JSON doubles a trailing backslash)
         rest = spelling[KEY_CUT:_SHORT]
-        nested = "".join(f"(?:{re.escape(char)}" for char in rest) + ")?" * len(rest)
-        cuts = re.compile(re.escape(spelling[:KEY_CUT]) + nested, re.IGNORECASE | re.ASCII)
+        opened = "".join(f"(?:{re.escape(char)}" for char in rest)
+        nested = opened + ")?" * len(rest)
+        kept = re.escape(spelling[:KEY_CUT])
+        cuts = re.compile(kept + nested, re.IGNORECASE | re.ASCII)
         patterns.append((cuts, spelling))
     return tuple(patterns)
 
@@ -211,8 +241,10 @@ def _redact_cuts(text: str, key: str, replacement: str) -> str:
     """`text` with every cut of a spelling of `key` (its first :data:`KEY_CUT` characters or
     more, where they show) replaced by `replacement`."""
     patterns = _cut_patterns(key)
-    if len(patterns) == 1 and len(patterns[0][1]) <= _SHORT:  # the usual key: letters, digits
-        return patterns[0][0].sub(replacement.replace("\\", "\\\\"), text)
+    if len(patterns) == 1:
+        only, spelling = patterns[0]
+        if len(spelling) <= _SHORT:  # the usual key: letters, digits
+            return only.sub(replacement.replace("\\", "\\\\"), text)
     low = text.translate(_ASCII_LOWER)  # same offsets as `text`
     spans: set[tuple[int, int]] = set()  # two spellings may share a cut
     for pattern, spelling in patterns:
@@ -229,7 +261,12 @@ def _redact_cuts(text: str, key: str, replacement: str) -> str:
     return _replaced(text, spans, replacement)
 
 
-def _shared(low: str, at: int, spelling: str, held: int) -> int:
+def _shared(
+    low: str,
+    at: int,
+    spelling: str,
+    held: int,
+) -> int:
     """How many first characters of `spelling` `low` holds at `at`, knowing it holds the first
     `held`: one more, two more, four more..., then halving the gap, so the comparisons (in C)
     cost in proportion to the length held, not to the spelling's."""
@@ -249,7 +286,11 @@ def _shared(low: str, at: int, spelling: str, held: int) -> int:
     return held
 
 
-def _replaced(text: str, spans: Iterable[tuple[int, int]], replacement: str) -> str:
+def _replaced(
+    text: str,
+    spans: Iterable[tuple[int, int]],
+    replacement: str,
+) -> str:
     """`text` with each run of overlapping `spans` (``(start, stop)`` offsets) replaced by one
     `replacement`."""
     out: list[str] = []

@@ -23,17 +23,24 @@ def _at_most(limit: int) -> str:
     numbers, then one alternative per digit of `limit` that is the first to be smaller."""
     digits = str(limit)
     size = len(digits)
-    parts = ["[1-9]" + (f"[0-9]{{0,{size - 2}}}" if size > 2 else "[0-9]?" * (size - 1))]
+    # The shorter numbers: a first digit, then up to size - 2 more.
+    shorter = "[0-9]?" * (size - 1)
+    if size > 2:
+        shorter = f"[0-9]{{0,{size - 2}}}"
+    parts = ["[1-9]" + shorter]
     for i, digit in enumerate(digits):
-        low, high = (1 if i == 0 else 0), int(digit) - 1
+        low = int(i == 0)  # no leading zero
+        high = int(digit) - 1
         if high < low:
             continue
+        smaller = f"[{low}-{high}]"
+        if high == low:
+            smaller = str(low)
         rest = size - i - 1
-        parts.append(
-            digits[:i]
-            + (str(low) if high == low else f"[{low}-{high}]")
-            + (f"[0-9]{{{rest}}}" if rest else "")
-        )
+        tail = ""
+        if rest:
+            tail = f"[0-9]{{{rest}}}"
+        parts.append(digits[:i] + smaller + tail)
     parts.append(digits)
     return "|".join(parts)
 
@@ -70,14 +77,20 @@ _T = FieldDescriptor
 _SIGNED_64 = (_INT64_PATTERN, "a 64-bit integer")
 _UNSIGNED_64 = (_UINT64_PATTERN, "an unsigned 64-bit integer")
 INT_TYPES_64 = {
-    **dict.fromkeys((_T.TYPE_INT64, _T.TYPE_SINT64, _T.TYPE_SFIXED64), _SIGNED_64),
-    **dict.fromkeys((_T.TYPE_UINT64, _T.TYPE_FIXED64), _UNSIGNED_64),
+    _T.TYPE_INT64: _SIGNED_64,
+    _T.TYPE_SINT64: _SIGNED_64,
+    _T.TYPE_SFIXED64: _SIGNED_64,
+    _T.TYPE_UINT64: _UNSIGNED_64,
+    _T.TYPE_FIXED64: _UNSIGNED_64,
 }
 _SIGNED_32 = ((-(2**31), 2**31 - 1), "a 32-bit integer")
 _UNSIGNED_32 = ((0, 2**32 - 1), "an unsigned 32-bit integer")
 INT_TYPES_32 = {
-    **dict.fromkeys((_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32), _SIGNED_32),
-    **dict.fromkeys((_T.TYPE_UINT32, _T.TYPE_FIXED32), _UNSIGNED_32),
+    _T.TYPE_INT32: _SIGNED_32,
+    _T.TYPE_SINT32: _SIGNED_32,
+    _T.TYPE_SFIXED32: _SIGNED_32,
+    _T.TYPE_UINT32: _UNSIGNED_32,
+    _T.TYPE_FIXED32: _UNSIGNED_32,
 }
 
 # Well-known types with a special JSON form (the "JSON Mapping" table of protobuf). The Timestamp
@@ -123,7 +136,8 @@ class ValueForm:
 
 def is_map(fd: FieldDescriptor) -> bool:
     """Whether `fd` is a map field (a repeated synthetic `*Entry` message)."""
-    return fd.message_type is not None and fd.message_type.GetOptions().map_entry
+    entry = fd.message_type
+    return entry is not None and entry.GetOptions().map_entry
 
 
 Shape = Literal["map", "list", "single"]
@@ -133,15 +147,23 @@ def shape(fd: FieldDescriptor) -> Shape:
     """Whether `fd` holds a map, a list (repeated) or a single value."""
     if is_map(fd):
         return "map"
-    return "list" if fd.is_repeated else "single"
+    if fd.is_repeated:
+        return "list"
+    return "single"
 
 
 def join(path: str, name: str) -> str:
     """The path of field `name` under `path` (``""`` is the top level): ``a.b``."""
-    return f"{path}.{name}" if path else name
+    if not path:
+        return name
+    return f"{path}.{name}"
 
 
-def elements(fd: FieldDescriptor, value: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+def elements(
+    fd: FieldDescriptor,
+    value: Any,
+    path: str,
+) -> Iterator[tuple[str, Any, Any]]:
     """``(path, key, element)`` for each value that `fd` holds in `value` (as a message or as
     JSON holds it; a map already checked to be a ``Mapping``, a list a ``list``) under the
     field's `path`: ``path["key"]`` and the key, ``path[i]`` and i, or `path` and ``None``."""
@@ -149,8 +171,11 @@ def elements(fd: FieldDescriptor, value: Any, path: str) -> Iterator[tuple[str, 
     if kind == "map":
         for key, item in value.items():
             # Map keys are JSON strings, whatever the key type ("7", "true").
-            text = key if isinstance(key, str) else json.dumps(key)
-            yield f"{path}[{json.dumps(text, ensure_ascii=False)}]", key, item
+            text = key
+            if not isinstance(key, str):
+                text = json.dumps(key)
+            quoted = json.dumps(text, ensure_ascii=False)
+            yield f"{path}[{quoted}]", key, item
     elif kind == "list":
         for i, item in enumerate(value):
             yield f"{path}[{i}]", i, item
@@ -172,13 +197,19 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
         return ValueForm("a JSON object", message=fd.message_type)
     if fd.enum_type is not None:
         names = [v.name for v in fd.enum_type.values]
-        shown = ", ".join(names[1:] if len(names) > 1 else names)
+        # The first name is the zero, UNSPECIFIED: not one to suggest, unless it is the only one.
+        suggested = names
+        if len(names) > 1:
+            suggested = names[1:]
+        shown = ", ".join(suggested)
         schema = {"type": "string", "enum": names}
         return ValueForm(f"one of the names {shown}", schema, schema)
     if kind in INT_TYPES_64:
         pattern, what = INT_TYPES_64[kind]
         out = {"type": "string", "pattern": pattern}
-        bounds = _UINT64_RANGE if pattern == _UINT64_PATTERN else _INT64_RANGE
+        bounds = _INT64_RANGE
+        if pattern == _UINT64_PATTERN:
+            bounds = _UINT64_RANGE
         inp = {"type": ["string", "integer"], "pattern": pattern, **bounds}
         return ValueForm(f"{what} (a string of digits or a whole number)", out, inp)
     if kind in INT_TYPES_32:
@@ -187,7 +218,8 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
         return ValueForm(what, schema, schema)
     if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
         # "NaN", "Infinity" and "-Infinity" travel as strings.
-        schema = {"anyOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}
+        words = {"enum": ["NaN", "Infinity", "-Infinity"]}
+        schema = {"anyOf": [{"type": "number"}, words]}
         return ValueForm("a number", schema, schema)
     if kind == FieldDescriptor.TYPE_BOOL:
         return ValueForm("true or false", {"type": "boolean"}, {"type": "boolean"})

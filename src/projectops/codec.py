@@ -105,7 +105,9 @@ def to_json(message: Message, *, indent: int | None = None) -> str:
 
 def _to_json(message: Message, indent: int | None) -> str:
     data = to_dict(message)
-    orjson = _orjson() if indent is None and _warm("encode", type(message), 0) else None
+    orjson = None
+    if indent is None and _warm("encode", type(message), 0):
+        orjson = _orjson()
     # orjson writes json's text byte for byte (tests/core/test_codec_orjson.py) but for floats:
     # json writes 1e-05 and orjson 0.00001, so a message that can hold one (NOT_FOR_ORJSON) is
     # json's to write.
@@ -144,7 +146,9 @@ def dump(data: Mapping[str, Any], *, indent: int | None = None) -> str:
     Returns:
         The JSON text, non-ASCII characters as they are.
     """
-    separators = (",", ": ") if indent is not None else (",", ":")
+    separators = (",", ":")
+    if indent is not None:
+        separators = (",", ": ")
     return json.dumps(data, indent=indent, separators=separators, ensure_ascii=False)
 
 
@@ -203,12 +207,19 @@ def _collector_paused(function: Callable[..., R], *args: Any) -> R:
 
 
 def _from_json(
-    data: str | bytes | bytearray | Mapping[str, Any], message_type: type[M], strict: bool
+    data: str | bytes | bytearray | Mapping[str, Any],
+    message_type: type[M],
+    strict: bool,
 ) -> M:
-    size = len(data) if isinstance(data, (bytes, bytearray, str)) else OFF_LOOP_BYTES
+    size = OFF_LOOP_BYTES
+    if isinstance(data, (bytes, bytearray, str)):
+        size = len(data)
     fast = _warm("decode", message_type, size)
     if isinstance(data, (bytes, bytearray, str)):
-        if fast and not holds(message_type.DESCRIPTOR, NOT_FOR_ORJSON) and (orjson := _orjson()):
+        orjson = None
+        if fast and not holds(message_type.DESCRIPTOR, NOT_FOR_ORJSON):
+            orjson = _orjson()
+        if orjson is not None:
             # orjson reads what json.loads reads, but an integer beyond 64 bits as the float it
             # rounds to: for a double, Value or Struct the value json.loads' integer becomes, and
             # the fast path takes no float for an integer field (-9223372036854775809 would round
@@ -265,7 +276,9 @@ def _warm(use: str, message_type: type[Message], size: int) -> bool:
 def _orjson() -> Any:
     """orjson (the extra "fast": it reads and writes the same JSON as the json module, faster),
     imported on first use; ``None`` where it is not installed, as at the dependency floors."""
-    return importlib.import_module("orjson") if importlib.util.find_spec("orjson") else None
+    if importlib.util.find_spec("orjson") is None:
+        return None
+    return importlib.import_module("orjson")
 
 
 def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> Any:
@@ -319,7 +332,11 @@ def check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]
     """
     if len(text) * _OBJECT_COST <= DECODE_BYTES_FLOOR:
         return  # even a text of nothing but braces is allowed: no need to count
-    brace, comma, bracket = ("{", ",", "[") if isinstance(text, str) else (b"{", b",", b"[")
+    # The punctuation counted, of the same type as `text`.
+    marks: tuple[str | bytes, ...] = ("{", ",", "[")
+    if not isinstance(text, str):
+        marks = (b"{", b",", b"[")
+    brace, comma, bracket = marks
     objects = text.count(brace)  # type: ignore[arg-type]
     arrays = text.count(bracket)  # type: ignore[arg-type]
     if _holds_values(cast(Descriptor, message_type.DESCRIPTOR)):
@@ -358,7 +375,11 @@ def _raise_if_misplaced(
 ) -> None:
     """Walk a JSON object against `descriptor`; raise InvalidArgument at the first bad field
     (with ``leaves=False``, not each scalar's form: the pass after json_format accepted it)."""
-    fields = {key: f for f in descriptor.fields for key in (f.name, f.json_name)}
+    # Each field by its proto name and its JSON name: json_format reads both.
+    fields = {}
+    for f in descriptor.fields:
+        fields[f.name] = f
+        fields[f.json_name] = f
     for key, item in value.items():
         fd = fields.get(key)
         if fd is None:
@@ -382,13 +403,21 @@ def _raise_if_misplaced(
             )
         for element_path, key, element in elements(fd, item, field_path):
             # json_format judges a leaf in the form it has in the field: {key: v}, [v] or v.
-            alone: Any = {key: element} if kind == "map" else element
-            alone = [element] if kind == "list" else alone
+            alone: Any = element
+            if kind == "map":
+                alone = {key: element}
+            elif kind == "list":
+                alone = [element]
             _check_value(fd, element, element_path, alone, strict, leaves)
 
 
 def _check_value(
-    fd: FieldDescriptor, value: Any, path: str, alone: Any, strict: bool, leaves: bool
+    fd: FieldDescriptor,
+    value: Any,
+    path: str,
+    alone: Any,
+    strict: bool,
+    leaves: bool,
 ) -> None:
     form = value_form(fd)
     if form.message is not None:
@@ -398,12 +427,11 @@ def _check_value(
         return
     # json_format reads a digit string ("1") as the enum's number, even without
     # ignore_unknown_fields: strict mode takes names only.
-    if (
-        strict
-        and fd.type == FieldDescriptor.TYPE_ENUM
-        and (not isinstance(value, str) or fd.enum_type.values_by_name.get(value) is None)  # type: ignore[union-attr]
-    ):
-        raise _invalid(path, form.expected, describe_value(value))
+    enum = fd.enum_type
+    if strict and enum is not None:
+        named = isinstance(value, str) and value in enum.values_by_name
+        if not named:
+            raise _invalid(path, form.expected, describe_value(value))
     # json_format reads "5" as a 32-bit integer too; strict mode takes what the input schemas
     # say (a JSON number), which their minimum and maximum can bind.
     if strict and form.input_schema.get("type") == "integer" and isinstance(value, str):
@@ -414,8 +442,9 @@ def _check_value(
     from google.protobuf import json_format
 
     holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
+    data = {fd.json_name: alone}
     try:
-        json_format.ParseDict({fd.json_name: alone}, holder, ignore_unknown_fields=not strict)
+        json_format.ParseDict(data, holder, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError, ArithmeticError):
         raise _invalid(path, form.expected, describe_value(value)) from None
 
@@ -436,7 +465,8 @@ def _raise_if_surrogate(value: Any, path: str) -> None:
         inner: list[tuple[str, Any, bool]] = []
         if isinstance(item, Mapping):
             for key, child in item.items():
-                inner += [(where, key, True), (join(where, clip(str(key))), child, False)]
+                child_path = join(where, clip(str(key)))
+                inner += [(where, key, True), (child_path, child, False)]
         elif isinstance(item, list):
             inner = [(f"{where}[{i}]", child, False) for i, child in enumerate(item)]
         pending += reversed(inner)
@@ -467,12 +497,16 @@ def describe_value(value: Any) -> str:
     if isinstance(value, str):
         shown = json.dumps(clip(value), ensure_ascii=False)
         # A lone surrogate cannot be UTF-8 (nor go into an ErrorResponse): JSON-escape it.
-        return f"the string {shown if _is_utf8(shown) else json.dumps(clip(value))}"
+        if not _is_utf8(shown):
+            shown = json.dumps(clip(value))
+        return f"the string {shown}"
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list):
         return "an array"
-    return "null" if value is None else type(value).__name__
+    if value is None:
+        return "null"
+    return type(value).__name__
 
 
 def _invalid(path: str, expected: str, got: str) -> InvalidArgument:
@@ -497,7 +531,8 @@ def error_body(error: ApiError) -> str:
     if _is_utf8(error.message):
         return to_json(error.to_proto())
     escaped = error.message.encode("utf-8", "backslashreplace").decode("utf-8")
-    return to_json(ErrorResponse(code=error.code, message=escaped, violations=error.violations))
+    proto = ErrorResponse(code=error.code, message=escaped, violations=error.violations)
+    return to_json(proto)
 
 
 def read_error_body(body: bytes | str) -> ErrorResponse | None:
@@ -514,4 +549,6 @@ def read_error_body(body: bytes | str) -> ErrorResponse | None:
         proto = from_json(body, ErrorResponse)
     except InvalidArgument:
         return None
-    return proto if proto.message else None
+    if not proto.message:
+        return None
+    return proto

@@ -32,9 +32,14 @@ AnyDescriptor = (
 )
 
 # FileDescriptorProto / DescriptorProto / ... field numbers used in SourceCodeInfo paths.
-_FILE_MESSAGE, _FILE_ENUM, _FILE_SERVICE = 4, 5, 6
-_MSG_FIELD, _MSG_NESTED, _MSG_ENUM = 2, 3, 4
-_ENUM_VALUE, _SERVICE_METHOD = 2, 2
+_FILE_MESSAGE = 4
+_FILE_ENUM = 5
+_FILE_SERVICE = 6
+_MSG_FIELD = 2
+_MSG_NESTED = 3
+_MSG_ENUM = 4
+_ENUM_VALUE = 2
+_SERVICE_METHOD = 2
 
 # `[Text][full.name]` cross-references (AIP-192) read as their text. The text holds no
 # bracket, so each "[" is read up to the next bracket only: "[" * n costs n steps, not n**2.
@@ -66,14 +71,18 @@ def summary(element: AnyDescriptor) -> str:
     """
     text = description(element).split("\n\n", 1)[0]
     match = re.match(r"(.+?\.)(\s|$)", text)
-    return match.group(1) if match else text
+    if match is None:
+        return text
+    return match.group(1)
 
 
 def _full_name(element: AnyDescriptor) -> str:
     if isinstance(element, EnumValueDescriptor):
         # Enum values have no full_name in upb; protobuf scopes them beside their enum.
         enum = element.type
-        scope = enum.containing_type.full_name if enum.containing_type else enum.file.package
+        scope = enum.file.package
+        if enum.containing_type:
+            scope = enum.containing_type.full_name
         return f"{scope}.{element.name}"
     return element.full_name
 
@@ -123,7 +132,9 @@ def _elements(file: descriptor_pb2.FileDescriptorProto) -> Iterator[tuple[str, t
 
 
 def _message_elements(
-    msg: descriptor_pb2.DescriptorProto, scope: str, path: tuple[int, ...]
+    msg: descriptor_pb2.DescriptorProto,
+    scope: str,
+    path: tuple[int, ...],
 ) -> Iterator[tuple[str, tuple[int, ...]]]:
     name = f"{scope}.{msg.name}"
     yield name, path
@@ -136,7 +147,9 @@ def _message_elements(
 
 
 def _enum_elements(
-    enum: descriptor_pb2.EnumDescriptorProto, scope: str, path: tuple[int, ...]
+    enum: descriptor_pb2.EnumDescriptorProto,
+    scope: str,
+    path: tuple[int, ...],
 ) -> Iterator[tuple[str, tuple[int, ...]]]:
     name = f"{scope}.{enum.name}"
     yield name, path

@@ -52,9 +52,14 @@ def message_schema(
     Returns:
         A new object schema (never a bare ``$ref``), with the proto comments as descriptions.
     """
-    root = cast(Descriptor, message if isinstance(message, Descriptor) else message.DESCRIPTOR)
+    if isinstance(message, Descriptor):
+        root = message
+    else:
+        root = cast(Descriptor, message.DESCRIPTOR)
     builder = _Builder(root, direction, ref, allow_unknown, required_values)
-    schema: dict[str, Any] = {} if ref else {"$schema": DIALECT}
+    schema: dict[str, Any] = {}
+    if not ref:  # a schema of its own, not a component of another document
+        schema["$schema"] = DIALECT
     schema.update(builder.object_schema(root))
     if builder.defs:
         schema["$defs"] = dict(sorted(builder.defs.items()))
@@ -74,7 +79,8 @@ def input_schema(op: str | Operation) -> dict[str, Any]:
     Raises:
         projectops.UnknownOperationError: `op` names no operation.
     """
-    return message_schema(operation(op).request_type, "input", required_values=True)
+    request_type = operation(op).request_type
+    return message_schema(request_type, "input", required_values=True)
 
 
 def output_schema(op: str | Operation) -> dict[str, Any]:
@@ -111,9 +117,12 @@ class _Builder:
 
     def object_schema(self, message: Descriptor) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object"}
-        if text := rules.described(description(message), rules.rule_phrases(message)):
+        phrases = rules.rule_phrases(message)
+        text = rules.described(description(message), phrases)
+        if text:
             schema["description"] = text
-        schema["properties"] = {fd.json_name: self.field_schema(fd) for fd in message.fields}
+        properties = {fd.json_name: self.field_schema(fd) for fd in message.fields}
+        schema["properties"] = properties
         # What the codec always writes is required of an answer: fields without presence.
         output = self.direction == "output"
         required = [
@@ -143,21 +152,26 @@ class _Builder:
             # The codec reads null as the field's default (§3): a schema refusing it would call
             # invalid what every server accepts. anyOf, as pydantic writes an Optional field.
             schema = {"anyOf": [schema, {"type": "null"}]}
-        if text := rules.described(description(fd), unsaid):
+        text = rules.described(description(fd), unsaid)
+        if text:
             schema["description"] = text
         return schema
 
     def value_schema(self, fd: FieldDescriptor) -> dict[str, Any]:
         form = value_form(fd)
+        if form.message is None and self.direction == "input":
+            return dict(form.input_schema)
         if form.message is None:
-            return dict(form.input_schema if self.direction == "input" else form.schema)
-        if form.message.full_name == self.root.full_name:
-            return {"$ref": self.ref(form.message) if self.ref else "#"}
+            return dict(form.schema)
         name = form.message.full_name
-        if name not in self.defs:
+        if name != self.root.full_name and name not in self.defs:
             self.defs[name] = {}  # placeholder first: recursive messages refer to themselves
             self.defs[name] = self.object_schema(form.message)
-        return {"$ref": self.ref(form.message) if self.ref else f"#/$defs/{name}"}
+        if self.ref:
+            return {"$ref": self.ref(form.message)}
+        if name == self.root.full_name:
+            return {"$ref": "#"}
+        return {"$ref": f"#/$defs/{name}"}
 
 
 def _present(fd: FieldDescriptor) -> dict[str, Any]:
@@ -183,11 +197,27 @@ def _present(fd: FieldDescriptor) -> dict[str, Any]:
 #: Kind of rules -> rule -> the keyword that states it exactly. Not bytes (a length in base64
 #: differs) nor the 64-bit integers (a JSON string: `minimum` does not bind it).
 _NUMBERS = ("int32", "uint32", "sint32", "fixed32", "sfixed32", "float", "double")
-_BOUNDS = {"gte": "minimum", "gt": "exclusiveMinimum", "lte": "maximum", "lt": "exclusiveMaximum"}
+_BOUNDS = {
+    "gte": "minimum",
+    "gt": "exclusiveMinimum",
+    "lte": "maximum",
+    "lt": "exclusiveMaximum",
+}
 _KEYWORDS = {
-    "string": {"min_len": "minLength", "max_len": "maxLength", "pattern": "pattern"},
-    "repeated": {"min_items": "minItems", "max_items": "maxItems", "unique": "uniqueItems"},
-    "map": {"min_pairs": "minProperties", "max_pairs": "maxProperties"},
+    "string": {
+        "min_len": "minLength",
+        "max_len": "maxLength",
+        "pattern": "pattern",
+    },
+    "repeated": {
+        "min_items": "minItems",
+        "max_items": "maxItems",
+        "unique": "uniqueItems",
+    },
+    "map": {
+        "min_pairs": "minProperties",
+        "max_pairs": "maxProperties",
+    },
     **{kind: _BOUNDS for kind in _NUMBERS},
 }
 
@@ -196,19 +226,27 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
     """Add the keywords of `fd`'s rules to its `schema` (a list's or a map's element rules to
     its ``items`` or ``additionalProperties``); the phrases of the rules no keyword states."""
     phrases = rules.rule_phrases(fd)
-    if getattr(rules.field_rules(fd), "ignore", 0):  # skips some values: no keyword may refuse them
+    ignore = getattr(rules.field_rules(fd), "ignore", 0)
+    if ignore:  # skips some values: no keyword may refuse them
         return list(phrases)
-    targets = {"": schema, "repeated.items": schema.get("items")}
-    targets["map.values"] = schema.get("additionalProperties")
+    targets = {
+        "": schema,
+        "repeated.items": schema.get("items"),
+        "map.values": schema.get("additionalProperties"),
+    }
     unsaid = []
-    for (name, value), phrase in zip(rules.rule_items(fd).items(), phrases, strict=True):
+    items = rules.rule_items(fd).items()
+    for (name, value), phrase in zip(items, phrases, strict=True):
         prefix, _, rule = name.rpartition(".")  # "repeated.items.string", "min_len"
         where, _, kind = prefix.rpartition(".")  # "repeated.items", "string"
-        target = None if "[" in name else targets.get(where)  # a CEL rule: in words
+        target = targets.get(where)
+        if "[" in name:  # a CEL rule: in words
+            target = None
         keyword = _KEYWORDS.get(kind, {}).get(rule)
+        count = kind == "int64" and rule == "gte" and value == 0
         if target is not None and keyword:
             _merge(target, {keyword: value})
-        elif target is not None and kind == "int64" and rule == "gte" and value == 0:
+        elif target is not None and count:
             target["pattern"] = NON_NEGATIVE_INT64_PATTERN  # a count, written as a string
             _merge(target, {"minimum": 0})
         else:
@@ -223,4 +261,5 @@ def _merge(schema: dict[str, Any], keywords: dict[str, Any]) -> None:
         if key not in schema or schema[key] == value:
             schema[key] = value
         else:
-            schema.setdefault("allOf", []).append({key: value})
+            all_of = schema.setdefault("allOf", [])
+            all_of.append({key: value})

@@ -28,7 +28,12 @@ _STEP = 2  # columns added per level of the tree
 _PACKAGE = SERVICE.file.package  # messages and enums of the schema are named without it
 
 
-def describe(op: Operation | str, *, width: int = 100, registry: Registry = REGISTRY) -> str:
+def describe(
+    op: Operation | str,
+    *,
+    width: int = 100,
+    registry: Registry = REGISTRY,
+) -> str:
     """The reference text of an operation, as ``projectops describe <tool>`` prints it: its comment,
     path, request and response fields with their types and comments.
 
@@ -48,7 +53,10 @@ def describe(op: Operation | str, *, width: int = 100, registry: Registry = REGI
     out = _Lines(width)
     found = registry.operation(op)
     title = escape(found.title)
-    out.wrap(f"{found.tool_name} - {title}" if title else found.tool_name, 0, 2)
+    heading = found.tool_name
+    if title:
+        heading = f"{found.tool_name} - {title}"
+    out.wrap(heading, 0, 2)
     out.blank()
     out.wrap(f"POST {found.path}", _STEP, 2 * _STEP)
     out.wrap(f"operation {found.name}; {_behaviour(found)}", _STEP, 2 * _STEP)
@@ -57,17 +65,20 @@ def describe(op: Operation | str, *, width: int = 100, registry: Registry = REGI
     if found.description:
         out.blank()
         out.paragraphs(escape_lines(found.description), 0)
-    for title, body in (("Request", found.request_type), ("Response", found.response_type)):
+    bodies = (("Request", found.request_type), ("Response", found.response_type))
+    for title, body in bodies:
         message = cast(Descriptor, body.DESCRIPTOR)
         out.blank()
         out.wrap(f"{title} body: {_name(message)}", 0, _STEP)
         # The comment and the message's rules (§4.6); none: a blank line.
-        out.paragraphs(escape_lines(described(description(message), rule_phrases(message))), _STEP)
+        text = described(description(message), rule_phrases(message))
+        out.paragraphs(escape_lines(text), _STEP)
         if not message.fields:
             out.blank()
             out.wrap("No fields: the body is the empty JSON object {}.", _STEP, _STEP)
         path = (message.full_name,)
-        _fields(out, message, _STEP, path, {*path}, request=title == "Request")
+        request = title == "Request"
+        _fields(out, message, _STEP, path, {*path}, request=request)
     return out.text()
 
 
@@ -86,13 +97,18 @@ def index(*, width: int = 100, registry: Registry = REGISTRY) -> str:
         ValueError: `width` is below :data:`MIN_WIDTH`.
     """
     out = _Lines(width)
-    out.wrap(escape(summary(registry.service)) or registry.service.full_name, 0, 0)
+    service = registry.service
+    heading = escape(summary(service)) or service.full_name
+    out.wrap(heading, 0, 0)
     out.blank()
     ops = registry.operations()
-    column = min(max(len(op.tool_name) for op in ops) + 2 * _STEP, width // 2)
+    longest = max(len(op.tool_name) for op in ops)
+    column = min(longest + 2 * _STEP, width // 2)
     for op in ops:
         name = " " * _STEP + op.tool_name
-        text = escape(op.title) + (" (deprecated)" if op.deprecated else "")
+        text = escape(op.title)
+        if op.deprecated:
+            text += " (deprecated)"
         if len(name) + _STEP <= column:
             out.wrap(name.ljust(column) + text, 0, column)
         else:
@@ -113,7 +129,9 @@ def _behaviour(op: Operation) -> str:
 
 def _name(message: Descriptor | EnumDescriptor) -> str:
     full: str = message.full_name
-    return full.removeprefix(_PACKAGE + ".") if message.file.package == _PACKAGE else full
+    if message.file.package != _PACKAGE:
+        return full
+    return full.removeprefix(_PACKAGE + ".")
 
 
 class _Lines:
@@ -132,9 +150,10 @@ class _Lines:
     def wrap(self, text: str, indent: int, hanging: int) -> None:
         """`text` at `indent` columns, its continuation lines at `hanging` columns."""
         half = self.width // 2  # keep half the line for text, however deep the tree
-        first, rest = " " * min(indent, half), " " * min(hanging, half)
-        wrap = textwrap.TextWrapper(self.width, first, rest, break_on_hyphens=False).wrap
-        self.lines.extend(wrap(text) or [""])
+        first = " " * min(indent, half)
+        rest = " " * min(hanging, half)
+        wrapper = textwrap.TextWrapper(self.width, first, rest, break_on_hyphens=False)
+        self.lines.extend(wrapper.wrap(text) or [""])
 
     def paragraphs(self, text: str, indent: int) -> None:
         for i, paragraph in enumerate(text.split("\n\n")):
@@ -145,7 +164,8 @@ class _Lines:
     def text(self) -> str:
         while self.lines and not self.lines[-1]:
             self.lines.pop()
-        return "\n".join(line.rstrip() for line in self.lines) + "\n"
+        stripped = [line.rstrip() for line in self.lines]
+        return "\n".join(stripped) + "\n"
 
 
 def _fields(
@@ -163,18 +183,32 @@ def _fields(
         nested = value_form(fd).message
         expand = nested is not None and nested.full_name not in shown
         value = _value_type(fd, path, expand, request)
-        kind = {"map": "object of string -> ", "list": "array of "}.get(shape(fd), "")
-        required = ", REQUIRED" if is_required(fd) else ""
-        out.wrap(f"{fd.json_name}: {kind}{value}{required}", indent, indent + 2 * _STEP)
+        kind = _KINDS.get(shape(fd), "")
+        line = f"{fd.json_name}: {kind}{value}"
+        if is_required(fd):
+            line += ", REQUIRED"
+        out.wrap(line, indent, indent + 2 * _STEP)
         # The field's rules, then those of the message it expands (docs/contract.md §4.6).
-        phrases = rule_phrases(fd) + (rule_phrases(nested) if nested and expand else ())
-        out.paragraphs(escape_lines(described(description(fd), phrases)), indent + _STEP)
+        phrases = rule_phrases(fd)
+        if nested is not None and expand:
+            phrases += rule_phrases(nested)
+        text = described(description(fd), phrases)
+        out.paragraphs(escape_lines(text), indent + _STEP)
         if nested is not None and expand:
             shown.add(nested.full_name)
-            _fields(out, nested, indent + _STEP, (*path, nested.full_name), shown, request)
+            nested_path = (*path, nested.full_name)
+            _fields(out, nested, indent + _STEP, nested_path, shown, request)
 
 
-def _value_type(fd: FieldDescriptor, path: tuple[str, ...], expand: bool, request: bool) -> str:
+_KINDS = {"map": "object of string -> ", "list": "array of "}  # how a field holds its values
+
+
+def _value_type(
+    fd: FieldDescriptor,
+    path: tuple[str, ...],
+    expand: bool,
+    request: bool,
+) -> str:
     """The JSON type of one value of `fd` (one element of a list, one value of a map)."""
     form = value_form(fd)
     if form.message is not None:
@@ -184,11 +218,13 @@ def _value_type(fd: FieldDescriptor, path: tuple[str, ...], expand: bool, reques
         if form.message.full_name in path:
             return f"object {name} (recursive: its fields are shown above)"
         return f"object {name} (fields shown above)"
-    if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
-        fd = fd.message_type.fields_by_name["value"]
+    entry = fd.message_type
+    if entry is not None and entry.GetOptions().map_entry:
+        fd = entry.fields_by_name["value"]
     json_type = _json_type(form.schema)
     if fd.enum_type is not None:
-        names = ", ".join(value.name for value in fd.enum_type.values)
+        values = fd.enum_type.values
+        names = ", ".join(value.name for value in values)
         return f"{json_type}, enum {_name(fd.enum_type)}: {names}"
     if fd.message_type is not None:  # a well-known type with a JSON form of its own
         if set(form.schema) - {"type"}:
@@ -197,7 +233,9 @@ def _value_type(fd: FieldDescriptor, path: tuple[str, ...], expand: bool, reques
     proto_type = _proto_type(fd)
     if json_type == "string" and proto_type.endswith("64"):
         accepted = form.input_schema.get("type", ())
-        also = "; a JSON number is accepted too" if request and "integer" in accepted else ""
+        also = ""
+        if request and "integer" in accepted:
+            also = "; a JSON number is accepted too"
         return f"string ({proto_type} as decimal digits{also})"
     if form.schema.get("contentEncoding") == "base64":
         return "string (base64)"
@@ -208,11 +246,15 @@ def _value_type(fd: FieldDescriptor, path: tuple[str, ...], expand: bool, reques
 
 def _json_type(schema: dict[str, Any]) -> str:
     kinds = [schema, *schema.get("anyOf", ())]  # floats: a number, or "NaN"/"Infinity" strings
-    return next((str(k["type"]) for k in kinds if isinstance(k.get("type"), str)), "any JSON value")
+    for kind in kinds:
+        if isinstance(kind.get("type"), str):
+            return str(kind["type"])
+    return "any JSON value"
 
 
 def _proto_type(fd: FieldDescriptor) -> str:
-    name: str = descriptor_pb2.FieldDescriptorProto.Type.Name(fd.type)  # type: ignore[arg-type]
+    types = descriptor_pb2.FieldDescriptorProto.Type
+    name: str = types.Name(fd.type)  # type: ignore[arg-type]
     return name.removeprefix("TYPE_").lower()
 
 

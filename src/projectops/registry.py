@@ -132,7 +132,10 @@ class Registry:
         self.service = service
         by_name = {op.name: op for op in map(operation_of, service.methods)}
         self._by_name: Mapping[str, Operation] = MappingProxyType(by_name)
-        by_key = {key: op for op in by_name.values() for key in (op.name, op.tool_name, op.path)}
+        by_key: dict[str, Operation] = {}
+        for op in by_name.values():
+            for key in (op.name, op.tool_name, op.path):
+                by_key[key] = op
         self._by_key: Mapping[str, Operation] = MappingProxyType(by_key)
 
     def operations(self) -> tuple[Operation, ...]:

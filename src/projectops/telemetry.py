@@ -77,8 +77,12 @@ class _Telemetry:
 
         from projectops import __version__
 
-        self._context, self._propagate, self._trace = context, propagate, trace
-        self._tracing, self._idle_until = tracer_provider is not None, 0.0  # see _traced
+        self._context = context
+        self._propagate = propagate
+        self._trace = trace
+        # See _traced.
+        self._tracing = tracer_provider is not None
+        self._idle_until = 0.0
         tracers = tracer_provider or trace.get_tracer_provider()
         self._tracer = tracers.get_tracer("projectops", __version__)
         meters = meter_provider or metrics.get_meter_provider()
@@ -103,15 +107,21 @@ class _Telemetry:
     def _start(self, op: Operation, carrier: Any = None) -> _Call:
         found = self._names.get(op.name)
         if found is None:
-            service, method = op.method.containing_service.full_name, op.method.name
+            service = op.method.containing_service.full_name
+            method = op.method.name
             attributes = {"rpc.system": RPC_SYSTEM, "rpc.service": service, "rpc.method": method}
-            found = self._names[op.name] = (f"{service}/{method}", attributes)
+            found = (f"{service}/{method}", attributes)
+            self._names[op.name] = found
         name, attributes = found
-        span = token = None
+        span = None
+        token = None
         if self._traced():
-            parent = None if carrier is None else self._propagate.extract(carrier)
+            parent = None
+            if carrier is not None:
+                parent = self._propagate.extract(carrier)
             span = self._tracer.start_span(name, parent, self._kind, attributes)
-            token = self._context.attach(self._trace.set_span_in_context(span, parent))
+            current = self._trace.set_span_in_context(span, parent)
+            token = self._context.attach(current)
         return _Call(self, span, token, attributes)
 
 
@@ -120,14 +130,29 @@ class _Call:
 
     __slots__ = ("_attributes", "_owner", "_start", "_token", "span")
 
-    def __init__(self, owner: _Telemetry, span: Any, token: object, attributes: dict[str, str]):
-        self._owner, self.span, self._token, self._attributes = owner, span, token, attributes
+    def __init__(
+        self,
+        owner: _Telemetry,
+        span: Any,
+        token: object,
+        attributes: dict[str, str],
+    ):
+        self._owner = owner
+        self.span = span
+        self._token = token
+        self._attributes = attributes
         self._start = time.perf_counter()
 
-    def finish(self, status: int | None, code: str | None, failed: bool) -> None:
+    def finish(
+        self,
+        status: int | None,
+        code: str | None,
+        failed: bool,
+    ) -> None:
         """Set the status attributes (`code`: a failure's), end the span, record the duration."""
         elapsed_ms = (time.perf_counter() - self._start) * 1000.0
-        if (span := self.span) is not None:
+        span = self.span
+        if span is not None:
             if status is not None:
                 span.set_attribute("http.response.status_code", status)
             if code is not None:
@@ -136,18 +161,26 @@ class _Call:
                 span.set_status(self._owner._trace.StatusCode.ERROR, code)
             span.end()
             self._owner._context.detach(self._token)
-        measured = self._attributes if code is None else {**self._attributes, _ERROR_CODE: code}
+        measured = self._attributes
+        if code is not None:
+            measured = {**self._attributes, _ERROR_CODE: code}
         self._owner._histogram.record(elapsed_ms, measured)
 
 
 def _client_finish(call: _Call, context: Any, failure: BaseException | None) -> None:
     """Finish a client call: status and code as :class:`ClientTelemetry` says, never a message."""
+    # The failure's status, else the last response's.
     status = getattr(failure, "http_status", None)
-    status = status if isinstance(status, int) else getattr(context, "http_status", None)
+    if not isinstance(status, int):
+        status = getattr(context, "http_status", None)
+    if not isinstance(status, int):
+        status = None
     code = None
-    if failure is not None:
-        code = str(failure.code) if isinstance(failure, ApiError) else type(failure).__name__
-    call.finish(status if isinstance(status, int) else None, code, failed=failure is not None)
+    if isinstance(failure, ApiError):
+        code = str(failure.code)
+    elif failure is not None:
+        code = type(failure).__name__
+    call.finish(status, code, failed=failure is not None)
 
 
 class ClientTelemetry(_Telemetry):
@@ -253,11 +286,14 @@ class ServerTelemetry(_Telemetry):
         except BaseException as exc:
             status: int | None
             if isinstance(exc, ApiError):
-                code, status = str(exc.code), HTTP_STATUS_BY_CODE.get(exc.code, 500)
+                code = str(exc.code)
+                status = HTTP_STATUS_BY_CODE.get(exc.code, 500)
             elif isinstance(exc, Exception):
-                code, status = "internal", 500
-            else:  # cancelled: no answer
-                code, status = type(exc).__name__, None
+                code = "internal"
+                status = 500
+            else:  # cancelled: no response
+                code = type(exc).__name__
+                status = None
             call.finish(status, code, failed=status is None or status >= 500)
             raise
         call.finish(200, None, failed=False)

@@ -9,7 +9,7 @@ import base64
 import copy
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, TypeVar, cast
 
 from google.protobuf.descriptor import Descriptor
@@ -34,6 +34,7 @@ from projectops._fastcodec._plans import (
     TIMESTAMP,
     WKT,
     WKT_FILES,
+    Decoder,
     Enum,
     Plan,
     Unsupported,
@@ -48,7 +49,11 @@ __all__ = ["compile_decoder", "decoding_plan", "from_dict"]
 M = TypeVar("M", bound=Message)
 
 _FLOAT_MAX: Final = 3.4028234663852886e38  # the largest finite float32 (json_format's bound)
-_SPECIAL_FLOATS: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_SPECIAL_FLOATS: Final = {
+    "NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+}
 _UNPAIRED_SURROGATE: Final = re.compile(  # json_format's
     "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]"
 )
@@ -63,9 +68,13 @@ def decoding_plan(descriptor: Descriptor) -> Plan:
     return ready_plan(descriptor, _READY, "decode", compile_decoder)
 
 
-def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[str, Any]]:
+def compile_decoder(target: Plan) -> Decoder:
     """`target`'s decode function; it raises Unsupported, TypeError or ValueError."""
-    namespace: dict[str, Any] = {**_HELPERS, "PLAN": target, "JSON_NAMES": target.json_names}
+    namespace: dict[str, Any] = {
+        **_HELPERS,
+        "PLAN": target,
+        "JSON_NAMES": target.json_names,
+    }
     lines = [
         "def decode(d, depth, lenient):",
         "    if depth > MAX_DEPTH:",
@@ -80,14 +89,19 @@ def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[
         namespace[f"A{i}"] = field.aux
         if field.kind == ENUM and field.shape == SINGLE:
             namespace[f"E{i}"] = field.aux.by_name
-        kind, shape = field.kind, field.shape
-        key, name = repr(field.json_name), repr(field.name)
-        count = [f"o{field.oneof} += 1"] if field.oneof >= 0 else []
+        kind = field.kind
+        shape = field.shape
+        key = repr(field.json_name)
+        name = repr(field.name)
+        count = []
+        if field.oneof >= 0:
+            count.append(f"o{field.oneof} += 1")
         if kind == OPAQUE or (shape != MAP and kind == WKT and _is_value(field.aux)):
             # null is a value here (null_value), and json_format fails on a list's: its business
             lines += [f"    v = d.get({key}, MISSING)", "    if v is None:", "        raise U"]
             lines.append("    if v is not MISSING:")
-            lines += ["        " + line for line in count + _decode_any(kind, shape, i, name)]
+            decoded = count + _decode_any(kind, shape, i, name)
+            lines += ["        " + line for line in decoded]
             continue
         lines.append(f"    v = d.get({key})")
         # The value of the usual type is tested first: one test, not a None test and a type
@@ -100,12 +114,13 @@ def compile_decoder(target: Plan) -> Callable[[dict[Any, Any], int, bool], dict[
             lines.append("    elif v is not None:")
         else:
             lines.append("    if v is not None:")
-        lines += ["        " + line for line in count + _decode_any(kind, shape, i, name)]
+        decoded = count + _decode_any(kind, shape, i, name)
+        lines += ["        " + line for line in decoded]
     for i in oneofs:  # two members of one oneof: json_format refuses
         lines += [f"    if o{i} > 1:", "        raise U"]
     lines.append("    return out")
     return cast(
-        Callable[[dict[Any, Any], int, bool], dict[str, Any]],
+        Decoder,
         compile_function("\n".join(lines), "decode", namespace),
     )
 
@@ -128,7 +143,12 @@ _USUAL: Final = {
 }
 
 
-def _decode_any(kind: int, shape: int, i: int, name: str) -> list[str]:
+def _decode_any(
+    kind: int,
+    shape: int,
+    i: int,
+    name: str,
+) -> list[str]:
     """Lines that check a non-null JSON value `v` not of the usual type (:data:`_USUAL`) and
     store it as ``out[name]``, or raise."""
     if (shape, kind) in _USUAL and kind not in (INT64, INT32):
@@ -155,7 +175,12 @@ def _decode_any(kind: int, shape: int, i: int, name: str) -> list[str]:
     return [f"out[{name}] = VALUE({kind}, A{i}, v, depth + 1, lenient)"]
 
 
-def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -> M:
+def from_dict(
+    data: Mapping[str, Any],
+    message_type: type[M],
+    *,
+    strict: bool,
+) -> M:
     """What ``json_format.ParseDict(data, message_type(), ignore_unknown_fields=not strict)``
     builds (strict also refuses enum numbers), or Unsupported for what the fast path does not
     accept, valid or not."""
@@ -179,7 +204,11 @@ def from_dict(data: Mapping[str, Any], message_type: type[M], *, strict: bool) -
         raise Unsupported from None
 
 
-def _normalize(target: Plan, data: dict[Any, Any], lenient: bool) -> dict[str, Any]:
+def _normalize(
+    target: Plan,
+    data: dict[Any, Any],
+    lenient: bool,
+) -> dict[str, Any]:
     """`data` with JSON names for keys and unknown keys dropped, if json_format would do that."""
     out: dict[str, Any] = {}
     inputs = target.inputs
@@ -238,7 +267,13 @@ def _enum(enum: Enum, value: Any, lenient: bool) -> Any:
     raise Unsupported
 
 
-def _decode_value(kind: int, aux: Any, value: Any, depth: int, lenient: bool) -> Any:
+def _decode_value(
+    kind: int,
+    aux: Any,
+    value: Any,
+    depth: int,
+    lenient: bool,
+) -> Any:
     """One value of any kind (an element, for repeated and map fields), or _SKIP."""
     kind_of_value = type(value)
     if kind == STR:
@@ -275,7 +310,8 @@ def _decode_value(kind: int, aux: Any, value: Any, depth: int, lenient: bool) ->
         if kind_of_value is str:
             try:  # json_format's own expression: standard and URL-safe alphabets, lax padding
                 encoded = value.encode("utf-8")
-                return base64.urlsafe_b64decode(encoded + b"=" * (4 - len(encoded) % 4))
+                padding = b"=" * (4 - len(encoded) % 4)
+                return base64.urlsafe_b64decode(encoded + padding)
             except ValueError:
                 pass
     elif kind == WKT:
@@ -302,14 +338,25 @@ def _decode_float(value: Any, kind_of_value: type) -> float:
     raise Unsupported
 
 
-def _decode_repeated(kind: int, aux: Any, value: list[Any], depth: int, lenient: bool) -> Any:
+def _decode_repeated(
+    kind: int,
+    aux: Any,
+    value: list[Any],
+    depth: int,
+    lenient: bool,
+) -> Any:
     items = [_decode_value(kind, aux, item, depth, lenient) for item in value]
     if kind == ENUM:
         return [item for item in items if item is not _SKIP]
     return items
 
 
-def _decode_map(aux: Any, value: Any, depth: int, lenient: bool) -> dict[Any, Any]:
+def _decode_map(
+    aux: Any,
+    value: Any,
+    depth: int,
+    lenient: bool,
+) -> dict[Any, Any]:
     if type(value) is not dict:
         raise Unsupported
     key_kind, value_kind, value_aux, _ = aux
@@ -341,7 +388,12 @@ def _is_value(cls: Any) -> bool:
     return cast(bool, cls.DESCRIPTOR.full_name == "google.protobuf.Value")
 
 
-def _decode_wkt(cls: type[Message], value: Any, depth: int, lenient: bool) -> Message:
+def _decode_wkt(
+    cls: type[Message],
+    value: Any,
+    depth: int,
+    lenient: bool,
+) -> Message:
     """A Struct, Value, ListValue, wrapper, FieldMask, Empty or Any, by json_format itself."""
     if cls.DESCRIPTOR.full_name == "google.protobuf.Any":
         if not lenient:

@@ -92,7 +92,14 @@ def compile_encoder(target: Plan) -> Callable[[Any], dict[str, Any]]:
             lines.append(f"    out[{key}] = {value}")
         else:
             literal.append(f"        {key}: {value},")
-    source = ["def encode(m):", "    out = {", *literal, "    }", *lines, "    return out"]
+    source = [
+        "def encode(m):",
+        "    out = {",
+        *literal,
+        "    }",
+        *lines,
+        "    return out",
+    ]
     encode = compile_function("\n".join(source), "encode", namespace)
     return cast(Callable[[Any], dict[str, Any]], encode)
 
@@ -129,8 +136,10 @@ def _encode_expression(field: Field, i: int) -> str:
     """The expression of the JSON value of `field` (number `i` of its plan) of message `m`."""
     if field.shape == MAP:
         return f"MAP_OUT(A{i}, {_attribute(field.name)})"
-    template = _EXPRESSIONS[field.shape].get(field.kind, _OTHER_EXPRESSION[field.shape])
-    return template.format(v=_attribute(field.name), i=i, k=field.kind)
+    other = _OTHER_EXPRESSION[field.shape]
+    template = _EXPRESSIONS[field.shape].get(field.kind, other)
+    attribute = _attribute(field.name)
+    return template.format(v=attribute, i=i, k=field.kind)
 
 
 def _no_plan(message: Any) -> dict[str, Any]:
@@ -152,7 +161,12 @@ def to_dict(message: Message) -> dict[str, Any]:
     return _in_field_order(data, descriptor)
 
 
-def _encode_value(kind: int, aux: Any, value: Any, order: Descriptor | None) -> Any:
+def _encode_value(
+    kind: int,
+    aux: Any,
+    value: Any,
+    order: Descriptor | None,
+) -> Any:
     """One value of any kind (an element, for repeated and map fields)."""
     if kind == STR or kind == INT32 or kind == BOOL:
         return value
@@ -167,9 +181,13 @@ def _encode_value(kind: int, aux: Any, value: Any, order: Descriptor | None) -> 
     if kind == DURATION:
         return format_duration(value)
     if kind == DOUBLE:
-        return value if value - value == 0 else _non_finite(value)
+        if value - value != 0:  # NaN or an infinity
+            return _non_finite(value)
+        return value
     if kind == FLOAT:
-        return shortest_float32(value) if value - value == 0 else _non_finite(value)
+        if value - value != 0:
+            return _non_finite(value)
+        return shortest_float32(value)
     if kind == BYTES:
         return base64.b64encode(value).decode("utf-8")
     if kind == WKT:
@@ -196,7 +214,9 @@ def _encode_map(aux: Any, value: Any) -> dict[str, Any]:
 def _non_finite(value: float) -> str:
     if value != value:
         return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
+    if value > 0:
+        return "Infinity"
+    return "-Infinity"
 
 
 def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
@@ -216,7 +236,9 @@ def _in_field_order(data: dict[str, Any], descriptor: Descriptor) -> dict[str, A
             else:
                 value = _in_field_order(value, nested)
         out[fd.json_name] = value
-    out.update((k, v) for k, v in data.items() if k not in out)  # e.g. "@type" of an Any
+    for key, value in data.items():
+        if key not in out:  # e.g. "@type" of an Any
+            out[key] = value
     return out
 
 
@@ -256,7 +278,9 @@ def json_encoder(indent: int | None) -> json.JSONEncoder:
     Made once per `indent` (``json.dumps`` with options makes one per call) and without the
     circular-reference check: to_dict's values hold no cycle (each dict and list is made anew),
     and the check costs a dictionary entry per container written."""
-    separators = (",", ": ") if indent is not None else (",", ":")
+    separators = (",", ":")
+    if indent is not None:
+        separators = (",", ": ")
     return json.JSONEncoder(
         indent=indent, separators=separators, ensure_ascii=False, check_circular=False
     )
@@ -270,11 +294,15 @@ class _Writer:
     def __init__(self, indent: int | None) -> None:
         self.indent = indent
         self.encode = json_encoder(indent).encode
-        self.key_separator = ": " if indent is not None else ":"
+        self.key_separator = ":"
+        if indent is not None:
+            self.key_separator = ": "
 
     def newline(self, level: int) -> str:
         """What goes before an item at `level` (and before the bracket closing `level` - 1)."""
-        return "" if self.indent is None else "\n" + " " * (self.indent * level)
+        if self.indent is None:
+            return ""
+        return "\n" + " " * (self.indent * level)
 
     def dumps(self, value: Any, level: int) -> str:
         """`value` (to_dict's values) as JSON text placed at `level`."""
@@ -297,21 +325,22 @@ def _deep(plan: Plan) -> bool:
     return any(f.shape != SINGLE for p in reachable(plan) for f in p.fields)
 
 
-def _message_pieces(message: Any, plan: Plan, level: int, writer: _Writer) -> Iterator[str]:
+def _message_pieces(
+    message: Any,
+    plan: Plan,
+    level: int,
+    writer: _Writer,
+) -> Iterator[str]:
     """Pieces of the JSON object of `message` (to_dict's keys and values, in its order)."""
     yield "{"
-    first = True
+    comma = ""  # "," once a member is written
     for field in plan.fields:
         if field.presence and not message.HasField(field.name):
             continue
         value = getattr(message, field.name)
-        yield (
-            ("" if first else ",")
-            + writer.newline(level + 1)
-            + json.dumps(field.json_name, ensure_ascii=False)
-            + writer.key_separator
-        )
-        first = False
+        key = json.dumps(field.json_name, ensure_ascii=False)
+        yield comma + writer.newline(level + 1) + key + writer.key_separator
+        comma = ","
         if field.shape == REPEATED:
             yield from _list_pieces(field, value, level + 1, writer)
         elif field.shape == MAP:
@@ -319,22 +348,34 @@ def _message_pieces(message: Any, plan: Plan, level: int, writer: _Writer) -> It
         elif field.kind == MESSAGE and _deep(field.aux):
             yield from _message_pieces(value, field.aux, level + 1, writer)
         else:
-            yield writer.dumps(_encode_value(field.kind, field.aux, value, field.order), level + 1)
-    yield "}" if first else writer.newline(level) + "}"
+            encoded = _encode_value(field.kind, field.aux, value, field.order)
+            yield writer.dumps(encoded, level + 1)
+    if comma:  # members were written: the brace closes on a line of its own
+        yield writer.newline(level) + "}"
+    else:
+        yield "}"
 
 
-def _list_pieces(field: Field, container: Any, level: int, writer: _Writer) -> Iterator[str]:
+def _list_pieces(
+    field: Field,
+    container: Any,
+    level: int,
+    writer: _Writer,
+) -> Iterator[str]:
     """Pieces of the JSON array of a repeated field, `_BATCH` elements at a time."""
     count = len(container)
     if not count:
         yield "[]"
         return
-    kind, aux = field.kind, field.aux
+    kind = field.kind
+    aux = field.aux
     close = writer.newline(level)
     yield "["
     if kind == MESSAGE and _deep(aux):
+        comma = ""  # "," once an element is written
         for i in range(count):
-            yield ("," if i else "") + writer.newline(level + 1)
+            yield comma + writer.newline(level + 1)
+            comma = ","
             yield from _message_pieces(container[i], aux, level + 1, writer)
     else:
         for start in range(0, count, _BATCH):
@@ -345,7 +386,10 @@ def _list_pieces(field: Field, container: Any, level: int, writer: _Writer) -> I
                 values = [_encode_value(kind, aux, x, field.order) for x in batch]
             text = writer.dumps(values, level)
             # "[" + the elements, each after its newline + "," ... + close + "]": the elements.
-            yield ("," if start else "") + text[1 : len(text) - 1 - len(close)]
+            elements = text[1 : len(text) - 1 - len(close)]
+            if start:
+                elements = "," + elements
+            yield elements
     yield close + "]"
 
 

@@ -77,7 +77,8 @@ class Enum:
 
     def __init__(self, enum: EnumDescriptor) -> None:
         self.by_name: dict[str, int] = {v.name: v.number for v in enum.values}
-        self.names = _Names({n: v.name for n, v in enum.values_by_number.items()})
+        by_number = enum.values_by_number.items()
+        self.names = _Names({number: v.name for number, v in by_number})
         self.open: bool = not enum.is_closed
 
 
@@ -102,8 +103,14 @@ class Field:
             self.kind = value_kind
             self.aux: Any = (key_kind, value_kind, value_aux, self.order)
         else:
-            self.shape = REPEATED if fd.is_repeated else SINGLE
+            self.shape = SINGLE
+            if fd.is_repeated:
+                self.shape = REPEATED
             self.kind, self.aux = _kind(fd)
+
+
+#: A compiled decoder of one message: (JSON object, depth, lenient) -> the message's fields.
+Decoder = Callable[[dict[Any, Any], int, bool], dict[str, Any]]
 
 
 def _unbuilt(*args: Any) -> dict[str, Any]:
@@ -122,7 +129,7 @@ class Plan:
         self.fields: list[Field] = []
         self.inputs: dict[str, Field] = {}  # JSON names first, then proto names
         self.json_names: frozenset[str] = frozenset()
-        self.decode: Callable[[dict[Any, Any], int, bool], dict[str, Any]] = _unbuilt
+        self.decode: Decoder = _unbuilt
         self.encode: Callable[[Any], dict[str, Any]] = _unbuilt
 
 
@@ -142,7 +149,8 @@ def plan_of(descriptor: Descriptor) -> Plan:
         if found is not None:
             return found  # built meanwhile, or being built (a recursive type)
         outermost = not _BUILDING
-        built = _BUILDING[descriptor] = Plan(descriptor)
+        built = Plan(descriptor)
+        _BUILDING[descriptor] = built
         try:
             _fill(built)
             if outermost:
@@ -153,6 +161,13 @@ def plan_of(descriptor: Descriptor) -> Plan:
         return built
 
 
+def _value_aux(field: Field) -> Any:
+    """What a value of `field` is read and written with: its `aux`, or a map's values'."""
+    if field.shape == MAP:
+        return field.aux[2]
+    return field.aux
+
+
 def reachable(root: Plan) -> list[Plan]:
     """`root` (first) and the plans of every message type below it, each once."""
     seen = {root.descriptor: root}
@@ -161,7 +176,7 @@ def reachable(root: Plan) -> list[Plan]:
         for field in todo.pop().fields:
             if field.kind != MESSAGE:
                 continue
-            nested = field.aux[2] if field.shape == MAP else field.aux
+            nested = _value_aux(field)
             if nested.descriptor not in seen:
                 seen[nested.descriptor] = nested
                 todo.append(nested)
@@ -186,7 +201,7 @@ def holds(descriptor: Descriptor, kinds: frozenset[int | str]) -> bool:
         if OPAQUE in kinds and plan.descriptor.extension_ranges:
             return True
         for field in plan.fields:
-            aux = field.aux[2] if field.shape == MAP else field.aux
+            aux = _value_aux(field)
             if field.kind in kinds or (field.kind == WKT and aux.DESCRIPTOR.full_name in kinds):
                 return True
     return False
@@ -213,7 +228,11 @@ def ready_plan(
     return root
 
 
-def compile_function(source: str, name: str, namespace: dict[str, Any]) -> Any:
+def compile_function(
+    source: str,
+    name: str,
+    namespace: dict[str, Any],
+) -> Any:
     """The function `name` that the generated `source` defines, with `namespace` as globals."""
     exec(compile(source, f"<projectops._fastcodec {name}>", "exec"), namespace)
     return namespace[name]
@@ -223,7 +242,9 @@ def _fill(built: Plan) -> None:
     descriptor = built.descriptor
     oneofs = {o.full_name: i for i, o in enumerate(descriptor.oneofs)}
     for fd in descriptor.fields:
-        oneof = -1 if fd.containing_oneof is None else oneofs[fd.containing_oneof.full_name]
+        oneof = -1  # in no oneof
+        if fd.containing_oneof is not None:
+            oneof = oneofs[fd.containing_oneof.full_name]
         field = Field(fd, oneof)
         built.fields.append(field)
         built.inputs[field.json_name] = field  # the last one wins, as in json_format

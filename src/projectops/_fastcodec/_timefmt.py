@@ -51,10 +51,13 @@ def parse_timestamp(value: str) -> dict[str, int]:
     if match is None:
         return _from_json_string("Timestamp", value)
     year, month, day, hours, minutes, secs, fraction, offset = match.groups()
-    h, m, s = int(hours), int(minutes), int(secs)
+    h = int(hours)
+    m = int(minutes)
+    s = int(secs)
     if h > 23 or m > 59 or s > 59:
         return _from_json_string("Timestamp", value)
-    days = datetime.date(int(year), int(month), int(day)).toordinal() - _EPOCH_ORDINAL
+    date = datetime.date(int(year), int(month), int(day))
+    days = date.toordinal() - _EPOCH_ORDINAL
     hour = days * 86400 + h * 3600
     if len(_HOUR_SECONDS) >= CACHE_SIZE:
         _HOUR_SECONDS.clear()
@@ -62,8 +65,11 @@ def parse_timestamp(value: str) -> dict[str, int]:
     _MINUTE_SECONDS[value[14:19]] = m * 60 + s  # "MM:SS", checked above
     seconds = hour + m * 60 + s
     if offset != "Z":
-        shift = (int(offset[1:3]) * 60 + int(offset[4:6])) * 60
-        seconds = seconds - shift if offset[0] == "+" else seconds + shift
+        offset_minutes = int(offset[1:3]) * 60 + int(offset[4:6])
+        shift = offset_minutes * 60
+        if offset[0] == "+":
+            shift = -shift
+        seconds += shift
     if not TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX:
         raise ValueError("Timestamp out of range")
     if fraction is None:
@@ -81,9 +87,13 @@ def parse_duration(value: str) -> dict[str, int]:
         seconds = int(whole)
         nanos = _NANOS.get(fraction) if point else 0
         if nanos is not None and seconds <= DURATION_SECONDS_MAX:
-            return {"seconds": seconds, "nanos": nanos} if nanos else {"seconds": seconds}
+            if not nanos:
+                return {"seconds": seconds}
+            return {"seconds": seconds, "nanos": nanos}
     negative = whole[:1] == "-"
-    digits = whole[1:] if negative else whole
+    digits = whole
+    if negative:
+        digits = whole[1:]
     if value[-1:] == "s" and digits.isdigit() and digits.isascii() and len(digits) <= 12:
         seconds = int(digits)
         if seconds > DURATION_SECONDS_MAX:
@@ -95,7 +105,8 @@ def parse_duration(value: str) -> dict[str, int]:
         elif len(fraction) <= 9 and fraction.isdigit() and fraction.isascii():
             if len(_NANOS) >= CACHE_SIZE:
                 _NANOS.clear()
-            nanos = _NANOS[fraction] = int(fraction.ljust(9, "0"))
+            nanos = int(fraction.ljust(9, "0"))
+            _NANOS[fraction] = nanos
         else:
             return _from_json_string("Duration", value)
         if negative:  # both with the sign of the string
@@ -108,7 +119,11 @@ def _from_json_string(name: str, value: str) -> dict[str, int]:
     """The rarer forms: the type's own FromJsonString, exactly what json_format calls."""
     from google.protobuf import duration_pb2, timestamp_pb2
 
-    message: Any = timestamp_pb2.Timestamp() if name == "Timestamp" else duration_pb2.Duration()
+    message: Any
+    if name == "Timestamp":
+        message = timestamp_pb2.Timestamp()
+    else:
+        message = duration_pb2.Duration()
     try:
         message.FromJsonString(value)
     except Exception:  # its ValueError, or whatever else a future release raises
@@ -121,7 +136,8 @@ def format_timestamp(timestamp: Any) -> str:
     out of range (the encoder then lets json_format raise its own error)."""
     seconds: int = timestamp.seconds
     nanos: int = timestamp.nanos
-    if not (TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX and 0 <= nanos < 10**9):
+    seconds_in_range = TIMESTAMP_SECONDS_MIN <= seconds <= TIMESTAMP_SECONDS_MAX
+    if not (seconds_in_range and 0 <= nanos < 10**9):
         raise ValueError("Timestamp out of range")
     hours, rest = divmod(seconds, 3600)
     prefix = _HOUR_TEXT.get(hours)
@@ -133,7 +149,8 @@ def format_timestamp(timestamp: Any) -> str:
         _HOUR_TEXT[hours] = prefix
     minutes = _MINUTE_TEXT.get(rest)
     if minutes is None:
-        minutes = _MINUTE_TEXT[rest] = f"{rest // 60:02d}:{rest % 60:02d}"
+        minutes = f"{rest // 60:02d}:{rest % 60:02d}"
+        _MINUTE_TEXT[rest] = minutes
     text = prefix + minutes
     if nanos == 0:
         return text + "Z"
@@ -153,11 +170,15 @@ def format_duration(duration: Any) -> str:
         raise ValueError("Duration out of range")
     if nanos == 0:
         return f"{seconds}s"
-    if not -1_000_000_000 < nanos < 1_000_000_000 or seconds < 0 < nanos or nanos < 0 < seconds:
+    nanos_in_range = -1_000_000_000 < nanos < 1_000_000_000
+    opposite_signs = seconds < 0 < nanos or nanos < 0 < seconds
+    if not nanos_in_range or opposite_signs:
         raise ValueError("Duration out of range")
     sign = ""
     if nanos < 0:  # and seconds <= 0
-        sign, seconds, nanos = "-", -seconds, -nanos
+        sign = "-"
+        seconds = -seconds
+        nanos = -nanos
     if nanos % 1_000_000 == 0:
         return f"{sign}{seconds}.{nanos // 1_000_000:03d}s"
     if nanos % 1000 == 0:

@@ -102,14 +102,17 @@ def _flag(fd: FieldDescriptor) -> str:
 def _flag_fields(op: Operation) -> list[FieldDescriptor]:
     """The request fields that have a flag: top-level scalars, enums and repeated scalars."""
     fields = cast(Descriptor, op.request_type.DESCRIPTOR).fields
-    return [fd for fd in fields if fd.message_type is None and _flag(fd) not in _OWN_FLAGS]
+    scalars = [fd for fd in fields if fd.message_type is None]
+    return [fd for fd in scalars if _flag(fd) not in _OWN_FLAGS]
 
 
 def _description_text(text: str) -> str:
     """A proto comment as an argparse description: controls escaped (paragraphs kept); argparse
     %-formats a description only when it holds ``%(prog)``, so only then are ``%`` doubled."""
     shown = escape_lines(text)
-    return shown.replace("%", "%%") if "%(prog)" in shown else shown
+    if "%(prog)" not in shown:
+        return shown
+    return shown.replace("%", "%%")
 
 
 def _json_bool(text: str) -> bool:
@@ -158,8 +161,13 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
     for fd in _flag_fields(op):
         # argparse %-formats every help string.
         # The field's comment and its rules (docs/contract.md §4.6).
-        text = escape_lines(described(description(fd), rule_phrases(fd))).replace("%", "%%")
-        options: dict[str, Any] = {"dest": _FIELD_DEST + fd.name, "default": None, "help": text}
+        described_text = described(description(fd), rule_phrases(fd))
+        text = escape_lines(described_text).replace("%", "%%")
+        options: dict[str, Any] = {
+            "dest": _FIELD_DEST + fd.name,
+            "default": None,
+            "help": text,
+        }
         if fd.is_repeated:
             options.update(action="append", help=text + " Repeat the flag for several values.")
         if fd.type == FieldDescriptor.TYPE_BOOL and fd.is_repeated:
@@ -215,7 +223,9 @@ def _read_json_input(text: str) -> dict[str, Any]:
 
 def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
     """The request as a JSON object: the flags given, then ``--json-input`` over them."""
-    data = _read_json_input(args.json_input) if args.json_input is not None else {}
+    data: dict[str, Any] = {}
+    if args.json_input is not None:
+        data = _read_json_input(args.json_input)
     request: dict[str, Any] = {}
     for fd in _flag_fields(op):
         value = getattr(args, _FIELD_DEST + fd.name)
@@ -230,7 +240,9 @@ def _request_object(op: Operation, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_operation(
-    op: Operation, transport: httpx2.BaseTransport | None, args: argparse.Namespace
+    op: Operation,
+    transport: httpx2.BaseTransport | None,
+    args: argparse.Namespace,
 ) -> int:
     import httpx2
 
@@ -238,13 +250,17 @@ def _run_operation(
 
     request = _request_object(op, args)
     retries = getattr(args, "retries", None)
+    if retries is None:
+        retries = DEFAULT_RETRIES
+    if args.dry_run:  # the request is shown, never sent
+        transport = httpx2.MockTransport(_refuse)
     try:
         with Client(
             args.base_url,
             timeout=args.timeout,
             max_response_bytes=args.max_response_bytes,
-            retries=DEFAULT_RETRIES if retries is None else retries,
-            transport=httpx2.MockTransport(_refuse) if args.dry_run else transport,
+            retries=retries,
+            transport=transport,
         ) as client:
             hint = base_url_hint(client.base_url)
             if hint is not None:
@@ -253,7 +269,10 @@ def _run_operation(
     except _DryRun as dry:
         sys.stdout.write(dry.text)
         return EXIT_OK
-    _write_json(response, indent=None if args.compact else 2)
+    indent: int | None = 2
+    if args.compact:
+        indent = None
+    _write_json(response, indent=indent)
     return EXIT_OK
 
 
@@ -265,10 +284,12 @@ def _write_json(message: Message, *, indent: int | None) -> None:
 
     if _echoes_key(message, indent):
         # A key that straddles two JSON tokens is caught by redacting the text whole.
-        text = redact(dump(redact_values(to_dict(message)), indent=indent))
+        redacted = redact_values(to_dict(message))
+        text = redact(dump(redacted, indent=indent))
         sys.stdout.write(inert_json(text) + "\n")
         return
-    sys.stdout.writelines(map(inert_json, iter_json(message, indent=indent)))
+    pieces = iter_json(message, indent=indent)
+    sys.stdout.writelines(map(inert_json, pieces))
     sys.stdout.write("\n")
 
 
@@ -309,8 +330,10 @@ class _DryRun(Exception):
         lines = [f"{request.method} {request.url} HTTP/1.1"]
         for raw_name, raw_value in request.headers.raw:
             name = raw_name.decode("latin-1")
-            secret = name.lower() == API_KEY_HEADER.lower()
-            lines.append(f"{name}: {REDACTED if secret else raw_value.decode('latin-1')}")
+            value = raw_value.decode("latin-1")
+            if name.lower() == API_KEY_HEADER.lower():
+                value = REDACTED
+            lines.append(f"{name}: {value}")
         body = inert_json(request.content.decode("utf-8", "replace"))
         self.text = "\n".join(lines) + "\n\n" + body + "\n"
 
@@ -329,19 +352,26 @@ def _listing(registry: Registry, args: argparse.Namespace) -> int:
     if args.json:
         keys = {"toolName": "tool_name", "readOnly": "read_only"}
         names = ("name", "toolName", "path", "summary", "description", "readOnly")
-        rows = [{name: getattr(op, keys.get(name, name)) for name in names} for op in ops]
-        print(inert_json(json.dumps(rows, indent=2, ensure_ascii=False)))
+        rows: list[dict[str, Any]] = []
+        for op in ops:
+            rows.append({name: getattr(op, keys.get(name, name)) for name in names})
+        text = json.dumps(rows, indent=2, ensure_ascii=False)
+        print(inert_json(text))
         return EXIT_OK
     # Schema text is outside text too: a proto comment or path reaches the terminal escaped.
     table = [(escape(op.tool_name), escape(op.path), escape(op.summary)) for op in ops]
-    name_width, path_width = (max(len(row[i]) for row in table) for i in (0, 1))
+    name_width = max(len(name) for name, _, _ in table)
+    path_width = max(len(path) for _, path, _ in table)
     for name, path, summary in table:
         print(f"{name:<{name_width}}  {path:<{path_width}}  {summary}")
     return EXIT_OK
 
 
 def _tool_argument(
-    registry: Registry, parser: argparse.ArgumentParser, *, optional: bool = False
+    registry: Registry,
+    parser: argparse.ArgumentParser,
+    *,
+    optional: bool = False,
 ) -> None:
     names = [op.tool_name for op in registry.operations()]
     parser.add_argument(
@@ -357,7 +387,9 @@ def _describe(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import reference
 
     # A terminal narrower than 100 columns gets its width; a pipe or file always 100.
-    width = min(shutil.get_terminal_size().columns, 100) if sys.stdout.isatty() else 100
+    width = 100
+    if sys.stdout.isatty():
+        width = min(shutil.get_terminal_size().columns, 100)
     if args.tool:
         text = reference.describe(args.tool, width=width, registry=registry)
     else:
@@ -377,7 +409,10 @@ def _schema(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import json_schema
 
     op = registry.operation(args.tool)
-    schema = json_schema.output_schema(op) if args.output else json_schema.input_schema(op)
+    if args.output:
+        schema = json_schema.output_schema(op)
+    else:
+        schema = json_schema.input_schema(op)
     print(inert_json(json.dumps(schema, indent=2)))  # DEL is ASCII: json.dumps keeps it
     return EXIT_OK
 
@@ -400,7 +435,9 @@ def _run_openapi(registry: Registry, args: argparse.Namespace) -> int:
         text = openapi.render(args.server_url, args.format, registry)
     except openapi.RenderError as exc:
         raise UsageError(str(exc)) from None
-    sys.stdout.write(inert_json(text) if args.format == "json" else text)
+    if args.format == "json":
+        text = inert_json(text)
+    sys.stdout.write(text)
     return EXIT_OK
 
 

@@ -25,7 +25,10 @@ def may_retry(op: Operation, status: int | None) -> bool:
 
 
 def retry_delay(
-    retry: int, retry_after: str | None = None, *, rand: Callable[[], float] = random.random
+    retry: int,
+    retry_after: str | None = None,
+    *,
+    rand: Callable[[], float] = random.random,
 ) -> float:
     """Seconds to wait before retry number `retry` (0 for the first): a ``Retry-After`` in
     whole seconds, cut to :data:`MAX_RETRY_AFTER`; else full jitter in

@@ -50,11 +50,14 @@ def environment_proxy(url: str) -> httpx2.Proxy | None:
     address = proxies.get(parts.scheme) or proxies.get("all")
     if not address or urllib.request.proxy_bypass(parts.hostname or ""):
         return None
-    address = address if "://" in address else f"http://{address}"
+    if "://" not in address:
+        address = f"http://{address}"
     what = f"the environment's proxy for {parts.scheme} requests"
     try:
         scheme = urlsplit(address).scheme.lower()
-        proxy = httpx2.Proxy(address) if scheme in ("http", "https", "socks5", "socks5h") else None
+        proxy = None
+        if scheme in ("http", "https", "socks5", "socks5h"):
+            proxy = httpx2.Proxy(address)
     except (ValueError, httpx2.InvalidURL):
         raise InvalidProxy(f"{what} is not a valid URL") from None
     if proxy is None:
@@ -80,7 +83,9 @@ def _left(timeout: float | None, error: type[httpcore2.TimeoutException]) -> flo
     left = min(deadline - time.monotonic(), _LONGEST_WAIT)
     if left <= 0:
         raise error("the call's time-out passed")
-    return left if timeout is None else min(timeout, left)
+    if timeout is None:
+        return left
+    return min(timeout, left)
 
 
 class _DeadlineStream(httpcore2.NetworkStream):
@@ -97,7 +102,10 @@ class _DeadlineStream(httpcore2.NetworkStream):
         self._stream.close()
 
     def start_tls(
-        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        self,
+        ssl_context: Any,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
     ) -> httpcore2.NetworkStream:
         left = _left(timeout, httpcore2.ConnectTimeout)
         return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left))
@@ -108,7 +116,12 @@ class _DeadlineStream(httpcore2.NetworkStream):
 
 class _DeadlineBackend(httpcore2.SyncBackend):
     def connect_tcp(
-        self, host: str, port: int, timeout: float | None = None, *args: Any, **kwargs: Any
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        *args: Any,
+        **kwargs: Any,
     ) -> httpcore2.NetworkStream:
         left = _left(timeout, httpcore2.ConnectTimeout)
         return _DeadlineStream(super().connect_tcp(host, port, left, *args, **kwargs))
@@ -119,12 +132,16 @@ class _DeadlineTransport(httpx2.HTTPTransport):
 
     def __init__(self, base_url: str, max_connections: int) -> None:
         env = environment_proxy(base_url)
-        self._pool = httpcore2.ConnectionPool(
+        proxy = None
+        if env is not None:
+            proxy = httpcore2.Proxy(str(env.url), env.raw_auth, env.headers.raw)
+        ssl_context = None
+        if base_url.startswith("https:"):
             # Loading the CA bundle costs tens of ms of start-up: only for https.
-            ssl_context=httpx2.create_ssl_context() if base_url.startswith("https:") else None,
-            proxy=None
-            if env is None
-            else httpcore2.Proxy(str(env.url), env.raw_auth, env.headers.raw),
+            ssl_context = httpx2.create_ssl_context()
+        self._pool = httpcore2.ConnectionPool(
+            ssl_context=ssl_context,
+            proxy=proxy,
             max_connections=max_connections,
             max_keepalive_connections=min(max_connections, _KEPT_ALIVE),
             keepalive_expiry=5.0,
@@ -162,13 +179,24 @@ class RawResponse(NamedTuple):
             The first value of header `name`, or ``None`` when the answer has none.
         """
         name = name.lower()
-        return next((value for key, value in self.headers if key.lower() == name), None)
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE = re.compile(r"[\x20-\x7e\t]*")
 # The exchange writes these itself.
-_FRAMING = frozenset({"contentlength", "transferencoding", "host", "connection", "acceptencoding"})
+_FRAMING = frozenset(
+    {
+        "contentlength",
+        "transferencoding",
+        "host",
+        "connection",
+        "acceptencoding",
+    }
+)
 
 
 def check_header(name: object, value: object) -> None:
@@ -184,15 +212,23 @@ def check_header(name: object, value: object) -> None:
 
 def timed_out(client: _BaseRawClient) -> ResponseTimedOut:
     """The failure of an exchange of `client` not done within its time-out."""
-    limit = "the time-out" if client.timeout is None else f"the time-out of {client.timeout:g} s"
+    limit = "the time-out"
+    if client.timeout is not None:
+        limit = f"the time-out of {client.timeout:g} s"
     return ResponseTimedOut(f"no complete answer from {client.shown_url} within {limit}")
 
 
-def check_limits(timeout: float | None, max_bytes: int, max_error_bytes: int | None) -> int:
+def check_limits(
+    timeout: float | None,
+    max_bytes: int,
+    max_error_bytes: int | None,
+) -> int:
     """The error bodies' cap; ``ValueError``, ``TypeError``: a time-out or cap that cannot work."""
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
-    error_cap = max_bytes if max_error_bytes is None else max_error_bytes
+    error_cap = max_error_bytes
+    if error_cap is None:
+        error_cap = max_bytes
     for name, cap in (("max_response_bytes", max_bytes), ("max_error_bytes", error_cap)):
         if isinstance(cap, bool) or not isinstance(cap, int):
             raise TypeError(f"{name} must be an int (bytes)")
@@ -255,7 +291,8 @@ class _BaseRawClient:
         self.base_url = normalize_base_url(base_url, secrets=self._secrets)
         #: The base URL as messages show it: a key in its path redacted (docs/contract.md §9.4).
         self.shown_url = shown_url(self.base_url, self._secrets)
-        self.timeout, self.max_response_bytes = timeout, max_response_bytes
+        self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
         self._own = transport is None
         self._http = self._http_class(
             timeout=timeout,
@@ -270,16 +307,27 @@ class _BaseRawClient:
     def _transport(self) -> Any:
         return _DeadlineTransport(self.base_url, self.max_connections)
 
-    def _request(self, method: str, path: str, body: bytes | None, headers: Any) -> Any:
-        pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: Any,
+    ) -> Any:
+        if isinstance(headers, Mapping):
+            headers = headers.items()
+        pairs = list(headers)
         for name, value in pairs:
             check_header(name, value)
         pairs.append(("Accept-Encoding", "identity"))  # nothing inflates (a gzip bomb: 1000x)
-        return self._http.build_request(method, self.base_url + path, headers=pairs, content=body)
+        url = self.base_url + path
+        return self._http.build_request(method, url, headers=pairs, content=body)
 
     def _end(self, deadline: float | None) -> float | None:
         """The earlier of this exchange's time-out and the caller's `deadline`, or ``None``."""
-        ends = [deadline] if deadline is not None else []
+        ends: list[float] = []
+        if deadline is not None:
+            ends.append(deadline)
         if self.timeout is not None:
             ends.append(time.monotonic() + self.timeout)
         return min(ends, default=None)
@@ -290,7 +338,9 @@ class _BaseRawClient:
             return self._max_error
         length = response.headers.get("Content-Length", "")
         over = length.isascii() and length.isdigit() and int(length) > self.max_response_bytes
-        return 0 if over else self.max_response_bytes
+        if over:
+            return 0
+        return self.max_response_bytes
 
     @staticmethod
     def _take(body: bytearray, chunk: bytes, cap: int) -> bool:
@@ -300,16 +350,23 @@ class _BaseRawClient:
 
     @staticmethod
     def _response(response: httpx2.Response, body: bytearray, cap: int) -> RawResponse:
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
+        headers = []
+        for name, value in response.headers.raw:
+            headers.append((name.decode("latin-1"), value.decode("latin-1")))
         truncated = not cap or len(body) > cap
         # Cut in place before the copy: a slice, then bytes, would hold the answer three times.
-        del body[min(cap, _SHOWN_BYTES) if truncated else cap :]
+        kept = cap
+        if truncated:
+            kept = min(cap, _SHOWN_BYTES)
+        del body[kept:]
         return RawResponse(response.status_code, headers, bytes(body), truncated)
 
     def _failure(self, exc: httpx2.RequestError) -> ResponseTimedOut | ServiceUnreachable:
         if isinstance(exc, httpx2.TimeoutException):
             return timed_out(self)
-        reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)) or type(exc).__name__
+        reason = re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc))
+        if not reason:
+            reason = type(exc).__name__
         reason = outside_text(reason, 300, self._secrets)
         return ServiceUnreachable(
             f"cannot reach {self.shown_url}: {reason[:1].lower()}{reason[1:]}"
@@ -383,7 +440,8 @@ class RawClient(_BaseRawClient, Closing):
             ServiceUnreachable: refused, reset, no such host; never chained to the HTTP library's
                 exception.
         """
-        request, end = self._request(method, path, body, headers), self._end(deadline)
+        request = self._request(method, path, body, headers)
+        end = self._end(deadline)
         result: RawResponse | BaseException
         if self._own or end is None:
             token = _DEADLINE.set(end)
@@ -405,7 +463,10 @@ class RawClient(_BaseRawClient, Closing):
             worker.start()
             worker.join(max(0.0, end - time.monotonic()))
             stop.set()  # a late worker drops its answer
-            result = done[0] if done else timed_out(self)
+            if done:
+                result = done[0]
+            else:
+                result = timed_out(self)
         if isinstance(result, BaseException):
             raise result  # outside any handler: no __context__ holding the request
         return result
@@ -415,7 +476,8 @@ class RawClient(_BaseRawClient, Closing):
     ) -> RawResponse | Exception:
         try:
             with closing(self._http.send(request, stream=True)) as response:
-                body, cap = bytearray(), self._cap(response)
+                body = bytearray()
+                cap = self._cap(response)
                 chunks: Iterable[bytes] = ()  # a 2xx announcing more than the cap: not read
                 if cap and response.is_stream_consumed:  # an in-memory answer, read already
                     chunks = (response.content,)
@@ -443,7 +505,8 @@ class AsyncRawClient(_BaseRawClient, AsyncClosing):
             max_connections=self.max_connections,
             max_keepalive_connections=min(self.max_connections, _KEPT_ALIVE),
         )
-        return httpx2.AsyncHTTPTransport(proxy=environment_proxy(self.base_url), limits=limits)
+        proxy = environment_proxy(self.base_url)
+        return httpx2.AsyncHTTPTransport(proxy=proxy, limits=limits)
 
     async def send(
         self,
@@ -472,8 +535,12 @@ class AsyncRawClient(_BaseRawClient, AsyncClosing):
             ResponseTimedOut: no complete answer in time.
             ServiceUnreachable: refused, reset, no such host.
         """
-        request, end = self._request(method, path, body, headers), self._end(deadline)
-        with anyio.move_on_after(None if end is None else end - time.monotonic()):
+        request = self._request(method, path, body, headers)
+        end = self._end(deadline)
+        left = None
+        if end is not None:
+            left = end - time.monotonic()
+        with anyio.move_on_after(left):
             result = await self._read(request)
             if isinstance(result, Exception):
                 raise result
@@ -483,7 +550,8 @@ class AsyncRawClient(_BaseRawClient, AsyncClosing):
     async def _read(self, request: httpx2.Request) -> RawResponse | Exception:
         try:
             async with aclosing(await self._http.send(request, stream=True)) as response:
-                body, cap = bytearray(), self._cap(response)
+                body = bytearray()
+                cap = self._cap(response)
                 if response.is_stream_consumed:  # an in-memory answer, read already
                     self._take(body, response.content, cap)
                 elif cap:

@@ -119,7 +119,9 @@ class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
                     time.sleep(step)
                 raise AssertionError("unreachable: the last attempt returns or raises")
 
-            return self._checked(op, self._chain(send)(message, CallContext(op)), response_type)
+            call = self._chain(send)
+            response = call(message, CallContext(op))
+            return self._checked(op, response, response_type)
         except Exception as exc:
             scrub_exception(exc, self._secrets)
             raise
@@ -171,7 +173,10 @@ class AsyncClient(_transport.AsyncClosing, BaseClient[AsyncInterceptor, AsyncBas
                     # Decoding a large answer takes long: off the event loop other tasks share.
                     large = not isinstance(answer, ApiError) and len(answer.body) > OFF_LOOP_BYTES
                     decide = partial(self._step, op, retry, answer, context, deadline)
-                    step = await anyio.to_thread.run_sync(decide) if large else decide()
+                    if large:
+                        step = await anyio.to_thread.run_sync(decide)
+                    else:
+                        step = decide()
                     if isinstance(step, Message):
                         return step
                     await anyio.sleep(step)

@@ -31,7 +31,8 @@ def redact(text: str, keys: Iterable[str | None] = ()) -> str:
         `text` with every spelling of each key (as servers that ignore case read it) replaced by
         :data:`REDACTED`, ``***``.
     """
-    return redact_secrets(text, [os.environ.get(API_KEY_ENV), *keys], REDACTED)
+    secrets = [os.environ.get(API_KEY_ENV), *keys]
+    return redact_secrets(text, secrets, REDACTED)
 
 
 def redact_values(value: Any, keys: Iterable[str | None] = ()) -> Any:
@@ -91,13 +92,23 @@ def scrub_exception(exc: BaseException, keys: Iterable[str | None] = ()) -> None
         pending += [current.__cause__, current.__context__]
         if getattr(current, _MARK, False):
             continue
-        current.args = tuple(redact(a, keys) if isinstance(a, str) else a for a in current.args)
+        current.args = tuple(_redact_text(arg, keys) for arg in current.args)
         if isinstance(current, ApiError):
             current.message = redact(current.message, keys)
-            current.violations = tuple(
-                FieldViolation(field=redact(v.field, keys), description=redact(v.description, keys))
-                for v in current.violations
-            )
+            current.violations = tuple(_redact_violation(v, keys) for v in current.violations)
         notes = getattr(current, "__notes__", None)
         if isinstance(notes, list):
-            notes[:] = [redact(n, keys) if isinstance(n, str) else n for n in notes]
+            notes[:] = [_redact_text(note, keys) for note in notes]
+
+
+def _redact_text(value: object, keys: list[str | None]) -> object:
+    """`value` redacted if it is a text, else `value` itself."""
+    if isinstance(value, str):
+        return redact(value, keys)
+    return value
+
+
+def _redact_violation(violation: FieldViolation, keys: list[str | None]) -> FieldViolation:
+    field = redact(violation.field, keys)
+    description = redact(violation.description, keys)
+    return FieldViolation(field=field, description=description)

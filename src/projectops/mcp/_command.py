@@ -29,7 +29,8 @@ from projectops.program.failures import UsageError
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "command"]
 
 #: Address and TCP port ``projectops mcp --http`` listens on by default: loopback only.
-DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
 _HTTP_ONLY = (
     "--host",
     "--port",
@@ -87,10 +88,14 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from projectops.mcp._server import DEFAULT_MAX_RESULT_BYTES, run
 
-    for flag in () if args.http else _HTTP_ONLY:
-        if getattr(args, flag[2:].replace("-", "_")) is not None:
-            raise UsageError(f"{flag} applies only with --http (stdio has no address)")
-    host = DEFAULT_HOST if args.host is None else args.host
+    if not args.http:
+        for flag in _HTTP_ONLY:
+            dest = flag[2:].replace("-", "_")  # --drain-timeout: drain_timeout
+            if getattr(args, dest) is not None:
+                raise UsageError(f"{flag} applies only with --http (stdio has no address)")
+    host = args.host
+    if host is None:
+        host = DEFAULT_HOST
     token = _bearer_token(args)
     if args.http and token is None and not is_loopback(host):
         raise UsageError(
@@ -99,17 +104,26 @@ def _run(args: argparse.Namespace) -> int:
         )
     if args.http:
         warn_if_every_interface(host)
+    # Flags left out are None: their defaults are filled here.
+    port = args.port
+    if port is None:
+        port = DEFAULT_PORT
     retries = getattr(args, "retries", None)
+    if retries is None:
+        retries = DEFAULT_RETRIES
+    drain_timeout = args.drain_timeout
+    if drain_timeout is None:
+        drain_timeout = DEFAULT_DRAIN_TIMEOUT
     return run(
         http=args.http,
         host=host,
-        port=DEFAULT_PORT if args.port is None else args.port,
+        port=port,
         base_url=args.base_url,
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
-        retries=DEFAULT_RETRIES if retries is None else retries,
+        retries=retries,
         max_result_bytes=args.max_result_bytes or DEFAULT_MAX_RESULT_BYTES,
-        drain_timeout=DEFAULT_DRAIN_TIMEOUT if args.drain_timeout is None else args.drain_timeout,
+        drain_timeout=drain_timeout,
         token=token,
         max_sessions=args.max_sessions or DEFAULT_MAX_SESSIONS,
         session_idle_timeout=args.session_idle_timeout or DEFAULT_SESSION_IDLE_TIMEOUT,

@@ -55,7 +55,8 @@ from projectops.registry import REGISTRY, Operation, Registry, operations
 #: The largest tool result's JSON text by default, in bytes (``--max-result-bytes``).
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
-SERVER_NAME, HTTP_PATH = "projectops", "/mcp"  # the initialize answer's name; the HTTP path
+SERVER_NAME = "projectops"  # the name in the initialize response
+HTTP_PATH = "/mcp"  # the path of the MCP endpoint over HTTP
 _log = logging.getLogger(__name__)
 _LOOPBACK_ONLY = f"without a bearer token ({TOKEN_ENV}) the server listens on loopback only"
 # Characters of an unknown tool's name quoted in the error.
@@ -73,19 +74,24 @@ def operation_tools(registry: Registry = REGISTRY) -> list[types.Tool]:
     Returns:
         The tools, in the registry's order.
     """
-    return [
-        types.Tool(
-            name=op.tool_name,
-            title=op.title,
-            description=f"Deprecated. {op.description}" if op.deprecated else op.description,
-            input_schema=json_schema.input_schema(op),
-            output_schema=json_schema.output_schema(op),
-            annotations=types.ToolAnnotations(
-                title=op.title, read_only_hint=op.read_only, idempotent_hint=op.idempotent
-            ),
-        )
-        for op in registry.operations()
-    ]
+    return [_tool(op) for op in registry.operations()]
+
+
+def _tool(op: Operation) -> types.Tool:
+    """The MCP tool of one operation."""
+    text = op.description
+    if op.deprecated:
+        text = f"Deprecated. {op.description}"
+    return types.Tool(
+        name=op.tool_name,
+        title=op.title,
+        description=text,
+        input_schema=json_schema.input_schema(op),
+        output_schema=json_schema.output_schema(op),
+        annotations=types.ToolAnnotations(
+            title=op.title, read_only_hint=op.read_only, idempotent_hint=op.idempotent
+        ),
+    )
 
 
 async def call_operation_tool(
@@ -114,8 +120,10 @@ async def call_operation_tool(
     Raises:
         mcp.shared.exceptions.MCPError: ``-32602`` (invalid params) when `name` is no tool.
     """
-    op = next((o for o in registry.operations() if o.tool_name == name), None)
-    if op is None:  # only the names tools/list shows, not the registry's other keys
+    # Only the names tools/list shows, not the registry's other keys.
+    by_tool_name = {o.tool_name: o for o in registry.operations()}
+    op = by_tool_name.get(name)
+    if op is None:
         tools = ", ".join(o.tool_name for o in registry.operations())
         # The name is the host's text: escaped and cut (docs/contract.md §6, §9.3).
         shown = outside_text(name, _NAME_CHARS)
@@ -130,21 +138,31 @@ async def call_operation_tool(
         if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
             _log.exception("tool %s failed unexpectedly", name)
         # The client put outside text into `exc` redacted: the sentence is never rewritten.
-        result, outcome = _failed(row.format(exc, op.tool_name)[1])
+        _, sentence = row.format(exc, op.tool_name)
+        result, outcome = _failed(sentence)
     else:
-        result, outcome = await anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
+        work = anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
+        result, outcome = await work
         del response  # the message may be large: not kept while the result is sent
-    _log.info("%s: %s (%.0f ms)", name, outcome, (time.monotonic() - started) * 1e3)
+    elapsed_ms = (time.monotonic() - started) * 1e3
+    _log.info("%s: %s (%.0f ms)", name, outcome, elapsed_ms)
     return result
 
 
-def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToolResult, str]:
+def _result(
+    op: Operation,
+    response: Message,
+    limit: int,
+) -> tuple[types.CallToolResult, str]:
     """The tool result of `response` and the outcome to log (in a worker thread); its size is
     counted as it is encoded, and the text kept only while it is within `limit`."""
     pieces: list[str] = []
     size = 0
     for piece in iter_json(response, indent=2):
-        size += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+        if piece.isascii():
+            size += len(piece)
+        else:
+            size += len(piece.encode("utf-8", "surrogatepass"))
         if size <= limit:
             pieces.append(piece)
     if size > limit:
@@ -152,12 +170,14 @@ def _result(op: Operation, response: Message, limit: int) -> tuple[types.CallToo
             f"The result of {op.tool_name} would be {size:,} bytes of JSON, over the tool "
             f"server's limit of {limit:,} bytes (--max-result-bytes); nothing of it was returned."
         )
-    data, text = to_dict(response), "".join(pieces)
+    data = to_dict(response)
+    text = "".join(pieces)
     if redact(text) != text:  # the service echoed the key: redact every string, map keys too
         data = redact_values(data)
         # A key that straddles two JSON tokens is caught by redacting the text whole.
         text = redact(dump(data, indent=2))
-    result = types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+    content: list[types.ContentBlock] = [types.TextContent(text=text)]
+    result = types.CallToolResult(content=content, structured_content=data)
     return result, "ok"
 
 
@@ -233,8 +253,11 @@ class _SafeFormatter(logging.Formatter):
         return redact(super().formatException(ei))
 
     def format(self, record: logging.LogRecord) -> str:
-        text = "\n".join(outside_text(line) for line in super().format(record).split("\n"))
-        return text if len(text) <= 4000 else f"{text[:2000]}\n... [cut] ...\n{text[-2000:]}"
+        lines = super().format(record).split("\n")
+        text = "\n".join(outside_text(line) for line in lines)
+        if len(text) <= 4000:
+            return text
+        return f"{text[:2000]}\n... [cut] ...\n{text[-2000:]}"
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -300,13 +323,18 @@ def http_app(
     host, port = sock.getsockname()[:2]
     if token is None and not is_loopback(host):
         raise ValueError(_LOOPBACK_ONLY)
-    names = ["127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host]
+    shown_host = host
+    if ":" in host:  # an IPv6 address, bracketed in a Host header
+        shown_host = f"[{host}]"
+    names = ["127.0.0.1", "localhost", "[::1]", shown_host]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{name}:{port}" for name in names],
         allowed_origins=[f"http://{name}:{port}" for name in names],
     )
-    verifier = None if token is None else _BearerToken(token)
+    verifier = None
+    if token is not None:
+        verifier = _BearerToken(token)
     # The SDK checks bearer tokens for a resource server; the token's issuer is this server
     # itself (its operator set the token), and no OAuth metadata route is served.
     auth = None
@@ -367,7 +395,9 @@ class _Drain:
     event loop's thread only)."""
 
     def __init__(self, app: Any) -> None:
-        self._app, self._calls, self._stopping = app, 0, False
+        self._app = app
+        self._calls = 0
+        self._stopping = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         counted = int(scope["type"] == "http" and scope.get("method") != "GET")
@@ -441,8 +471,11 @@ def run(
     except InvalidBaseUrl as exc:
         raise InvalidBaseUrl(f"{exc} (set by --base-url or {BASE_URL_ENV})") from None
     server = create_server(client, max_result_bytes=max_result_bytes)
-    sock = listen(host, port) if http else None  # a busy port is one line, before anything else
-    where = f"{listen_url(sock)}{HTTP_PATH}" if sock is not None else "stdio"
+    sock = None
+    where = "stdio"
+    if http:
+        sock = listen(host, port)  # a busy port is one line, before anything else
+        where = f"{listen_url(sock)}{HTTP_PATH}"
     _log.info(
         "serving %d tools on %s; service at %s",
         len(operations()),

@@ -39,12 +39,17 @@ _PARSE_ERROR_TYPES = frozenset({"json_invalid", "json_type", "string_unicode"})
 _Item = SessionMessage | types.JSONRPCError
 
 
-def _error(code: int, reason: str, request_id: Any = None) -> types.JSONRPCError:
-    title = "Parse error" if code == types.PARSE_ERROR else "Invalid Request"
+def _error(
+    code: int,
+    reason: str,
+    request_id: Any = None,
+) -> types.JSONRPCError:
+    title = "Invalid Request"
+    if code == types.PARSE_ERROR:
+        title = "Parse error"
     message = f"{title}: {outside_text(reason, 300)}"
-    return types.JSONRPCError(
-        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
-    )
+    error = types.ErrorData(code=code, message=message)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
 def _id_member(line: bytes) -> tuple[bool, Any]:
@@ -57,8 +62,11 @@ def _id_member(line: bytes) -> tuple[bool, Any]:
     if not isinstance(value, dict) or "id" not in value:
         return False, None
     found = value["id"]
-    usable = isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))
-    return True, found if usable else None
+    number = isinstance(found, int) and not isinstance(found, bool)
+    usable = isinstance(found, str) or number
+    if not usable:
+        return True, None
+    return True, found
 
 
 def _parse(line: bytes) -> _Item:
@@ -68,7 +76,9 @@ def _parse(line: bytes) -> _Item:
     except pydantic.ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=False)
         where = ".".join(map(str, errors[0]["loc"]))
-        first = f"{where}: {errors[0]['msg']}" if where else errors[0]["msg"]
+        first = errors[0]["msg"]
+        if where:
+            first = f"{where}: {first}"
         if any(error["type"] in _PARSE_ERROR_TYPES for error in errors):
             return _error(types.PARSE_ERROR, first)
         reason = f"not a JSON-RPC 2.0 message: {first}"
@@ -130,12 +140,15 @@ async def serve_stdio(
     """
     # Our own reader of fd 0, never closed: the reading thread may hold its lock when the
     # interpreter exits, and closing sys.stdin (or this) would then wait for it.
-    source = stdin if stdin is not None else open(os.dup(sys.stdin.fileno()), "rb")
+    source = stdin
+    if source is None:
+        source = open(os.dup(sys.stdin.fileno()), "rb")
     to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     items_in, items = anyio.create_memory_object_stream[_Item](0)
     pending: set[types.RequestId] = set()  # requests handed to the server, not yet answered
-    ended, drained = anyio.Event(), anyio.Event()  # stdin ended; then every request answered
+    ended = anyio.Event()  # stdin ended
+    drained = anyio.Event()  # then every request answered
 
     async def forward(out: Any) -> None:  # the server's messages and our errors, to stdout
         async with from_server, out:
@@ -167,7 +180,8 @@ async def serve_stdio(
         async with anyio.create_task_group() as writers:
             writers.start_soon(forward, out)
             thread_args = (source, max_line_bytes, anyio.lowlevel.current_token(), items_in)
-            threading.Thread(target=_read, args=thread_args, name="stdio", daemon=True).start()
+            reader = threading.Thread(target=_read, args=thread_args, name="stdio", daemon=True)
+            reader.start()
             async with anyio.create_task_group() as readers:
                 readers.start_soon(pump, write_stream.clone())
                 try:

@@ -47,7 +47,9 @@ class _MockService:
 
     @staticmethod
     async def _answer(
-        op: Operation, request: Message, context: RequestContext[MockProject]
+        op: Operation,
+        request: Message,
+        context: RequestContext[MockProject],
     ) -> PreEncoded:
         reply = context.project.reply(op, request)
         if reply.delay:
@@ -119,17 +121,27 @@ class _AccessLog:
             _access.info("%s:%d - %s %d", host, port, line, status[0])
 
 
-def _app(fixtures: str | None, generate: bool, access_log: bool, body_timeout: float) -> ASGIApp:
+def _app(
+    fixtures: str | None,
+    generate: bool,
+    access_log: bool,
+    body_timeout: float,
+) -> ASGIApp:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    _access.setLevel(logging.INFO if access_log else logging.WARNING)
-    app = create_mock_app(load_fixtures(fixtures, generate=generate), body_timeout=body_timeout)
-    return _AccessLog(app) if access_log else app
+    projects = load_fixtures(fixtures, generate=generate)
+    app = create_mock_app(projects, body_timeout=body_timeout)
+    if not access_log:
+        _access.setLevel(logging.WARNING)
+        return app
+    _access.setLevel(logging.INFO)
+    return _AccessLog(app)
 
 
 def app_from_environment() -> ASGIApp:
     """The app of a worker process of ``serve(workers=N)``. Raises FixtureError."""
     default = [None, True, False, DEFAULT_BODY_TIMEOUT]
-    return _app(*json.loads(os.environ.get(_SETTINGS_ENV) or json.dumps(default)))
+    settings = os.environ.get(_SETTINGS_ENV) or json.dumps(default)
+    return _app(*json.loads(settings))
 
 
 def serve(
@@ -154,9 +166,12 @@ def serve(
     sock = listen(host, port, backlog=backlog)
     print(f"projectops mock server listening on {listen_url(sock)}", file=sys.stderr, flush=True)
     if workers > 1:
-        path = os.path.abspath(fixtures) if fixtures else None
+        path = None
+        if fixtures:
+            path = os.path.abspath(fixtures)
         os.environ[_SETTINGS_ENV] = json.dumps([path, generate, access_log, body_timeout])
         app = f"{__name__}:{app_from_environment.__name__}"
     # access_log: _AccessLog's instead, without query strings.
     settings = dict(uvicorn_settings, workers=workers, backlog=backlog, access_log=False)
-    return 0 if serve_app(app, sock, drain_timeout=drain_timeout, **settings) else 1
+    served = serve_app(app, sock, drain_timeout=drain_timeout, **settings)
+    return 0 if served else 1

@@ -85,7 +85,11 @@ def _run(args: argparse.Namespace) -> int:
     from projectops.mock import _app
 
     warn_if_every_interface(args.host)
-    limits = {name: getattr(args, name) for name in _LIMITS if getattr(args, name) is not None}
+    limits = {}
+    for name in _LIMITS:
+        value = getattr(args, name)
+        if value is not None:
+            limits[name] = value
     return _app.serve(
         host=args.host,
         port=args.port,

@@ -24,6 +24,9 @@ from projectops.v1.error_pb2 import ErrorResponse
 __all__ = ["Call", "MockProject", "Reply", "load_fixtures"]
 
 _SHOWN_CHARS = 60
+# The partial answers of one operation: names a partial answer sets -> their values' JSON -> its
+# index.
+_Partial = dict[tuple[str, ...], dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -68,19 +71,27 @@ class MockProject:
         generate: bool = True,
         calls: list[Call] | None = None,
     ) -> None:
-        self.name, self.scenario, self.generate, self.calls = name, scenario, generate, calls
+        self.name = name
+        self.scenario = scenario
+        self.generate = generate
+        self.calls = calls
+        # Operation -> an exact answer's request key -> its index.
         self._exact: dict[str, dict[str, int]] = {}
-        # Operation -> names a partial answer sets -> their values' JSON -> its index.
-        self._partial: dict[str, dict[tuple[str, ...], dict[str, int]]] = {}
+        # Operation -> its partial answers.
+        self._partial: dict[str, _Partial] = {}
         self._encoded: dict[tuple[str, int], bytes] = {}
         for op_name, answers in scenario.items():
-            exact = self._exact[op_name] = {}
-            partial = self._partial[op_name] = {}
+            exact: dict[str, int] = {}
+            partial: _Partial = {}
+            self._exact[op_name] = exact
+            self._partial[op_name] = partial
             for i, answer in enumerate(answers):
                 if answer.partial:
-                    names = tuple(fd.json_name for fd, _ in answer.request.ListFields())
+                    set_fields = answer.request.ListFields()
+                    names = tuple(fd.json_name for fd, _ in set_fields)
                     values = _values(json.loads(answer.key), names)  # trimmed JSON
-                    partial.setdefault(names, {}).setdefault(values or "", i)
+                    by_value = partial.setdefault(names, {})
+                    by_value.setdefault(values or "", i)
                 else:
                     exact.setdefault(answer.key, i)
 
@@ -102,13 +113,15 @@ class MockProject:
             self.calls.append(Call(op.name, request))
         found = self._find(op, request)
         if found is None:
-            return Reply(to_json(generated_answer(op, request)).encode())
+            generated = generated_answer(op, request)
+            return Reply(to_json(generated).encode())
         answer = self.scenario[op.name][found]
         if answer.error is not None:
             return Reply(b"", _error(answer.error), answer.delay)
         body = self._encoded.get((op.name, found))
         if body is None:
-            body = self._encoded[(op.name, found)] = to_json(answer.response).encode()
+            body = to_json(answer.response).encode()
+            self._encoded[(op.name, found)] = body
         return Reply(body, None, answer.delay)
 
     def _find(self, op: Operation, request: Message) -> int | None:
@@ -118,31 +131,37 @@ class MockProject:
             self._no_answer(op, request)
         found = self._exact[op.name].get(request_key(request))
         if found is None:
-            data = trimmed(request)
-            hits = (
-                by_value.get(key)
-                for names, by_value in self._partial[op.name].items()
-                if (key := _values(data, names)) is not None
-            )
-            found = min((i for i in hits if i is not None), default=None)
+            found = self._find_partial(op, request)
         if found is None:
             self._no_answer(op, request)
         return found
 
+    def _find_partial(self, op: Operation, request: Message) -> int | None:
+        """The first partial answer, in file order, whose set fields `request` holds."""
+        data = trimmed(request)
+        hits = []
+        for names, by_value in self._partial[op.name].items():
+            key = _values(data, names)
+            if key is None:
+                continue
+            hit = by_value.get(key)
+            if hit is not None:
+                hits.append(hit)
+        return min(hits, default=None)
+
     def _no_answer(self, op: Operation, request: Message) -> NoReturn:
         data = trimmed(request)
-        shown = ", ".join(
-            f"{fd.json_name} {_shown(data[fd.json_name])}" for fd, _ in request.ListFields()
-        )
-        raise FailedPrecondition(
-            f"project {self.name} has no {op.name} answer for {shown or 'the empty request'}"
-        )
+        set_fields = [fd.json_name for fd, _ in request.ListFields()]
+        shown = ", ".join(f"{name} {_shown(data[name])}" for name in set_fields)
+        what = shown or "the empty request"
+        raise FailedPrecondition(f"project {self.name} has no {op.name} answer for {what}")
 
 
 def _values(data: Mapping[str, object], names: tuple[str, ...]) -> str | None:
     if not all(name in data for name in names):
         return None
-    return json.dumps([data[name] for name in names], sort_keys=True, ensure_ascii=False)
+    values = [data[name] for name in names]
+    return json.dumps(values, sort_keys=True, ensure_ascii=False)
 
 
 def _shown(value: object) -> str:
@@ -150,7 +169,8 @@ def _shown(value: object) -> str:
 
 
 def _error(error: ErrorResponse) -> ApiError:
-    return ERROR_CLASSES[Code(error.code)](error.message, error.violations)
+    error_class = ERROR_CLASSES[Code(error.code)]
+    return error_class(error.message, error.violations)
 
 
 def load_fixtures(
@@ -174,9 +194,13 @@ def load_fixtures(
         decoded = fixtures.default_fixtures()
     else:
         try:
-            decoded = fixtures.decode_fixtures(fixtures.read_fixtures_file(path).decode("utf-8"))
+            text = fixtures.read_fixtures_file(path).decode("utf-8")
+            decoded = fixtures.decode_fixtures(text)
         except FixtureError as exc:
             raise FixtureError(f"{path}: {exc}") from None
         except UnicodeDecodeError as exc:
             raise FixtureError(f"{path}: cannot read the file: not UTF-8 ({exc.reason})") from None
-    return {p.api_key: MockProject(p.name, p.answers, generate) for p in decoded}
+    projects: dict[str, MockProject] = {}
+    for project in decoded:
+        projects[project.api_key] = MockProject(project.name, project.answers, generate)
+    return projects

@@ -83,7 +83,12 @@ def whole(text: str, *, lowest: int = 1) -> int:
     return _whole_in(text, lowest, None, f"a whole number >= {lowest}")
 
 
-def _whole_in(text: str, lowest: int, highest: int | None, expected: str) -> int:
+def _whole_in(
+    text: str,
+    lowest: int,
+    highest: int | None,
+    expected: str,
+) -> int:
     """`text` as a whole number from `lowest` to `highest` (``None``: no bound), or
     ``argparse.ArgumentTypeError`` saying it should be `expected`."""
     try:
@@ -114,7 +119,9 @@ def seconds(text: str, *, below: float = math.inf) -> float:
     except ValueError:
         value = math.nan
     if not 0 < value < below or value == math.inf:
-        bound = "" if below == math.inf else f" and less than {below:g}"
+        bound = ""
+        if below != math.inf:
+            bound = f" and less than {below:g}"
         raise argparse.ArgumentTypeError(f"expected seconds, more than 0{bound}, got {text!r}")
     return value
 
@@ -135,7 +142,12 @@ def port(text: str, *, lowest: int = 1) -> int:
     return _whole_in(text, lowest, 65535, f"a TCP port from {lowest} to 65535")
 
 
-def add_retries(parser: argparse.ArgumentParser, default: int, *, top_level: bool = False) -> None:
+def add_retries(
+    parser: argparse.ArgumentParser,
+    default: int,
+    *,
+    top_level: bool = False,
+) -> None:
     """Add ``--retries N`` to a parser (docs/contract.md §1.5).
 
     Args:
@@ -145,18 +157,25 @@ def add_retries(parser: argparse.ArgumentParser, default: int, *, top_level: boo
             (``False``, the default) it has no default at all, so it does not reset a value given
             before the command.
     """
+    unset: Any = argparse.SUPPRESS
+    if top_level:
+        unset = None
     parser.add_argument(
         "--retries",
         metavar="N",
         type=partial(whole, lowest=0),
-        default=None if top_level else argparse.SUPPRESS,
+        default=unset,
         help="extra attempts of a read-only or idempotent call that got no answer or 429, 502, "
         f"503, 504, with backoff, within --timeout (default: {default}; 0: none)",
     )
 
 
 def add_listening(
-    parser: argparse.ArgumentParser, *, host: str, default_port: int, only_with: str = ""
+    parser: argparse.ArgumentParser,
+    *,
+    host: str,
+    default_port: int,
+    only_with: str = "",
 ) -> None:
     """Add ``--host``, ``--port`` (0: any free port) and ``--drain-timeout`` to a serving command.
 
@@ -168,26 +187,36 @@ def add_listening(
             0 is refused, and the command refuses them without that flag and applies `host` and
             `default_port` itself. ``""`` (the default): the options stand alone.
     """
-    unset = bool(only_with)
-    when = f" with {only_with}" if only_with else ""
-    any_port = "" if unset else ", 0 for any free one"
+    when = ""
+    any_port = ", 0 for any free one"
+    lowest_port = 0
+    defaults: dict[str, Any] = {
+        "host": host,
+        "port": default_port,
+        "drain_timeout": DEFAULT_DRAIN_TIMEOUT,
+    }
+    if only_with:
+        when = f" with {only_with}"
+        any_port = ""
+        lowest_port = 1
+        defaults = dict.fromkeys(defaults)  # the command applies them, with `only_with`
     add = parser.add_argument
     add(
         "--host",
-        default=None if unset else host,
+        default=defaults["host"],
         help=f"address to listen on{when} (default: {host})",
     )
     add(
         "--port",
-        type=partial(port, lowest=int(unset)),
-        default=None if unset else default_port,
+        type=partial(port, lowest=lowest_port),
+        default=defaults["port"],
         help=f"TCP port{when}{any_port} (default: {default_port})",
     )
     add(
         "--drain-timeout",
         metavar="SECONDS",
         type=partial(whole, lowest=0),
-        default=None if unset else DEFAULT_DRAIN_TIMEOUT,
+        default=defaults["drain_timeout"],
         help="on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this long "
         f"to finish (uvicorn's timeout_graceful_shutdown; default: {DEFAULT_DRAIN_TIMEOUT})",
     )
@@ -214,7 +243,12 @@ class CannotListen(OSError):
     """An address cannot be bound (busy port, not on this host, no permission): one line."""
 
 
-def listen(host: str, port: int, *, backlog: int = DEFAULT_BACKLOG) -> socket.socket:
+def listen(
+    host: str,
+    port: int,
+    *,
+    backlog: int = DEFAULT_BACKLOG,
+) -> socket.socket:
     """Bind a listening TCP socket before the server starts, so a busy port is one line and
     connections wait in the backlog until it serves.
 
@@ -259,8 +293,9 @@ def listen_url(sock: socket.socket) -> str:
         ``http://HOST:PORT``, an IPv6 host in brackets (RFC 3986).
     """
     host, bound_port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{bound_port}"
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return f"http://{host}:{bound_port}"
 
 
 def is_loopback(host: str) -> bool:
@@ -353,12 +388,15 @@ def serve_app(
     # SIGTERM raises KeyboardInterrupt as SIGINT does: uvicorn re-raises the signal after its
     # graceful stop, and the caller exits 0.
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
+    previous: Any = None
+    if main:
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if workers == 1:
             asyncio.run(serve())
         else:
-            uvicorn.run(app, factory=True, workers=workers, fd=sock.fileno(), **settings)
+            fd = sock.fileno()
+            uvicorn.run(app, factory=True, workers=workers, fd=fd, **settings)
     except KeyboardInterrupt:
         pass
     finally:

@@ -26,7 +26,10 @@ class ServerInterceptor(Protocol):
     """
 
     async def __call__(
-        self, request: Message, context: RequestContext[Any], call_next: ServerCallNext
+        self,
+        request: Message,
+        context: RequestContext[Any],
+        call_next: ServerCallNext,
     ) -> Message | PreEncoded:
         """Handle one call, usually by awaiting `call_next`.
 

@@ -46,7 +46,9 @@ _MAX_LOG_CHARS = 4 * MAX_TEXT_CHARS
 
 async def http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (no such path, a wrong method on /docs) as ``ErrorResponse``."""
-    status = exc.status_code if isinstance(exc, HTTPException) else INTERNAL_FAILURE.http_status
+    status = INTERNAL_FAILURE.http_status
+    if isinstance(exc, HTTPException):
+        status = exc.status_code
     if status == NO_OPERATION.http_status:
         return respond(
             NO_OPERATION,
@@ -74,15 +76,21 @@ class Abort(Exception):
         self.message = message
 
 
-def respond(case: ErrorCase, message: str, headers: Mapping[str, str] | None = None) -> Response:
+def respond(
+    case: ErrorCase,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
     """The response of `case` saying `message` (`headers` replace the row's)."""
-    return error_response(
-        case.error(message), case.http_status, case.headers if headers is None else headers
-    )
+    if headers is None:
+        headers = case.headers
+    return error_response(case.error(message), case.http_status, headers)
 
 
 def error_response(
-    error: ApiError, status: int | None = None, headers: Mapping[str, str] | None = None
+    error: ApiError,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Response:
     """The answer of `error` as the app writes it (docs/contract.md §5.1): its
     ``ErrorResponse`` as JSON, the message and each violation's texts cut to 1,000 characters
@@ -97,13 +105,16 @@ def error_response(
     Returns:
         A Starlette ``Response``.
     """
-    texts = [error.message, *(t for v in error.violations for t in (v.field, v.description))]
+    texts = [error.message]
+    for violation in error.violations:
+        texts += [violation.field, violation.description]
     if any(len(text) > MAX_TEXT_CHARS for text in texts):
         cut_violations = [
             FieldViolation(field=cut(v.field), description=cut(v.description))
             for v in error.violations
         ]
-        error = ERROR_CLASSES.get(error.code, ApiError)(cut(error.message), cut_violations)
+        error_class = ERROR_CLASSES.get(error.code, ApiError)
+        error = error_class(cut(error.message), cut_violations)
     return Response(
         error_body(error),
         status_code=status or HTTP_STATUS_BY_CODE[error.code],
@@ -119,7 +130,9 @@ class Json:
     status_code = 200
 
     def __init__(self, body: bytes | str) -> None:
-        self._body = body.encode("utf-8") if isinstance(body, str) else body
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        self._body = body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
@@ -137,7 +150,9 @@ def too_large(limit: int) -> ApiError:
 
 def quoted(path: str, limit: int = 100) -> str:
     """`path` as a Python literal cut to `limit` characters, for a message."""
-    return repr(path) if len(path) <= limit else f"{path[:limit]!r}... ({len(path)} characters)"
+    if len(path) <= limit:
+        return repr(path)
+    return f"{path[:limit]!r}... ({len(path)} characters)"
 
 
 def log_failure(what: str, exc: BaseException, api_key: str) -> None:

@@ -95,27 +95,39 @@ class PooledCallable:
     async def __call__(self, *args: Any) -> Any:
         if self.is_async:
             return await self._function(*args)
-        limiter = None if self._limiter is None else self._limiter()
-        result = await anyio.to_thread.run_sync(self._function, *args, limiter=limiter)
-        return (await result) if inspect.isawaitable(result) else result
+        result = await anyio.to_thread.run_sync(self._function, *args, limiter=self._pool())
+        if inspect.isawaitable(result):
+            return await result
+        return result
 
     async def abandoning(self, *args: Any) -> Any:
         """As a call, but a cancelled caller abandons the thread, which keeps its place in its
         limiter until it returns."""
         if self.is_async:
             return await self._function(*args)
-        pool = None if self._limiter is None else self._limiter()
-        result = await _abandonable_thread(self._function, args, pool)
-        return (await result) if inspect.isawaitable(result) else result
+        result = await _abandonable_thread(self._function, args, self._pool())
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    def _pool(self) -> anyio.CapacityLimiter | None:
+        """The limiter of the threads; ``None``: anyio's default one."""
+        if self._limiter is None:
+            return None
+        return self._limiter()
 
 
 async def _abandonable_thread(
-    function: Callable[..., Any], args: tuple[Any, ...], pool: anyio.CapacityLimiter | None
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    pool: anyio.CapacityLimiter | None,
 ) -> Any:
     # anyio gives an abandoned thread's token back at once, so stuck calls would grow the pool.
     # Here the token is taken on the thread's behalf and whoever is last gives it back: the
     # caller when the call ended (or never started), else the abandoned thread on return.
-    limiter = anyio.to_thread.current_default_thread_limiter() if pool is None else pool
+    limiter = pool
+    if limiter is None:
+        limiter = anyio.to_thread.current_default_thread_limiter()
     borrower = object()
     await limiter.acquire_on_behalf_of(borrower)
     call_soon = _loop_caller()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -98,6 +98,8 @@ def create_app(
     # The rules' engine is imported now rather than by the first request (0.5-1 s).
     import protovalidate  # noqa: F401
 
+    if operations is None:
+        operations = registry.operations()
     pools = Pools()
     routes = [
         Route(
@@ -115,7 +117,7 @@ def create_app(
                 validate_responses=validate_responses,
             ),
         )
-        for op in (registry.operations() if operations is None else operations)
+        for op in operations
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_exception})
     # "/api/mcp/x/" must not become a 307 to "/api/mcp/x": clients do not follow redirects.
@@ -123,13 +125,21 @@ def create_app(
     return app
 
 
-def _check_positive(name: str, value: object, kind: type, *, none: bool = False) -> None:
+def _check_positive(
+    name: str,
+    value: object,
+    kind: type,
+    *,
+    none: bool = False,
+) -> None:
     if value is None and none:
         return
-    kinds = int | float if kind is float else int
+    kinds: tuple[type, ...] = (int,)
+    expected = "whole number"
+    if kind is float:
+        kinds = (int, float)
+        expected = "number"
     if isinstance(value, bool) or not isinstance(value, kinds):
-        raise TypeError(
-            f"{name} must be a {'number' if kind is float else 'whole number'}, not {value!r}"
-        )
-    if not value > 0:  # NaN too
+        raise TypeError(f"{name} must be a {expected}, not {value!r}")
+    if not cast(float, value) > 0:  # NaN too
         raise ValueError(f"{name} must be positive, not {value}")

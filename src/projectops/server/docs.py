@@ -49,7 +49,9 @@ def swagger_ui_assets() -> Path:
         RuntimeError: ``swagger-ui-py`` (extra ``server``) is not installed.
     """
     spec = importlib.util.find_spec("swagger_ui")
-    locations = list(spec.submodule_search_locations or []) if spec else []
+    locations: list[str] = []
+    if spec is not None:
+        locations = list(spec.submodule_search_locations or [])
     for location in locations:
         folder = Path(location, "static")
         if all((folder / name).is_file() for name in _ASSETS[:2]):
@@ -91,7 +93,9 @@ def docs_routes(
     }
 
     async def openapi_json(request: Request) -> Response:
-        url = base_url if base_url is not None else _mount_path(request)
+        url = base_url
+        if url is None:
+            url = _mount_path(request)
         try:
             doc = document(url, registry=registry)
         except InvalidBaseUrl:
