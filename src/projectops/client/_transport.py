@@ -272,7 +272,7 @@ class _BaseRawClient:
                 ``None`` items are skipped.
             max_connections: connections to the service open at once at most (without
                 `transport`); an exchange past them waits for one, and the wait counts against
-                its `timeout`; 100 (:data:`DEFAULT_MAX_CONNECTIONS`) by default.
+                its `timeout`; 100 by default.
 
         Raises:
             projectops.InvalidBaseUrl: (a ``ValueError``) see
