@@ -158,9 +158,12 @@ class RunClient:
         end = time.monotonic() if self._run_deadline is None else self._run_deadline
         worker.join(max(0.0, end + self._timeout - time.monotonic()))
         if failed:
-            check = _catalogue.DECODES if status == 200 else _catalogue.ERRORS
+            check = _catalogue.ERRORS
+            if status == 200:
+                check = _catalogue.DECODES
             why = f"not judged: judging failed ({type(failed[0]).__name__}: {failed[0]})"
-            return _catalogue.Verdict(problems={check: [why]}, examined={check})
+            failure = _catalogue.Problem(None, why)
+            return _catalogue.Verdict(problems={check: [failure]}, examined={check})
         if not done:
             raise DeadlinePassed
         return done[0]
@@ -256,14 +259,15 @@ class _Outcome:
 
 
 _PASS = _Outcome("passed")
-# The checks judged on every answer, and what a 200 answer must hold to examine each (the JSON
-# checks' in the catalogue's order).
-_NEEDS = "a field whose JSON name differs from its proto name|a 64-bit integer|an enum value|"
-_NEEDS += "a timestamp|a field without presence"
+# The checks judged on every answer, and what a 200 answer must hold to examine each.
 _HELD = {
     _catalogue.DECODES: "",
     _catalogue.RULES: "a message that decodes, or protovalidate is not installed (extra server)",
-    **dict(zip(_catalogue.JSON_CHECKS, _NEEDS.split("|"), strict=True)),
+    _catalogue.CAMEL_CASE: "a field whose JSON name differs from its proto name",
+    _catalogue.INT64_STRINGS: "a 64-bit integer",
+    _catalogue.ENUM_NAMES: "an enum value",
+    _catalogue.TIMESTAMPS: "a timestamp",
+    _catalogue.ZERO_VALUES: "a field without presence",
     _catalogue.ERRORS: "",
 }
 _UNAUTHORIZED = error_cases.UNAUTHENTICATED.http_status
@@ -272,6 +276,8 @@ _MISSING = error_cases.MISSING_REQUIRED.http_status
 _INVALID = str(error_cases.MISSING_REQUIRED.code)
 _NOT_IMPLEMENTED = error_cases.NOT_IMPLEMENTED.http_status
 _FIXTURES = "fixtures.response"
+_REQUIRED = "request.required"
+_VIOLATION_PATHS = "errors.violation-paths"
 # Characters of a value, and of a field's path, in a fixtures.response difference.
 _VALUE_CHARS = 100
 
@@ -338,7 +344,8 @@ class _OperationRun:
         if exchange.truncated:
             if exchange.status == 200:
                 self._examined.add(_catalogue.DECODES)
-                self._note(_catalogue.DECODES, ["larger than --max-response-bytes"], exchange)
+                too_large = _catalogue.Problem(None, "larger than --max-response-bytes")
+                self._note(_catalogue.DECODES, [too_large], exchange)
             return exchange, None
         verdict = self._client.judge(self._op.response_type, exchange, body)
         del body
@@ -358,9 +365,10 @@ class _OperationRun:
                 raise _Unimplemented
         return exchange, verdict
 
-    def _note(self, check: str, problems: list[str], exchange: Exchange) -> None:
+    def _note(self, check: str, problems: list[_catalogue.Problem], exchange: Exchange) -> None:
         if len(self._failures[check]) < 6:  # three answers' worth
-            shown = ", ".join(self._client.shown(p, 200) for p in problems)
+            # The edge: each problem said once, the key redacted, escaped and cut.
+            shown = ", ".join(self._client.shown(p.text(), 200) for p in problems)
             self._failures[check] += [shown, exchange.shown()]
 
     @contextmanager
@@ -394,11 +402,12 @@ class _OperationRun:
 
     def run(self) -> list[CheckResult]:
         sample = to_json(self._good[0][0]).encode()
-        steps: tuple[tuple[str, Callable[[], _Outcome]], ...] = (
+        # Each step's outcome, or the outcomes of the checks it judges (by check id).
+        steps: tuple[tuple[str, Callable[[], _Outcome | dict[str, _Outcome]]], ...] = (
             ("auth.no-key", lambda: self._unauthorized(sample, key="none")),
             ("auth.wrong-key", lambda: self._unauthorized(sample, key="wrong")),
             ("auth.before-body", lambda: self._unauthorized(b"{", key="none")),
-            ("request.required", self._required),
+            (_REQUIRED, self._required),
             ("request.not-object", self._not_object),
             ("request.rules", self._rules),
             (_FIXTURES, self._known_good),
@@ -417,7 +426,10 @@ class _OperationRun:
             if self.stopped or self.unimplemented:
                 break
             with self._check(check_id):
-                self._results[check_id] = step()
+                outcome = step()
+                if isinstance(outcome, _Outcome):
+                    outcome = {check_id: outcome}
+                self._results.update(outcome)
         for check_id, held in _HELD.items():
             if self._failures[check_id]:
                 self._results[check_id] = _fail(*self._failures[check_id])
@@ -468,12 +480,13 @@ class _OperationRun:
     def _status(self, exchange: Exchange, wanted: int) -> _Outcome:
         return _PASS if exchange.status == wanted else _fail(f"expected {wanted}", exchange.shown())
 
-    def _required(self) -> _Outcome:
+    def _required(self) -> dict[str, _Outcome]:
+        """``request.required``, and ``errors.violation-paths`` judged on the same answers."""
         fields = _catalogue.required_fields(self._op)
         if not fields:
             reason = f"the request of {self._op.name} has no REQUIRED field"
-            self._results["errors.violation-paths"] = _skip("not-applicable", reason)
-            return _skip("not-applicable", reason)
+            none = _skip("not-applicable", reason)
+            return {_REQUIRED: none, _VIOLATION_PATHS: none}
         base = to_dict(self._good[0][0])
         failures: list[str] = []
         unnamed: list[str] = []
@@ -495,8 +508,10 @@ class _OperationRun:
             paths = _fail(*unnamed)
         elif named:
             paths = _PASS
-        self._results["errors.violation-paths"] = paths
-        return _fail(*failures) if failures else _PASS
+        required = _PASS
+        if failures:
+            required = _fail(*failures)
+        return {_REQUIRED: required, _VIOLATION_PATHS: paths}
 
     def _invalid(self, label: str, name: str, body: bytes) -> tuple[Status, list[str]]:
         """Send `body`, which breaks a rule of the field `name`: ``passed`` when answered 400
