@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
@@ -282,6 +282,15 @@ _VIOLATION_PATHS = "errors.violation-paths"
 _VALUE_CHARS = 100
 
 
+class _Refusal(NamedTuple):
+    """What a request breaking one rule of a field got: `refused` passed when it was answered
+    400 ``invalid_argument``; `named` passed when a violation named the field, failed when none
+    did, ``None`` when it was not refused."""
+
+    refused: _Outcome
+    named: _Outcome | None = None
+
+
 def _fail(*parts: str) -> _Outcome:
     # Several requests may be named; the whole is cut, the key redacted, by _OperationRun.run.
     return _Outcome("failed", "; ".join(parts))
@@ -500,9 +509,13 @@ class _OperationRun:
                 ]
             for how, data in variants:
                 label, body = f"{fd.json_name} {how}", json.dumps(data).encode()
-                status, lines = self._invalid(label, fd.json_name, body)
-                named |= status == "passed"
-                (unnamed if status == "skipped" else failures).extend(lines)
+                refusal = self._invalid(label, fd.json_name, body)
+                if refusal.refused.status == "failed":
+                    failures.append(refusal.refused.detail)
+                if refusal.named is _PASS:
+                    named = True
+                elif refusal.named is not None:
+                    unnamed.append(refusal.named.detail)
         paths = _skip("no-error-response", f"no {_MISSING} {_INVALID} response came")
         if unnamed:
             paths = _fail(*unnamed)
@@ -513,25 +526,28 @@ class _OperationRun:
             required = _fail(*failures)
         return {_REQUIRED: required, _VIOLATION_PATHS: paths}
 
-    def _invalid(self, label: str, name: str, body: bytes) -> tuple[Status, list[str]]:
-        """Send `body`, which breaks a rule of the field `name`: ``passed`` when answered 400
-        ``invalid_argument`` with a violation naming it, ``skipped`` when none names it,
-        ``failed`` otherwise; and the lines saying what went wrong."""
+    def _invalid(self, label: str, name: str, body: bytes) -> _Refusal:
+        """Send `body`, which breaks a rule of the field `name` (`label` names the request in a
+        failure): whether it was refused, and whether the refusal named the field."""
         exchange, verdict = self._post(body)
         error = verdict.error if verdict else None
         if exchange.status != _MISSING or error is None or error.code != _INVALID:
-            return "failed", [f"{label}: expected {_MISSING} {_INVALID}", exchange.shown()]
+            return _Refusal(_fail(f"{label}: expected {_MISSING} {_INVALID}", exchange.shown()))
         if name in {v.field for v in error.violations}:
-            return "passed", []
-        return "skipped", [f"{label}: no violation names {name!r}", exchange.shown()]
+            return _Refusal(_PASS, _PASS)
+        return _Refusal(_PASS, _fail(f"{label}: no violation names {name!r}", exchange.shown()))
 
     def _rules(self) -> _Outcome:
         """One request per rule of a top-level request field, breaking it alone."""
         broken = list(_catalogue.broken_requests(self._op, self._good[0][0]))
         failures, underived = [], [f"{name} {rule}" for name, rule, r in broken if r is None]
         for name, rule, request in broken:
-            if request is not None:  # the label: "version string.max_len"
-                failures += self._invalid(f"{name} {rule}", name, to_json(request).encode())[1]
+            if request is None:
+                continue
+            # The label: "version string.max_len". A refusal that names no field fails too.
+            refusal = self._invalid(f"{name} {rule}", name, to_json(request).encode())
+            outcomes = (refusal.refused, refusal.named or _PASS)
+            failures += [outcome.detail for outcome in outcomes if outcome.status == "failed"]
         if failures:
             return _fail(*failures)
         if not broken:
