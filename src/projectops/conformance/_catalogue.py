@@ -355,7 +355,8 @@ def mapping_problems(
             ):
                 continue
             target = cast(Descriptor, fd.message_type).fields_by_name["value"] if is_map(fd) else fd
-            kind, inner = _kind(target), value_form(fd).message
+            kind = _kind(target)
+            inner = value_form(fd).message
             field_elements = elements(fd, item, join(path, key))
             # Well-known types have forms of their own, checked below or not at all.
             if inner is not None and not inner.full_name.startswith("google.protobuf."):
@@ -609,7 +610,8 @@ def unknown_field_name(descriptor: Descriptor) -> str:
 def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> tuple[Any, int]:
     """`data` with proto field names (`proto`) and 64-bit integers as numbers (`numbers`); and
     how many names or values changed."""
-    changed, out = 0, {}
+    changed = 0
+    out = {}
     by_json, _ = _fields(descriptor)
     for key, value in data.items():
         fd = by_json.get(key)
@@ -630,7 +632,8 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
                 item, count = _rewrite(item, inner, proto, numbers)
                 changed += count
             elif numbers and _kind(target) == INT64_STRINGS and isinstance(item, str):
-                item, changed = int(item), changed + 1
+                item = int(item)
+                changed += 1
             converted[at] = item
         if is_map(fd):
             out[name] = converted

@@ -107,7 +107,10 @@ class RunClient:
     ) -> None:
         from projectops.client import RawClient
 
-        self._key, self._timeout, self._run_deadline, self.count = api_key, timeout, run_deadline, 0
+        self._key = api_key
+        self._timeout = timeout
+        self._run_deadline = run_deadline
+        self.count = 0
         self.max_judged_bytes = max_judged_bytes
         self._raw = RawClient(
             base_url,
@@ -216,7 +219,8 @@ class RunClient:
         for name, value in answer.headers:  # linear in their number, one name repeated too
             values.setdefault(name.lower(), []).append(value)
         joined = {name: ", ".join(found) for name, found in values.items()}
-        exchange.headers, exchange.truncated = joined, answer.truncated
+        exchange.headers = joined
+        exchange.truncated = answer.truncated
         encoding = joined.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             exchange.problem = f"Content-Encoding {outside_text(encoding, 40)} not asked for"
@@ -316,9 +320,14 @@ class _OperationRun:
         known_paths: frozenset[str],
         deadline: float | None,
     ) -> None:
-        self._client, self._op, self._project = client, op, project
-        self._known_paths, self._deadline = known_paths, deadline
-        self.stopped = self.unimplemented = self.spent = False
+        self._client = client
+        self._op = op
+        self._project = project
+        self._known_paths = known_paths
+        self._deadline = deadline
+        self.stopped = False
+        self.unimplemented = False
+        self.spent = False
         given = project.answers.get(op.name, ()) if project else ()
         # (request, the fixture's response or None), known to succeed; without one, a request
         # derived from the schema (REQUIRED fields set, every rule kept; `{}` without them).
@@ -508,7 +517,8 @@ class _OperationRun:
                     ("blank", {**rest, fd.json_name: blank}) for blank in _catalogue.BLANK_TRIES
                 ]
             for how, data in variants:
-                label, body = f"{fd.json_name} {how}", json.dumps(data).encode()
+                label = f"{fd.json_name} {how}"
+                body = json.dumps(data).encode()
                 refusal = self._invalid(label, fd.json_name, body)
                 if refusal.refused.status == "failed":
                     failures.append(refusal.refused.detail)
@@ -540,7 +550,8 @@ class _OperationRun:
     def _rules(self) -> _Outcome:
         """One request per rule of a top-level request field, breaking it alone."""
         broken = list(_catalogue.broken_requests(self._op, self._good[0][0]))
-        failures, underived = [], [f"{name} {rule}" for name, rule, r in broken if r is None]
+        failures: list[str] = []
+        underived = [f"{name} {rule}" for name, rule, r in broken if r is None]
         for name, rule, request in broken:
             if request is None:
                 continue
@@ -572,7 +583,8 @@ class _OperationRun:
 
     def _known_good(self) -> _Outcome:
         failures: list[str] = []
-        compared = unjudged = False
+        compared = False
+        unjudged = False
         for request, expected in self._good:
             exchange, verdict = self._post(to_json(request).encode())
             if exchange.status == 200 and verdict is not None:
@@ -730,7 +742,8 @@ def run_checks(
     )
     known_paths = frozenset(op.path for op in ops)
     results: list[CheckResult] = []
-    stopped, unimplemented = False, []
+    stopped = False
+    unimplemented: list[str] = []
     try:
         for op in ops:
             run = _OperationRun(client, op, project, known_paths=known_paths, deadline=deadline)
