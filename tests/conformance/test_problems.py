@@ -69,3 +69,16 @@ def test_a_mapping_problem_names_its_field_by_path() -> None:
                 assert problem.what == f"written {fd.name!r}, not {fd.json_name!r}"
                 return
     pytest.skip("no response field has a JSON name other than its proto name")
+
+
+@pytest.mark.parametrize("body", [b"[]", b"null", b"\xff"])
+def test_a_request_that_does_not_decode_is_drift_at_the_codecs_path(body: bytes) -> None:
+    op = _operation()
+    with pytest.raises(InvalidArgument) as caught:
+        from_json(body, op.request_type)
+    [expected] = caught.value.violations
+    found, message = find_violations(op, "request", body)
+    assert message is None
+    assert [(v.check, v.field, v.detail) for v in found] == [
+        ("request.decodes", expected.field, expected.description)
+    ]
