@@ -4,7 +4,10 @@ keyed by check id."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
+from google.protobuf.descriptor import Descriptor
 
 import projectops
 from projectops.codec import from_json
@@ -60,7 +63,7 @@ def test_the_json_checks_are_the_catalogues_json_checks_in_its_order() -> None:
 
 def test_a_mapping_problem_names_its_field_by_path() -> None:
     for op in projectops.operations():
-        descriptor = op.response_type.DESCRIPTOR
+        descriptor = cast(Descriptor, op.response_type.DESCRIPTOR)
         for fd in descriptor.fields:
             if fd.name != fd.json_name:
                 found = _catalogue.mapping_problems({fd.name: None}, descriptor)
