@@ -34,7 +34,8 @@ from projectops.validation import BLANK, is_required, rule_violations
 __all__ = ["BLANK_TRIES", "CHECKS", "DECODES", "ERRORS", "JSON_CHECKS", "CheckSpec", "Verdict"]
 __all__ += ["error_problem", "int64_as_numbers", "judge_answer", "mapping_problems", "proto_names"]
 __all__ += ["broken_requests", "required_fields", "rfc3339_utc", "unknown_field_name"]
-__all__ += ["ABSENT", "response_differences"]
+__all__ += ["CAMEL_CASE", "ENUM_NAMES", "INT64_STRINGS", "RULES", "TIMESTAMPS", "ZERO_VALUES"]
+__all__ += ["ABSENT", "Problem", "decode_problem", "response_differences"]
 
 #: How binding a check is: ``must`` (the contract) or ``should`` (this package's design).
 Level = Literal["must", "should"]
@@ -65,59 +66,214 @@ class CheckSpec:
     needs_success: bool = False
 
 
-# id, level, "200" when it judges 200 answers (needs_success) else "-", the rule.
-_CATALOGUE = """
-auth.no-key must - a request without the key header gets 401 (§2.3)
-auth.wrong-key must - a request with an unknown key gets 401 (§2.3)
-auth.before-body must - no key and a malformed body get 401, not 400 (§2.4)
-request.required must - a REQUIRED field missing, or blank in any white space of §4.2, gets 400 \
-invalid_argument with a message (§4.1, §4.2, §4.3)
-request.not-object must - a body that is not a JSON object gets 400 (§1.2, §3.5)
-request.rules must - a request breaking one rule of a field (over its max_len, outside its range, \
-...) gets 400 invalid_argument naming the field (§4.3, §4.6)
-fixtures.response must 200 each fixture request is answered 200 with the fixture's response
-response.decodes must 200 every 200 answer decodes strictly as the response message (§1.2, §3.4)
-response.rules must 200 every 200 answer keeps the response's rules: REQUIRED fields set, each \
-protovalidate rule kept (§4.1, §4.6)
-auth.scope-headers must 200 Project-Id/Organization-Id headers that disagree with the key change \
-nothing (§2.2)
-json.camel-case must 200 answers name fields in lowerCamelCase (§3.1)
-json.int64-strings must 200 answers write 64-bit integers as decimal strings (§3.1)
-json.enum-names must 200 answers write enum values as their names (§3.1)
-json.timestamps must 200 answers write timestamps as RFC 3339 in UTC with Z and 0, 3, 6 or 9 \
-fraction digits (§3.1)
-json.zero-values must 200 answers write every field without presence, zero values too (§3.1)
-errors.error-response should - every non-2xx answer is an ErrorResponse whose code is known and \
-whose status is that code's (§5.1, §5.2, §5.4)
-errors.violation-paths should - a missing or blank REQUIRED field's 400 names its path in a \
-violation (§4.3, §4.4)
-request.proto-names should 200 a request with proto field names gets the answer of its camelCase \
-form (§3.2)
-request.int64-numbers should 200 a request with 64-bit integers as numbers gets the answer of its \
-canonical form (§3.2)
-request.unknown-fields should 200 a request with an unknown field gets the answer of the request \
-without it (§3.3)
-http.method should - any method but POST gets 405 with Allow: POST (§5.4)
-http.unknown-path should - a path under /api/mcp/ that is no operation's gets 404 (§5.4)
-http.body-limit should - a body over the server's body limit gets 413 (§6)
-"""
+@dataclass(frozen=True)
+class Problem:
+    """What one answer (or request) shows against one check: data until the edge, where
+    :meth:`text` says it to a person (the runner's detail) and the proxy's drift line reads
+    its fields (docs/conformance.md).
+
+    Attributes:
+        path: the field's path as violations name it (docs/contract.md §4.4; ``""``: the whole
+            body); ``None`` when `what` is a sentence of its own, about no one field.
+        what: what is wrong there, one clause (outside text inside, not yet escaped).
+        rule: the rule broken (a protovalidate rule id such as ``string.max_len``), or ``None``.
+        decoding: the message the body did not decode as (``response.decodes``), else ``""``.
+    """
+
+    path: str | None
+    what: str
+    rule: str | None = None
+    decoding: str = ""
+
+    def text(self) -> str:
+        """The problem for a person: ``[not a <decoding>: ][<path or "the body">: ]<what>``.
+
+        Returns:
+            One line, not yet redacted, escaped or cut (the caller's, at the edge).
+        """
+        located = self.what
+        if self.path is not None:
+            located = f"{self.path or 'the body'}: {self.what}"
+        if not self.decoding:
+            return located
+        return f"not a {self.decoding}: {located}"
+
+
+def decode_problem(exc: InvalidArgument, decoding: str = "") -> Problem:
+    """The problem of a body that did not decode (docs/contract.md §3.4): the codec's one
+    violation when its message says just that, else the message, about no one field (the body
+    is not JSON, would cost too much to decode, ...).
+
+    Args:
+        exc: the codec's error.
+        decoding: the name of the message type the body was decoded as; ``""`` (the default):
+            not named in the problem's text.
+
+    Returns:
+        The :class:`Problem`; its :meth:`Problem.text` is ``exc.message``, after ``not a
+        <decoding>: `` when `decoding` is given.
+    """
+    whole = Problem(None, exc.message, decoding=decoding)
+    if len(exc.violations) != 1:
+        return whole
+    violation = exc.violations[0]
+    located = Problem(violation.field, violation.description, decoding=decoding)
+    if located.text() == whole.text():
+        return located
+    return whole
+
+
+# The catalogue (docs/conformance.md), in the order a report lists the checks per operation.
+_CATALOGUE = (
+    CheckSpec(
+        "auth.no-key",
+        "must",
+        "a request without the key header gets 401 (§2.3)",
+    ),
+    CheckSpec(
+        "auth.wrong-key",
+        "must",
+        "a request with an unknown key gets 401 (§2.3)",
+    ),
+    CheckSpec(
+        "auth.before-body",
+        "must",
+        "no key and a malformed body get 401, not 400 (§2.4)",
+    ),
+    CheckSpec(
+        "request.required",
+        "must",
+        "a REQUIRED field missing, or blank in any white space of §4.2, gets 400 "
+        "invalid_argument with a message (§4.1, §4.2, §4.3)",
+    ),
+    CheckSpec(
+        "request.not-object",
+        "must",
+        "a body that is not a JSON object gets 400 (§1.2, §3.5)",
+    ),
+    CheckSpec(
+        "request.rules",
+        "must",
+        "a request breaking one rule of a field (over its max_len, outside its range, ...) "
+        "gets 400 invalid_argument naming the field (§4.3, §4.6)",
+    ),
+    CheckSpec(
+        "fixtures.response",
+        "must",
+        "each fixture request is answered 200 with the fixture's response",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "response.decodes",
+        "must",
+        "every 200 answer decodes strictly as the response message (§1.2, §3.4)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "response.rules",
+        "must",
+        "every 200 answer keeps the response's rules: REQUIRED fields set, each protovalidate"
+        " rule kept (§4.1, §4.6)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "auth.scope-headers",
+        "must",
+        "Project-Id/Organization-Id headers that disagree with the key change nothing (§2.2)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "json.camel-case",
+        "must",
+        "answers name fields in lowerCamelCase (§3.1)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "json.int64-strings",
+        "must",
+        "answers write 64-bit integers as decimal strings (§3.1)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "json.enum-names",
+        "must",
+        "answers write enum values as their names (§3.1)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "json.timestamps",
+        "must",
+        "answers write timestamps as RFC 3339 in UTC with Z and 0, 3, 6 or 9 fraction digits "
+        "(§3.1)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "json.zero-values",
+        "must",
+        "answers write every field without presence, zero values too (§3.1)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "errors.error-response",
+        "should",
+        "every non-2xx answer is an ErrorResponse whose code is known and whose status is "
+        "that code's (§5.1, §5.2, §5.4)",
+    ),
+    CheckSpec(
+        "errors.violation-paths",
+        "should",
+        "a missing or blank REQUIRED field's 400 names its path in a violation (§4.3, §4.4)",
+    ),
+    CheckSpec(
+        "request.proto-names",
+        "should",
+        "a request with proto field names gets the answer of its camelCase form (§3.2)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "request.int64-numbers",
+        "should",
+        "a request with 64-bit integers as numbers gets the answer of its canonical form (§3.2)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "request.unknown-fields",
+        "should",
+        "a request with an unknown field gets the answer of the request without it (§3.3)",
+        needs_success=True,
+    ),
+    CheckSpec(
+        "http.method",
+        "should",
+        "any method but POST gets 405 with Allow: POST (§5.4)",
+    ),
+    CheckSpec(
+        "http.unknown-path",
+        "should",
+        "a path under /api/mcp/ that is no operation's gets 404 (§5.4)",
+    ),
+    CheckSpec(
+        "http.body-limit",
+        "should",
+        "a body over the server's body limit gets 413 (§6)",
+    ),
+)
 
 #: Check id -> its spec, in the order a report lists them per operation.
-CHECKS: Mapping[str, CheckSpec] = {
-    spec.id: spec
-    for spec in (
-        CheckSpec(i, cast(Level, level), rule, needs == "200")
-        for i, level, needs, rule in (
-            line.split(" ", 3) for line in _CATALOGUE.strip().splitlines()
-        )
-    )
-}
+CHECKS: Mapping[str, CheckSpec] = {spec.id: spec for spec in _CATALOGUE}
 
-#: The checks judged on every answer besides :data:`JSON_CHECKS`.
-DECODES, RULES, ERRORS = "response.decodes", "response.rules", "errors.error-response"
-#: The ids of the JSON-mapping checks :func:`mapping_problems` reports on.
-JSON_CHECKS = tuple(check for check in CHECKS if check.startswith("json."))
-_CAMEL, _INT64, _ENUM, _TIME, _ZERO = JSON_CHECKS
+#: The checks judged on every answer besides :data:`JSON_CHECKS`: a 200 decodes strictly,
+#: keeps the response's rules; a non-2xx is an ErrorResponse.
+DECODES = "response.decodes"
+RULES = "response.rules"
+ERRORS = "errors.error-response"
+#: The JSON-mapping checks :func:`mapping_problems` reports on (§3.1), by name.
+CAMEL_CASE = "json.camel-case"
+INT64_STRINGS = "json.int64-strings"
+ENUM_NAMES = "json.enum-names"
+TIMESTAMPS = "json.timestamps"
+ZERO_VALUES = "json.zero-values"
+JSON_CHECKS = (CAMEL_CASE, INT64_STRINGS, ENUM_NAMES, TIMESTAMPS, ZERO_VALUES)
 _INT64_TYPES = {
     getattr(FieldDescriptor, f"TYPE_{t}") for t in "INT64 UINT64 SINT64 FIXED64 SFIXED64".split()
 }
@@ -125,9 +281,9 @@ _INT64_TYPES = {
 _RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.([0-9]{3}){1,3})?Z")
 _INT64_WRAPPERS = frozenset({"google.protobuf.Int64Value", "google.protobuf.UInt64Value"})
 _WHAT = {
-    _TIME: "{} is not RFC 3339 in UTC with Z",
-    _INT64: "the 64-bit integer {} is a JSON number, not a string",
-    _ENUM: "the enum value {} is a number, not a name",
+    TIMESTAMPS: "{} is not RFC 3339 in UTC with Z",
+    INT64_STRINGS: "the 64-bit integer {} is a JSON number, not a string",
+    ENUM_NAMES: "the enum value {} is a number, not a name",
 }
 
 
@@ -141,27 +297,27 @@ def _kind(fd: FieldDescriptor) -> str | None:
     """The check that one value of `fd` (a map's value field, for a map) falls under."""
     name = fd.message_type.full_name if fd.message_type is not None else ""
     if name == "google.protobuf.Timestamp":
-        return _TIME
+        return TIMESTAMPS
     if name in _INT64_WRAPPERS or (fd.message_type is None and fd.type in _INT64_TYPES):
-        return _INT64
+        return INT64_STRINGS
     if fd.enum_type is not None and fd.enum_type.full_name != "google.protobuf.NullValue":
-        return _ENUM
+        return ENUM_NAMES
     return None
 
 
 def mapping_problems(
     data: Any, descriptor: Descriptor, examined: set[str] | None = None
-) -> dict[str, list[str]]:
+) -> dict[str, list[Problem]]:
     """Check id of :data:`JSON_CHECKS` (each present) -> up to :data:`MAX_PROBLEMS` problems
-    ``"<field path>: <what>"`` of the parsed JSON `data` of a `descriptor` message. Unknown keys
-    (§3.3) and wrong JSON types (the decoder's) are skipped. `examined` gets the ids `data` held
-    something for."""
-    found: dict[str, list[str]] = {check: [] for check in JSON_CHECKS}
+    (each a field path and what) of the parsed JSON `data` of a `descriptor` message. Unknown
+    keys (§3.3) and wrong JSON types (the decoder's) are skipped. `examined` gets the ids `data`
+    held something for."""
+    found: dict[str, list[Problem]] = {check: [] for check in JSON_CHECKS}
     seen = set() if examined is None else examined
 
     def note(check: str, path: str, what: str) -> None:
         if len(found[check]) < MAX_PROBLEMS:
-            found[check].append(f"{path or 'the body'}: {what}")
+            found[check].append(Problem(path, what))
 
     # Iterative: a recursive message type nests as deep as the answer does.
     # A stack of (iterator over (path, key, value) as _wire.elements yields them, the values'
@@ -182,24 +338,25 @@ def mapping_problems(
         for fd in message.fields:
             written = fd.json_name in value or fd.name in value
             if not fd.has_presence:
-                seen.add(_ZERO)
+                seen.add(ZERO_VALUES)
                 if not written:
-                    note(_ZERO, join(path, fd.json_name), "not written (it has no presence)")
+                    note(ZERO_VALUES, join(path, fd.json_name), "not written (it has no presence)")
             if written and fd.json_name != fd.name:
-                seen.add(_CAMEL)
+                seen.add(CAMEL_CASE)
         for key, item in value.items():
             found_fd = by_json.get(key) or by_name.get(key)
             if found_fd is None:
                 continue
             fd = found_fd
             if key != fd.json_name:
-                note(_CAMEL, join(path, key), f"written {key!r}, not {fd.json_name!r}")
+                note(CAMEL_CASE, join(path, key), f"written {key!r}, not {fd.json_name!r}")
             if item is None or (
                 fd.is_repeated and not isinstance(item, dict if is_map(fd) else list)
             ):
                 continue
             target = cast(Descriptor, fd.message_type).fields_by_name["value"] if is_map(fd) else fd
-            kind, inner = _kind(target), value_form(fd).message
+            kind = _kind(target)
+            inner = value_form(fd).message
             field_elements = elements(fd, item, join(path, key))
             # Well-known types have forms of their own, checked below or not at all.
             if inner is not None and not inner.full_name.startswith("google.protobuf."):
@@ -209,7 +366,7 @@ def mapping_problems(
             for element_path, _, element in field_elements:
                 if kind is not None and element is not None:
                     seen.add(kind)
-                    if kind == _TIME:
+                    if kind == TIMESTAMPS:
                         bad = isinstance(element, str) and not rfc3339_utc(element)
                     else:
                         bad = isinstance(element, int | float) and not isinstance(element, bool)
@@ -227,23 +384,25 @@ _ALLOWED_ERRORS = frozenset(
 )
 
 
-def error_problem(status: int, error: ErrorResponse | None) -> str | None:
+def error_problem(status: int, error: ErrorResponse | None) -> Problem | None:
+    """What is wrong with a non-2xx answer of `status` whose body read as `error` (``None``: not
+    an ErrorResponse), docs/contract.md §5.1-§5.4; ``None`` when nothing is."""
     if error is None:
-        return "not an ErrorResponse"
+        return Problem(None, "not an ErrorResponse")
     if error.code not in _CODES:
-        return f"unknown code {clip(repr(error.code))}"
+        return Problem(None, f"unknown code {clip(repr(error.code))}")
     if (error.code, status) not in _ALLOWED_ERRORS:
-        return f"the code {error.code} is not answered with {status}"
+        return Problem(None, f"the code {error.code} is not answered with {status}")
     return None
 
 
 @dataclass
 class Verdict:
-    """What one answer showed: `problems` per check id, the ids it `examined`, a 200's
-    `message` (decoded leniently), a non-2xx's `error`, and a `digest` of its canonical JSON (of
-    its bytes when not JSON) to tell two answers apart."""
+    """What one answer showed: its :class:`Problem` records per check id, the ids it
+    `examined`, a 200's `message` (decoded leniently), a non-2xx's `error`, and a `digest` of
+    its canonical JSON (of its bytes when not JSON) to tell two answers apart."""
 
-    problems: dict[str, list[str]] = field(default_factory=dict)
+    problems: dict[str, list[Problem]] = field(default_factory=dict)
     examined: set[str] = field(default_factory=set)
     message: Message | None = None
     error: ErrorResponse | None = None
@@ -268,13 +427,13 @@ def judge_answer(response_type: type[Message], status: int, body: bytes) -> Verd
     try:
         data = parse_json(body, response_type)
     except InvalidArgument as exc:
-        verdict.problems[DECODES] = [f"not a {name}: {exc.message}"]
+        verdict.problems[DECODES] = [decode_problem(exc, name)]
         return verdict
     verdict.digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     try:
         verdict.message = _decode(data, response_type, strict=True)
     except InvalidArgument as exc:
-        verdict.problems[DECODES] = [f"not a {name}: {exc.message}"]
+        verdict.problems[DECODES] = [decode_problem(exc, name)]
         with suppress(InvalidArgument):
             verdict.message = _decode(data, response_type, strict=False)
     descriptor = cast(Descriptor, response_type.DESCRIPTOR)
@@ -285,7 +444,7 @@ def judge_answer(response_type: type[Message], status: int, body: bytes) -> Verd
         broken = rule_violations(verdict.message) if verdict.message else []
         verdict.examined.add(RULES)
         if broken:
-            verdict.problems[RULES] = [f"{v.field or 'the body'}: {v.description}" for v in broken]
+            verdict.problems[RULES] = [Problem(v.field, v.description, v.rule) for v in broken]
     return verdict
 
 
@@ -451,7 +610,8 @@ def unknown_field_name(descriptor: Descriptor) -> str:
 def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> tuple[Any, int]:
     """`data` with proto field names (`proto`) and 64-bit integers as numbers (`numbers`); and
     how many names or values changed."""
-    changed, out = 0, {}
+    changed = 0
+    out = {}
     by_json, _ = _fields(descriptor)
     for key, value in data.items():
         fd = by_json.get(key)
@@ -471,8 +631,9 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
             ):
                 item, count = _rewrite(item, inner, proto, numbers)
                 changed += count
-            elif numbers and _kind(target) == _INT64 and isinstance(item, str):
-                item, changed = int(item), changed + 1
+            elif numbers and _kind(target) == INT64_STRINGS and isinstance(item, str):
+                item = int(item)
+                changed += 1
             converted[at] = item
         if is_map(fd):
             out[name] = converted

@@ -285,9 +285,12 @@ def _run_proxy(args: argparse.Namespace) -> int:
                 "; no 200 answer of an operation came through the proxy (only those are "
                 "recorded: error answers and other paths are not)"
             )
+        answers = "answers"
+        if recording.count == 1:
+            answers = "answer"
         print(
-            f"projectops proxy recorded {recording.count} answer"
-            f"{'' if recording.count == 1 else 's'} to {outside_text(record, 200)}{left_out}; its "
+            f"projectops proxy recorded {recording.count} {answers} to "
+            f"{outside_text(record, 200)}{left_out}; its "
             f"apiKey is the stand-in {STAND_IN_KEY!r}: set it to the key your tests send",
             file=sys.stderr,
         )

@@ -41,7 +41,7 @@ from starlette.types import Receive, Scope, Send
 from projectops._text import REDACTED, outside_text, redact_secrets
 from projectops.client import AsyncRawClient
 from projectops.codec import dump, from_json, to_dict
-from projectops.conformance._catalogue import DECODES, judge_answer
+from projectops.conformance._catalogue import DECODES, Problem, decode_problem, judge_answer
 from projectops.conformance._report import MAX_CALLS, MAX_JUDGED_BYTES
 from projectops.conventions import (
     API_KEY_HEADER,
@@ -134,13 +134,16 @@ def find_violations(
             message = from_json(body if body.strip() else b"{}", op.request_type)
             # REQUIRED is walked again by rule_violations: a request is small, and the engine
             # may be missing (extra `server`), when REQUIRED alone is judged.
-            missing = [f"{v.field}: {v.description}" for v in violations(message)]
+            missing = [Problem(v.field, v.description, REQUIRED_RULE) for v in violations(message)]
             problems = {"request.required": missing}
             with suppress(ImportError):
                 broken = [v for v in rule_violations(message) if v.rule != REQUIRED_RULE]
-                problems["request.rules"] = [f"{v.field}: {v.description}" for v in broken]
+                problems["request.rules"] = [
+                    Problem(v.field, v.description, v.rule) for v in broken
+                ]
         except InvalidArgument as exc:
-            message, problems = None, {"request.decodes": [exc.message]}
+            message = None
+            problems = {"request.decodes": [decode_problem(exc)]}
     else:
         verdict = judge_answer(op.response_type, status, body)
         problems = verdict.problems
@@ -150,29 +153,15 @@ def find_violations(
     # The mapping checks first: they name the fields the decoding check would name again.
     for check, found in sorted(problems.items(), key=lambda item: item[0].endswith("decodes")):
         for problem in found:
-            field, what = _split(problem.removeprefix(f"not a {op.response_type.__name__}: "))
-            if check.endswith("decodes") and field and field in named:
+            path = problem.path or ""
+            if check.endswith("decodes") and path and path in named:
                 continue
-            named.add(field)
-            field, what = (outside_text(t, _DETAIL_CHARS, secrets) for t in (field, what))
+            named.add(path)
+            # The edge: the peer's text redacted, escaped and cut, once.
+            field = outside_text(path, _DETAIL_CHARS, secrets)
+            what = outside_text(problem.what, _DETAIL_CHARS, secrets)
             out.append(Violation(op.name, side, check, field, what))
     return out, message
-
-
-def _split(problem: str) -> tuple[str, str]:
-    """``(field path, what)`` of a ``"<path>: <what>"`` problem, else ``("", problem)``. A path
-    holds no space but in a map key, a JSON string (``labels["a: b"]``)."""
-    if problem.startswith("the body: "):
-        return "", problem[len("the body: ") :]
-    at, decoder = 0, json.JSONDecoder()
-    while at < len(problem) and problem[at] != " ":
-        if problem.startswith(": ", at):
-            return problem[:at], problem[at + 2 :]
-        try:
-            at = decoder.raw_decode(problem, at + 1)[1] if problem.startswith('["', at) else at + 1
-        except ValueError:
-            break
-    return "", problem
 
 
 class Recording:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
@@ -107,7 +107,10 @@ class RunClient:
     ) -> None:
         from projectops.client import RawClient
 
-        self._key, self._timeout, self._run_deadline, self.count = api_key, timeout, run_deadline, 0
+        self._key = api_key
+        self._timeout = timeout
+        self._run_deadline = run_deadline
+        self.count = 0
         self.max_judged_bytes = max_judged_bytes
         self._raw = RawClient(
             base_url,
@@ -158,9 +161,12 @@ class RunClient:
         end = time.monotonic() if self._run_deadline is None else self._run_deadline
         worker.join(max(0.0, end + self._timeout - time.monotonic()))
         if failed:
-            check = _catalogue.DECODES if status == 200 else _catalogue.ERRORS
+            check = _catalogue.ERRORS
+            if status == 200:
+                check = _catalogue.DECODES
             why = f"not judged: judging failed ({type(failed[0]).__name__}: {failed[0]})"
-            return _catalogue.Verdict(problems={check: [why]}, examined={check})
+            failure = _catalogue.Problem(None, why)
+            return _catalogue.Verdict(problems={check: [failure]}, examined={check})
         if not done:
             raise DeadlinePassed
         return done[0]
@@ -213,7 +219,8 @@ class RunClient:
         for name, value in answer.headers:  # linear in their number, one name repeated too
             values.setdefault(name.lower(), []).append(value)
         joined = {name: ", ".join(found) for name, found in values.items()}
-        exchange.headers, exchange.truncated = joined, answer.truncated
+        exchange.headers = joined
+        exchange.truncated = answer.truncated
         encoding = joined.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             exchange.problem = f"Content-Encoding {outside_text(encoding, 40)} not asked for"
@@ -256,14 +263,15 @@ class _Outcome:
 
 
 _PASS = _Outcome("passed")
-# The checks judged on every answer, and what a 200 answer must hold to examine each (the JSON
-# checks' in the catalogue's order).
-_NEEDS = "a field whose JSON name differs from its proto name|a 64-bit integer|an enum value|"
-_NEEDS += "a timestamp|a field without presence"
+# The checks judged on every answer, and what a 200 answer must hold to examine each.
 _HELD = {
     _catalogue.DECODES: "",
     _catalogue.RULES: "a message that decodes, or protovalidate is not installed (extra server)",
-    **dict(zip(_catalogue.JSON_CHECKS, _NEEDS.split("|"), strict=True)),
+    _catalogue.CAMEL_CASE: "a field whose JSON name differs from its proto name",
+    _catalogue.INT64_STRINGS: "a 64-bit integer",
+    _catalogue.ENUM_NAMES: "an enum value",
+    _catalogue.TIMESTAMPS: "a timestamp",
+    _catalogue.ZERO_VALUES: "a field without presence",
     _catalogue.ERRORS: "",
 }
 _UNAUTHORIZED = error_cases.UNAUTHENTICATED.http_status
@@ -272,8 +280,19 @@ _MISSING = error_cases.MISSING_REQUIRED.http_status
 _INVALID = str(error_cases.MISSING_REQUIRED.code)
 _NOT_IMPLEMENTED = error_cases.NOT_IMPLEMENTED.http_status
 _FIXTURES = "fixtures.response"
+_REQUIRED = "request.required"
+_VIOLATION_PATHS = "errors.violation-paths"
 # Characters of a value, and of a field's path, in a fixtures.response difference.
 _VALUE_CHARS = 100
+
+
+class _Refusal(NamedTuple):
+    """What a request breaking one rule of a field got: `refused` passed when it was answered
+    400 ``invalid_argument``; `named` passed when a violation named the field, failed when none
+    did, ``None`` when it was not refused."""
+
+    refused: _Outcome
+    named: _Outcome | None = None
 
 
 def _fail(*parts: str) -> _Outcome:
@@ -301,9 +320,14 @@ class _OperationRun:
         known_paths: frozenset[str],
         deadline: float | None,
     ) -> None:
-        self._client, self._op, self._project = client, op, project
-        self._known_paths, self._deadline = known_paths, deadline
-        self.stopped = self.unimplemented = self.spent = False
+        self._client = client
+        self._op = op
+        self._project = project
+        self._known_paths = known_paths
+        self._deadline = deadline
+        self.stopped = False
+        self.unimplemented = False
+        self.spent = False
         given = project.answers.get(op.name, ()) if project else ()
         # (request, the fixture's response or None), known to succeed; without one, a request
         # derived from the schema (REQUIRED fields set, every rule kept; `{}` without them).
@@ -338,7 +362,8 @@ class _OperationRun:
         if exchange.truncated:
             if exchange.status == 200:
                 self._examined.add(_catalogue.DECODES)
-                self._note(_catalogue.DECODES, ["larger than --max-response-bytes"], exchange)
+                too_large = _catalogue.Problem(None, "larger than --max-response-bytes")
+                self._note(_catalogue.DECODES, [too_large], exchange)
             return exchange, None
         verdict = self._client.judge(self._op.response_type, exchange, body)
         del body
@@ -358,9 +383,10 @@ class _OperationRun:
                 raise _Unimplemented
         return exchange, verdict
 
-    def _note(self, check: str, problems: list[str], exchange: Exchange) -> None:
+    def _note(self, check: str, problems: list[_catalogue.Problem], exchange: Exchange) -> None:
         if len(self._failures[check]) < 6:  # three answers' worth
-            shown = ", ".join(self._client.shown(p, 200) for p in problems)
+            # The edge: each problem said once, the key redacted, escaped and cut.
+            shown = ", ".join(self._client.shown(p.text(), 200) for p in problems)
             self._failures[check] += [shown, exchange.shown()]
 
     @contextmanager
@@ -394,11 +420,12 @@ class _OperationRun:
 
     def run(self) -> list[CheckResult]:
         sample = to_json(self._good[0][0]).encode()
-        steps: tuple[tuple[str, Callable[[], _Outcome]], ...] = (
+        # Each step's outcome, or the outcomes of the checks it judges (by check id).
+        steps: tuple[tuple[str, Callable[[], _Outcome | dict[str, _Outcome]]], ...] = (
             ("auth.no-key", lambda: self._unauthorized(sample, key="none")),
             ("auth.wrong-key", lambda: self._unauthorized(sample, key="wrong")),
             ("auth.before-body", lambda: self._unauthorized(b"{", key="none")),
-            ("request.required", self._required),
+            (_REQUIRED, self._required),
             ("request.not-object", self._not_object),
             ("request.rules", self._rules),
             (_FIXTURES, self._known_good),
@@ -417,7 +444,10 @@ class _OperationRun:
             if self.stopped or self.unimplemented:
                 break
             with self._check(check_id):
-                self._results[check_id] = step()
+                outcome = step()
+                if isinstance(outcome, _Outcome):
+                    outcome = {check_id: outcome}
+                self._results.update(outcome)
         for check_id, held in _HELD.items():
             if self._failures[check_id]:
                 self._results[check_id] = _fail(*self._failures[check_id])
@@ -468,12 +498,13 @@ class _OperationRun:
     def _status(self, exchange: Exchange, wanted: int) -> _Outcome:
         return _PASS if exchange.status == wanted else _fail(f"expected {wanted}", exchange.shown())
 
-    def _required(self) -> _Outcome:
+    def _required(self) -> dict[str, _Outcome]:
+        """``request.required``, and ``errors.violation-paths`` judged on the same answers."""
         fields = _catalogue.required_fields(self._op)
         if not fields:
             reason = f"the request of {self._op.name} has no REQUIRED field"
-            self._results["errors.violation-paths"] = _skip("not-applicable", reason)
-            return _skip("not-applicable", reason)
+            none = _skip("not-applicable", reason)
+            return {_REQUIRED: none, _VIOLATION_PATHS: none}
         base = to_dict(self._good[0][0])
         failures: list[str] = []
         unnamed: list[str] = []
@@ -486,37 +517,48 @@ class _OperationRun:
                     ("blank", {**rest, fd.json_name: blank}) for blank in _catalogue.BLANK_TRIES
                 ]
             for how, data in variants:
-                label, body = f"{fd.json_name} {how}", json.dumps(data).encode()
-                status, lines = self._invalid(label, fd.json_name, body)
-                named |= status == "passed"
-                (unnamed if status == "skipped" else failures).extend(lines)
+                label = f"{fd.json_name} {how}"
+                body = json.dumps(data).encode()
+                refusal = self._invalid(label, fd.json_name, body)
+                if refusal.refused.status == "failed":
+                    failures.append(refusal.refused.detail)
+                if refusal.named is _PASS:
+                    named = True
+                elif refusal.named is not None:
+                    unnamed.append(refusal.named.detail)
         paths = _skip("no-error-response", f"no {_MISSING} {_INVALID} response came")
         if unnamed:
             paths = _fail(*unnamed)
         elif named:
             paths = _PASS
-        self._results["errors.violation-paths"] = paths
-        return _fail(*failures) if failures else _PASS
+        required = _PASS
+        if failures:
+            required = _fail(*failures)
+        return {_REQUIRED: required, _VIOLATION_PATHS: paths}
 
-    def _invalid(self, label: str, name: str, body: bytes) -> tuple[Status, list[str]]:
-        """Send `body`, which breaks a rule of the field `name`: ``passed`` when answered 400
-        ``invalid_argument`` with a violation naming it, ``skipped`` when none names it,
-        ``failed`` otherwise; and the lines saying what went wrong."""
+    def _invalid(self, label: str, name: str, body: bytes) -> _Refusal:
+        """Send `body`, which breaks a rule of the field `name` (`label` names the request in a
+        failure): whether it was refused, and whether the refusal named the field."""
         exchange, verdict = self._post(body)
         error = verdict.error if verdict else None
         if exchange.status != _MISSING or error is None or error.code != _INVALID:
-            return "failed", [f"{label}: expected {_MISSING} {_INVALID}", exchange.shown()]
+            return _Refusal(_fail(f"{label}: expected {_MISSING} {_INVALID}", exchange.shown()))
         if name in {v.field for v in error.violations}:
-            return "passed", []
-        return "skipped", [f"{label}: no violation names {name!r}", exchange.shown()]
+            return _Refusal(_PASS, _PASS)
+        return _Refusal(_PASS, _fail(f"{label}: no violation names {name!r}", exchange.shown()))
 
     def _rules(self) -> _Outcome:
         """One request per rule of a top-level request field, breaking it alone."""
         broken = list(_catalogue.broken_requests(self._op, self._good[0][0]))
-        failures, underived = [], [f"{name} {rule}" for name, rule, r in broken if r is None]
+        failures: list[str] = []
+        underived = [f"{name} {rule}" for name, rule, r in broken if r is None]
         for name, rule, request in broken:
-            if request is not None:  # the label: "version string.max_len"
-                failures += self._invalid(f"{name} {rule}", name, to_json(request).encode())[1]
+            if request is None:
+                continue
+            # The label: "version string.max_len". A refusal that names no field fails too.
+            refusal = self._invalid(f"{name} {rule}", name, to_json(request).encode())
+            outcomes = (refusal.refused, refusal.named or _PASS)
+            failures += [outcome.detail for outcome in outcomes if outcome.status == "failed"]
         if failures:
             return _fail(*failures)
         if not broken:
@@ -541,7 +583,8 @@ class _OperationRun:
 
     def _known_good(self) -> _Outcome:
         failures: list[str] = []
-        compared = unjudged = False
+        compared = False
+        unjudged = False
         for request, expected in self._good:
             exchange, verdict = self._post(to_json(request).encode())
             if exchange.status == 200 and verdict is not None:
@@ -699,7 +742,8 @@ def run_checks(
     )
     known_paths = frozenset(op.path for op in ops)
     results: list[CheckResult] = []
-    stopped, unimplemented = False, []
+    stopped = False
+    unimplemented: list[str] = []
     try:
         for op in ops:
             run = _OperationRun(client, op, project, known_paths=known_paths, deadline=deadline)
