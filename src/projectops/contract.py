@@ -163,7 +163,8 @@ def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[
             )
             continue
         for part in ("method", "path", "body"):
-            before, after = getattr(old.http, part), getattr(new.http, part)
+            before = getattr(old.http, part)
+            after = getattr(new.http, part)
             if before != after:
                 findings.append(
                     f"{old.full_name}: HTTP {part} of operation {old.name} changed "
@@ -283,9 +284,11 @@ def _rule_findings(
         if (current := new.fields_by_number.get(field.number)) is not None:
             pairs.append((join(path, field.name), field, current))
     for where, o, n in pairs:
-        before, after = rules.rule_items(o), rules.rule_items(n)
+        before = rules.rule_items(o)
+        after = rules.rule_items(n)
         for name in sorted(before.keys() | after.keys()):
-            was, now = before.get(name), after.get(name)
+            was = before.get(name)
+            now = after.get(name)
             stricter = was is None or (now is not None and _tighter(name, was, now))
             looser = now is None or (was is not None and _tighter(name, now, was))
             if was != now and (stricter if side == "request" else looser):

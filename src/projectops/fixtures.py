@@ -210,10 +210,12 @@ def _path(where: Any) -> str:
     steps: list[str] = []
     while where is not None:
         where, step = where
-        bare = isinstance(step, str) and _NAME.fullmatch(step)
-        steps.append(
-            f".{step}" if bare else f"[{step if isinstance(step, int) else _quoted(step)}]"
-        )
+        if isinstance(step, int):
+            steps.append(f"[{step}]")
+        elif _NAME.fullmatch(step):
+            steps.append(f".{step}")
+        else:
+            steps.append(f"[{_quoted(step)}]")
     path = "".join(reversed(steps)).removeprefix(".") or "the top level"
     return path if len(path) <= 120 else f"{path[:60]}...{path[-57:]}"
 
@@ -328,9 +330,11 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
     if has_response:
         response = _decode(item["response"], op.response_type, here + "response", validated=False)
     delay = answer.delay.seconds + answer.delay.nanos / 1e9
-    if delay < 0 or delay > MAX_DELAY_SECONDS:
-        longest = f"{delay:g}s is longer than the longest delay, {MAX_DELAY_SECONDS:g}s"
-        raise FixtureError(f"{here}delay: {'a delay cannot be negative' if delay < 0 else longest}")
+    if delay < 0:
+        raise FixtureError(f"{here}delay: a delay cannot be negative")
+    if delay > MAX_DELAY_SECONDS:
+        longest = f"the longest delay, {MAX_DELAY_SECONDS:g}s"
+        raise FixtureError(f"{here}delay: {delay:g}s is longer than {longest}")
     return FixtureAnswer(request, response, request_key(request), error, delay, answer.partial)
 
 

@@ -242,7 +242,8 @@ def _operation(
     }
     if op.deprecated:
         item["deprecated"] = True
-    request, answer = _descriptor(op.request_type), _descriptor(op.response_type)
+    request = _descriptor(op.request_type)
+    answer = _descriptor(op.response_type)
     item["requestBody"] = {
         # An empty body reads as `{}`: it is only wrong when a field is REQUIRED.
         "required": any(is_required(fd) for fd in request.fields),

@@ -262,11 +262,11 @@ def rule_violations(message: Message) -> list[RuleViolation]:
     ]
     if sum(k * n * n for _, n, k in ruled) > MAX_RULED_ELEMENTS**2:  # gigabytes, seconds
         too_many = f"more than the {MAX_RULED_ELEMENTS:,} elements a CEL rule is evaluated over"
-        over = [
-            (p, f"{n:,} elements{f' under {k} CEL rules' if k > 1 else ''}, {too_many}")
-            for p, n, k in ruled
-            if k * n * n > MAX_RULED_ELEMENTS**2  # over the budget alone
-        ]
+        over = []
+        for p, n, k in ruled:
+            if k * n * n > MAX_RULED_ELEMENTS**2:  # over the budget alone
+                under = f" under {k} CEL rules" if k > 1 else ""
+                over.append((p, f"{n:,} elements{under}, {too_many}"))
         cost = f"costing together more than one list of {MAX_RULED_ELEMENTS:,} under one rule"
         over = over or [("", f"lists that CEL rules iterate over ({len(ruled):,}), {cost}")]
         return found + [RuleViolation(p, text, EVALUATION_RULE) for p, text in over]
@@ -308,7 +308,8 @@ def _refuse(found: list[FieldViolation]) -> None:
 
 def _json_path(root: object, path_elements: Any) -> str:
     """The JSON path (§4.4) of a ``buf.validate.FieldPath``'s elements under `root`."""
-    path, descriptor = "", cast(Descriptor | None, root)
+    path = ""
+    descriptor = cast(Descriptor | None, root)
     for element in path_elements:
         fd = descriptor.fields_by_number.get(element.field_number) if descriptor else None
         path = join(path, fd.json_name if fd is not None else element.field_name)

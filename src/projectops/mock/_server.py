@@ -42,8 +42,10 @@ _A = TypeVar("_A", bound=AsyncClient)
 _AnyClient = TypeVar("_AnyClient", Client, AsyncClient)
 # The in-process clients' base URL: never resolved, no request leaves the process.
 _IN_PROCESS_URL = "http://projectops-mock.invalid"
-# Seconds the port may take to start, and to stop.
-_START_TIMEOUT, _STOP_TIMEOUT = 20.0, 10.0
+# Seconds the port may take to start.
+_START_TIMEOUT = 20.0
+# Seconds the port may take to stop.
+_STOP_TIMEOUT = 10.0
 
 
 class MockServer:
@@ -206,7 +208,8 @@ class MockServer:
         if self._base_url is None:
             sock = listen("127.0.0.1", 0)
             config = uvicorn.Config(self.app, log_config=None, log_level="warning", lifespan="off")
-            self._server = server = uvicorn.Server(config)
+            server = uvicorn.Server(config)
+            self._server = server
             self._thread = threading.Thread(
                 target=server.run, kwargs={"sockets": [sock]}, name="projectops-mock", daemon=True
             )
@@ -234,7 +237,8 @@ class MockServer:
             if self._thread.is_alive():  # a connection held open: stop waiting for it
                 self._server.force_exit = True
                 self._thread.join(_STOP_TIMEOUT)
-            self._server = self._thread = None
+            self._server = None
+            self._thread = None
         with self._lock:
             if self._portal is not None:
                 self._portal.call(self._portal.stop)

@@ -70,10 +70,13 @@ class Failure:
         Returns:
             ``(line, sentence)``, each one line.
         """
+        status = None
+        code = None
+        text = str(exc)
         if isinstance(exc, ApiError):
-            status, code, text = exc.http_status, exc.code, exc.describe()
-        else:
-            status, code, text = None, None, str(exc)
+            status = exc.http_status
+            code = exc.code
+            text = exc.describe()
         message = outside_text(text, MAX_MESSAGE_CHARS).rstrip(".")
         fields = {"status": status, "code": code, "message": message}
         return (
