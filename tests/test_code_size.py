@@ -36,7 +36,6 @@ def test_src_holds_at_most_7_tokens_a_line_of_code() -> None:
     assert FIGURES.tokens_per_line <= code_size.MAX_TOKENS_PER_LINE == 7.0
 
 
-@NOT_YET
 def test_src_holds_at_most_15_conditional_expressions_per_1000_lines() -> None:
     per_1000 = FIGURES.conditionals_per_1000_lines
     assert per_1000 <= code_size.MAX_CONDITIONALS_PER_1000_LINES == 15

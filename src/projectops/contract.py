@@ -131,10 +131,15 @@ def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> di
 
 def _own_operations(data: bytes, prefix: str) -> dict[str, Operation]:
     fds = descriptor_pb2.FileDescriptorSet.FromString(data)
-    return operations(load(fds), [f.name for f in fds.file if f.name.startswith(prefix)])
+    own_files = [f.name for f in fds.file if f.name.startswith(prefix)]
+    return operations(load(fds), own_files)
 
 
-def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[str]:
+def check(
+    released: bytes,
+    current: bytes,
+    prefix: str = "projectops/",
+) -> list[str]:
     """Every way a schema breaks the released contract that ``buf breaking`` does not see: custom
     options, HTTP bindings, REQUIRED fields (docs/contract.md §7.3, §7.6).
 
@@ -175,7 +180,11 @@ def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[
     return list(dict.fromkeys(findings))  # a message shared by two operations is named once
 
 
-def check_files(released: Path, current: Path, prefix: str = "projectops/") -> list[str]:
+def check_files(
+    released: Path,
+    current: Path,
+    prefix: str = "projectops/",
+) -> list[str]:
     """:func:`check` of two image files (``scripts/check-proto``).
 
     Args:
@@ -271,7 +280,11 @@ _LOWER = ("min_len", "min_bytes", "min_items", "min_pairs", "gte", "gt")
 
 
 def _rule_findings(
-    side: str, operation: str, path: str, old: Descriptor, new: Descriptor
+    side: str,
+    operation: str,
+    path: str,
+    old: Descriptor,
+    new: Descriptor,
 ) -> Iterator[str]:
     """The protovalidate rules of a released message (at `path`) and of its released fields
     that got stricter on a request (a request a released client sends may now be refused) or
@@ -313,7 +326,10 @@ def _shown(value: Any) -> str:
 
 
 def _enum_findings(
-    operation: str, where: str, old: EnumDescriptor, new: EnumDescriptor
+    operation: str,
+    where: str,
+    old: EnumDescriptor,
+    new: EnumDescriptor,
 ) -> Iterator[str]:
     for value in old.values:
         if value.name not in new.values_by_name:

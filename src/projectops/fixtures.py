@@ -189,7 +189,8 @@ def _object(duplicates: list[tuple[int, str]], pairs: list[tuple[str, Any]]) -> 
     found = dict(pairs)
     if len(found) != len(pairs):
         counts = Counter(key for key, _ in pairs)
-        duplicates.append((id(found), next(key for key, count in counts.items() if count > 1)))
+        repeated = next(key for key, count in counts.items() if count > 1)
+        duplicates.append((id(found), repeated))
     return found
 
 
@@ -273,7 +274,8 @@ def _without_answers(entry: Any) -> Any:
     ops = entry.get("operations") if isinstance(entry, dict) else None
     if not isinstance(ops, dict):
         return entry
-    return {**entry, "operations": {k: [] if isinstance(v, list) else v for k, v in ops.items()}}
+    emptied = {k: [] if isinstance(v, list) else v for k, v in ops.items()}
+    return {**entry, "operations": emptied}
 
 
 def _header_problem(key: str) -> str:
@@ -338,7 +340,13 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
     return FixtureAnswer(request, response, request_key(request), error, delay, answer.partial)
 
 
-def _decode(value: Any, message_type: type[M], path: str, *, validated: bool = True) -> M:
+def _decode(
+    value: Any,
+    message_type: type[M],
+    path: str,
+    *,
+    validated: bool = True,
+) -> M:
     try:
         message = from_json(value, message_type, strict=True)
         if validated:

@@ -217,7 +217,10 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         return f"{type(self).__name__}(base_url={self._http.shown_url!r}, api_key=<{key}>)"
 
     def _prepare(
-        self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
+        self,
+        key: OperationKey,
+        request: RequestLike,
+        response_type: type[Message] | None,
     ) -> tuple[Operation, Message, float | None]:
         """Every local check before a call goes out; its deadline (``time.monotonic()``)."""
         op = operation(key)
@@ -239,7 +242,11 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         return send
 
     def _build(
-        self, op: Operation, message: Message, given: Message, context: CallContext
+        self,
+        op: Operation,
+        message: Message,
+        given: Message,
+        context: CallContext,
     ) -> tuple[bytes, list[tuple[str, str]]]:
         """Body and headers of a call; `message`, if not `given`, is validated first."""
         if message is not given:
@@ -250,9 +257,15 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         agent = f"projectops/{projectops.__version__}"
         own = [("Content-Type", CONTENT_TYPE), ("Accept", CONTENT_TYPE), ("User-Agent", agent)]
         headers = {name.lower(): (name, value) for name, value in [*own, *extra.items()]}
-        return to_json(message).encode(), [*headers.values(), (API_KEY_HEADER, self._api_key or "")]
+        key = (API_KEY_HEADER, self._api_key or "")
+        return to_json(message).encode(), [*headers.values(), key]
 
-    def _checked(self, op: Operation, response: object, _: type[ResponseT] | None) -> ResponseT:
+    def _checked(
+        self,
+        op: Operation,
+        response: object,
+        _: type[ResponseT] | None,
+    ) -> ResponseT:
         """`response`, typed as the call's `response_type` asks (or :class:`Message`)."""
         if not isinstance(response, op.response_type):
             raise TypeError(
@@ -287,7 +300,10 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         return wait
 
     def _outcome(
-        self, op: Operation, answer: RawResponse, context: CallContext
+        self,
+        op: Operation,
+        answer: RawResponse,
+        context: CallContext,
     ) -> Message | ApiError:
         """The response message of an answer, or its error (returned if retryable, else raised)."""
         status = answer.status
@@ -328,12 +344,19 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             raise mark_redacted(InvalidResponse(text, http_status=status)) from None
 
 
-def _through(interceptor: Any, call_next: Any, request: Message, context: CallContext) -> Any:
+def _through(
+    interceptor: Any,
+    call_next: Any,
+    request: Message,
+    context: CallContext,
+) -> Any:
     return interceptor(request, context, call_next)
 
 
 def request_message(
-    key: OperationKey, request: Message | None, fields: Mapping[str, Any]
+    key: OperationKey,
+    request: Message | None,
+    fields: Mapping[str, Any],
 ) -> Message:
     """The request of a typed method: the message given, or one built from its fields (the
     generated clients' keyword arguments).

@@ -349,7 +349,11 @@ class _BaseRawClient:
         return len(body) <= cap
 
     @staticmethod
-    def _response(response: httpx2.Response, body: bytearray, cap: int) -> RawResponse:
+    def _response(
+        response: httpx2.Response,
+        body: bytearray,
+        cap: int,
+    ) -> RawResponse:
         headers = []
         for name, value in response.headers.raw:
             headers.append((name.decode("latin-1"), value.decode("latin-1")))

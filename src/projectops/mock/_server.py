@@ -141,7 +141,8 @@ class MockServer:
             seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
             item["delay"] = f"{seconds:.9f}s"
         found = decode_answer(op, item, "")
-        self._scenario.setdefault(op.name, {})[(found.partial, found.key)] = found
+        answers = self._scenario.setdefault(op.name, {})
+        answers[(found.partial, found.key)] = found
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -185,7 +186,12 @@ class MockServer:
         """
         return self._client(cls or AsyncOperationsServiceClient, self.async_transport, options)
 
-    def _client(self, cls: type[_AnyClient], transport: Any, options: dict[str, Any]) -> _AnyClient:
+    def _client(
+        self,
+        cls: type[_AnyClient],
+        transport: Any,
+        options: dict[str, Any],
+    ) -> _AnyClient:
         options.setdefault("timeout", 30.0)
         return cls(base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=transport, **options)
 
@@ -261,7 +267,11 @@ def _daemon_portal() -> BlockingPortal:
     return ready.get()
 
 
-def _json(message_type: type[Message], value: Message | Mapping[str, Any], what: str) -> Any:
+def _json(
+    message_type: type[Message],
+    value: Message | Mapping[str, Any],
+    what: str,
+) -> Any:
     if not isinstance(value, Message):
         return dict(value)
     if not isinstance(value, message_type):

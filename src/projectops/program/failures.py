@@ -175,7 +175,8 @@ def failure(exc: BaseException) -> Failure:
         return FAILURES[Unauthenticated]
     if status == 400:
         return _REJECTED
-    row = next((FAILURES[c] for c in type(exc).__mro__ if c in FAILURES), _UNEXPECTED)
+    known = [FAILURES[c] for c in type(exc).__mro__ if c in FAILURES]
+    row = known[0] if known else _UNEXPECTED
     if (
         status is not None
         and not 200 <= status < 400
