@@ -110,7 +110,10 @@ def _http(method: MethodDescriptor) -> HttpBinding:
     return HttpBinding(pattern.upper(), getattr(rule, pattern), rule.body)
 
 
-def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> dict[str, Operation]:
+def operations(
+    pool: descriptor_pool.DescriptorPool,
+    files: Iterable[str],
+) -> dict[str, Operation]:
     """The rpcs of a schema's services (docs/contract.md §7.6).
 
     Args:
@@ -202,7 +205,10 @@ def check_files(
     return check(released.read_bytes(), current.read_bytes(), prefix)
 
 
-def _pairs(old: Descriptor, new: Descriptor) -> Iterator[tuple[Descriptor, Descriptor, str]]:
+def _pairs(
+    old: Descriptor,
+    new: Descriptor,
+) -> Iterator[tuple[Descriptor, Descriptor, str]]:
     """(released, current, shortest path) of each pair of messages reachable from both roots
     through fields of the same number, once each."""
     seen: set[tuple[str, str]] = set()

@@ -352,7 +352,11 @@ class _Components:
         error = self._schemas[_descriptor(ErrorResponse).full_name]["properties"]["code"]
         error["enum"] = [code.value for code in Code]
 
-    def ref(self, message: Descriptor, direction: json_schema.Direction) -> dict[str, Any]:
+    def ref(
+        self,
+        message: Descriptor,
+        direction: json_schema.Direction,
+    ) -> dict[str, Any]:
         """``{"$ref": ...}`` to `message` in `direction` (built on first use)."""
         return {"$ref": _REF_BASE + self._add(message, direction)}
 

@@ -125,7 +125,11 @@ def rule_kind(fd: FieldDescriptor) -> tuple[str, Any] | None:
     return kind, getattr(rules, kind)
 
 
-def rule_items(of: FieldDescriptor | Descriptor, *, restated: bool = False) -> dict[str, Any]:
+def rule_items(
+    of: FieldDescriptor | Descriptor,
+    *,
+    restated: bool = False,
+) -> dict[str, Any]:
     """The protovalidate rules of a field or a message, flattened (docs/contract.md §4.6): what
     the contract gate compares, the schemas turn into keywords and the help shows.
 

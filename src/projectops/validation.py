@@ -160,7 +160,10 @@ def _walked(descriptor: Descriptor) -> tuple[tuple[FieldDescriptor, bool], ...]:
     return tuple(walked)
 
 
-def _fields(message: Message, path: str) -> Iterator[tuple[Message, FieldDescriptor, str]]:
+def _fields(
+    message: Message,
+    path: str,
+) -> Iterator[tuple[Message, FieldDescriptor, str]]:
     """Each field of :func:`_walked` in `message` and in every message under it, depth first in
     field order: the message holding it, the field and its JSON path (`path` is `message`'s)."""
     for fd, holds in _walked(cast(Descriptor, message.DESCRIPTOR)):

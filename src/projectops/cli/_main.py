@@ -99,7 +99,11 @@ class _Formatter(argparse.HelpFormatter):
 _CALL_FLAGS = ("--base-url", "--timeout", "--max-response-bytes", "--retries")
 
 
-def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
+def _add_connection_options(
+    parser: argparse.ArgumentParser,
+    *,
+    top_level: bool,
+) -> None:
     """On the program and on each command that calls the service; a command's own flag has no
     default, so that it does not reset a value given before it (:func:`_check_options`)."""
     add = partial(parser.add_argument, default=None if top_level else argparse.SUPPRESS)

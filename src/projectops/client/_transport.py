@@ -75,7 +75,10 @@ DEFAULT_MAX_CONNECTIONS = 100
 _KEPT_ALIVE = 20  # idle connections kept for reuse at most (httpx's default)
 
 
-def _left(timeout: float | None, error: type[httpcore2.TimeoutException]) -> float | None:
+def _left(
+    timeout: float | None,
+    error: type[httpcore2.TimeoutException],
+) -> float | None:
     """`timeout` of one socket wait cut to what is left of the exchange's time."""
     deadline = _DEADLINE.get()
     if deadline is None:

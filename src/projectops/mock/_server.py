@@ -170,10 +170,18 @@ class MockServer:
         return self._client(cls or OperationsServiceClient, self.transport, options)
 
     @overload
-    def async_client(self, cls: None = None, **options: Any) -> AsyncOperationsServiceClient: ...
+    def async_client(
+        self,
+        cls: None = None,
+        **options: Any,
+    ) -> AsyncOperationsServiceClient: ...
     @overload
     def async_client(self, cls: type[_A], **options: Any) -> _A: ...
-    def async_client(self, cls: type[AsyncClient] | None = None, **options: Any) -> AsyncClient:
+    def async_client(
+        self,
+        cls: type[AsyncClient] | None = None,
+        **options: Any,
+    ) -> AsyncClient:
         """:meth:`client` for ``async with``.
 
         Args:

@@ -249,7 +249,10 @@ class Endpoint:
             response = await self._call(call, call.request, call.context)
             return await self._encoded(call, response)
 
-        async def innermost(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
+        async def innermost(
+            request: Message,
+            context: RequestContext[Any],
+        ) -> Message | PreEncoded:
             if request is not call.request:
                 if not isinstance(request, self._op.request_type):
                     failure = TypeError(
