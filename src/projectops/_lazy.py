@@ -9,7 +9,9 @@ from typing import Any
 
 
 def lazy_attributes(
-    package: str, where: Mapping[str, str], extra: str | None = None
+    package: str,
+    where: Mapping[str, str],
+    extra: str | None = None,
 ) -> Callable[[str], Any]:
     """A module ``__getattr__`` for a package whose names are imported on first use.
 

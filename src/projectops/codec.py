@@ -315,7 +315,10 @@ def parse_json(text: str | bytes | bytearray, message_type: type[Message]) -> An
         ) from None
 
 
-def check_decode_cost(text: str | bytes | bytearray, message_type: type[Message]) -> None:
+def check_decode_cost(
+    text: str | bytes | bytearray,
+    message_type: type[Message],
+) -> None:
     """Refuse `text` when decoding it would cost more than it may: each ``{`` and ``[`` counted
     at memchr speed is an upper bound; under a Struct or Value, commas count as objects too.
 

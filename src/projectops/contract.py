@@ -110,7 +110,10 @@ def _http(method: MethodDescriptor) -> HttpBinding:
     return HttpBinding(pattern.upper(), getattr(rule, pattern), rule.body)
 
 
-def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> dict[str, Operation]:
+def operations(
+    pool: descriptor_pool.DescriptorPool,
+    files: Iterable[str],
+) -> dict[str, Operation]:
     """The rpcs of a schema's services (docs/contract.md §7.6).
 
     Args:
@@ -131,10 +134,15 @@ def operations(pool: descriptor_pool.DescriptorPool, files: Iterable[str]) -> di
 
 def _own_operations(data: bytes, prefix: str) -> dict[str, Operation]:
     fds = descriptor_pb2.FileDescriptorSet.FromString(data)
-    return operations(load(fds), [f.name for f in fds.file if f.name.startswith(prefix)])
+    own_files = [f.name for f in fds.file if f.name.startswith(prefix)]
+    return operations(load(fds), own_files)
 
 
-def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[str]:
+def check(
+    released: bytes,
+    current: bytes,
+    prefix: str = "projectops/",
+) -> list[str]:
     """Every way a schema breaks the released contract that ``buf breaking`` does not see: custom
     options, HTTP bindings, REQUIRED fields (docs/contract.md §7.3, §7.6).
 
@@ -163,7 +171,8 @@ def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[
             )
             continue
         for part in ("method", "path", "body"):
-            before, after = getattr(old.http, part), getattr(new.http, part)
+            before = getattr(old.http, part)
+            after = getattr(new.http, part)
             if before != after:
                 findings.append(
                     f"{old.full_name}: HTTP {part} of operation {old.name} changed "
@@ -174,7 +183,11 @@ def check(released: bytes, current: bytes, prefix: str = "projectops/") -> list[
     return list(dict.fromkeys(findings))  # a message shared by two operations is named once
 
 
-def check_files(released: Path, current: Path, prefix: str = "projectops/") -> list[str]:
+def check_files(
+    released: Path,
+    current: Path,
+    prefix: str = "projectops/",
+) -> list[str]:
     """:func:`check` of two image files (``scripts/check-proto``).
 
     Args:
@@ -192,7 +205,10 @@ def check_files(released: Path, current: Path, prefix: str = "projectops/") -> l
     return check(released.read_bytes(), current.read_bytes(), prefix)
 
 
-def _pairs(old: Descriptor, new: Descriptor) -> Iterator[tuple[Descriptor, Descriptor, str]]:
+def _pairs(
+    old: Descriptor,
+    new: Descriptor,
+) -> Iterator[tuple[Descriptor, Descriptor, str]]:
     """(released, current, shortest path) of each pair of messages reachable from both roots
     through fields of the same number, once each."""
     seen: set[tuple[str, str]] = set()
@@ -270,7 +286,11 @@ _LOWER = ("min_len", "min_bytes", "min_items", "min_pairs", "gte", "gt")
 
 
 def _rule_findings(
-    side: str, operation: str, path: str, old: Descriptor, new: Descriptor
+    side: str,
+    operation: str,
+    path: str,
+    old: Descriptor,
+    new: Descriptor,
 ) -> Iterator[str]:
     """The protovalidate rules of a released message (at `path`) and of its released fields
     that got stricter on a request (a request a released client sends may now be refused) or
@@ -283,9 +303,11 @@ def _rule_findings(
         if (current := new.fields_by_number.get(field.number)) is not None:
             pairs.append((join(path, field.name), field, current))
     for where, o, n in pairs:
-        before, after = rules.rule_items(o), rules.rule_items(n)
+        before = rules.rule_items(o)
+        after = rules.rule_items(n)
         for name in sorted(before.keys() | after.keys()):
-            was, now = before.get(name), after.get(name)
+            was = before.get(name)
+            now = after.get(name)
             stricter = was is None or (now is not None and _tighter(name, was, now))
             looser = now is None or (was is not None and _tighter(name, now, was))
             if was != now and (stricter if side == "request" else looser):
@@ -310,7 +332,10 @@ def _shown(value: Any) -> str:
 
 
 def _enum_findings(
-    operation: str, where: str, old: EnumDescriptor, new: EnumDescriptor
+    operation: str,
+    where: str,
+    old: EnumDescriptor,
+    new: EnumDescriptor,
 ) -> Iterator[str]:
     for value in old.values:
         if value.name not in new.values_by_name:

@@ -190,7 +190,9 @@ def base_url_hint(base_url: str) -> str | None:
     """
     path = urlsplit(base_url).path
     prefix = PATH_PREFIX.rstrip("/")
-    at = path.find(prefix + "/") if not path.endswith(prefix) else len(path) - len(prefix)
+    at = path.find(prefix + "/")
+    if path.endswith(prefix):
+        at = len(path) - len(prefix)
     if at < 0:
         return None
     root = base_url[: len(base_url) - len(path) + at]

@@ -62,7 +62,11 @@ class ErrorCase:
             return self.status
         return HTTP_STATUS_BY_CODE[Code(self.code)]
 
-    def error(self, message: str, violations: Iterable[FieldViolation] = ()) -> ApiError:
+    def error(
+        self,
+        message: str,
+        violations: Iterable[FieldViolation] = (),
+    ) -> ApiError:
         """A new exception of this answer's code (docs/contract.md §5.1).
 
         Args:

@@ -189,7 +189,8 @@ def _object(duplicates: list[tuple[int, str]], pairs: list[tuple[str, Any]]) -> 
     found = dict(pairs)
     if len(found) != len(pairs):
         counts = Counter(key for key, _ in pairs)
-        duplicates.append((id(found), next(key for key, count in counts.items() if count > 1)))
+        repeated = next(key for key, count in counts.items() if count > 1)
+        duplicates.append((id(found), repeated))
     return found
 
 
@@ -210,10 +211,12 @@ def _path(where: Any) -> str:
     steps: list[str] = []
     while where is not None:
         where, step = where
-        bare = isinstance(step, str) and _NAME.fullmatch(step)
-        steps.append(
-            f".{step}" if bare else f"[{step if isinstance(step, int) else _quoted(step)}]"
-        )
+        if isinstance(step, int):
+            steps.append(f"[{step}]")
+        elif _NAME.fullmatch(step):
+            steps.append(f".{step}")
+        else:
+            steps.append(f"[{_quoted(step)}]")
     path = "".join(reversed(steps)).removeprefix(".") or "the top level"
     return path if len(path) <= 120 else f"{path[:60]}...{path[-57:]}"
 
@@ -271,7 +274,8 @@ def _without_answers(entry: Any) -> Any:
     ops = entry.get("operations") if isinstance(entry, dict) else None
     if not isinstance(ops, dict):
         return entry
-    return {**entry, "operations": {k: [] if isinstance(v, list) else v for k, v in ops.items()}}
+    emptied = {k: [] if isinstance(v, list) else v for k, v in ops.items()}
+    return {**entry, "operations": emptied}
 
 
 def _header_problem(key: str) -> str:
@@ -328,13 +332,21 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
     if has_response:
         response = _decode(item["response"], op.response_type, here + "response", validated=False)
     delay = answer.delay.seconds + answer.delay.nanos / 1e9
-    if delay < 0 or delay > MAX_DELAY_SECONDS:
-        longest = f"{delay:g}s is longer than the longest delay, {MAX_DELAY_SECONDS:g}s"
-        raise FixtureError(f"{here}delay: {'a delay cannot be negative' if delay < 0 else longest}")
+    if delay < 0:
+        raise FixtureError(f"{here}delay: a delay cannot be negative")
+    if delay > MAX_DELAY_SECONDS:
+        longest = f"the longest delay, {MAX_DELAY_SECONDS:g}s"
+        raise FixtureError(f"{here}delay: {delay:g}s is longer than {longest}")
     return FixtureAnswer(request, response, request_key(request), error, delay, answer.partial)
 
 
-def _decode(value: Any, message_type: type[M], path: str, *, validated: bool = True) -> M:
+def _decode(
+    value: Any,
+    message_type: type[M],
+    path: str,
+    *,
+    validated: bool = True,
+) -> M:
     try:
         message = from_json(value, message_type, strict=True)
         if validated:

@@ -66,7 +66,10 @@ class RenderError(ValueError):
 
 
 def document(
-    base_url: str | None = DEFAULT_BASE_URL, *, strict: bool = False, registry: Registry = REGISTRY
+    base_url: str | None = DEFAULT_BASE_URL,
+    *,
+    strict: bool = False,
+    registry: Registry = REGISTRY,
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the API: every operation, its schemas and examples, and the
     error answers of docs/contract.md §5.
@@ -117,7 +120,9 @@ def server_url(base_url: str | None) -> str:
 
 
 def render(
-    base_url: str | None = DEFAULT_BASE_URL, fmt: str = "json", registry: Registry = REGISTRY
+    base_url: str | None = DEFAULT_BASE_URL,
+    fmt: str = "json",
+    registry: Registry = REGISTRY,
 ) -> str:
     """:func:`document` as text, for ``projectops openapi`` and files.
 
@@ -158,7 +163,9 @@ def _document(strict: bool, registry: Registry) -> dict[str, Any]:
         paths[op.path] = {"post": _operation(op, _tag(op), schemas, given)}
         for message, side in ((op.request_type, "request"), (op.response_type, "response")):
             if given:  # outputs are all added first: this is the component refs point to
-                schemas.schema(_descriptor(message))["examples"] = [e[side] for e in given.values()]
+                schema = schemas.schema(_descriptor(message))
+                schema["examples"] = [e[side] for e in given.values()]
+    tags = dict.fromkeys(map(_tag, registry.operations()))
     return {
         "openapi": OPENAPI_VERSION,
         "info": {
@@ -167,7 +174,7 @@ def _document(strict: bool, registry: Registry) -> dict[str, Any]:
             "description": description(registry.service) + "\n\n" + _outside_text(),
         },
         "servers": [],
-        "tags": [{"name": tag} for tag in dict.fromkeys(map(_tag, registry.operations()))],
+        "tags": [{"name": tag} for tag in tags],
         "paths": paths,
         "components": {
             "securitySchemes": {
@@ -224,11 +231,15 @@ def _error_example(
             return None
         text = "; ".join(f"{v.field}: {v.description}" for v in found)
         return to_dict(case.error(text, found).to_proto())
-    return to_dict(case.error(_first_sentence(case.situation.replace("`", ""))).to_proto())
+    text = _first_sentence(case.situation.replace("`", ""))
+    return to_dict(case.error(text).to_proto())
 
 
 def _operation(
-    op: Operation, tag: str, schemas: _Components, examples: Mapping[str, Mapping[str, Any]]
+    op: Operation,
+    tag: str,
+    schemas: _Components,
+    examples: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
     item: dict[str, Any] = {
         "operationId": op.name,
@@ -242,7 +253,8 @@ def _operation(
     }
     if op.deprecated:
         item["deprecated"] = True
-    request, answer = _descriptor(op.request_type), _descriptor(op.response_type)
+    request = _descriptor(op.request_type)
+    answer = _descriptor(op.response_type)
     item["requestBody"] = {
         # An empty body reads as `{}`: it is only wrong when a field is REQUIRED.
         "required": any(is_required(fd) for fd in request.fields),
@@ -270,7 +282,9 @@ def _operation(
             "description": "\n".join(f"- `{case.code}`: {case.situation}" for case in cases),
             "content": {CONTENT_TYPE: {"schema": error_ref, "examples": error_examples}},
         }
-        headers = {name: value for case in cases for name, value in (case.headers or {}).items()}
+        headers: dict[str, str] = {}
+        for case in cases:
+            headers.update(case.headers or {})
         if headers:
             response["headers"] = {
                 name: {
@@ -338,7 +352,11 @@ class _Components:
         error = self._schemas[_descriptor(ErrorResponse).full_name]["properties"]["code"]
         error["enum"] = [code.value for code in Code]
 
-    def ref(self, message: Descriptor, direction: json_schema.Direction) -> dict[str, Any]:
+    def ref(
+        self,
+        message: Descriptor,
+        direction: json_schema.Direction,
+    ) -> dict[str, Any]:
         """``{"$ref": ...}`` to `message` in `direction` (built on first use)."""
         return {"$ref": _REF_BASE + self._add(message, direction)}
 

@@ -60,7 +60,9 @@ def cel_rules(of: FieldDescriptor | Descriptor) -> tuple[Any, ...]:
         CEL ``expression``; empty when it has none.
     """
     found = field_rules(of) if isinstance(of, FieldDescriptor) else message_rules(of)
-    return tuple(rule for rule in found.cel if rule.id != NOT_BLANK_RULE_ID) if found else ()
+    if not found:
+        return ()
+    return tuple(rule for rule in found.cel if rule.id != NOT_BLANK_RULE_ID)
 
 
 def _extension(extension: str, of: FieldDescriptor | Descriptor) -> Any:
@@ -68,7 +70,10 @@ def _extension(extension: str, of: FieldDescriptor | Descriptor) -> Any:
     A descriptor of a private pool (the contract gate's) has its options parsed with the
     default pool's extensions too."""
     handle: Any = descriptor_pool.Default().FindExtensionByName(extension)  # a FieldDescriptor
-    return of.GetOptions().Extensions[handle] if of.GetOptions().HasExtension(handle) else None
+    options = of.GetOptions()
+    if not options.HasExtension(handle):
+        return None
+    return options.Extensions[handle]
 
 
 @cache
@@ -120,7 +125,11 @@ def rule_kind(fd: FieldDescriptor) -> tuple[str, Any] | None:
     return kind, getattr(rules, kind)
 
 
-def rule_items(of: FieldDescriptor | Descriptor, *, restated: bool = False) -> dict[str, Any]:
+def rule_items(
+    of: FieldDescriptor | Descriptor,
+    *,
+    restated: bool = False,
+) -> dict[str, Any]:
     """The protovalidate rules of a field or a message, flattened (docs/contract.md §4.6): what
     the contract gate compares, the schemas turn into keywords and the help shows.
 

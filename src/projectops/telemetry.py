@@ -167,7 +167,11 @@ class _Call:
         self._owner._histogram.record(elapsed_ms, measured)
 
 
-def _client_finish(call: _Call, context: Any, failure: BaseException | None) -> None:
+def _client_finish(
+    call: _Call,
+    context: Any,
+    failure: BaseException | None,
+) -> None:
     """Finish a client call: status and code as :class:`ClientTelemetry` says, never a message."""
     # The failure's status, else the last response's.
     status = getattr(failure, "http_status", None)

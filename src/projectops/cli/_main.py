@@ -99,7 +99,11 @@ class _Formatter(argparse.HelpFormatter):
 _CALL_FLAGS = ("--base-url", "--timeout", "--max-response-bytes", "--retries")
 
 
-def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
+def _add_connection_options(
+    parser: argparse.ArgumentParser,
+    *,
+    top_level: bool,
+) -> None:
     """On the program and on each command that calls the service; a command's own flag has no
     default, so that it does not reset a value given before it (:func:`_check_options`)."""
     add = partial(parser.add_argument, default=None if top_level else argparse.SUPPRESS)
@@ -110,7 +114,11 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, top_level: bool)
     add("--max-response-bytes", metavar="BYTES", type=whole, help=largest)
 
 
-def _why_ignored(flag: str, command: Command, sub: argparse.ArgumentParser) -> str | None:
+def _why_ignored(
+    flag: str,
+    command: Command,
+    sub: argparse.ArgumentParser,
+) -> str | None:
     """Why `flag` (of :data:`_CALL_FLAGS`) does nothing for `command` (parser `sub`)."""
     if flag not in _CALL_FLAGS:
         return None
@@ -146,7 +154,9 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
 
 
 def _commands(
-    transport: httpx2.BaseTransport | None, argv: Sequence[str], registry: Registry
+    transport: httpx2.BaseTransport | None,
+    argv: Sequence[str],
+    registry: Registry,
 ) -> list[Command]:
     """The commands a parser of `argv` needs: the command `argv` names first when it is one of
     the program's own, as argparse finds it (each option before it without ``=`` takes the next
@@ -166,8 +176,13 @@ def _commands(
             next(rest, None)  # the value of --base-url, --timeout, ... (or of a wrong option)
     from projectops import conformance, mcp, mock  # only their commands, not their machinery
 
-    features = [mcp.command(), conformance.command(), conformance.proxy_command(), *mock.commands()]
-    return [*own, *features]
+    return [
+        *own,
+        mcp.command(),
+        conformance.command(),
+        conformance.proxy_command(),
+        *mock.commands(),
+    ]
 
 
 def build_parser(

@@ -178,7 +178,8 @@ class BaseClient(Generic[InterceptorT, TransportT]):
                 "service's root, e.g. https://ops.example.com"
             )
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
-        self._retries, self._interceptors = retries, tuple(interceptors)
+        self._retries = retries
+        self._interceptors = tuple(interceptors)
         self._api_key = None if key is None else key.strip()  # an empty key stays empty
         # The argument as given too: a key with surrounding blanks is still a secret.
         self._secrets = (self._api_key, api_key)
@@ -216,7 +217,10 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         return f"{type(self).__name__}(base_url={self._http.shown_url!r}, api_key=<{key}>)"
 
     def _prepare(
-        self, key: OperationKey, request: RequestLike, response_type: type[Message] | None
+        self,
+        key: OperationKey,
+        request: RequestLike,
+        response_type: type[Message] | None,
     ) -> tuple[Operation, Message, float | None]:
         """Every local check before a call goes out; its deadline (``time.monotonic()``)."""
         op = operation(key)
@@ -238,7 +242,11 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         return send
 
     def _build(
-        self, op: Operation, message: Message, given: Message, context: CallContext
+        self,
+        op: Operation,
+        message: Message,
+        given: Message,
+        context: CallContext,
     ) -> tuple[bytes, list[tuple[str, str]]]:
         """Body and headers of a call; `message`, if not `given`, is validated first."""
         if message is not given:
@@ -249,9 +257,15 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         agent = f"projectops/{projectops.__version__}"
         own = [("Content-Type", CONTENT_TYPE), ("Accept", CONTENT_TYPE), ("User-Agent", agent)]
         headers = {name.lower(): (name, value) for name, value in [*own, *extra.items()]}
-        return to_json(message).encode(), [*headers.values(), (API_KEY_HEADER, self._api_key or "")]
+        key = (API_KEY_HEADER, self._api_key or "")
+        return to_json(message).encode(), [*headers.values(), key]
 
-    def _checked(self, op: Operation, response: object, _: type[ResponseT] | None) -> ResponseT:
+    def _checked(
+        self,
+        op: Operation,
+        response: object,
+        _: type[ResponseT] | None,
+    ) -> ResponseT:
         """`response`, typed as the call's `response_type` asks (or :class:`Message`)."""
         if not isinstance(response, op.response_type):
             raise TypeError(
@@ -286,23 +300,28 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         return wait
 
     def _outcome(
-        self, op: Operation, answer: RawResponse, context: CallContext
+        self,
+        op: Operation,
+        answer: RawResponse,
+        context: CallContext,
     ) -> Message | ApiError:
         """The response message of an answer, or its error (returned if retryable, else raised)."""
-        status, keys = answer.status, self._secrets
+        status = answer.status
+        keys = self._secrets
         where = f"the answer of {self._http.shown_url}{op.path} (HTTP {status})"
         encoding = (answer.header("Content-Encoding") or "identity").strip().lower()
         if encoding not in ("", "identity"):
-            shown, asked = outside_text(encoding, 40, keys), "it sends Accept-Encoding: identity"
+            shown = outside_text(encoding, 40, keys)
             text = f"{where} came with Content-Encoding: {shown}, which this client did not ask for"
-            text += f" ({asked}); it was not decoded"
+            text += " (it sends Accept-Encoding: identity); it was not decoded"
             raise mark_redacted(InvalidResponse(text, http_status=status))
         if 200 <= status < 300 and answer.truncated:
             length = answer.header("Content-Length") or ""
+            what = "is larger"
+            done = "read no further"
             if length.isascii() and length.isdigit():
-                what, done = f"announces {int(length):,} bytes", "not read"
-            else:
-                what, done = "is larger", "read no further"
+                what = f"announces {int(length):,} bytes"
+                done = "not read"
             limit = f"{self.max_response_bytes:,} bytes (max_response_bytes)"
             text = f"{where} {what}, over the limit of {limit}; it was {done}"
             raise mark_redacted(ResponseTooLarge(text, http_status=status))
@@ -312,7 +331,8 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             text = f"HTTP {status}: redirect to {to} not followed (a POST is never redirected;"
             return UnexpectedRedirect(f"{text} check the base URL)", http_status=status)
         if not 200 <= status < 300:
-            url, kind = self._http.shown_url + op.path, answer.header("Content-Type")
+            url = self._http.shown_url + op.path
+            kind = answer.header("Content-Type")
             return error_from_response(
                 status, answer.body, url=url, content_type=kind, secrets=keys
             )
@@ -324,12 +344,19 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             raise mark_redacted(InvalidResponse(text, http_status=status)) from None
 
 
-def _through(interceptor: Any, call_next: Any, request: Message, context: CallContext) -> Any:
+def _through(
+    interceptor: Any,
+    call_next: Any,
+    request: Message,
+    context: CallContext,
+) -> Any:
     return interceptor(request, context, call_next)
 
 
 def request_message(
-    key: OperationKey, request: Message | None, fields: Mapping[str, Any]
+    key: OperationKey,
+    request: Message | None,
+    fields: Mapping[str, Any],
 ) -> Message:
     """The request of a typed method: the message given, or one built from its fields (the
     generated clients' keyword arguments).

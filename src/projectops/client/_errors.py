@@ -148,7 +148,8 @@ def error_from_response(
     else:
         head = body[:MAX_ERROR_BODY_BYTES]
         text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
-        kind = (content_type or "").split(";", 1)[0].strip().lower()
+        media_type = (content_type or "").split(";", 1)[0]
+        kind = media_type.strip().lower()
         if kind in ("text/html", "application/xhtml+xml") or _MARKUP.match(text[:200]):
             message = (
                 f"HTTP {status} from {outside_text(url or 'the service', 300)} is a web page, not "

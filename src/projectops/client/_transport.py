@@ -75,7 +75,10 @@ DEFAULT_MAX_CONNECTIONS = 100
 _KEPT_ALIVE = 20  # idle connections kept for reuse at most (httpx's default)
 
 
-def _left(timeout: float | None, error: type[httpcore2.TimeoutException]) -> float | None:
+def _left(
+    timeout: float | None,
+    error: type[httpcore2.TimeoutException],
+) -> float | None:
     """`timeout` of one socket wait cut to what is left of the exchange's time."""
     deadline = _DEADLINE.get()
     if deadline is None:
@@ -349,7 +352,11 @@ class _BaseRawClient:
         return len(body) <= cap
 
     @staticmethod
-    def _response(response: httpx2.Response, body: bytearray, cap: int) -> RawResponse:
+    def _response(
+        response: httpx2.Response,
+        body: bytearray,
+        cap: int,
+    ) -> RawResponse:
         headers = []
         for name, value in response.headers.raw:
             headers.append((name.decode("latin-1"), value.decode("latin-1")))

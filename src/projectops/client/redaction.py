@@ -108,7 +108,10 @@ def _redact_text(value: object, keys: list[str | None]) -> object:
     return value
 
 
-def _redact_violation(violation: FieldViolation, keys: list[str | None]) -> FieldViolation:
+def _redact_violation(
+    violation: FieldViolation,
+    keys: list[str | None],
+) -> FieldViolation:
     field = redact(violation.field, keys)
     description = redact(violation.description, keys)
     return FieldViolation(field=field, description=description)

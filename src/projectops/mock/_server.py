@@ -42,8 +42,10 @@ _A = TypeVar("_A", bound=AsyncClient)
 _AnyClient = TypeVar("_AnyClient", Client, AsyncClient)
 # The in-process clients' base URL: never resolved, no request leaves the process.
 _IN_PROCESS_URL = "http://projectops-mock.invalid"
-# Seconds the port may take to start, and to stop.
-_START_TIMEOUT, _STOP_TIMEOUT = 20.0, 10.0
+# Seconds the port may take to start.
+_START_TIMEOUT = 20.0
+# Seconds the port may take to stop.
+_STOP_TIMEOUT = 10.0
 
 
 class MockServer:
@@ -139,7 +141,8 @@ class MockServer:
             seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
             item["delay"] = f"{seconds:.9f}s"
         found = decode_answer(op, item, "")
-        self._scenario.setdefault(op.name, {})[(found.partial, found.key)] = found
+        answers = self._scenario.setdefault(op.name, {})
+        answers[(found.partial, found.key)] = found
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -167,10 +170,18 @@ class MockServer:
         return self._client(cls or OperationsServiceClient, self.transport, options)
 
     @overload
-    def async_client(self, cls: None = None, **options: Any) -> AsyncOperationsServiceClient: ...
+    def async_client(
+        self,
+        cls: None = None,
+        **options: Any,
+    ) -> AsyncOperationsServiceClient: ...
     @overload
     def async_client(self, cls: type[_A], **options: Any) -> _A: ...
-    def async_client(self, cls: type[AsyncClient] | None = None, **options: Any) -> AsyncClient:
+    def async_client(
+        self,
+        cls: type[AsyncClient] | None = None,
+        **options: Any,
+    ) -> AsyncClient:
         """:meth:`client` for ``async with``.
 
         Args:
@@ -183,7 +194,12 @@ class MockServer:
         """
         return self._client(cls or AsyncOperationsServiceClient, self.async_transport, options)
 
-    def _client(self, cls: type[_AnyClient], transport: Any, options: dict[str, Any]) -> _AnyClient:
+    def _client(
+        self,
+        cls: type[_AnyClient],
+        transport: Any,
+        options: dict[str, Any],
+    ) -> _AnyClient:
         options.setdefault("timeout", 30.0)
         return cls(base_url=_IN_PROCESS_URL, api_key=self.api_key, transport=transport, **options)
 
@@ -206,7 +222,8 @@ class MockServer:
         if self._base_url is None:
             sock = listen("127.0.0.1", 0)
             config = uvicorn.Config(self.app, log_config=None, log_level="warning", lifespan="off")
-            self._server = server = uvicorn.Server(config)
+            server = uvicorn.Server(config)
+            self._server = server
             self._thread = threading.Thread(
                 target=server.run, kwargs={"sockets": [sock]}, name="projectops-mock", daemon=True
             )
@@ -234,7 +251,8 @@ class MockServer:
             if self._thread.is_alive():  # a connection held open: stop waiting for it
                 self._server.force_exit = True
                 self._thread.join(_STOP_TIMEOUT)
-            self._server = self._thread = None
+            self._server = None
+            self._thread = None
         with self._lock:
             if self._portal is not None:
                 self._portal.call(self._portal.stop)
@@ -257,7 +275,11 @@ def _daemon_portal() -> BlockingPortal:
     return ready.get()
 
 
-def _json(message_type: type[Message], value: Message | Mapping[str, Any], what: str) -> Any:
+def _json(
+    message_type: type[Message],
+    value: Message | Mapping[str, Any],
+    what: str,
+) -> Any:
     if not isinstance(value, Message):
         return dict(value)
     if not isinstance(value, message_type):

@@ -70,10 +70,13 @@ class Failure:
         Returns:
             ``(line, sentence)``, each one line.
         """
+        status = None
+        code = None
+        text = str(exc)
         if isinstance(exc, ApiError):
-            status, code, text = exc.http_status, exc.code, exc.describe()
-        else:
-            status, code, text = None, None, str(exc)
+            status = exc.http_status
+            code = exc.code
+            text = exc.describe()
         message = outside_text(text, MAX_MESSAGE_CHARS).rstrip(".")
         fields = {"status": status, "code": code, "message": message}
         return (
@@ -172,7 +175,8 @@ def failure(exc: BaseException) -> Failure:
         return FAILURES[Unauthenticated]
     if status == 400:
         return _REJECTED
-    row = next((FAILURES[c] for c in type(exc).__mro__ if c in FAILURES), _UNEXPECTED)
+    known = [FAILURES[c] for c in type(exc).__mro__ if c in FAILURES]
+    row = known[0] if known else _UNEXPECTED
     if (
         status is not None
         and not 200 <= status < 400

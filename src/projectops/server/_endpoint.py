@@ -65,7 +65,9 @@ def _implementation(service: object, op: Operation) -> Callable[..., Any] | None
     # The generated base's stub, inherited: unimplemented. An rpc of another registry (a test's
     # schema) has no stub there, and a method set on the instance is its implementation.
     stub = getattr(OperationsServiceHandler, op.name, None)
-    if method is None or (stub is not None and getattr(type(service), op.name, None) is stub):
+    if method is None:
+        return None
+    if stub is not None and getattr(type(service), op.name, None) is stub:
         return None
     return method  # type: ignore[no-any-return]
 
@@ -197,7 +199,12 @@ class Endpoint:
         except DeadlineExceeded as late:  # the client's lateness, not the service's: 408
             raise Abort(BODY_TIMED_OUT, late.message) from None
 
-    async def _bounded(self, deadline: float | None, where: str, work: Awaitable[T]) -> T:
+    async def _bounded(
+        self,
+        deadline: float | None,
+        where: str,
+        work: Awaitable[T],
+    ) -> T:
         """`work` awaited until `deadline` (an ``anyio.current_time()`` instant; ``None``: no
         limit); past it, a logged ``DeadlineExceeded`` naming `where` it was."""
         if deadline is None:
@@ -242,7 +249,10 @@ class Endpoint:
             response = await self._call(call, call.request, call.context)
             return await self._encoded(call, response)
 
-        async def innermost(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
+        async def innermost(
+            request: Message,
+            context: RequestContext[Any],
+        ) -> Message | PreEncoded:
             if request is not call.request:
                 if not isinstance(request, self._op.request_type):
                     failure = TypeError(
@@ -262,7 +272,10 @@ class Endpoint:
         return await self._encoded(call, response)
 
     async def _call(
-        self, call: _Call, request: Message, context: RequestContext[Any]
+        self,
+        call: _Call,
+        request: Message,
+        context: RequestContext[Any],
     ) -> Message | PreEncoded:
         """The handler's response to `request` and `context` (an interceptor may have passed on
         others than `call`'s), kept in `call` too."""
@@ -326,7 +339,12 @@ class _Contained:
 
     __slots__ = ("_api_key", "_failed", "_what")
 
-    def __init__(self, what: str, api_key: str, failed: Callable[[], Exception]) -> None:
+    def __init__(
+        self,
+        what: str,
+        api_key: str,
+        failed: Callable[[], Exception],
+    ) -> None:
         self._what = what
         self._api_key = api_key
         self._failed = failed
@@ -334,7 +352,12 @@ class _Contained:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+    def __exit__(
+        self,
+        kind: object,
+        exc: BaseException | None,
+        traceback: object,
+    ) -> None:
         if exc is None or isinstance(exc, ApiError) or cancelled_from_outside(exc):
             return
         log_failure(self._what, exc, self._api_key)
@@ -377,8 +400,9 @@ async def read_body(
         declared = declared.encode("latin-1")
     # Over 19 digits is over any limit, and int() refuses more than 4,300 (ValueError).
     digits = declared.lstrip(b"0")
-    if declared.isdigit() and (len(digits) > 19 or int(digits or b"0") > max_request_bytes):
-        raise too_large(max_request_bytes)
+    if declared.isdigit():
+        if len(digits) > 19 or int(digits or b"0") > max_request_bytes:
+            raise too_large(max_request_bytes)
     with anyio.move_on_after(timeout):
         return await _read_chunks(receive, max_request_bytes)
     late = f"the request body did not arrive whole within {timeout:g} seconds"

@@ -79,7 +79,10 @@ def check_interceptors(interceptors: object) -> tuple[ServerInterceptor, ...]:
 
 def wrap(interceptor: ServerInterceptor, call_next: ServerCallNext) -> ServerCallNext:
 
-    async def wrapped(request: Message, context: RequestContext[Any]) -> Message | PreEncoded:
+    async def wrapped(
+        request: Message,
+        context: RequestContext[Any],
+    ) -> Message | PreEncoded:
         return await interceptor(request, context, call_next)
 
     return wrapped
