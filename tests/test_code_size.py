@@ -2,10 +2,6 @@
 counted and gauged by scripts/code_size.py (``scripts/code-size`` prints the figures, and with
 ``--places`` each place a gate flags). Documentation is not code: docstrings, comments and
 blank lines are not counted, nor are the generated files.
-
-The density gates that src/ does not keep yet are marked ``xfail(strict=True)``: the code they
-flag is rewritten once the branches of issues 39-42 are merged, and a gate that starts to pass
-fails its mark, which is then removed.
 """
 
 from __future__ import annotations
@@ -22,8 +18,6 @@ import code_size  # noqa: E402
 
 #: src/'s figures, measured once for the module.
 FIGURES = code_size.measure()
-#: The mark of a gate that src/ does not keep yet (issue 41).
-NOT_YET = pytest.mark.xfail(strict=True, reason="rewrite after merge")
 
 
 def test_src_holds_at_most_the_budget_of_code() -> None:
@@ -31,7 +25,6 @@ def test_src_holds_at_most_the_budget_of_code() -> None:
     assert FIGURES.tokens <= code_size.BUDGET == 68_000, f"{FIGURES.tokens} tokens under src/"
 
 
-@NOT_YET
 def test_src_holds_at_most_7_tokens_a_line_of_code() -> None:
     assert FIGURES.tokens_per_line <= code_size.MAX_TOKENS_PER_LINE == 7.0
 
@@ -41,17 +34,14 @@ def test_src_holds_at_most_15_conditional_expressions_per_1000_lines() -> None:
     assert per_1000 <= code_size.MAX_CONDITIONALS_PER_1000_LINES == 15
 
 
-@NOT_YET
 def test_no_conditional_expression_inside_an_f_string_or_another_conditional() -> None:
     assert FIGURES.nested_conditionals == []
 
 
-@NOT_YET
 def test_no_parallel_assignment_of_unrelated_values() -> None:
     assert FIGURES.parallel_assignments == []
 
 
-@NOT_YET
 def test_no_chained_assignment() -> None:
     assert FIGURES.chained_assignments == []
 
