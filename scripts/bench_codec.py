@@ -16,7 +16,7 @@ of the same text, encoding against ``json.dumps`` of the same object with the co
 ``fast path`` is ``projectops._fastcodec`` directly (with ``json.loads``/``json.dumps`` around
 it); ``json_format`` is protobuf's own ``ParseDict``/``MessageToDict`` with the codec's options;
 ``REQUIRED check`` is ``projectops.validate`` of the decoded message, which a client runs on
-every answer after decoding it (against ``json.loads`` of the text, for scale).
+every response after decoding it (against ``json.loads`` of the text, for scale).
 Targets: from_json <= 4x json.loads, to_json <= 2.5x json.dumps.
 
 The CLI: ``projectops get-release-details --version 1.0.0`` (the console script) against
@@ -185,7 +185,7 @@ FLOOR_IMPORTS = "import httpx2, google.protobuf.message, google.api.annotations_
 CLI_CALL = ["get-release-details", "--version", "1.0.0"]
 # The least a call through httpx2 does: the floor's imports, one POST (verify=False: an SSL
 # context without the CA bundle, about 1 ms more than the CLI, which builds none for an http://
-# URL), the answer parsed and printed by the json module.
+# URL), the response parsed and printed by the json module.
 BARE_CALL = f"""{FLOOR_IMPORTS}, json, os, sys
 with httpx2.Client(verify=False) as client:
     answer = client.post(

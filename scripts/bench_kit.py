@@ -11,9 +11,9 @@ command prints the figures before and after a change, e.g. for a commit C::
     python scripts/bench_kit.py --src /tmp/before/src
     python scripts/bench_kit.py
 
-An upstream on raw sockets (127.0.0.1) answers the key in use with the large answer on
+An upstream on raw sockets (127.0.0.1) answers the key in use with the large response on
 ``list_rum_environments``, and a small one to a request for ``/small``. Printed: the seconds a
-client waits for one large answer through the proxy and the proxy's peak memory (``VmHWM``);
+client waits for one large response through the proxy and the proxy's peak memory (``VmHWM``);
 the same for six at once, with the seconds a small call made meanwhile waited; the drift lines
 the proxy wrote; the seconds and peak memory (``/usr/bin/time``) of one conformance run of that
 operation, with its summary line.

@@ -16,7 +16,7 @@ mock server's: log level warning, no lifespan, no access log):
 A raw asyncio HTTP/1.1 client (not httpx: its per-request cost would dominate) opens
 ``--concurrency`` keep-alive connections and sends ``POST`` requests on each, one at a time,
 for ``list_rum_environments`` (``{}``) and ``get_release_details`` (``{"version": "1.0.0"}``),
-both with the demo key. Every answer's status is checked (200) and its body compared with the
+both with the demo key. Every response's status is checked (200) and its body compared with the
 expected bytes. Both servers run at once but only one is under load at a time: for each
 operation, after a warm-up, ``--rounds`` rounds alternate a run against the mock and a run
 against the bare app, each of at most ``--requests`` / ``--rounds`` requests and
@@ -58,7 +58,7 @@ TARGET = 0.6
 
 
 def expected_answers() -> dict[str, bytes]:
-    """Operation name -> the mock server's answer body to its benchmark request."""
+    """Operation name -> the mock server's response body to its benchmark request."""
     from projectops.codec import from_json
     from projectops.mock._matching import load_fixtures
 

@@ -1,7 +1,7 @@
 """The pytest plugin of projectops (entry point ``pytest11``): the ``projectops_mock`` fixture,
 and answers checked against the schema's rules in the session: it sets
 ``PROJECTOPS_VALIDATE_RESPONSES=1`` (unless the environment sets it), so an app of
-``projectops.server.create_app`` answers 500 and logs when its service's answer breaks a rule
+``projectops.server.create_app`` answers 500 and logs when its service's response breaks a rule
 (a dropped "Always set" field, say; docs/contract.md §4.6) in a team's own tests.
 
 pytest imports every installed plugin in every session. This module sits beside the
@@ -30,7 +30,7 @@ VALIDATE_RESPONSES_ENV = "PROJECTOPS_VALIDATE_RESPONSES"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Turn on ``create_app``'s check of its answers for the session (pytest's hook, called
+    """Turn on ``create_app``'s check of its responses for the session (pytest's hook, called
     once when the session starts): sets ``PROJECTOPS_VALIDATE_RESPONSES=1`` unless the
     environment gives a value (``0`` included), which is kept.
 
@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def projectops_mock() -> Iterator[MockServer]:
-    """A :class:`projectops.mock.MockServer` for one test: one project, the answers the test
+    """A :class:`projectops.mock.MockServer` for one test: one project, the responses the test
     scripts, generated ones for the rest; its port, if used, stops when the test ends.
 
     Yields:

@@ -1,7 +1,7 @@
 """Hypothesis profiles: ``full`` for ``./scripts/test`` (and CI), ``fast`` for the inner loop.
 
 Hypothesis's own advice is a profile per use: the same properties, searched less deeply where
-the answer is wanted in seconds. ``./scripts/test --fast`` passes ``--hypothesis-profile=fast``;
+the response is wanted in seconds. ``./scripts/test --fast`` passes ``--hypothesis-profile=fast``;
 every property test still runs, on a quarter of the examples it gets in ``full``. The full
 suite keeps every count. A test asks for its count in ``full`` terms with :func:`examples`, so
 both profiles apply to it (an explicit ``max_examples`` would override either).

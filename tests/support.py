@@ -43,7 +43,7 @@ class Recorder:
     Attributes:
         base_url: ``http://127.0.0.1:<port>``.
         requests: every request received, in order.
-        status, body, headers: the answer to every request (default: 200 with ``{}``).
+        status, body, headers: the response to every request (default: 200 with ``{}``).
         delay: seconds to wait before answering.
     """
 

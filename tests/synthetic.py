@@ -121,11 +121,11 @@ def with_required_answer_field() -> tuple[Operation, FieldDescriptor]:
     raise LookupError("no response of the registry has a REQUIRED field")
 
 
-def minimal_answer(op: Operation) -> Message:
+def minimal_response(op: Operation) -> Message:
     """The smallest answer of `op` that keeps every rule of the schema: REQUIRED message fields
     set (recursively), REQUIRED strings and strings with a minimum length filled with ``"1"``s;
-    what a test's handler returns when its answer's content does not matter (the pytest plugin
-    turns on ``create_app``'s check of its answers). Asserts that it keeps the rules."""
+    what a test's handler returns when its response's content does not matter (the pytest plugin
+    turns on ``create_app``'s check of its responses). Asserts that it keeps the rules."""
     from projectops import rules
     from projectops.validation import rule_violations
 
@@ -145,7 +145,7 @@ def minimal_answer(op: Operation) -> Message:
 
     answer = op.response_type()
     fill(answer)
-    assert rule_violations(answer) == [], f"minimal_answer cannot keep the rules of {op.name}"
+    assert rule_violations(answer) == [], f"minimal_response cannot keep the rules of {op.name}"
     return answer
 
 

@@ -246,7 +246,7 @@ def _table(page: Path, header: str) -> list[list[str]]:
 
 
 def test_the_contracts_error_tables_agree_with_the_code() -> None:
-    """§5.2 is HTTP_STATUS_BY_CODE row for row, and every answer of the adapter's own table
+    """§5.2 is HTTP_STATUS_BY_CODE row for row, and every response of the adapter's own table
     (``error_cases.ERROR_CASES``) is a row of §5.2 or, outside the table, of §5.4."""
     import projectops
     from projectops.error_cases import ERROR_CASES

@@ -30,7 +30,7 @@ from projectops.server import OperationsServiceHandler, RequestContext, create_a
 from projectops.telemetry import AsyncClientTelemetry, ClientTelemetry, ServerTelemetry
 from projectops.v1 import operations_pb2 as ops
 from tests.client.backoff import shorten_backoff
-from tests.synthetic import minimal_answer
+from tests.synthetic import minimal_response
 
 KEY = "sk-telemetry-Secret-7f3a9c"
 # A request value that must never reach a span: bodies stay out of telemetry.
@@ -87,7 +87,7 @@ def service(rec: Recorded) -> OperationsServiceHandler:
             rec.current_in_handler.append(trace.get_current_span().get_span_context())
             if request.version != VERSION:
                 raise projectops.FailedPrecondition(f"no release {request.version!r} ({KEY})")
-            response = minimal_answer(projectops.operation("get_release_details"))
+            response = minimal_response(projectops.operation("get_release_details"))
             response.summary.release.version = request.version
             return response
 
@@ -231,7 +231,7 @@ def test_an_error_call_records_status_and_code(rec: Recorded) -> None:
     assert server.status.status_code is StatusCode.UNSET
 
     # A refused key is answered before the interceptors (docs/contract.md §2.4): the server
-    # makes no span of it; the client's span records the answer.
+    # makes no span of it; the client's span records the response.
     rec.spans.clear()
     with pytest.raises(projectops.Unauthenticated):
         async_call(app, rec, "list_rum_environments", {}, key="wrong-key")

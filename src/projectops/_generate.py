@@ -1,6 +1,6 @@
 """Generated messages, derived from the descriptors: every REQUIRED field set (down to any
 depth), the ``buf.validate`` rules this schema uses kept (docs/contract.md §4.6), the same for
-the same seed. The mock's answer to an operation its fixtures do not list, and the request sent
+the same seed. The mock's response to an operation its fixtures do not list, and the request sent
 to an operation nobody wrote a fixture for.
 
 Rules met: a string's ``min_len``, ``max_len`` and ``len``, and its ``pattern`` (the first of a

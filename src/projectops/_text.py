@@ -1,8 +1,9 @@
 """Making text from outside this process safe to print, log or return (docs/contract.md §9),
 and redacting a secret from it, for every layer: :func:`escape` writes every character a
 terminal or log reader would act on (controls, format characters such as bidi overrides, line
-separators, lone surrogates) as a visible escape; :func:`cut` shortens with a note, :func:`clip`
-with ``...`` alone (a value quoted in a one-line message);
+separators, lone surrogates) as a visible escape; :func:`cut_counting` shortens with a note
+of how many characters were cut, :func:`cut_to_width` to exactly a width, with ``...`` alone
+(a value quoted in a one-line message);
 :func:`redact_secrets` finds a secret in the spellings an honest echo writes (as it is, in any
 ASCII case, percent-encoded, JSON- or Python-escaped), and any cut of one that keeps its first
 :data:`KEY_CUT` characters (a quoted value cut short), in linear time.
@@ -73,7 +74,7 @@ def escape(text: str) -> str:
     return unsafe.sub(_visible, text)
 
 
-def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+def cut_counting(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     """`text` itself if it has at most `limit` characters, else its first `limit` characters
     followed by ``... [N more characters cut]``."""
     if len(text) <= limit:
@@ -82,7 +83,7 @@ def cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     return f"{text[:limit]}... [{rest:,} more characters cut]"
 
 
-def clip(text: str, limit: int = 40) -> str:
+def cut_to_width(text: str, limit: int = 40) -> str:
     """`text` itself if it has at most `limit` characters (default 40), else its first
     ``limit - 3`` characters and ``...``: exactly `limit` characters, for a value quoted in a
     one-line message (docs/contract.md §3.5)."""

@@ -32,7 +32,7 @@ from google.protobuf.message import Message
 
 from projectops import _fastcodec
 from projectops._fastcodec._plans import NOT_FOR_ORJSON, OPAQUE, holds
-from projectops._text import clip
+from projectops._text import cut_to_width
 from projectops._wire import elements, join, shape, value_form
 from projectops.errors import ApiError, FieldViolation, InvalidArgument
 from projectops.v1.error_pb2 import ErrorResponse
@@ -249,7 +249,7 @@ def _from_json(
         # surrogate (a "\ud800" escape).
         _raise_if_surrogate(data, "")
         _raise_if_misplaced(data, descriptor, "", strict=strict)
-        raise InvalidArgument(f"invalid {descriptor.name}: {clip(str(exc), 200)}") from None
+        raise InvalidArgument(f"invalid {descriptor.name}: {cut_to_width(str(exc), 200)}") from None
     # What json_format accepts but §3 refuses: integer enum values in strict mode, and with
     # ignore_unknown_fields a string for a message (its characters read as unknown names).
     _raise_if_misplaced(data, descriptor, "", strict=strict, leaves=False)
@@ -265,7 +265,7 @@ def _warm(use: str, message_type: type[Message], size: int) -> bool:
     in a process under :data:`OFF_LOOP_BYTES` takes those that do not. Compiling a type's decoders
     costs about 0.4 ms per message type below it, more than json_format's one pass over a small
     body, and importing orjson about 2 ms: a one-shot program (a CLI call writes one request and
-    reads one answer) pays for neither, a program that repeats the call gets both from its
+    reads one response) pays for neither, a program that repeats the call gets both from its
     second on. The paths agree on every input (tests/core/test_codec_differential.py)."""
     warm = size >= OFF_LOOP_BYTES or (use, message_type) in _MET
     _MET.add((use, message_type))
@@ -389,7 +389,7 @@ def _raise_if_misplaced(
             if strict:
                 known = ", ".join(f.json_name for f in descriptor.fields) or "none"
                 raise _invalid(
-                    join(path, clip(key)),
+                    join(path, cut_to_width(key)),
                     f"a known field of {descriptor.name} ({known})",
                     "an unknown field",
                 )
@@ -456,7 +456,7 @@ def _raise_if_surrogate(value: Any, path: str) -> None:
     """Raise InvalidArgument at the first name or string that cannot be UTF-8 (lone surrogate).
     A walk with a stack of its own, not a recursion: json.loads accepted nesting as deep as its
     stack allowed, and this walk starts from a deeper one (a RecursionError here broke the
-    promise of the conformance kit's judging never to raise)."""
+    promise of the conformance runner.s and proxy.s judging never to raise)."""
     # (path, value, whether it is a field name), the next one to look at last.
     pending: list[tuple[str, Any, bool]] = [(path, value, False)]
     while pending:
@@ -468,7 +468,7 @@ def _raise_if_surrogate(value: Any, path: str) -> None:
         inner: list[tuple[str, Any, bool]] = []
         if isinstance(item, Mapping):
             for key, child in item.items():
-                child_path = join(where, clip(str(key)))
+                child_path = join(where, cut_to_width(str(key)))
                 inner += [(where, key, True), (child_path, child, False)]
         elif isinstance(item, list):
             inner = [(f"{where}[{i}]", child, False) for i, child in enumerate(item)]
@@ -496,12 +496,12 @@ def describe_value(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {json.dumps(value)}"
     if isinstance(value, (int, float)):
-        return f"the number {clip(json.dumps(value))}"
+        return f"the number {cut_to_width(json.dumps(value))}"
     if isinstance(value, str):
-        shown = json.dumps(clip(value), ensure_ascii=False)
+        shown = json.dumps(cut_to_width(value), ensure_ascii=False)
         # A lone surrogate cannot be UTF-8 (nor go into an ErrorResponse): JSON-escape it.
         if not _is_utf8(shown):
-            shown = json.dumps(clip(value))
+            shown = json.dumps(cut_to_width(value))
         return f"the string {shown}"
     if isinstance(value, Mapping):
         return "an object"
@@ -521,7 +521,7 @@ def _invalid(path: str, expected: str, got: str) -> InvalidArgument:
 
 
 def error_body(error: ApiError) -> str:
-    """The body of an error answer: `error`'s ``ErrorResponse`` as compact JSON (docs/contract.md
+    """The body of an error response: `error`'s ``ErrorResponse`` as compact JSON (docs/contract.md
     §5.1).
 
     Args:
@@ -539,10 +539,10 @@ def error_body(error: ApiError) -> str:
 
 
 def read_error_body(body: bytes | str) -> ErrorResponse | None:
-    """The ``ErrorResponse`` an error answer's body holds (docs/contract.md §5.5).
+    """The ``ErrorResponse`` an error response's body holds (docs/contract.md §5.5).
 
     Args:
-        body: the answer's body, bytes or text.
+        body: the response's body, bytes or text.
 
     Returns:
         The decoded ``ErrorResponse``, or ``None`` when the body is not one (not JSON, the wrong

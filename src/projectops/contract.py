@@ -294,7 +294,7 @@ def _rule_findings(
 ) -> Iterator[str]:
     """The protovalidate rules of a released message (at `path`) and of its released fields
     that got stricter on a request (a request a released client sends may now be refused) or
-    looser on a response (an answer a released client relies on may now break them): each rule
+    looser on a response (a response a released client relies on may now break them): each rule
     added, removed or changed, by its flattened name (``string.max_len``,
     ``cel[issues.unique_issue_id]``). A bound that moves is judged by its direction; any other
     change counts both ways."""

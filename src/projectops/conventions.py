@@ -31,7 +31,7 @@ DEFAULT_CALL_TIMEOUT = 30.0
 DEFAULT_BODY_TIMEOUT = DEFAULT_CALL_TIMEOUT
 #: Largest answer body a client reads by default, in bytes (``max_response_bytes``, 32 MiB).
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
-#: Environment variable that turns on ``create_app``'s check of its own answers against the
+#: Environment variable that turns on ``create_app``'s check of its own responses against the
 #: schema's rules when it is ``1`` (docs/contract.md §4.6); the pytest plugin sets it.
 VALIDATE_RESPONSES_ENV = "PROJECTOPS_VALIDATE_RESPONSES"
 

@@ -40,11 +40,11 @@ class ErrorCase:
     document says of it (docs/contract.md §2.4, §5).
 
     Attributes:
-        code: the answer's error code, a :class:`~projectops.Code` value (``"unauthenticated"``).
-        situation: when the answer is sent, in Markdown sentences (the OpenAPI description).
+        code: the response's error code, a :class:`~projectops.Code` value (``"unauthenticated"``).
+        situation: when the response is sent, in Markdown sentences (the OpenAPI description).
         status: the HTTP status when it is not the code's (:data:`~projectops.HTTP_STATUS_BY_CODE`);
             ``None`` (the default): the code's.
-        headers: the headers the answer always carries, name -> value; ``None`` (the default):
+        headers: the headers the response always carries, name -> value; ``None`` (the default):
             none.
         when: a few words saying when those headers are sent; ``""`` (the default): always.
     """
@@ -57,7 +57,7 @@ class ErrorCase:
 
     @property
     def http_status(self) -> int:
-        """The HTTP status of the answer. Raises ValueError: `code` is no Code name."""
+        """The HTTP status of the response. Raises ValueError: `code` is no Code name."""
         if self.status is not None:
             return self.status
         return HTTP_STATUS_BY_CODE[Code(self.code)]
@@ -67,7 +67,7 @@ class ErrorCase:
         message: str,
         violations: Iterable[FieldViolation] = (),
     ) -> ApiError:
-        """A new exception of this answer's code (docs/contract.md §5.1).
+        """A new exception of this response's code (docs/contract.md §5.1).
 
         Args:
             message: the exception's message.
@@ -120,7 +120,7 @@ MALFORMED_BODY = ErrorCase(
 MISSING_REQUIRED = ErrorCase(
     Code.INVALID_ARGUMENT, "A REQUIRED field is missing or blank; one violation per field."
 )
-#: Not the adapter's own check: a handler's (the mock server's when no answer matches).
+#: Not the adapter's own check: a handler's (the mock server's when no response matches).
 BUSINESS_RULE = ErrorCase(
     Code.FAILED_PRECONDITION,
     "A business rule refuses the request (for example, no "
@@ -151,9 +151,9 @@ _STATED = (
     INTERNAL_FAILURE,
     DEADLINE_EXCEEDED,
 )
-#: The answers of no operation (an unknown path, a method but POST).
+#: The responses of no operation (an unknown path, a method but POST).
 OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = (NO_OPERATION, WRONG_METHOD)
-#: A handler may raise the error of any code (docs/contract.md §5.1): each code no answer of an
+#: A handler may raise the error of any code (docs/contract.md §5.1): each code no response of an
 #: operation above states is a row of its own, sent with its code's status.
 HANDLER_ERRORS: tuple[ErrorCase, ...] = tuple(
     ErrorCase(code, f"The handler raised `projectops.{ERROR_CLASSES[code].__name__}`.")
@@ -161,5 +161,5 @@ HANDLER_ERRORS: tuple[ErrorCase, ...] = tuple(
     if code not in {case.code for case in _STATED if case not in OUTSIDE_OPERATIONS}
 )
 
-#: Every error answer of the adapter, in the order the OpenAPI document describes them.
+#: Every error response of the adapter, in the order the OpenAPI document describes them.
 ERROR_CASES: tuple[ErrorCase, ...] = (*_STATED, *HANDLER_ERRORS)

@@ -55,7 +55,7 @@ class Code(StrEnum):
     UNAUTHENTICATED = "unauthenticated"
 
 
-#: Code -> HTTP status of the answer (§5.2: Connect's, but ``resource_exhausted`` is 413).
+#: Code -> HTTP status of the response (§5.2: Connect's, but ``resource_exhausted`` is 413).
 HTTP_STATUS_BY_CODE: Mapping[Code, int] = {
     Code.CANCELED: 499,
     Code.UNKNOWN: 500,
@@ -81,14 +81,14 @@ class ApiError(Exception):
 
     A subclass fixes `code`; construct it from a message alone:
     ``InvalidArgument("version: is required")``. Servers raise these from handlers and answer
-    with their code's status (§5.2); clients raise them for an error answer (§5.5).
+    with their code's status (§5.2); clients raise them for an error response (§5.5).
 
     Args:
         message: the human-readable message, sent as ``ErrorResponse.message``.
         violations: one :class:`FieldViolation` per invalid field (field path and description,
             §4.3); empty (the default) for an error about no field.
         http_status: the status of the HTTP answer that caused this error (§5.3); ``None`` (the
-            default) when no answer was involved (raised locally, or by a server's handler).
+            default) when no response was involved (raised locally, or by a server's handler).
 
     Attributes:
         code: the error's :class:`Code` (a class attribute of each subclass).

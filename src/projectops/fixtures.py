@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
-from projectops._text import clip
+from projectops._text import cut_to_width
 from projectops.codec import _collector_paused, check_decode_cost, from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
 from projectops.errors import Code, InvalidArgument
@@ -31,10 +31,10 @@ from projectops.validation import validate
 __all__ = [
     "MAX_DELAY_SECONDS",
     "MAX_FIXTURES_BYTES",
-    "FixtureAnswer",
     "FixtureError",
     "FixtureProject",
-    "decode_answer",
+    "FixtureResponse",
+    "decode_fixture_response",
     "decode_fixtures",
     "default_fixtures",
     "read_fixtures_file",
@@ -44,7 +44,7 @@ __all__ = [
 
 M = TypeVar("M", bound=Message)
 
-#: The longest ``delay`` of an answer, in seconds.
+#: The longest ``delay`` of a response, in seconds.
 MAX_DELAY_SECONDS = 60.0
 #: The largest fixtures file read, in bytes (64 MiB).
 MAX_FIXTURES_BYTES = 64 * 1024 * 1024
@@ -61,13 +61,13 @@ class FixtureError(ValueError):
 
 
 @dataclass(frozen=True)
-class FixtureAnswer:
+class FixtureResponse:
     """One answer of a fixtures file (a ``MockAnswer``), decoded and checked.
 
     Attributes:
         request: the request it answers, a message of the operation's request type (the empty
             request when the file gives none).
-        response: the response it answers with, a message of the operation's response type.
+        response: the response it responses with, a message of the operation's response type.
         key: ``request``'s :func:`request_key`, what an exact answer is matched by.
         error: the error to answer with instead of `response`; ``None`` (the default): none.
         delay: seconds to wait before answering, at most :data:`MAX_DELAY_SECONDS`; ``0.0`` (the
@@ -92,12 +92,12 @@ class FixtureProject:
         name: the project's name (what :class:`~projectops.server.RequestContext` calls
             ``project``).
         api_key: the project's API key, visible ASCII; never in its ``repr``.
-        answers: operation name -> its answers in the file's order; the names sorted.
+        answers: operation name -> its responses in the file's order; the names sorted.
     """
 
     name: str
     api_key: str = field(repr=False)
-    answers: Mapping[str, tuple[FixtureAnswer, ...]]
+    answers: Mapping[str, tuple[FixtureResponse, ...]]
 
 
 def read_fixtures_file(path: str | os.PathLike[str]) -> bytes:
@@ -154,7 +154,7 @@ def decode_fixtures(
 
     Args:
         data: JSON text (``str`` or UTF-8 ``bytes``) or an already parsed JSON object.
-        registry: the operations its answers are of; :data:`projectops.registry.REGISTRY` by
+        registry: the operations its responses are of; :data:`projectops.registry.REGISTRY` by
             default.
 
     Returns:
@@ -179,7 +179,7 @@ def decode_fixtures(
             raise FixtureError(f"not valid JSON: {exc}") from None
     if duplicates:
         _raise_at_duplicate(data, dict(duplicates))
-    try:  # collector paused: the answers are many containers it would walk again and again
+    try:  # collector paused: the responses are many containers it would walk again and again
         return _collector_paused(_parse, data, registry)
     except RecursionError:  # the codec stops at 100 levels; this is the last guard
         raise FixtureError("nested too deep") from None
@@ -222,11 +222,12 @@ def _path(where: Any) -> str:
 
 
 def _quoted(text: str) -> str:
-    return json.dumps(clip(text, _SHOWN_CHARS), ensure_ascii=True)
+    return json.dumps(cut_to_width(text, _SHOWN_CHARS), ensure_ascii=True)
 
 
 def _parse(data: Any, registry: Registry) -> tuple[FixtureProject, ...]:
-    # Answers are decoded from the JSON as written (decode_answer), not as slow ListValues.
+    # Responses are decoded from the JSON as written (decode_fixture_response), not as slow
+    # ListValues.
     hollow = data
     if isinstance(data, dict) and isinstance(data.get("projects"), list):
         hollow = {**data, "projects": [_without_answers(p) for p in data["projects"]]}
@@ -248,7 +249,7 @@ def _parse(data: Any, registry: Registry) -> tuple[FixtureProject, ...]:
                 f"{path}.apiKey: {problem}; a key travels in the {API_KEY_HEADER} header as "
                 "visible ASCII"
             )
-        answers: dict[str, tuple[FixtureAnswer, ...]] = {}
+        answers: dict[str, tuple[FixtureResponse, ...]] = {}
         for op_name in sorted(entry.operations):
             op_path = f"{path}.operations.{op_name}"
             op = by_name.get(op_name)
@@ -257,9 +258,9 @@ def _parse(data: Any, registry: Registry) -> tuple[FixtureProject, ...]:
                     f"{op_path}: unknown operation {op_name!r}; known operations: "
                     f"{', '.join(by_name)}"
                 )
-            decoded: dict[tuple[bool, str], tuple[int, FixtureAnswer]] = {}
+            decoded: dict[tuple[bool, str], tuple[int, FixtureResponse]] = {}
             for j, item in enumerate(data["projects"][i]["operations"][op_name] or ()):
-                answer = decode_answer(op, item, f"{op_path}[{j}]")
+                answer = decode_fixture_response(op, item, f"{op_path}[{j}]")
                 first = decoded.setdefault((answer.partial, answer.key), (j, answer))[0]
                 if first != j:
                     raise FixtureError(
@@ -293,12 +294,12 @@ def _header_problem(key: str) -> str:
     return "holds a non-ASCII character"
 
 
-def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
-    """Decode and check one answer of an operation (a ``MockAnswer`` in the JSON mapping).
+def decode_fixture_response(op: Operation, item: Any, path: str) -> FixtureResponse:
+    """Decode and check one response of an operation (a ``MockAnswer`` in the JSON mapping).
 
     Args:
-        op: the operation the answer is for.
-        item: the answer as parsed JSON (an object).
+        op: the operation the response is for.
+        item: the response as parsed JSON (an object).
         path: its field path in the document, for messages (``projects[0].answers.x[2]``).
 
     Returns:
@@ -337,7 +338,7 @@ def decode_answer(op: Operation, item: Any, path: str) -> FixtureAnswer:
     if delay > MAX_DELAY_SECONDS:
         longest = f"the longest delay, {MAX_DELAY_SECONDS:g}s"
         raise FixtureError(f"{here}delay: {delay:g}s is longer than {longest}")
-    return FixtureAnswer(request, response, request_key(request), error, delay, answer.partial)
+    return FixtureResponse(request, response, request_key(request), error, delay, answer.partial)
 
 
 def _decode(

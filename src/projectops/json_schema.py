@@ -123,7 +123,7 @@ class _Builder:
             schema["description"] = text
         properties = {fd.json_name: self.field_schema(fd) for fd in message.fields}
         schema["properties"] = properties
-        # What the codec always writes is required of an answer: fields without presence.
+        # What the codec always writes is required of a response: fields without presence.
         output = self.direction == "output"
         required = [
             fd.json_name

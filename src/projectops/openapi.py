@@ -1,8 +1,8 @@
 """The OpenAPI 3.1 document of the API, derived from the registry (paths, ids, texts),
-:mod:`projectops.json_schema` (schemas), :data:`ERROR_CASES` (error answers) and the default
+:mod:`projectops.json_schema` (schemas), :data:`ERROR_CASES` (error responses) and the default
 fixtures (examples). Choices:
 
-- Components are keyed by full proto name. A message reached from an answer has its output
+- Components are keyed by full proto name. A message reached from a response has its output
   form; one reached only from requests its input form; from both, the input form is
   ``<full name>.input``. Request schemas forbid unknown properties only with ``strict=True``.
 - An operation's tag is the proto file stem of its response's first message field (else of the
@@ -56,7 +56,7 @@ _REF_BASE = "#/components/schemas/"
 #: A relative server: a path of RFC 3986 path characters (one class, so no backtracking).
 _SERVER_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
-#: The adapter's answers of no operation (an unknown path, a method but POST): stated once, not
+#: The adapter's responses of no operation (an unknown path, a method but POST): stated once, not
 #: among every POST's responses, where tools would offer them as outcomes of a call.
 OUTSIDE_OPERATIONS: tuple[ErrorCase, ...] = error_cases.OUTSIDE_OPERATIONS
 
@@ -72,7 +72,7 @@ def document(
     registry: Registry = REGISTRY,
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the API: every operation, its schemas and examples, and the
-    error answers of docs/contract.md §5.
+    error responses of docs/contract.md §5.
 
     Args:
         base_url: the server the document names (``servers[0].url``, see :func:`server_url`):

@@ -190,7 +190,7 @@ def _client_finish(
 class ClientTelemetry(_Telemetry):
     """Interceptor of :class:`~projectops.client.Client`: a CLIENT span and
     ``rpc.client.duration`` per call (retries included). ``http.response.status_code``: the
-    failing answer's status, else the last answer's; unset when no answer came."""
+    failing response's status, else the last response's; unset when no response came."""
 
     def _client_start(self, context: Any) -> _Call:
         """Start the call; its span context goes in the headers (a name they refuse: left out)."""

@@ -4,7 +4,8 @@ the protovalidate rules together, checked by the official engine (:func:`rule_vi
 
 :func:`validate` and :func:`violations` are the cheap REQUIRED check of the clients and the CLI
 (no engine is imported on their path: importing protovalidate costs 0.5-1 s);
-:func:`rule_violations` is the whole check of the server adapter and the kit.
+:func:`rule_violations` is the whole check of the server adapter, the conformance runner and
+the proxy.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import google.api.field_behavior_pb2 as field_behavior_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from projectops._text import cut, escape
+from projectops._text import cut_counting, escape
 from projectops._wire import elements, join, value_form
 from projectops.errors import FieldViolation, InvalidArgument
 
@@ -287,7 +288,7 @@ def rule_violations(message: Message) -> list[RuleViolation]:
     try:
         engine = protovalidate.collect_violations(message)
     except protovalidate.EvaluationError as exc:
-        found.append(RuleViolation("", escape(cut(str(exc), 200)), EVALUATION_RULE))
+        found.append(RuleViolation("", escape(cut_counting(str(exc), 200)), EVALUATION_RULE))
         return found
     for proto in (violation.proto for violation in engine):
         if proto.rule_id in _RESTATED:  # REQUIRED's, found first by its own walk

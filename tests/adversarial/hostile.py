@@ -170,7 +170,7 @@ def hostile_server(behaviour: Behaviour) -> Iterator[HostileServer]:
 
 
 def _head(status: int, headers: dict[str, str]) -> bytes:
-    """The answer's head. Every connection is closed after one answer, and the head says so
+    """The response's head. Every connection is closed after one response, and the head says so
     (``Connection: close`` unless `headers` has its own): otherwise a retry sent a few ms later
     could go out on the pooled connection before the client sees it closed, and end with no
     answer (1 in 300 under load)."""
@@ -190,7 +190,7 @@ def _trickle(sock: socket.socket, data: bytes, interval: float, limit: float) ->
 
 
 def trickle_head(interval: float = 1.0, limit: float = CONNECTION_LIMIT) -> Behaviour:
-    """Send a valid 200 answer's status line and headers one byte per `interval` seconds
+    """Send a valid 200 response's status line and headers one byte per `interval` seconds
     (for at most `limit` seconds): no read waits longer than `interval`."""
     body = b'{"environments": []}'
     head = _head(200, {"Content-Type": "application/json", "Content-Length": str(len(body))})
@@ -202,7 +202,7 @@ def trickle_head(interval: float = 1.0, limit: float = CONNECTION_LIMIT) -> Beha
 
 
 def trickle_body(interval: float = 1.0, limit: float = CONNECTION_LIMIT) -> Behaviour:
-    """Send a 200 answer's headers at once, then its (valid, 1,000-byte) body one byte per
+    """Send a 200 response's headers at once, then its (valid, 1,000-byte) body one byte per
     `interval` seconds, for at most `limit` seconds."""
     body = b'{"environments": [' + b" " * 980 + b"]}"
     body = body[:1000] if len(body) > 1000 else body
@@ -239,7 +239,7 @@ def gzip_bomb_body(mebibytes: int = 1024) -> bytes:
 
 
 def gzip_bomb(mebibytes: int = 1024) -> Behaviour:
-    """A 200 answer with ``Content-Encoding: gzip`` whose ~1 MB body inflates to `mebibytes`
+    """A 200 response with ``Content-Encoding: gzip`` whose ~1 MB body inflates to `mebibytes`
     MiB of zeros."""
     body = gzip_bomb_body(mebibytes)
     head = _head(
@@ -258,7 +258,7 @@ def gzip_bomb(mebibytes: int = 1024) -> Behaviour:
 
 
 def huge_body(size: int, *, announce: bool = True, status: int = 200) -> Behaviour:
-    """An answer whose body is `size` bytes of one long JSON string, sent in 1 MiB pieces as
+    """A response whose body is `size` bytes of one long JSON string, sent in 1 MiB pieces as
     fast as the client reads; with `announce` False there is no ``Content-Length`` (the body
     ends when the connection closes), so only counting the bytes can stop it."""
     headers = {"Content-Type": "application/json", "Connection": "close"}
@@ -294,7 +294,7 @@ def answer(status: int, body: bytes | str, headers: dict[str, str] | None = None
 
 
 def echo_key(status: int = 401) -> Behaviour:
-    """An error answer whose message, code and violations echo the request's
+    """An error response whose message, code and violations echo the request's
     ``Service-Api-Key`` as an honest echo writes it: in upper case, repr-escaped,
     percent-encoded and verbatim."""
 

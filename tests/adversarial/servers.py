@@ -5,7 +5,7 @@ with any extra flags, optionally under a lowered open-file limit (``RLIMIT_NOFIL
 child before it runs), with stdout and stderr going to files (a chatty server never blocks on a
 pipe, and the size of its log can be measured), and stops it with SIGTERM afterwards.
 :func:`crashing_server` runs uvicorn on an app whose handlers fail (the crash log under test).
-:func:`raw_exchange` sends raw bytes on one socket and reads the answer until the server
+:func:`raw_exchange` sends raw bytes on one socket and reads the response until the server
 closes or a deadline passes: the tool for malformed and slow HTTP.
 """
 

@@ -1,6 +1,6 @@
 """Clients of the adversarial tests that send a request slowly or at once, on raw sockets to
 127.0.0.1 (no client library normalises what they send): :func:`trickle` sends a body a byte
-every 0.1 s, :func:`exchange` one request and reads the whole answer."""
+every 0.1 s, :func:`exchange` one request and reads the whole response."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def head(port: int, target: str, length: int, key: str = KEY, *more: str) -> byt
 
 
 def trickle(port: int, target: str, key: str = KEY) -> tuple[bytes, bool, float]:
-    """A request whose 1,000-byte body comes a byte every 0.1 s: the answer, whether the server
+    """A request whose 1,000-byte body comes a byte every 0.1 s: the response, whether the server
     closed the connection, and the seconds until it did (or the trickle ended)."""
     start = time.monotonic()
     with socket.create_connection((LOOPBACK, port), timeout=TRICKLE) as sock:
@@ -70,7 +70,7 @@ def status(raw: bytes) -> int:
 
 
 def body_of(raw: bytes) -> dict[str, Any]:
-    """The JSON object of a raw answer's body."""
+    """The JSON object of a raw response's body."""
     return dict(json.loads(raw.partition(b"\r\n\r\n")[2]))
 
 

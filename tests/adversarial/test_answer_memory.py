@@ -1,12 +1,12 @@
-"""An answer under the size cap cannot cost unbounded memory: the CLI and the tool server.
+"""A response under the size cap cannot cost unbounded memory: the CLI and the tool server.
 
-A hostile backend on 127.0.0.1 (:mod:`tests.adversarial.hostile`) answers with the shapes that
+A hostile backend on 127.0.0.1 (:mod:`tests.adversarial.hostile`) responses with the shapes that
 cost the most per byte: many empty elements (``{"environments":[{},{},...]}``), deep nesting,
-many short strings and one long string. For an answer of N bytes (under
+many short strings and one long string. For a response of N bytes (under
 ``--max-response-bytes``), the peak resident memory of the CLI (printing to a file and into a
 pipe) and of the tool server (``projectops mcp`` over its real stdio) must stay under
 100 MiB + 64 * N. Peak memory is ``ru_maxrss`` of the program alone, read by a small launcher
-process (as in ``test_client_cli.py``). An answer whose decoding would cost more than the
+process (as in ``test_client_cli.py``). A response whose decoding would cost more than the
 codec allows is refused with an error naming that cap; the tool server refuses a result over
 ``--max-result-bytes`` with an ``isError`` result naming the cap and the size.
 
@@ -78,7 +78,7 @@ def short_strings(size: int) -> bytes:
 
 
 def long_string(size: int) -> bytes:
-    """One environment whose name is the whole answer: ASCII and one character outside the
+    """One environment whose name is the whole response: ASCII and one character outside the
     Basic Multilingual Plane, so every Python copy of it takes 4 bytes per character."""
     prefix, suffix = b'{"environments":[{"environment":"', '\U0001f600"}]}'.encode()
     return prefix + b"x" * (size - len(prefix) - len(suffix)) + suffix
@@ -93,7 +93,7 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
 
 
 def budget(size: int) -> int:
-    """The peak memory an answer of `size` bytes may cost: 100 MiB + 64 bytes per byte."""
+    """The peak memory a response of `size` bytes may cost: 100 MiB + 64 bytes per byte."""
     return 100 * MIB + 64 * size
 
 
@@ -274,7 +274,7 @@ def test_the_cli_prints_any_answer_in_bounded_memory(shape: str) -> None:
 
 
 def test_the_cli_prints_many_empty_elements_under_the_decoding_cap() -> None:
-    """Empty elements few enough to be decoded: printed in full (12 times the answer's size)."""
+    """Empty elements few enough to be decoded: printed in full (12 times the response's size)."""
     body = empty_elements(150_000)
     with hostile_server(answer(200, body)) as backend:
         run = run_cli(backend.base_url, pipe=True)

@@ -149,7 +149,7 @@ def test_the_cli_gives_up_on_a_trickling_server_after_its_timeout() -> None:
         assert 0.95 <= waited < 2.5, waited
 
 
-# --- item 2: answers are capped in bounded memory ---------------------------------------------
+# --- item 2: responses are capped in bounded memory ---------------------------------------------
 
 
 @pytest.mark.slow
@@ -263,12 +263,12 @@ def poisoned(message: Message) -> None:
 
 def bare_calls() -> list[tuple[projectops.Operation, str]]:
     """(operation, poisoned answer) of each operation callable without arguments (no
-    REQUIRED request field) whose generated answer holds a string."""
+    REQUIRED request field) whose generated response holds a string."""
     found = []
     for op in projectops.operations():
         if any(is_required(fd) for fd in op.request_type.DESCRIPTOR.fields):
             continue
-        for seed in range(20):  # a generated answer may hold no string (an empty list)
+        for seed in range(20):  # a generated response may hold no string (an empty list)
             response = generate(op.response_type, f"{op.name}-{seed}")
             poisoned(response)
             text = projectops.to_json(response)

@@ -182,7 +182,7 @@ def test_a_limit_that_cannot_work_fails_at_construction(value: int) -> None:
         AsyncClient(timeout=value)
 
 
-# --- item 2: answers are capped; nothing is decompressed that was not asked for --------------
+# --- item 2: responses are capped; nothing is decompressed that was not asked for --------------
 
 
 @pytest.mark.parametrize("announce", [True, False], ids=["content-length", "until-close"])
@@ -268,7 +268,7 @@ def test_control_characters_of_a_2xx_answer_and_a_redirect_are_escaped(call: Cal
 
     for where in ("http://127.0.0.1:9/\x9b2Jx", "http://127.0.0.1:9/\x1b[2Jx"):
         with hostile_server(answer(307, b"", {"Location": where})) as server:
-            # httpx itself refuses a Location with ASCII controls (no answer to use).
+            # httpx itself refuses a Location with ASCII controls (no response to use).
             with pytest.raises((UnexpectedRedirect, ServiceUnreachable)) as redirect:
                 call(server.base_url)
         assert not controls(str(redirect.value)), str(redirect.value)

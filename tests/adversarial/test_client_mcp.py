@@ -1,10 +1,10 @@
 """The MCP tool server against hostile input on stdio and hostile backends on 127.0.0.1.
 
-Every line an MCP client writes gets an answer: a line that is not UTF-8, not JSON, holds a lone
+Every line an MCP client writes gets a response: a line that is not UTF-8, not JSON, holds a lone
 surrogate or nests deeper than the parser allows gets ``-32700`` with ``"id": null``; JSON that is
 no JSON-RPC message gets ``-32600``, a request whose ``id`` JSON-RPC does not allow included
 (issue 28.3). Tool calls are bounded by ``--timeout`` as a whole and their results carry no
-control characters; a large answer does not stall the other sessions of ``mcp --http`` (issue
+control characters; a large response does not stall the other sessions of ``mcp --http`` (issue
 28.8). In-process through :func:`projectops.mcp.serve_stdio`, and as a real ``projectops mcp``
 subprocess.
 """
@@ -65,7 +65,7 @@ PARSE_ERRORS: dict[str, bytes] = {
     + b"}}",
     "NUL": b"\x00",
 }
-#: JSON lines that are no JSON-RPC message (answered -32600), with the id the answer carries.
+#: JSON lines that are no JSON-RPC message (answered -32600), with the id the response carries.
 INVALID_REQUESTS: dict[str, tuple[bytes, Any]] = {
     "array": (b"[1, 2, 3]", None),
     "no jsonrpc member": (b'{"id": 11, "method": "ping"}', 11),
@@ -111,7 +111,7 @@ class _Answers(io.StringIO):
 
 
 class _HeldStdin(io.BytesIO):
-    """stdin whose end comes only once the answers are out (an agent keeps stdin open while
+    """stdin whose end comes only once the responses are out (an agent keeps stdin open while
     it waits; at the end of stdin the server may drop requests still in flight)."""
 
     def __init__(self, data: bytes, answered: threading.Event) -> None:
@@ -348,7 +348,7 @@ def test_ctrl_c_stops_the_stdio_server_while_its_stdin_stays_open() -> None:
 @pytest.mark.slow
 def test_requests_written_before_stdin_closes_are_all_answered() -> None:
     """An agent (or a shell pipe) may write its requests and close stdin at once: each still
-    gets its one answer before the server ends (JSON-RPC 2.0, section 5)."""
+    gets its one response before the server ends (JSON-RPC 2.0, section 5)."""
     call = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -359,7 +359,7 @@ def test_requests_written_before_stdin_closes_are_all_answered() -> None:
     stdin = b"".join(_line(m) for m in (INITIALIZE, INITIALIZED, call, listing))
     done = subprocess.run(
         [sys.executable, "-m", "projectops", "mcp"],
-        env=cli_env(KEY, "http://127.0.0.1:9"),  # refuses: the call's answer is an error result
+        env=cli_env(KEY, "http://127.0.0.1:9"),  # refuses: the call's response is an error result
         input=stdin,
         capture_output=True,
         timeout=60,
@@ -374,8 +374,8 @@ def test_requests_written_before_stdin_closes_are_all_answered() -> None:
 
 
 def _large_answer(size: int) -> tuple[projectops.Operation, bytes]:
-    """An operation called without arguments and an answer of about `size` bytes: the lists of
-    its default fixture's answer repeated (elements of the operation's own messages, so the
+    """An operation called without arguments and a response of about `size` bytes: the lists of
+    its default fixture's response repeated (elements of the operation's own messages, so the
     decoding is the codec's real work)."""
     for op in projectops.operations():
         answer = {} if required_fields(op) else demo_response(op)
@@ -437,6 +437,6 @@ def test_a_large_answer_leaves_the_other_sessions_of_mcp_http_their_latency(
         with http_server([*MCP_COMMAND, "--http"], env, tmp_path / "mcp.log") as server:
             pings, result = anyio.run(scenario, server.url)
     print(f"FIGURE pings answered while the tool server worked on a 16 MiB answer: {pings}")
-    assert result.is_error is True  # over --max-result-bytes: the answer was decoded and sized
+    assert result.is_error is True  # over --max-result-bytes: the response was decoded and sized
     assert "bytes of JSON, over the tool server's limit" in result.content[0].text
-    assert pings >= 30  # on the event loop: only those answered while the answer was read (7)
+    assert pings >= 30  # on the event loop: only those answered while the response was read (7)

@@ -14,7 +14,7 @@ import pytest
 
 import projectops
 from projectops import FieldViolation, Unauthenticated
-from projectops._text import cut, escape, outside_text
+from projectops._text import cut_counting, escape, outside_text
 from projectops.client import Client, MissingBaseUrl
 from projectops.client.redaction import redact, scrub_exception
 from projectops.program.failures import failure
@@ -49,8 +49,8 @@ def test_printable_text_is_left_alone_and_escaping_twice_changes_nothing(text: s
 
 
 def test_outside_text_is_bounded_once_escaped_and_says_what_was_cut() -> None:
-    assert cut("abc", 5) == "abc"
-    assert cut("a" * 1500) == "a" * 1000 + "... [500 more characters cut]"
+    assert cut_counting("abc", 5) == "abc"
+    assert cut_counting("a" * 1500) == "a" * 1000 + "... [500 more characters cut]"
     for text in ["\x1b" * 50_000, "A" * 50_000, "\x1bA" * 25_000]:
         shown = outside_text(text)
         head, _, note = shown.partition("... [")

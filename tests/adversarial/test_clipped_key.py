@@ -9,7 +9,7 @@
   characters of it in a row, the wrong key of ``auth.wrong-key`` (``<key>-not-a-key``, cut
   inside the key itself when the key has 38 to 40 characters) included; nor does the CLI's
   error line;
-- the CLI prints an answer that echoes the key with ``***`` where the key was, as the MCP tool
+- the CLI prints a response that echoes the key with ``***`` where the key was, as the MCP tool
   server returns it (docs/contract.md §9.4), and the same JSON otherwise.
 """
 
@@ -194,7 +194,7 @@ def test_the_cli_prints_an_echoed_key_as_the_tool_server_returns_it(
 
 def _refused(key: str) -> tuple[Operation, str]:
     """The registry's first operation whose answer :func:`_echo_message` makes undecodable (a
-    field that cannot hold the key: its message quotes the key cut), and that answer."""
+    field that cannot hold the key: its message quotes the key cut), and that response."""
     for op in operations():
         body = json.dumps(_echo_message(op.response_type.DESCRIPTOR, key))
         try:

@@ -1,4 +1,4 @@
-"""Judging survives any depth the JSON parser accepts (issue 39, finding 2): an answer nested
+"""Judging survives any depth the JSON parser accepts (issue 39, finding 2): a response nested
 about 980 levels deep (4 KB) used to raise RecursionError in the codec's walk for unpaired
 surrogates, which starts from a deeper stack than the ``json.loads`` that accepted it. The
 conformance runner then took its dead judging thread for ``--deadline``, the proxy's background
@@ -11,7 +11,7 @@ Here the nested answers carry the key and ``ESC[2J ESC[31m`` in an unknown field
 - ``projectops conformance`` judges every such answer (``response.decodes`` fails), is not
   stopped, and its outputs hold neither the key (nor 8 characters of it) nor a raw escape;
 - ``projectops proxy`` draws a drift line for each such call, and prints no traceback
-  (:mod:`tests.adversarial.test_kit_proxy_drift`).
+  (:mod:`tests.adversarial.test_conformance_proxy_drift`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ESCAPES = "\x1b[2J\x1b[31m"
 
 
 def nested(depth: int, key: str) -> bytes:
-    """An answer of `depth` nested arrays under an unknown field named with escapes and `key`."""
+    """A response of `depth` nested arrays under an unknown field named with escapes and `key`."""
     name = json.dumps(f"{ESCAPES}{key}")
     return f"{{{name}:{'[' * depth}{']' * depth}}}".encode()
 

@@ -1,6 +1,6 @@
 """Small leaks of the client layer, against real HTTP servers on 127.0.0.1.
 
-- Cookies: a ``Set-Cookie`` in an answer is never sent back, by :class:`Client`,
+- Cookies: a ``Set-Cookie`` in a response is never sent back, by :class:`Client`,
   :class:`AsyncClient` (with their own transport or a caller's) or by two sessions of one MCP
   tool server (which share one HTTP client): the API key alone identifies the caller, and a
   cookie one session was given must not travel with another session's calls.
@@ -94,7 +94,7 @@ def test_two_tool_server_sessions_share_no_cookie() -> None:
 
 
 def _echo_key_in_a_field(sock: socket.socket, request: Request) -> None:
-    """A 200 answer whose environment tags echo the request's key, plain and upper case."""
+    """A 200 response whose environment tags echo the request's key, plain and upper case."""
     key = request.header("Service-Api-Key") or ""
     body = {"environments": [{"environment": f"env of {key}"}, {"environment": key.upper()}]}
     answer(200, json.dumps(body), {"Connection": "close"})(sock, request)

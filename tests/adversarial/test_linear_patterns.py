@@ -3,7 +3,7 @@
 escapes, against keys that are backslashes themselves or 16,000 characters long; proto comments. And
 the three places a quadratic redaction used to stall: a server built with ``create_app`` logging
 a handler's or ``authenticate``'s exception, the CLI and the MCP tool server reading a hostile
-backend's error answer.
+backend's error response.
 """
 
 from __future__ import annotations
@@ -175,10 +175,10 @@ def lookup_app() -> Any:
     ``uvicorn --factory``."""
     from projectops.registry import operations
     from projectops.server import create_app
-    from tests.synthetic import minimal_answer
+    from tests.synthetic import minimal_response
 
     (op,) = [op for op in operations() if op.name == "get_release_details"]
-    releases = {RELEASE: minimal_answer(op)}
+    releases = {RELEASE: minimal_response(op)}
     keys = {GOOD_KEY: "project"}
 
     class Service:
@@ -239,7 +239,7 @@ def test_a_logged_exception_quoting_backslashes_stalls_no_request(
     key: str, version: str, expected: tuple[int, str]
 ) -> None:
     with lookup_server() as base_url:
-        _post(base_url, GOOD_KEY, RELEASE)  # warm: the first answer costs imports
+        _post(base_url, GOOD_KEY, RELEASE)  # warm: the first response costs imports
         hostile: list[tuple[int, str, float]] = []
         thread = threading.Thread(target=lambda: hostile.append(_post(base_url, key, version)))
         thread.start()

@@ -28,7 +28,7 @@ from projectops.program.commands import listen, listen_url
 from projectops.server import create_app
 from projectops.validation import is_required
 from tests.loopback import LOOPBACK
-from tests.synthetic import minimal_answer, valid_request
+from tests.synthetic import minimal_response, valid_request
 
 KEY = "failures-key-7f3a"
 #: Any operation a request ``{}`` reaches the handler of.
@@ -97,7 +97,7 @@ def test_every_base_exception_of_the_services_code_is_the_500_error_response(
     async def handler(request: Any, context: Any) -> Any:
         if failing["handler"]:
             await FAILURES[failing["handler"]]()
-        return minimal_answer(OP)
+        return minimal_response(OP)
 
     async def interceptor(request: Any, context: Any, call_next: Any) -> Any:
         if failing["interceptor"]:

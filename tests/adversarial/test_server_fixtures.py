@@ -1,6 +1,6 @@
 """Bad fixtures files against ``projectops mock-server``: every one is exit 2 and one line naming
-the file, at once and in bounded memory, before anything listens; and a request no answer
-matches costs the same whatever the number of answers (issue 28, item 7).
+the file, at once and in bounded memory, before anything listens; and a request no response
+matches costs the same whatever the number of responses (issue 28, item 7).
 
 The files that would cost an unbounded read (64 MiB and more, ``/dev/zero``) go to the real
 program under an address-space limit; the others to the program in-process, on a port that is
@@ -25,7 +25,7 @@ import pytest
 
 import projectops
 from projectops.errors import FailedPrecondition
-from projectops.fixtures import MAX_FIXTURES_BYTES, FixtureAnswer, request_key
+from projectops.fixtures import MAX_FIXTURES_BYTES, FixtureResponse, request_key
 from projectops.mock import MockProject
 from tests.support import RunCli
 from tests.synthetic import with_required_string
@@ -202,7 +202,7 @@ def fixtures_text(op: projectops.Operation, answers: str) -> str:
 
 
 def empty_elements(folder: Path) -> Path:
-    """15 MiB: one answer whose list of messages holds 5.2 million ``{}``: it took a minute
+    """15 MiB: one response whose list of messages holds 5.2 million ``{}``: it took a minute
     and 2 GiB to start."""
     op, fd = next(
         (op, fd)
@@ -251,7 +251,7 @@ def partial_project(count: int) -> MockProject:
         request = OP.request_type(**{FIELD.name: f"v{i}"})
         key = request_key(request)
         answers.append(
-            FixtureAnswer(request, OP.response_type(), key, delay=i / 1000, partial=True)
+            FixtureResponse(request, OP.response_type(), key, delay=i / 1000, partial=True)
         )
     return MockProject("p", {OP.name: tuple(answers)})
 

@@ -1,12 +1,12 @@
 """The mock server and ``create_app`` hold their ground (issue 39, items 3 and 4), served
 in-process by uvicorn on 127.0.0.1 with raw-socket clients (the proxy's side of item 3, and
-item 7: tests/adversarial/test_kit_proxy.py):
+item 7: tests/adversarial/test_conformance_proxy.py):
 
 - a request body that trickles (a byte every 0.1 s: no single read waits long) is cut at
   ``body_timeout`` with a 408 ``deadline_exceeded`` and the connection closed, by the mock
   server (its app, and ``mock-server --body-timeout``) and ``create_app`` (``handler_timeout``
   does not count the client's slowness);
-- with ``validate_responses``, a large answer's rules are checked off the event loop: a call
+- with ``validate_responses``, a large response's rules are checked off the event loop: a call
   that comes while they are checked is answered first.
 """
 
@@ -32,7 +32,7 @@ from tests.adversarial.slow_clients import (
     status,
     trickle,
 )
-from tests.adversarial.test_kit_proxy import ITEMS, LIST, LISTING, TEXT
+from tests.adversarial.test_conformance_proxy import ITEMS, LIST, LISTING, TEXT
 from tests.adversarial.test_server_failures import served
 
 #: A key of the mock server's bundled fixtures (docs/mock.md).
@@ -79,7 +79,7 @@ def test_create_app_refuses_a_body_timeout_that_cannot_work() -> None:
         create_app(object(), authenticate=authenticate, body_timeout="1")  # type: ignore[arg-type]
 
 
-#: Elements of the large answer: its rules cost the engine its whole budget.
+#: Elements of the large response: its rules cost the engine its whole budget.
 LARGE = 3_000
 
 
@@ -105,7 +105,7 @@ def test_a_large_answers_rules_are_checked_off_the_event_loop() -> None:
         calling = threading.Thread(target=call_large)
         calling.start()
         assert handled.wait(PROMPT * 2)
-        # The handler has returned the large answer: its rules are being checked now. A call
+        # The handler has returned the large response: its rules are being checked now. A call
         # without a key is answered on the loop; on the loop, it would wait for the check.
         ping = exchange(port, LIST, key="")
         arrived["ping"] = time.monotonic()

@@ -47,7 +47,7 @@ def test_the_access_log_never_writes_a_query_string() -> None:
 def test_the_crash_log_redacts_the_key_in_every_escaping() -> None:
     """A handler's exception quotes the request's version, which a confused client set to its
     key: the logged traceback holds it in none of the spellings an honest echo writes (as is,
-    any case, percent-encoded, JSON or Python escaped); the answer is a plain 500."""
+    any case, percent-encoded, JSON or Python escaped); the response is a plain 500."""
     forms = {
         CRASH_KEY,
         repr(CRASH_KEY)[1:-1],

@@ -1,4 +1,4 @@
-"""Malformed HTTP against the real mock server gets uvicorn's own answer (the edge is the proxy's,
+"""Malformed HTTP against the real mock server gets uvicorn's own response (the edge is the proxy's,
 docs/server.md): a short 400 and a closed connection, quoting nothing of the request; and the
 limits the mock server passes on to uvicorn hold."""
 

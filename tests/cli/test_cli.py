@@ -2,7 +2,7 @@
 
 Contract under test: stdout is the response JSON and nothing else (empty on failure); stderr
 is one ``error: ...`` line per failure, never a traceback and never the API key; exit codes
-0 success, 2 usage or local input (nothing sent), 3 answer 401, 4 answer 400, 5 no answer or
+0 success, 2 usage or local input (nothing sent), 3 answer 401, 4 answer 400, 5 no response or
 any other status.
 """
 

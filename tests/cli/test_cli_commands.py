@@ -203,7 +203,7 @@ NOT_ON_A_CALLS_PATH = (
     "projectops.mock._command",
     "projectops.json_schema",
     "projectops.openapi",
-    "orjson",  # repaid from a type's second body on (codec._warm): a call reads one answer
+    "orjson",  # repaid from a type's second body on (codec._warm): a call reads one response
     "difflib",  # "did you mean", after a mistake only
     "xml",  # the conformance runner's JUnit report
 )

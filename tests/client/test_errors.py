@@ -1,4 +1,4 @@
-"""error_from_response: the ApiError class a non-2xx answer stands for, from its status and body.
+"""error_from_response: the ApiError class a non-2xx response stands for, from its status and body.
 
 Moved here from the HTTP client's tests: the mapping is :mod:`projectops.client._errors`'s, and
 both clients and the tool server raise what it gives.

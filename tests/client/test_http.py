@@ -5,7 +5,7 @@ sockets where behaviour depends on the network (mock server, dead and silent por
 `httpx2.MockTransport` where a test needs to see or shape the exact HTTP exchange. The clients'
 parts have their own tests: configuration and the request's checks (`test_base.py`), the
 deadline transport (`test_transport.py`), the environment's proxy (`test_proxy.py`), the class
-of an error answer (`test_errors.py`).
+of an error response (`test_errors.py`).
 """
 
 from __future__ import annotations
@@ -376,7 +376,7 @@ def test_unknown_operation_is_a_lookup_error(call: Call) -> None:
         call("delete-everything", api_key=KEY, handler=Exchanges())
 
 
-# --- no answer ------------------------------------------------------------------------------
+# --- no response ------------------------------------------------------------------------------
 
 
 def test_unreachable_service_is_unavailable_naming_the_base_url(call: Call, dead_url: str) -> None:
@@ -384,7 +384,7 @@ def test_unreachable_service_is_unavailable_naming_the_base_url(call: Call, dead
         call(LIST, base_url=dead_url, api_key=KEY)
     assert isinstance(caught.value, Unavailable)
     assert caught.value.message.startswith(f"cannot reach {dead_url}: ")
-    assert caught.value.http_status is None  # no answer came back
+    assert caught.value.http_status is None  # no response came back
     assert_clean(caught.value)
 
 
@@ -393,7 +393,7 @@ def test_silent_service_is_deadline_exceeded(call: Call, silent_url: str) -> Non
         call(LIST, base_url=silent_url, api_key=KEY, timeout=0.2)
     assert isinstance(caught.value, DeadlineExceeded)
     assert silent_url in caught.value.message
-    assert caught.value.http_status is None  # no answer came back
+    assert caught.value.http_status is None  # no response came back
     assert_clean(caught.value)
 
 

@@ -1,6 +1,6 @@
 """Client interceptors: around the whole call (retries included), sync and async; they time
 the call, edit the response, raise, and add request headers, never the API key's. Also: the
-exit code of an answer is keyed by its status where the README promises it, and a missing base
+exit code of a response is keyed by its status where the README promises it, and a missing base
 URL is one line naming SERVICE_BACKEND_URL and the mock server."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_an_interceptor_times_the_whole_call_retries_included() -> None:
         client.list_rum_environments()
     assert len(seen) == 1 and seen[0][:2] == ("list_rum_environments", 2)
     assert seen[0][2] >= 0 and len(answers.requests) == 2
-    # None before the call went out; after it, the last answer's status (not the 503 retried).
+    # None before the call went out; after it, the last response's status (not the 503 retried).
     assert statuses == [None, 200]
 
 
@@ -181,7 +181,7 @@ def test_interceptors_must_be_callables() -> None:
         Client(BASE, KEY, interceptors=["not callable"])  # type: ignore[list-item]
 
 
-# --- the exit code of an answer follows its status, the class its code -------------------------
+# --- the exit code of a response follows its status, the class its code -------------------------
 
 
 @pytest.mark.parametrize(

@@ -34,14 +34,14 @@ from tests.support import KEY, RunCli
 
 LIST = operation("list_rum_environments")
 OK_BODY = b'{"environments": [{"environment": "prod"}]}'
-#: What a server may answer: ``"close"`` (hang up without an answer) or (status, headers, body).
+#: What a server may answer: ``"close"`` (hang up without a response) or (status, headers, body).
 Answer = str | tuple[int, dict[str, str], bytes]
 UNAVAILABLE: Answer = (503, {}, b'{"code": "unavailable", "message": "busy"}')
 OK: Answer = (200, {}, OK_BODY)
 
 
 class Scripted:
-    """A server on 127.0.0.1 that gives its answers in order, the last one for ever after, and
+    """A server on 127.0.0.1 that gives its responses in order, the last one for ever after, and
     counts the requests it got."""
 
     def __init__(self, answers: list[Answer]) -> None:
@@ -76,7 +76,7 @@ def serve() -> Iterator[Any]:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 answer = script.next_answer()
                 if answer == "close":
-                    self.close_connection = True  # no status line: no answer came
+                    self.close_connection = True  # no status line: no response came
                     return
                 assert not isinstance(answer, str)
                 status, headers, body = answer

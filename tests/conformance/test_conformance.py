@@ -159,7 +159,7 @@ def _error(status: int, code: str, message: str) -> _Answer:
 
 
 def _reencode(convert: Callable[[Message], Any]) -> After:
-    """An `after` that writes every 200 answer's message as `convert` makes it."""
+    """An `after` that writes every 200 response's message as `convert` makes it."""
 
     def after(seen: _Seen, answer: _Answer) -> _Answer:
         if answer.status != 200:
@@ -292,7 +292,7 @@ def _unknown_path_served(seen: _Seen) -> _Answer | None:
 
 
 def _add_to_200(change: Callable[[dict[str, Any]], None]) -> After:
-    """An `after` that changes the JSON object of every 200 answer in place with `change`."""
+    """An `after` that changes the JSON object of every 200 response in place with `change`."""
 
     def after(seen: _Seen, answer: _Answer) -> _Answer:
         if answer.status != 200:
@@ -305,7 +305,7 @@ def _add_to_200(change: Callable[[dict[str, Any]], None]) -> After:
 
 
 def _rules_broken(breaks: Callable[[Message], None]) -> After:
-    """An `after` that changes the message of every 200 answer with `breaks`."""
+    """An `after` that changes the message of every 200 response with `breaks`."""
 
     def after(seen: _Seen, answer: _Answer) -> _Answer:
         if answer.status != 200:
@@ -576,8 +576,8 @@ def test_our_servers_pass_every_check_with_the_default_fixtures(
     assert not report.must_failed and report.unimplemented == ()
     # Every operation gets every check of the catalogue.
     assert len(report.checks) == len(CHECKS) * len(OPS)
-    # Only checks that cannot apply are skipped, each saying why (and those of 200 answers for
-    # an operation the fixtures have no answer of).
+    # Only checks that cannot apply are skipped, each saying why (and those of 200 responses for
+    # an operation the fixtures have no response of).
     for check in report.checks:
         if check.status == "skipped":
             unknown = () if check.operation in _demo().answers else ("--fixtures",)
@@ -686,7 +686,7 @@ def test_a_server_broken_in_one_way_fails_exactly_the_checks_that_depend_on_it(
 def test_a_check_that_saw_nothing_to_check_is_skipped_not_passed(
     serve: Callable[[Any], str],
 ) -> None:
-    # `200 {}` to everything: no error answer, no 64-bit integer, no enum, no timestamp.
+    # `200 {}` to everything: no error response, no 64-bit integer, no enum, no timestamp.
     def always_200(seen: _Seen) -> _Answer:
         return _Answer(200, [(b"content-type", b"application/json")], b"{}")
 
@@ -827,7 +827,7 @@ def test_the_entry_point_against_the_mock_server(mock_server: Any, run_cli_proce
     rows = [line.split() for line in result.stdout.splitlines()]
     for op in OPS:
         assert [op.name, "auth.no-key", "passed"] in rows
-        # An operation the fixtures have no answer of (one added since) gets a derived request.
+        # An operation the fixtures have no response of (one added since) gets a derived request.
         if op.name in _demo().answers:
             assert [op.name, "fixtures.response", "passed"] in rows
 

@@ -61,7 +61,7 @@ def test_a_server_that_never_answers_is_given_up_at_the_deadline() -> None:
     assert report.requests <= 3
     assert len(report.checks) == len(CHECKS) * len(operations())
     failed = [c for c in report.checks if c.status == "failed"]
-    # What ran got no answer within its own time-out; nothing else failed.
+    # What ran got no response within its own time-out; nothing else failed.
     assert failed and all("no complete answer within the time-out" in c.detail for c in failed)
     assert "passed" not in {c.status for c in report.checks}
     skipped = [c for c in report.checks if c.status == "skipped"]

@@ -1,8 +1,8 @@
-"""``projectops conformance`` against hostile servers (issue 27 item 1): an answer of 31 MiB of
-empty arrays and an answer of 16,000 headers cost it neither gigabytes nor more than
+"""``projectops conformance`` against hostile servers (issue 27 item 1): a response of 31 MiB of
+empty arrays and a response of 16,000 headers cost it neither gigabytes nor more than
 ``--deadline`` plus one ``--timeout``.
 
-Each run is a subprocess (its peak memory is its own), serving the hostile answer from a thread
+Each run is a subprocess (its peak memory is its own), serving the hostile response from a thread
 on 127.0.0.1 and running the checks against it.
 """
 
@@ -73,7 +73,7 @@ def _run(hostile: str, timeout: float, deadline: float) -> dict[str, object]:
 
 
 def test_31_mib_of_empty_arrays_cost_neither_minutes_nor_gigabytes() -> None:
-    # Before: 89.8 s and 1,859 MiB with --deadline 30 (json.loads of every whole answer).
+    # Before: 89.8 s and 1,859 MiB with --deadline 30 (json.loads of every whole response).
     found = _run("arrays", timeout=10, deadline=30)
     assert found["answered"], found  # read whole, not refused
     assert float(str(found["took"])) < 30 + 10 + 5, found  # the deadline, one time-out, start-up

@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 
 from projectops.conformance._catalogue import CHECKS
 from projectops.conformance._runner import run_checks
-from projectops.fixtures import FixtureAnswer, FixtureProject, request_key
+from projectops.fixtures import FixtureProject, FixtureResponse, request_key
 from projectops.registry import Operation, operation_of
 from projectops.server import create_app
 from tests.conformance.test_conformance import (
@@ -75,7 +75,7 @@ OP = _build_operation()
 
 
 class _Builds:
-    """Answers a build request with its own fields: every form of one request gets one answer."""
+    """Answers a build request with its own fields: every form of one request gets one response."""
 
     def get_build(self, request: Any, context: Any) -> Message:
         return OP.response_type(
@@ -86,7 +86,7 @@ class _Builds:
 def _project() -> FixtureProject:
     request = OP.request_type(release_name="1.0.0", build_number=9_007_199_254_740_993)
     response = _Builds().get_build(request, None)
-    answer = FixtureAnswer(request, response, key=request_key(request))
+    answer = FixtureResponse(request, response, key=request_key(request))
     return FixtureProject("builds", KEY, {OP.name: (answer,)})
 
 

@@ -26,7 +26,7 @@ def _failing_judge(*_: object) -> NoReturn:
 def test_the_runner_names_a_failed_judging_thread(
     run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_catalogue, "judge_answer", _failing_judge)
+    monkeypatch.setattr(_catalogue, "judge_response", _failing_judge)
     op = projectops.operations()[0]
     with hostile_server(answer(200, "{}")) as server:
         args = ["conformance", "--operation", op.name, "--json"]
@@ -45,7 +45,7 @@ def test_the_runner_names_a_failed_judging_thread(
 def test_the_proxy_draws_a_drift_line_for_a_failed_judging_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_proxy, "judge_answer", _failing_judge)
+    monkeypatch.setattr(_proxy, "judge_response", _failing_judge)
     op = projectops.operations()[0]
     via, straight, drifts = _call(_answering(200, b"{}"), [_post(op, b"{}", key=KEY)])
     assert via == straight

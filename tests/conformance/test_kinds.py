@@ -1,6 +1,6 @@
 """The conformance runner's checks and the proxy's judging over the tests' schema of every kind
 (tests/kinds/v1/kinds.proto, issue 40 item 2): the mock serving the test service passes every
-check; the proxy forwards its answers without drift and names a broken one."""
+check; the proxy forwards its responses without drift and names a broken one."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_the_mock_of_the_test_service_passes_every_check() -> None:
     assert failed == []
     assert not report.must_failed and report.unimplemented == ()
     assert len(report.checks) == len(CHECKS) * len(OPS)
-    # Every operation got a 200 answer to a request derived from its schema, and it was judged.
+    # Every operation got a 200 response to a request derived from its schema, and it was judged.
     for op in OPS:
         for check_id in ("response.decodes", "response.rules"):
             found = [c for c in report.checks if (c.operation, c.id) == (op.name, check_id)]

@@ -12,7 +12,7 @@ from google.protobuf.descriptor import Descriptor
 import projectops
 from projectops.codec import from_json
 from projectops.conformance import _catalogue
-from projectops.conformance._catalogue import DECODES, Problem, judge_answer
+from projectops.conformance._catalogue import DECODES, Problem, judge_response
 from projectops.conformance._proxy import find_violations
 from projectops.errors import InvalidArgument
 
@@ -30,7 +30,7 @@ def test_a_decoding_problem_says_just_what_the_codec_said(body: bytes) -> None:
     op = _operation()
     with pytest.raises(InvalidArgument) as caught:
         from_json(body, op.response_type, strict=True)
-    verdict = judge_answer(op.response_type, 200, body)
+    verdict = judge_response(op.response_type, 200, body)
     [problem] = verdict.problems[DECODES]
     assert problem.text() == f"not a {op.response_type.__name__}: {caught.value.message}"
 
@@ -38,7 +38,7 @@ def test_a_decoding_problem_says_just_what_the_codec_said(body: bytes) -> None:
 @pytest.mark.parametrize("body", _UNDECODED)
 def test_the_proxy_reads_a_problem_by_its_fields(body: bytes) -> None:
     op = _operation()
-    [problem] = judge_answer(op.response_type, 200, body).problems[DECODES]
+    [problem] = judge_response(op.response_type, 200, body).problems[DECODES]
     found, message = find_violations(op, "answer", body)
     assert message is None
     [violation] = [v for v in found if v.check == DECODES]

@@ -1,6 +1,6 @@
 """``projectops proxy``: in front of our own servers it answers exactly as they do and stays
 quiet; in front of servers broken in one way it reports that one drift, once; its recording
-decodes as fixtures and the mock serves the same answer to the same request from it; the key
+decodes as fixtures and the mock serves the same response to the same request from it; the key
 is never written.
 
 Most tests run in-process (httpx2's ASGI transport on both sides, or uvicorn threads on
@@ -43,7 +43,7 @@ from projectops.conformance._proxy import (
     find_violations,
 )
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
-from projectops.fixtures import FixtureAnswer, decode_fixtures, default_fixtures, request_key
+from projectops.fixtures import FixtureResponse, decode_fixtures, default_fixtures, request_key
 from projectops.mock import create_mock_app, generate, load_fixtures
 from projectops.rules import rule_kind
 from projectops.server import OperationsServiceHandler, create_app
@@ -65,7 +65,7 @@ class Got:
     body: bytes
 
 
-def _demo_answers() -> list[tuple[projectops.Operation, FixtureAnswer]]:
+def _demo_answers() -> list[tuple[projectops.Operation, FixtureResponse]]:
     """Every (operation, answer) of the default fixtures' first project with a response."""
     project = default_fixtures()[0]
     return [
@@ -154,7 +154,7 @@ def _valid(op: projectops.Operation) -> bytes:
 
 
 def _ordinary_calls() -> list[tuple[str, str, bytes, dict[str, str]]]:
-    """Every answer of the fixtures, and per operation the error answers a client meets: no
+    """Every answer of the fixtures, and per operation the error responses a client meets: no
     key (to a valid request), a body that is not an object, another method."""
     calls = [_post(op, to_json(answer.request).encode()) for op, answer in _demo_answers()]
     valid = {op.name: body for (op, _), (_, _, body, _) in zip(_demo_answers(), calls, strict=True)}
@@ -232,7 +232,7 @@ def _break_one(
     return None
 
 
-#: How an upstream breaks one field of an answer -> (which fields, their new value or None
+#: How an upstream breaks one field of a response -> (which fields, their new value or None
 #: for a proto name, the check that must name it).
 _BROKEN: dict[str, tuple[Callable[[FieldDescriptor], bool], Any, str]] = {
     "an int64 as a number": (
@@ -256,9 +256,9 @@ _BROKEN: dict[str, tuple[Callable[[FieldDescriptor], bool], Any, str]] = {
 
 def _broken_answer(
     wanted: Callable[[FieldDescriptor], bool], new_value: Any
-) -> tuple[projectops.Operation, FixtureAnswer, dict[str, Any], str]:
-    """The first answer of the fixtures with a `wanted` field, broken there: (operation,
-    answer, its broken JSON, the path broken); skips the test when no answer has one."""
+) -> tuple[projectops.Operation, FixtureResponse, dict[str, Any], str]:
+    """The first response of the fixtures with a `wanted` field, broken there: (operation,
+    answer, its broken JSON, the path broken); skips the test when no response has one."""
     for op, answer in _demo_answers():
         data = to_dict(answer.response)
         path = _break_one(data, answer.response.DESCRIPTOR, wanted, new_value)
@@ -402,7 +402,7 @@ def test_outside_text_is_escaped_and_the_key_redacted() -> None:
 
 
 def test_the_recording_is_fixtures_the_mock_serves_the_same_answers_from(tmp_path: Path) -> None:
-    recording = Recording(max_answers=1000, max_bytes=CAP)
+    recording = Recording(max_responses=1000, max_bytes=CAP)
     calls = _ordinary_calls()
     via, _, _ = _call(_mock(), calls, recording=recording)
     path = tmp_path / "recorded.json"
@@ -423,14 +423,14 @@ def test_the_recording_is_fixtures_the_mock_serves_the_same_answers_from(tmp_pat
 def test_the_recording_keeps_one_answer_per_request_and_stops_at_its_caps() -> None:
     op, answer = _demo_answers()[0]
     call = _post(op, to_json(answer.request).encode())
-    twice = Recording(max_answers=10, max_bytes=CAP)
+    twice = Recording(max_responses=10, max_bytes=CAP)
     _call(_mock(), [call, call], recording=twice)
     assert (twice.count, twice.left_out) == (1, 0)
-    few = Recording(max_answers=1, max_bytes=CAP)
+    few = Recording(max_responses=1, max_bytes=CAP)
     _call(_mock(), _ordinary_calls(), recording=few)
     assert few.count == 1
     assert few.left_out == len(_demo_answers()) - 1
-    small = Recording(max_answers=10, max_bytes=10)
+    small = Recording(max_responses=10, max_bytes=10)
     _call(_mock(), [call], recording=small)
     assert (small.count, small.left_out) == (0, 1)
     for recording in (twice, few, small):
@@ -452,7 +452,7 @@ def test_a_large_answer_is_judged_and_recorded_as_a_small_one() -> None:
     data[fd.json_name] = [to_dict(generate(element, str(i))) for i in range(1000)]
     body = json.dumps(data).encode()
     assert len(body) > 64 * 1024
-    recording = Recording(max_answers=10, max_bytes=CAP)
+    recording = Recording(max_responses=10, max_bytes=CAP)
     call = _post(op, to_json(answer.request).encode())
     via, _, drifts = _call(_answering(200, body), [call], recording=recording)
     assert (via[0].status, via[0].body, drifts) == (200, body, [])
@@ -466,7 +466,7 @@ def test_an_answer_that_holds_the_key_is_not_recorded() -> None:
         return fd.type == FieldDescriptor.TYPE_STRING
 
     op, answer, data, _ = _broken_answer(is_text, lambda _: f"echo of {KEY.lower()}")
-    recording = Recording(max_answers=10, max_bytes=CAP)
+    recording = Recording(max_responses=10, max_bytes=CAP)
     via, _, _ = _call(
         _answering(200, json.dumps(data).encode()),
         [_post(op, to_json(answer.request).encode())],
@@ -775,7 +775,7 @@ def test_the_program_proxies_then_records_on_sigterm_what_the_mock_serves_again(
 
 @pytest.mark.slow
 def test_an_empty_recording_says_why(mock_server: Any, tmp_path: Path) -> None:
-    """``recorded 0 answers`` alone leaves the user guessing: the line says what is recorded."""
+    """``recorded 0 responses`` alone leaves the user guessing: the line says what is recorded."""
     port, record, err = free_port(), tmp_path / "recorded.json", tmp_path / "stderr"
     args = ["--upstream", mock_server.base_url, "--port", str(port), "--record", str(record)]
     process = _start_proxy(args, err)

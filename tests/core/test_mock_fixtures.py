@@ -25,7 +25,7 @@ GET, REQUIRED = with_required_string(
 )
 FIELD = REQUIRED.name
 LIST = without_request_fields()
-# A message field of GET's response, set in one answer and not in the other.
+# A message field of GET's response, set in one response and not in the other.
 PART = next(
     fd for fd in GET.response_type.DESCRIPTOR.fields if fd.message_type and not fd.is_repeated
 )

@@ -1,6 +1,6 @@
 """Every feature over the tests' schema of every kind (tests/kinds/v1/kinds.proto, issue 40 item
 2), in process: each is handed the test service's registry instead of ours. The codec both ways,
-strict and lenient, against json_format; REQUIRED and the rules; the mock's generated answers
+strict and lenient, against json_format; REQUIRED and the rules; the mock's generated responses
 and its serving; the typed client and the handler base; the CLI's flags, ``--help`` and
 ``describe``; JSON Schema, OpenAPI and the MCP tools' schemas, each validating the codec's
 output; the conformance runner and the proxy's judging."""
@@ -238,7 +238,7 @@ def test_the_mock_answers_every_rpc_with_generated_answers_that_keep_every_rule(
                 assert list(violations(response)) == []
                 assert rule_violations(response) == []
                 again = await client.call(op, request, response_type=op.response_type)
-                assert again == response  # the same request, the same answer
+                assert again == response  # the same request, the same response
 
     asyncio.run(scenario())
     assert [call.operation for call in calls] == [op.name for op in OPS for _ in (1, 2)]
@@ -354,7 +354,7 @@ def test_the_mocks_fixtures_of_the_test_service_match_exactly_and_partly() -> No
                 list_items, {**after, "tag": "t", "pageSize": 3}, response_type=None
             )
             assert codec.to_dict(listed) == items
-            with pytest.raises(projectops.FailedPrecondition):  # listed, and no answer matches
+            with pytest.raises(projectops.FailedPrecondition):  # listed, and no response matches
                 await client.call(list_items, {**after, "tag": "u", "pageSize": 3})
             scalars = codec.to_dict(generate(kinds_pb2.Scalars, "partial", minimal=True))
             echoed = await client.echo_scalars(

@@ -27,8 +27,8 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 import projectops
-from projectops.fixtures import FixtureAnswer, default_fixtures, trimmed
-from projectops.mock import generate, generated_answer
+from projectops.fixtures import FixtureResponse, default_fixtures, trimmed
+from projectops.mock import generate, generated_response
 from projectops.validation import is_required
 from tests.loopback import LOOPBACK, free_port, stop, wait_until_listening
 
@@ -63,23 +63,23 @@ WITH_REQUIRED = next(op for op in projectops.operations() if required_fields(op)
 def demo_arguments(op: projectops.Operation) -> dict[str, Any]:
     """Arguments of `op` the mock server answers for project demo: the request of its first
     default fixture that answers with data, else a request derived from the schema (its
-    REQUIRED fields set; the mock then generates the answer)."""
+    REQUIRED fields set; the mock then generates the response)."""
     answer = _demo_answer(op)
     request = answer.request if answer else generate(op.request_type, op.name, minimal=True)
     return {k: v for k, v in trimmed(request).items() if v}
 
 
 def demo_response(op: projectops.Operation) -> dict[str, Any]:
-    """The JSON of the answer to :func:`demo_arguments` in the default fixtures, else of the
-    mock's generated answer to it (one that keeps every rule)."""
+    """The JSON of the response to :func:`demo_arguments` in the default fixtures, else of the
+    mock's generated response to it (one that keeps every rule)."""
     answer = _demo_answer(op)
     if answer is not None:
         return projectops.to_dict(answer.response)
     request = projectops.from_json(demo_arguments(op), op.request_type)
-    return projectops.to_dict(generated_answer(op, request))
+    return projectops.to_dict(generated_response(op, request))
 
 
-def _demo_answer(op: projectops.Operation) -> FixtureAnswer | None:
+def _demo_answer(op: projectops.Operation) -> FixtureResponse | None:
     (demo,) = [project for project in default_fixtures() if project.api_key == DEMO_KEY]
     answers = [a for a in demo.answers.get(op.name, ()) if a.error is None and not a.partial]
     return answers[0] if answers else None

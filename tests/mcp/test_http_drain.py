@@ -64,7 +64,7 @@ def slow_backend(sleep: float, mark: Path, log: Path) -> Iterator[str]:
 def _rpc(
     client: httpx2.Client, url: str, method: str, params: dict[str, Any], id: int | None = None
 ) -> dict[str, Any] | None:
-    """One JSON-RPC message POSTed to `url`; the answer to it (JSON or the first SSE
+    """One JSON-RPC message POSTed to `url`; the response to it (JSON or the first SSE
     ``data:`` event), ``None`` for a notification."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
     if id is not None:
@@ -170,6 +170,6 @@ def test_a_tool_call_slower_than_the_drain_time_is_cut_at_the_bound(tmp_path: Pa
         log = server.log()
     assert drain - 0.2 <= waited < drain + SLACK, (seen, log)
     assert code == 0, log
-    # The cut call ends (no answer, or an error), never hangs.
+    # The cut call ends (no response, or an error), never hangs.
     assert "ended" in seen, seen
     assert "error" in seen or (seen["answer"].get("result") or {}).get("isError", True), seen

@@ -1,4 +1,4 @@
-"""A large answer is decoded and encoded off the event loop (issue 28.8): while one session's
+"""A large response is decoded and encoded off the event loop (issue 28.8): while one session's
 tool call works on it, another session on the same loop is answered.
 
 Instrumented, not timed: every function handed to a worker thread is held there until the
@@ -22,7 +22,7 @@ from projectops.client import AsyncClient
 from projectops.validation import is_required
 from tests.mcp.support import text_of
 
-#: An answer well past the size the client decodes in a worker thread (unknown fields are
+#: A response well past the size the client decodes in a worker thread (unknown fields are
 #: ignored: a newer service may add them).
 LARGE = {"addedByANewerService": "x" * 1_000_000}
 

@@ -69,7 +69,7 @@ def test_every_tool_returns_the_response_as_text_and_valid_structured_content(
     structured = result.structured_content
     jsonschema.Draft202012Validator(json_schema.output_schema(op)).validate(structured)
     assert json.loads(text_of(result)) == structured
-    # The same answer the HTTP client gets from the service.
+    # The same response the HTTP client gets from the service.
     with Client(mock_server.base_url, DEMO_KEY) as client:
         assert structured == projectops.to_dict(client.call(op, demo_arguments(op)))
     assert structured  # the mock answers with data, not an empty message

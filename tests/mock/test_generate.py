@@ -15,7 +15,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 import projectops
-from projectops.mock import generate, generated_answer
+from projectops.mock import generate, generated_response
 from projectops.mock._generate import MAX_DEPTH
 from projectops.rules import field_rules
 from projectops.validation import is_required, rule_violations
@@ -149,13 +149,13 @@ def test_generated_answers_hold_int64s_beyond_2_53(op: projectops.Operation) -> 
 def test_generated_answers_differ_for_different_requests(op: projectops.Operation) -> None:
     name = required_string(op).name  # type: ignore[union-attr]
     answers = {
-        projectops.to_json(generated_answer(op, op.request_type(**{name: v})))
+        projectops.to_json(generated_response(op, op.request_type(**{name: v})))
         for v in ("1", "2", "3")
     }
     assert len(answers) == 3
     # Trimmed strings are the same request, as in matching.
-    trimmed = generated_answer(op, op.request_type(**{name: " 1 "}))
-    assert trimmed == generated_answer(op, op.request_type(**{name: "1"}))
+    trimmed = generated_response(op, op.request_type(**{name: " 1 "}))
+    assert trimmed == generated_response(op, op.request_type(**{name: "1"}))
 
 
 def _empty_lists(message: Message, depth: int) -> Iterator[str]:
@@ -185,7 +185,7 @@ def test_a_thousand_generated_answers_keep_every_rule_and_hold_an_element_in_eve
 ) -> None:
     kinds = op in kinds_client.REGISTRY.operations()
     for i in range(KINDS_ANSWERS if kinds else ANSWERS):
-        message = generate(op.response_type, f"{op.name}\n{i}")  # as generated_answer seeds
+        message = generate(op.response_type, f"{op.name}\n{i}")  # as generated_response seeds
         assert rule_violations(message) == [], (i, projectops.to_dict(message))
         assert list(_empty_lists(message, 0)) == [], i
 

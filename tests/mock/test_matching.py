@@ -13,7 +13,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
 
 from projectops import FailedPrecondition
-from projectops.fixtures import FixtureAnswer, request_key
+from projectops.fixtures import FixtureResponse, request_key
 from projectops.mock._matching import MockProject
 from projectops.registry import Operation, operation_of
 
@@ -60,10 +60,10 @@ def _request(values: tuple[str, ...]) -> Message:
     return REQUEST(**dict(zip(FIELDS, values, strict=True)))
 
 
-def _answers(*listed: tuple[tuple[str, ...], bool]) -> tuple[FixtureAnswer, ...]:
-    """Fixture answers of (request values, partial), each answering its index in the list."""
+def _answers(*listed: tuple[tuple[str, ...], bool]) -> tuple[FixtureResponse, ...]:
+    """Fixture responses of (request values, partial), each answering its index in the list."""
     return tuple(
-        FixtureAnswer(
+        FixtureResponse(
             _request(values),
             RESPONSE(answer=str(i)),
             request_key(_request(values)),
@@ -89,7 +89,7 @@ ANSWERS = _answers(
 
 
 def _by_definition(values: tuple[str, ...]) -> int | None:
-    """The answer docs/mock.md says a request gets, by a scan of every answer."""
+    """The response docs/mock.md says a request gets, by a scan of every response."""
     for i, answer in enumerate(ANSWERS):
         if not answer.partial and answer.key == request_key(_request(values)):
             return i
@@ -114,7 +114,7 @@ def test_a_request_gets_the_first_answer_that_matches_it(values: tuple[str, ...]
 
 
 def test_the_grid_reaches_every_answer_that_can_answer() -> None:
-    # The test's own check: each answer but the shadowed one is someone's first match, and
+    # The test's own check: each response but the shadowed one is someone's first match, and
     # some requests match three groups at once.
     grid = list(itertools.product(("", "1", "2", "3"), repeat=3))
     assert {_by_definition(v) for v in grid} == {None, 0, 1, 2, 3, 4, 5, 7}

@@ -261,7 +261,7 @@ def test_custom_fixtures_are_served_and_matched_after_trimming(
         found = client.post(GET.path, json={FIELD.json_name: "2.0"}, headers=headers)
         assert found.status_code == 200
         assert projectops.from_json(found.content, GET.response_type, strict=True) == response
-        # An operation the project lists no answer for answers no request.
+        # An operation the project lists no response for answers no request.
         none = client.post(LIST.path, content=b"", headers=headers)
         assert none.status_code == 400
         assert (

@@ -24,7 +24,7 @@ def default_fixtures() -> dict[str, Any]:
 
 
 def expected(project: str, op: projectops.Operation, request: dict[str, Any]) -> dict[str, Any]:
-    """The answer the fixtures hold, in the canonical JSON form the server writes."""
+    """The response the fixtures hold, in the canonical JSON form the server writes."""
     for entry in default_fixtures()["projects"]:
         if entry["project"] == project:
             for answer in entry["operations"][op.name]:

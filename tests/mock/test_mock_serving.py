@@ -128,7 +128,7 @@ def test_an_answer_is_encoded_once_and_equals_the_codec_output() -> None:
     [answer] = [a for a in project.scenario[GET.name] if a.key == request_key(request)]
     assert first == to_json(answer.response).encode()
     assert project.reply(GET, request).body is first  # from the cache
-    assert project.reply(GET, spaced).body is first  # another spelling, the same answer
+    assert project.reply(GET, spaced).body is first  # another spelling, the same response
 
 
 def test_requests_a_client_makes_up_do_not_grow_the_mock_server() -> None:

@@ -1,4 +1,4 @@
-"""Mock scenarios: error answers, delays, partial matches and generated answers, served from a
+"""Mock scenarios: error responses, delays, partial matches and generated responses, served from a
 fixtures file by the mock app on a real 127.0.0.1 port (uvicorn in a thread of this process)
 and called through the CLI's main and the typed clients."""
 
@@ -24,7 +24,13 @@ from projectops.cli import main
 from projectops.client import AsyncOperationsServiceClient, OperationsServiceClient
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER
 from projectops.fixtures import FixtureError, decode_fixtures
-from projectops.mock import MockProject, create_mock_app, generate, generated_answer, load_fixtures
+from projectops.mock import (
+    MockProject,
+    create_mock_app,
+    generate,
+    generated_response,
+    load_fixtures,
+)
 from tests.synthetic import with_required_string, without_request_fields
 
 #: An operation whose request has a REQUIRED string field, and one whose request is empty.
@@ -32,7 +38,7 @@ GET, FIELD = with_required_string()
 LIST = without_request_fields()
 FLAG = "--" + FIELD.name.replace("_", "-")  # the field's CLI flag
 KEY = "s-key"
-#: The partial answer's response.
+#: The response of the partial fixture entry.
 ANY = generate(GET.response_type, "any")
 
 SCENARIOS: dict[str, Any] = {
@@ -132,7 +138,7 @@ def test_an_operation_without_fixtures_gets_a_generated_valid_deterministic_answ
     assert getattr(client, LIST.name)() == first
     projectops.validate(first)
     jsonschema.validate(projectops.to_dict(first), json_schema.output_schema(LIST))
-    assert first == generated_answer(LIST, LIST.request_type())
+    assert first == generated_response(LIST, LIST.request_type())
 
 
 def test_the_async_client_gets_the_same_answers(base_url: str) -> None:
@@ -143,7 +149,7 @@ def test_the_async_client_gets_the_same_answers(base_url: str) -> None:
 
     partial, listed = asyncio.run(calls())
     assert partial == ANY
-    assert listed == generated_answer(LIST, LIST.request_type())
+    assert listed == generated_response(LIST, LIST.request_type())
 
 
 def test_the_cli_shows_scenario_answers(
@@ -159,7 +165,7 @@ def test_the_cli_shows_scenario_answers(
     assert err.count("\n") == 1 and "no release 9.9.9" in err
     assert main([LIST.tool_name, "--base-url", base_url]) == 0
     out, _ = capsys.readouterr()
-    expected = generated_answer(LIST, LIST.request_type())
+    expected = generated_response(LIST, LIST.request_type())
     assert projectops.from_json(out, LIST.response_type) == expected
 
 

@@ -24,7 +24,7 @@ import projectops
 from _projectops_pytestplugin import projectops_mock  # noqa: F401 (the fixture)
 from projectops.conventions import API_KEY_ENV, API_KEY_HEADER, BASE_URL_ENV
 from projectops.fixtures import FixtureError
-from projectops.mock import Call, MockServer, generate, generated_answer
+from projectops.mock import Call, MockServer, generate, generated_response
 from tests.synthetic import with_required_string, without_request_fields
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_unscripted_operations_are_generated_unless_turned_off(
 ) -> None:
     with projectops_mock.client() as client:
         call = getattr(client, LIST.name)
-        assert call() == generated_answer(LIST, LIST.request_type())
+        assert call() == generated_response(LIST, LIST.request_type())
         projectops_mock.generate = False
         with pytest.raises(projectops.FailedPrecondition):
             call()

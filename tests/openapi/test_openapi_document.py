@@ -28,7 +28,7 @@ CONTRACT = (Path(__file__).resolve().parents[2] / "docs" / "contract.md").read_t
 OPS = projectops.operations()
 DOC = openapi.document()
 # A handler may raise the error of any code: every code's status is a response of each operation
-# (the 405 of a method but POST is no answer of an operation's call).
+# (the 405 of a method but POST is no response of an operation's call).
 # And the 408 of a request body that arrives too slowly (error_cases.BODY_TIMED_OUT).
 ERROR_STATUSES = sorted(
     {str(status) for status in projectops.HTTP_STATUS_BY_CODE.values()}
@@ -127,13 +127,13 @@ def test_error_responses_come_from_the_error_table() -> None:
 
 
 def test_no_operation_and_wrong_method_are_stated_once_outside_the_operations() -> None:
-    """404 (no path item to hold it) and 405 (not an answer of a POST) are not among any POST's
+    """404 (no path item to hold it) and 405 (not a response of a POST) are not among any POST's
     responses, nor a GET tools would offer as a call; the document states them once."""
     for op in OPS:
         assert list(DOC["paths"][op.path]) == ["post"]
         responses = DOC["paths"][op.path]["post"]["responses"]
         assert "405" not in responses
-        # A handler's not_found is an answer of the call; an unknown path's is not.
+        # A handler's not_found is a response of the call; an unknown path's is not.
         assert error_cases.NO_OPERATION.situation not in responses["404"]["description"]
         assert "`projectops.NotFound`" in responses["404"]["description"]
     outside = {entry["status"]: entry for entry in DOC["x-answers-outside-operations"]}
@@ -338,7 +338,7 @@ def test_answers_require_every_field_without_presence_and_requests_do_not() -> N
                 fd.json_name for fd in fields if is_required(fd) or (answer and not fd.has_presence)
             ]
             assert schemas[name].get("required", []) == wanted, name
-            # What the codec writes of the empty message is an answer exactly when the empty
+            # What the codec writes of the empty message is a response exactly when the empty
             # message keeps the rules (no REQUIRED message field missing, no REQUIRED string
             # blank, no minimum unmet); without a field the codec writes it is not.
             if answer and wanted:
@@ -359,7 +359,7 @@ def test_answers_require_every_field_without_presence_and_requests_do_not() -> N
 
 
 def _answer_messages() -> set[str]:
-    """Full names of every message an answer reaches (responses and ErrorResponse)."""
+    """Full names of every message a response reaches (responses and ErrorResponse)."""
     seen: set[str] = set()
     todo = [op.response_type.DESCRIPTOR for op in OPS] + [ErrorResponse.DESCRIPTOR]
     while todo:

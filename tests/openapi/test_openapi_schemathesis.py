@@ -122,7 +122,7 @@ def _errors() -> dict[str, Callable[[], Exception]]:
 @pytest.mark.slow
 def test_app_whose_handlers_raise_each_error_in_turn_passes_every_check(tmp_path: Path) -> None:
     # Every valid request fails here by construction, so the checks that valid data succeeds
-    # are off; what is checked is that each error answer is documented (status, body schema,
+    # are off; what is checked is that each error response is documented (status, body schema,
     # content type, headers), besides negative data, auth and methods. One run serves every
     # error: the handlers raise them in turn, and each must have been raised a few times.
     makers = _errors()

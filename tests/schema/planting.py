@@ -136,7 +136,7 @@ OPERATION = LIST_RELEASES.operation
 SLOW_OVER_OPERATIONS = (
     "tests/adversarial/test_client_cli.py",
     "tests/adversarial/test_client_mcp.py",
-    "tests/adversarial/test_kit_proxy.py",
+    "tests/adversarial/test_conformance_proxy.py",
     "tests/adversarial/test_linear_patterns.py",
     "tests/adversarial/test_server_fixtures.py",
     "tests/cli/test_cli.py",

@@ -4,7 +4,7 @@
 In process (the fast suite): each rpc of ``planting.PLANTS`` planted first, in the middle and
 last of a copy of proto/, compiled by the pinned protoc: the contract gate and the REQUIRED
 drift check pass, the rpc stands where it was put, and served by ``create_app`` with generated
-answers it passes the conformance runner.
+responses it passes the conformance runner.
 
 Slow: one rpc of PLANTS at a place drawn by a seed (``PROJECTOPS_PLANT_SEED`` repeats it; the
 seed is printed) in a copy of the repository with scripts/generate run: the in-process suite
@@ -35,7 +35,7 @@ from google.protobuf.message import Message
 
 from projectops import contract
 from projectops.conformance import run_checks
-from projectops.fixtures import FixtureAnswer, FixtureProject, request_key
+from projectops.fixtures import FixtureProject, FixtureResponse, request_key
 from projectops.mock import generate
 from projectops.registry import operation_of
 from projectops.server import create_app
@@ -62,7 +62,7 @@ PROBE = """
 import sys
 import projectops
 from projectops.conformance import run_checks
-from projectops.mock import MockServer, generate, generated_answer
+from projectops.mock import MockServer, generate, generated_response
 from projectops.openapi import document
 from projectops.server import OperationsServiceHandler
 
@@ -82,7 +82,7 @@ try:
             raise AssertionError("a call without the REQUIRED field was sent")
         except projectops.InvalidArgument:
             pass
-    assert answer == generated_answer(op, request), answer
+    assert answer == generated_response(op, request), answer
     report = run_checks("http://mock.invalid", mock.api_key, transport=mock.transport)
 finally:
     mock.close()
@@ -202,7 +202,7 @@ def test_a_planted_rpc_anywhere_passes_the_gates_and_the_runner(
     assert [m.name for m in methods].index(what.rpc) == at
     op = operation_of(methods[at])
     assert (op.name, op.path) == (what.operation, f"/api/mcp/{what.operation}")
-    # Served by create_app with generated answers, the runner finds nothing wrong with it.
+    # Served by create_app with generated responses, the runner finds nothing wrong with it.
     request = generate(op.request_type, "plant", minimal=True)
     assert rule_violations(request) == []  # a request derived from the schema keeps its rules
 
@@ -212,7 +212,7 @@ def test_a_planted_rpc_anywhere_passes_the_gates_and_the_runner(
     app = create_app(
         SimpleNamespace(**{op.name: answer}), authenticate={"k": "p"}.get, operations=[op]
     )  # type: ignore[arg-type]
-    fixture = FixtureAnswer(request, answer(request, None), request_key(request))
+    fixture = FixtureResponse(request, answer(request, None), request_key(request))
     project = FixtureProject("p", "k", {op.name: (fixture,)})
     with serving(app) as url:
         report = run_checks(url, "k", project=project, timeout=20, operations=[op])

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from projectops import operation
 from projectops.server import OperationsServiceHandler, RequestContext, create_app
 from projectops.v1 import operations_pb2 as ops
-from tests.synthetic import minimal_answer
+from tests.synthetic import minimal_response
 
 #: The API key the app accepts.
 KEY = "slow-key"
@@ -36,7 +36,7 @@ class _Slow:
         if self.mark:
             Path(self.mark).touch()
         await asyncio.sleep(self.sleep)
-        response = minimal_answer(operation("get_release_details"))  # keeps the rules
+        response = minimal_response(operation("get_release_details"))  # keeps the rules
         response.summary.release.version = request.version
         return response
 

@@ -24,7 +24,7 @@ from projectops.errors import FailedPrecondition, InvalidArgument, Unauthenticat
 from projectops.server import OperationsServiceHandler, RequestContext, create_app
 from projectops.v1 import operations_pb2 as ops
 from projectops.v1 import rum_environment_pb2
-from tests.synthetic import minimal_answer
+from tests.synthetic import minimal_response
 
 KEYS = {"key-a": "project-a", "key-b": "project-b"}
 LIST = projectops.operation("list_rum_environments")
@@ -44,7 +44,7 @@ async def get_release(
 ) -> ops.GetReleaseDetailsResponse:
     if request.version != "1.0.0":
         raise FailedPrecondition(f"no release {request.version!r} in {context.project}")
-    response = minimal_answer(GET)
+    response = minimal_response(GET)
     response.summary.release.version = request.version
     response.summary.release.focus_areas.append(context.project)
     return response

@@ -1,4 +1,4 @@
-"""The adapter's own error answers come from one table (``projectops.error_cases``), which the
+"""The adapter's own error responses come from one table (``projectops.error_cases``), which the
 OpenAPI document describes: each row, triggered for real, is answered with the row's status,
 code and headers, and the document's response for that status states the same."""
 
@@ -120,7 +120,7 @@ def test_the_adapter_answers_each_row_as_the_row_states(
 @pytest.mark.parametrize("case", error_cases.ERROR_CASES, ids=lambda case: case.situation[:40])
 def test_the_document_states_each_row(case: error_cases.ErrorCase) -> None:
     doc = openapi.document()
-    if case in openapi.OUTSIDE_OPERATIONS:  # 404, 405: no answer of a POST; stated apart
+    if case in openapi.OUTSIDE_OPERATIONS:  # 404, 405: no response of a POST; stated apart
         (entry,) = [
             e for e in doc["x-answers-outside-operations"] if e["situation"] == case.situation
         ]
@@ -145,7 +145,7 @@ def test_the_document_reads_the_adapters_table() -> None:
 
 
 def test_only_the_wrong_method_and_late_body_rows_leave_the_code_table() -> None:
-    # Every other answer's status is HTTP_STATUS_BY_CODE's for its code, so a client maps it
+    # Every other response's status is HTTP_STATUS_BY_CODE's for its code, so a client maps it
     # back to its class; the 405 says which method to use instead, the 408 that the client,
     # not the service, was late (docs/contract.md §5.4).
     outside = [case for case in error_cases.ERROR_CASES if case.status is not None]

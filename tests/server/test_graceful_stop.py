@@ -180,5 +180,5 @@ def test_a_handler_slower_than_the_drain_time_is_cut_at_the_bound(
         outcome["thread"].join(SLACK)
     assert drain - 0.2 <= waited < drain + SLACK, served.output()
     assert code == (0 if kind == "mock-server" else -signal.SIGTERM), served.output()
-    # The cut request ends at once (no answer, or an error answer), never hangs.
+    # The cut request ends at once (no response, or an error response), never hangs.
     assert "at" in outcome and outcome.get("status") != 200, outcome

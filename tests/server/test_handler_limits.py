@@ -28,7 +28,7 @@ import projectops
 from projectops.conventions import API_KEY_HEADER
 from projectops.server import create_app
 from projectops.v1 import operations_pb2 as ops
-from tests.synthetic import minimal_answer
+from tests.synthetic import minimal_response
 
 KEY = "limits-key-5c2e"
 LIST = projectops.operation("list_rum_environments")
@@ -50,7 +50,7 @@ def authenticate(key: str) -> str | None:
 
 
 async def quick_release(request: Any, context: Any) -> ops.GetReleaseDetailsResponse:
-    response = minimal_answer(projectops.operation("get_release_details"))
+    response = minimal_response(projectops.operation("get_release_details"))
     response.summary.release.version = request.version
     return response
 

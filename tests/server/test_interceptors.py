@@ -23,7 +23,7 @@ from projectops.server import (
 )
 from projectops.v1 import operations_pb2 as ops
 from projectops.v1 import rum_environment_pb2
-from tests.synthetic import minimal_answer
+from tests.synthetic import minimal_response
 
 KEY = "key-of-interceptor-tests-4242"
 LIST = "/api/mcp/list_rum_environments"
@@ -43,7 +43,7 @@ class Service(OperationsServiceHandler):
     ) -> ops.GetReleaseDetailsResponse:
         if request.version != "1.0.0":
             raise FailedPrecondition(f"no release {request.version!r}")
-        response = minimal_answer(projectops.operation("get_release_details"))
+        response = minimal_response(projectops.operation("get_release_details"))
         response.summary.release.version = request.version
         return response
 

@@ -1,4 +1,4 @@
-"""A bounded load test of the mock server subprocess: every answer checked, figures printed.
+"""A bounded load test of the mock server subprocess: every response checked, figures printed.
 
 2,000 requests from 16 concurrent clients on 127.0.0.1, mixing both operations of both projects
 with 401 and 400 cases. Each client is a thread with one keep-alive ``http.client`` connection:
@@ -62,7 +62,7 @@ class Client:
 @pytest.mark.slow
 def test_load_mixed_requests_all_answered_correctly(mock_server: Any) -> None:
     first = Client(mock_server.base_url)
-    # The 200 answers each case must get, fetched once before the clock starts.
+    # The 200 responses each case must get, fetched once before the clock starts.
     expected = {i: first.post(i)[1] for i, case in enumerate(CASES) if case[3] == 200}
     first.close()
     assert expected[2]["detailedResults"]["issues"][0]["issueId"] == "9007199254740993"

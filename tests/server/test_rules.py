@@ -1,5 +1,5 @@
 """The adapter checks the schema's rules (docs/contract.md §4.6): every request, 400 with one
-violation per broken rule; its own answers when `validate_responses` is on, 500 and a log line."""
+violation per broken rule; its own responses when `validate_responses` is on, 500 and a log line."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from projectops.server import OperationsServiceHandler, ServerCallNext, create_a
 from projectops.validation import is_required
 from tests.server.test_adapter import KEYS, call, error_of
 from tests.synthetic import (
-    minimal_answer,
+    minimal_response,
     valid_request,
     with_max_length_string,
     with_required_answer_field,
@@ -44,7 +44,7 @@ def body(op: Operation, **fields: Any) -> str:
 
 
 def test_a_string_over_its_maximum_length_is_400_naming_the_field() -> None:
-    app = create_app(serving(OP, minimal_answer(OP)), authenticate=KEYS.get)
+    app = create_app(serving(OP, minimal_response(OP)), authenticate=KEYS.get)
     response = call(app, OP.path, body(OP, **{FIELD.json_name: "1" * 100_000}))
     assert response.status_code == 400
     error = error_of(response)
@@ -56,14 +56,14 @@ def test_a_string_over_its_maximum_length_is_400_naming_the_field() -> None:
 
 
 def test_a_string_at_its_maximum_length_is_served() -> None:
-    app = create_app(serving(OP, minimal_answer(OP)), authenticate=KEYS.get)
+    app = create_app(serving(OP, minimal_response(OP)), authenticate=KEYS.get)
     assert call(app, OP.path, body(OP, **{FIELD.json_name: "1" * MAX})).status_code == 200
 
 
 def test_each_broken_rule_is_one_violation_required_first() -> None:
     if not is_required(FIELD):
         pytest.skip("the field with a maximum length is not REQUIRED")
-    app = create_app(serving(OP, minimal_answer(OP)), authenticate=KEYS.get)
+    app = create_app(serving(OP, minimal_response(OP)), authenticate=KEYS.get)
     error = error_of(call(app, OP.path, body(OP, **{FIELD.json_name: " " * (MAX + 1)})))
     assert [v["field"] for v in error["violations"]] == [FIELD.json_name, FIELD.json_name]
     assert [v["description"] for v in error["violations"]] == [
@@ -142,7 +142,7 @@ def test_an_interceptors_own_answer_breaking_a_rule_is_logged_as_the_interceptor
         return ANSWERING.response_type()
 
     app = create_app(
-        serving(ANSWERING, minimal_answer(ANSWERING)),
+        serving(ANSWERING, minimal_response(ANSWERING)),
         authenticate=KEYS.get,
         validate_responses=True,
         interceptors=[replacing],

@@ -18,7 +18,7 @@ from projectops.cli import _operations
 from projectops.client import DEFAULT_RETRIES
 from projectops.conventions import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
 from projectops.program import failures
-from projectops.program.commands import Command, add_retries, seconds, whole
+from projectops.program.commands import Command, add_retries, time_in_seconds, whole_number
 from projectops.program.failures import UsageError
 from projectops.registry import REGISTRY, Registry
 
@@ -109,9 +109,9 @@ def _add_connection_options(
     add = partial(parser.add_argument, default=None if top_level else argparse.SUPPRESS)
     add("--base-url", metavar="URL", help=f"the service's root (default: ${BASE_URL_ENV})")
     timeout = f"seconds a call may take, answer included (default: {DEFAULT_CALL_TIMEOUT:g})"
-    add("--timeout", metavar="SECONDS", type=seconds, help=timeout)
+    add("--timeout", metavar="SECONDS", type=time_in_seconds, help=timeout)
     largest = f"the largest answer read (default: {DEFAULT_MAX_RESPONSE_BYTES}, 32 MiB)"
-    add("--max-response-bytes", metavar="BYTES", type=whole, help=largest)
+    add("--max-response-bytes", metavar="BYTES", type=whole_number, help=largest)
 
 
 def _why_ignored(
@@ -272,7 +272,7 @@ def main(
     Returns:
         The exit code (docs/contract.md §5.6; ``projectops --help`` lists them): 0 success, 1 a
         failure of the program, 2 usage or invalid local input, 3 a 401 answer, 4 a 400 answer,
-        5 no answer or another status, 6 a ``must`` conformance check failed, 130 interrupted.
+        5 no response or another status, 6 a ``must`` conformance check failed, 130 interrupted.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     command: Command | None = None

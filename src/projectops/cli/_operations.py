@@ -1,6 +1,6 @@
 """The program's own commands (docs/cli.md): one per operation of the registry (a flag per
 top-level scalar, enum or repeated-scalar field; ``--json-input`` for the whole request, winning
-over the flags; stdout: the answer's JSON only), ``operations``, ``describe``, ``schema``,
+over the flags; stdout: the response's JSON only), ``operations``, ``describe``, ``schema``,
 ``openapi`` and ``completion``. No httpx at import: the core-only commands work without it."""
 
 from __future__ import annotations

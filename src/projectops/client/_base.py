@@ -80,7 +80,7 @@ class CallContext:
             :class:`RequestHeaders` refuses the key and ``Content-Type``); empty by default.
         attempts: the attempts made so far; 0 before the first.
         http_status: the status of the last attempt's answer once it came whole and usable;
-            ``None`` (the default) before, or when no answer came.
+            ``None`` (the default) before, or when no response came.
     """
 
     operation: Operation
@@ -143,7 +143,7 @@ class BaseClient(Generic[InterceptorT, TransportT]):
                 30 by default; ``None``: no limit.
             max_response_bytes: the largest response body read, in bytes (§6); 32 MiB by default.
                 A larger one raises :class:`~projectops.client.ResponseTooLarge`.
-            retries: extra attempts of a read-only or idempotent call that got no answer or 429,
+            retries: extra attempts of a read-only or idempotent call that got no response or 429,
                 502, 503 or 504, with backoff, within `timeout` (§1.5); 2 by default; 0: none.
             interceptors: called around each call, retries included, the first outermost:
                 ``interceptor(request, context, call_next) -> response``
@@ -274,7 +274,7 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             )
         return cast("ResponseT", response)
 
-    def _step(
+    def _after_attempt(
         self,
         op: Operation,
         retry: int,
@@ -286,7 +286,9 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         the next; raises the error the call ends with (a time-out if the wait passes `deadline`)."""
         context.attempts += 1
         context.http_status = None
-        failure = answer if isinstance(answer, ApiError) else self._outcome(op, answer, context)
+        failure = (
+            answer if isinstance(answer, ApiError) else self._read_response(op, answer, context)
+        )
         if isinstance(failure, Message):
             return failure
         status = answer.status if isinstance(answer, RawResponse) else None
@@ -299,13 +301,13 @@ class BaseClient(Generic[InterceptorT, TransportT]):
             raise mark_redacted(failure if status else timed_out(self._http))
         return wait
 
-    def _outcome(
+    def _read_response(
         self,
         op: Operation,
         answer: RawResponse,
         context: CallContext,
     ) -> Message | ApiError:
-        """The response message of an answer, or its error (returned if retryable, else raised)."""
+        """The response message of a response, or its error (returned if retryable, else raised)."""
         status = answer.status
         keys = self._secrets
         where = f"the answer of {self._http.shown_url}{op.path} (HTTP {status})"

@@ -1,5 +1,5 @@
-"""The client's own errors (docs/python.md "Errors") and the exception an answer stands for;
-no HTTP library needed. Text from an answer goes through :func:`~projectops._text.outside_text`."""
+"""The client's own errors (docs/python.md "Errors") and the exception a response stands for;
+no HTTP library needed. Text from a response goes through :func:`~projectops._text.outside_text`."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ class InvalidRequest(InvalidArgument):
 
 
 class InvalidResponse(Internal):
-    """A 2xx answer that is not the response message, or in a ``Content-Encoding`` not asked for."""
+    """A 2xx response that is not the response message, or in a ``Content-Encoding`` not asked
+    for."""
 
 
 class ResponseTooLarge(InvalidResponse):
@@ -87,7 +88,7 @@ def usable_api_key(key: str | None) -> str:
     )
 
 
-# For an answer without a known code: Connect's HTTP -> code table, with this API's 400 and 413.
+# For a response without a known code: Connect's HTTP -> code table, with this API's 400 and 413.
 _CODE_BY_HTTP_STATUS: Mapping[int, Code] = {
     400: Code.INVALID_ARGUMENT,
     401: Code.UNAUTHENTICATED,
@@ -101,7 +102,7 @@ _CODE_BY_HTTP_STATUS: Mapping[int, Code] = {
     503: Code.UNAVAILABLE,
     504: Code.UNAVAILABLE,
 }
-# A proxy's or web server's error page, not an answer of this API.
+# A proxy's or web server's error page, not a response of this API.
 _MARKUP = re.compile(r"\s*<(?:!doctype|html|head|body|\?xml|[a-z]+[\s>/])", re.IGNORECASE)
 _MAX_FIELD_CHARS = 200
 #: Bytes of an error body parsed as an ``ErrorResponse``; a longer one is shown by its head.
@@ -116,18 +117,18 @@ def error_from_response(
     content_type: str | None = None,
     secrets: Iterable[str | None] = (),
 ) -> ApiError:
-    """The exception a non-2xx answer stands for (docs/contract.md §5.4, §5.5); never raises.
+    """The exception a non-2xx response stands for (docs/contract.md §5.4, §5.5); never raises.
 
     The class is that of the body's ``ErrorResponse.code`` when the code is known, else the
     status's (§5.2), else ``Unknown``. A body that is no ``ErrorResponse`` gives its text or
     ``HTTP <status>``; a web page, one line naming `url`.
 
     Args:
-        status: the answer's HTTP status.
-        body: the answer's body, as read (capped).
+        status: the response's HTTP status.
+        body: the response's body, as read (capped).
         url: the URL called, named when the body is a web page; ``None`` (the default): not
             named.
-        content_type: the answer's ``Content-Type``; ``None`` (the default): none was sent.
+        content_type: the response's ``Content-Type``; ``None`` (the default): none was sent.
         secrets: strings redacted from every quoted text (§9.4), e.g. the API key.
 
     Returns:

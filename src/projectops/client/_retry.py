@@ -9,7 +9,7 @@ from projectops.registry import Operation
 
 #: Extra attempts of a retryable call by default.
 DEFAULT_RETRIES = 2
-#: Statuses that ask to try again later; no other answer is retried.
+#: Statuses that ask to try again later; no other response is retried.
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 #: The longest ``Retry-After`` honoured, in seconds.
 MAX_RETRY_AFTER = 30.0
@@ -19,7 +19,7 @@ _RETRY_AFTER_DIGITS = 9  # more would be days, cut to the cap anyway
 
 
 def may_retry(op: Operation, status: int | None) -> bool:
-    """Whether a failed attempt of `op` may be repeated: `op` is idempotent, and no answer came
+    """Whether a failed attempt of `op` may be repeated: `op` is idempotent, and no response came
     (`status` ``None``) or its status is in :data:`RETRY_STATUSES`."""
     return op.idempotent and (status is None or status in RETRY_STATUSES)
 

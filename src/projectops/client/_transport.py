@@ -152,7 +152,7 @@ class _DeadlineTransport(httpx2.HTTPTransport):
         )
 
 
-_SHOWN_BYTES = 1 << 20  # what is kept of an answer over its cap
+_SHOWN_BYTES = 1 << 20  # what is kept of a response over its cap
 
 
 class RawResponse(NamedTuple):
@@ -163,7 +163,7 @@ class RawResponse(NamedTuple):
         headers: ``(name, value)`` pairs in the order received, decoded as Latin-1.
         body: the body, never decoded, at most the exchange's cap.
         truncated: there was more than the cap (for a 2xx announcing more, none was read); `body`
-            is then only its first MiB at most: an answer over the cap is shown, never used.
+            is then only its first MiB at most: a response over the cap is shown, never used.
             ``False`` by default.
     """
 
@@ -173,13 +173,13 @@ class RawResponse(NamedTuple):
     truncated: bool = False
 
     def header(self, name: str) -> str | None:
-        """One header of the answer.
+        """One header of the response.
 
         Args:
             name: the header's name, any case.
 
         Returns:
-            The first value of header `name`, or ``None`` when the answer has none.
+            The first value of header `name`, or ``None`` when the response has none.
         """
         name = name.lower()
         for key, value in self.headers:
@@ -336,7 +336,7 @@ class _BaseRawClient:
         return min(ends, default=None)
 
     def _cap(self, response: httpx2.Response) -> int:
-        """The cap of this answer's body; 0: a 2xx announcing more (not read)."""
+        """The cap of this response's body; 0: a 2xx announcing more (not read)."""
         if not 200 <= response.status_code < 300:
             return self._max_error
         length = response.headers.get("Content-Length", "")
@@ -361,7 +361,7 @@ class _BaseRawClient:
         for name, value in response.headers.raw:
             headers.append((name.decode("latin-1"), value.decode("latin-1")))
         truncated = not cap or len(body) > cap
-        # Cut in place before the copy: a slice, then bytes, would hold the answer three times.
+        # Cut in place before the copy: a slice, then bytes, would hold the response three times.
         kept = cap
         if truncated:
             kept = min(cap, _SHOWN_BYTES)
@@ -438,7 +438,7 @@ class RawClient(_BaseRawClient, Closing):
                 (the earlier bounds it); ``None`` (the default): only `timeout`.
 
         Returns:
-            The answer, whatever its status.
+            The response, whatever its status.
 
         Raises:
             ValueError: a header the exchange refuses (a framing header, a name that is not
@@ -469,7 +469,7 @@ class RawClient(_BaseRawClient, Closing):
             worker = threading.Thread(target=work, name="projectops-exchange", daemon=True)
             worker.start()
             worker.join(max(0.0, end - time.monotonic()))
-            stop.set()  # a late worker drops its answer
+            stop.set()  # a late worker drops its response
             if done:
                 result = done[0]
             else:
@@ -535,7 +535,7 @@ class AsyncRawClient(_BaseRawClient, AsyncClosing):
                 default): only `timeout`.
 
         Returns:
-            The answer, whatever its status.
+            The response, whatever its status.
 
         Raises:
             ValueError: a header the exchange refuses; nothing was sent.

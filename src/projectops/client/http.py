@@ -3,7 +3,7 @@
 Retries (``retries=``, default 2): only an rpc marked ``NO_SIDE_EFFECTS`` or ``IDEMPOTENT``,
 when no complete answer came or it is 429, 502, 503 or 504; ``timeout`` covers every attempt
 and wait. Interceptors (first outermost) wrap each call, retries included. Errors beside
-:mod:`projectops.errors` (``http_status`` ``None`` when no whole answer came)::
+:mod:`projectops.errors` (``http_status`` ``None`` when no whole response came)::
 
     ApiError
     ├── InvalidArgument
@@ -11,11 +11,11 @@ and wait. Interceptors (first outermost) wrap each call, retries included. Error
     ├── Unauthenticated
     │   └── MissingApiKey         no usable key configured; nothing was sent
     ├── Internal
-    │   └── InvalidResponse       a 2xx answer that is not the response message
-    │       └── ResponseTooLarge    an answer over max_response_bytes; not read to its end
+    │   └── InvalidResponse       a 2xx response that is not the response message
+    │       └── ResponseTooLarge    a response over max_response_bytes; not read to its end
     ├── UnexpectedRedirect        a 3xx answer (never followed: a POST must not become a GET)
     ├── Unavailable
-    │   └── ServiceUnreachable    no answer: the service could not be reached
+    │   └── ServiceUnreachable    no response: the service could not be reached
     └── DeadlineExceeded
         └── ResponseTimedOut        no complete answer within the time-out
 
@@ -56,7 +56,7 @@ __all__ = ["AsyncClient", "Client", "request_message"]  # the generated clients 
 
 class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
     """The synchronous client of the API (docs/contract.md §1-§2, §5): one ``POST`` a call, retried
-    where the schema allows, bounded as a whole, the answer read within its cap.
+    where the schema allows, bounded as a whole, the response read within its cap.
 
     Use it in ``with``, or call ``close()``. The arguments are those of ``__init__`` (base_url,
     api_key, timeout, max_response_bytes, retries, interceptors, transport), listed below; the
@@ -96,11 +96,11 @@ class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
             MissingApiKey: no usable key; nothing was sent.
             TypeError: a request, `response_type` or interceptor result of another type.
             ValueError: a header an interceptor may not set (:class:`RequestHeaders`).
-            projectops.ApiError: the last attempt's non-2xx answer, as its code's class
+            projectops.ApiError: the last attempt's non-2xx response, as its code's class
                 (:func:`error_from_response`, §5.5); :class:`ServiceUnreachable` or
-                :class:`ResponseTimedOut` when no answer came; :class:`ResponseTooLarge`,
-                :class:`InvalidResponse` or :class:`UnexpectedRedirect` for an answer that cannot be
-                used. Whatever an interceptor raises. No exception holds the key (§9.4).
+                :class:`ResponseTimedOut` when no response came; :class:`ResponseTooLarge`,
+                :class:`InvalidResponse` or :class:`UnexpectedRedirect` for a response that cannot
+                be used. Whatever an interceptor raises. No exception holds the key (§9.4).
         """
         try:
             op, message, deadline = self._prepare(operation, request, response_type)
@@ -113,7 +113,7 @@ class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
                         answer = self._http.send("POST", op.path, *parts, deadline=deadline)
                     except (ServiceUnreachable, ResponseTimedOut) as exc:
                         answer = exc
-                    step = self._step(op, retry, answer, context, deadline)
+                    step = self._after_attempt(op, retry, answer, context, deadline)
                     if isinstance(step, Message):
                         return step
                     time.sleep(step)
@@ -129,7 +129,7 @@ class Client(_transport.Closing, BaseClient[Interceptor, BaseTransport]):
 
 class AsyncClient(_transport.AsyncClosing, BaseClient[AsyncInterceptor, AsyncBaseTransport]):
     """:class:`Client` for ``await`` and ``async with``: `transport` is an
-    ``httpx2.AsyncBaseTransport`` and `interceptors` are ``async def``. An answer over 64 KiB is
+    ``httpx2.AsyncBaseTransport`` and `interceptors` are ``async def``. A response over 64 KiB is
     decoded in a worker thread, off the event loop.
     """
 
@@ -170,9 +170,9 @@ class AsyncClient(_transport.AsyncClosing, BaseClient[AsyncInterceptor, AsyncBas
                         answer = await self._http.send("POST", op.path, *parts, deadline=deadline)
                     except (ServiceUnreachable, ResponseTimedOut) as exc:
                         answer = exc
-                    # Decoding a large answer takes long: off the event loop other tasks share.
+                    # Decoding a large response takes long: off the event loop other tasks share.
                     large = not isinstance(answer, ApiError) and len(answer.body) > OFF_LOOP_BYTES
-                    decide = partial(self._step, op, retry, answer, context, deadline)
+                    decide = partial(self._after_attempt, op, retry, answer, context, deadline)
                     if large:
                         step = await anyio.to_thread.run_sync(decide)
                     else:

@@ -23,7 +23,7 @@ def redact(text: str, keys: Iterable[str | None] = ()) -> str:
     """Redact the API key from a text that may quote it (docs/contract.md §9.4).
 
     Args:
-        text: the text, e.g. an exception's message or a server's answer.
+        text: the text, e.g. an exception's message or a server's response.
         keys: more secrets to redact besides ``SERVICE_API_KEY``'s value; ``None`` items are
             skipped.
 
@@ -37,7 +37,7 @@ def redact(text: str, keys: Iterable[str | None] = ()) -> str:
 
 def redact_values(value: Any, keys: Iterable[str | None] = ()) -> Any:
     """Redact the API key from every string of a JSON value, object keys too (docs/contract.md
-    §9.4): what the CLI prints and the tool server returns of an answer that echoed the key.
+    §9.4): what the CLI prints and the tool server returns of a response that echoed the key.
 
     Args:
         value: JSON values as :func:`projectops.codec.to_dict` returns them (``dict``, ``list``,

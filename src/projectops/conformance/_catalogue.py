@@ -1,5 +1,5 @@
 """The checks of ``projectops conformance`` that need no HTTP: the catalogue, the judging of one
-answer (:func:`judge_answer`, shared by the runner and the proxy), and the request variants, all
+answer (:func:`judge_response`, shared by the runner and the proxy), and the request variants, all
 derived from the descriptors. The JSON-mapping checks (§3.1) read the parsed JSON, not a decoded
 message: a lenient decoder accepts the very forms they refuse.
 """
@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from projectops._text import clip
+from projectops._text import cut_to_width
 from projectops._wire import elements, is_map, join, value_form
 from projectops.codec import from_json, parse_json, read_error_body, to_dict
 from projectops.error_cases import ERROR_CASES
@@ -32,7 +32,13 @@ from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import BLANK, is_required, rule_violations
 
 __all__ = ["BLANK_TRIES", "CHECKS", "DECODES", "ERRORS", "JSON_CHECKS", "CheckSpec", "Verdict"]
-__all__ += ["error_problem", "int64_as_numbers", "judge_answer", "mapping_problems", "proto_names"]
+__all__ += [
+    "error_problem",
+    "int64_as_numbers",
+    "judge_response",
+    "mapping_problems",
+    "proto_names",
+]
 __all__ += ["broken_requests", "required_fields", "rfc3339_utc", "unknown_field_name"]
 __all__ += ["CAMEL_CASE", "ENUM_NAMES", "INT64_STRINGS", "RULES", "TIMESTAMPS", "ZERO_VALUES"]
 __all__ += ["ABSENT", "Problem", "decode_problem", "response_differences"]
@@ -56,7 +62,7 @@ class CheckSpec:
         id: the check's id, ``auth.no-key``.
         level: ``"must"`` (a failure fails the run) or ``"should"``.
         rule: the rule checked, one sentence ending with its docs/contract.md section.
-        needs_success: the check judges 200 answers, so it needs a request the server accepts;
+        needs_success: the check judges 200 responses, so it needs a request the server accepts;
             ``False`` by default.
     """
 
@@ -68,7 +74,7 @@ class CheckSpec:
 
 @dataclass(frozen=True)
 class Problem:
-    """What one answer (or request) shows against one check: data until the edge, where
+    """What one response (or request) shows against one check: data until the edge, where
     :meth:`text` says it to a person (the runner's detail) and the proxy's drift line reads
     its fields (docs/conformance.md).
 
@@ -262,7 +268,7 @@ _CATALOGUE = (
 #: Check id -> its spec, in the order a report lists them per operation.
 CHECKS: Mapping[str, CheckSpec] = {spec.id: spec for spec in _CATALOGUE}
 
-#: The checks judged on every answer besides :data:`JSON_CHECKS`: a 200 decodes strictly,
+#: The checks judged on every response besides :data:`JSON_CHECKS`: a 200 decodes strictly,
 #: keeps the response's rules; a non-2xx is an ErrorResponse.
 DECODES = "response.decodes"
 RULES = "response.rules"
@@ -319,7 +325,7 @@ def mapping_problems(
         if len(found[check]) < MAX_PROBLEMS:
             found[check].append(Problem(path, what))
 
-    # Iterative: a recursive message type nests as deep as the answer does.
+    # Iterative: a recursive message type nests as deep as the response does.
     # A stack of (iterator over (path, key, value) as _wire.elements yields them, the values'
     # message type): memory in proportion to the depth, not to the number of elements.
     stack: list[tuple[Iterator[tuple[str, Any, Any]], Descriptor]] = [
@@ -371,13 +377,13 @@ def mapping_problems(
                     else:
                         bad = isinstance(element, int | float) and not isinstance(element, bool)
                     if bad:
-                        note(kind, element_path, _WHAT[kind].format(clip(repr(element))))
+                        note(kind, element_path, _WHAT[kind].format(cut_to_width(repr(element))))
     return found
 
 
 _CODES = frozenset(code.value for code in Code)
-#: (code, status) of every answer the contract allows: the table's, and the transport
-#: answers of projectops.error_cases with a status of their own (the 405 of a wrong method).
+#: (code, status) of every response the contract allows: the table's, and the transport
+#: responses of projectops.error_cases with a status of their own (the 405 of a wrong method).
 _ALLOWED_ERRORS = frozenset(
     {(code.value, status) for code, status in HTTP_STATUS_BY_CODE.items()}
     | {(str(case.code), case.http_status) for case in ERROR_CASES}
@@ -385,12 +391,12 @@ _ALLOWED_ERRORS = frozenset(
 
 
 def error_problem(status: int, error: ErrorResponse | None) -> Problem | None:
-    """What is wrong with a non-2xx answer of `status` whose body read as `error` (``None``: not
+    """What is wrong with a non-2xx response of `status` whose body read as `error` (``None``: not
     an ErrorResponse), docs/contract.md §5.1-§5.4; ``None`` when nothing is."""
     if error is None:
         return Problem(None, "not an ErrorResponse")
     if error.code not in _CODES:
-        return Problem(None, f"unknown code {clip(repr(error.code))}")
+        return Problem(None, f"unknown code {cut_to_width(repr(error.code))}")
     if (error.code, status) not in _ALLOWED_ERRORS:
         return Problem(None, f"the code {error.code} is not answered with {status}")
     return None
@@ -398,9 +404,9 @@ def error_problem(status: int, error: ErrorResponse | None) -> Problem | None:
 
 @dataclass
 class Verdict:
-    """What one answer showed: its :class:`Problem` records per check id, the ids it
+    """What one response showed: its :class:`Problem` records per check id, the ids it
     `examined`, a 200's `message` (decoded leniently), a non-2xx's `error`, and a `digest` of
-    its canonical JSON (of its bytes when not JSON) to tell two answers apart."""
+    its canonical JSON (of its bytes when not JSON) to tell two responses apart."""
 
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     examined: set[str] = field(default_factory=set)
@@ -409,8 +415,8 @@ class Verdict:
     digest: str = ""
 
 
-def judge_answer(response_type: type[Message], status: int, body: bytes) -> Verdict:
-    """Judge one whole answer: ``response.decodes`` and :data:`JSON_CHECKS` for a 200,
+def judge_response(response_type: type[Message], status: int, body: bytes) -> Verdict:
+    """Judge one whole response: ``response.decodes`` and :data:`JSON_CHECKS` for a 200,
     ``errors.error-response`` for a non-2xx. Parses `body` once, after the codec's decode-cost
     guard. Never raises."""
     verdict = Verdict(digest=hashlib.sha256(body).hexdigest())

@@ -31,10 +31,10 @@ from projectops.program.commands import (
     add_listening,
     listen,
     listen_url,
-    seconds,
     serve_app,
+    time_in_seconds,
     warn_if_every_interface,
-    whole,
+    whole_number,
 )
 from projectops.program.failures import EXIT_CONFORMANCE_FAILED, EXIT_FAILURE, EXIT_OK, UsageError
 
@@ -43,13 +43,13 @@ if TYPE_CHECKING:
 
     from projectops.fixtures import FixtureProject
 
-__all__ = ["DEFAULT_PORT", "MAX_RECORDED_ANSWERS", "MAX_RECORDED_BYTES", "command"]
+__all__ = ["DEFAULT_PORT", "MAX_RECORDED_BYTES", "MAX_RECORDED_RESPONSES", "command"]
 __all__ += ["proxy_command"]
 
 #: The proxy's, beside the mock server's.
 DEFAULT_PORT = 8788
-#: Answers a recording keeps at most (``--record-max-answers``).
-MAX_RECORDED_ANSWERS = 1000
+#: Answers a recording keeps at most (``--record-max-responses``).
+MAX_RECORDED_RESPONSES = 1000
 #: Bytes of JSON a recording keeps at most (``--record-max-bytes``, 16 MiB).
 MAX_RECORDED_BYTES = 16 * 1024 * 1024
 
@@ -92,7 +92,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add(
         "--deadline",
         metavar="SECONDS",
-        type=seconds,
+        type=time_in_seconds,
         default=DEFAULT_DEADLINE,
         help="seconds the whole run may take (default: %(default)g); past it the checks not "
         f"run are skipped and the exit code is {EXIT_CONFORMANCE_FAILED} (judging an answer "
@@ -211,7 +211,7 @@ def _configure_proxy(parser: argparse.ArgumentParser) -> None:
     add("--json", action="store_true", help="write each drift as a JSON object on stdout")
     add("--record", metavar="FILE", help="write the 200 answers seen to FILE on exit")
     answers = "answers recorded at most; later new ones are left out"
-    _limit(parser, "--record-max-answers", MAX_RECORDED_ANSWERS, answers, "N")
+    _limit(parser, "--record-max-responses", MAX_RECORDED_RESPONSES, answers, "N")
     body = "the largest request body forwarded, larger ones get 413 and are not sent"
     _limit(parser, "--max-request-bytes", MAX_BODY_BYTES, f"{body} (the server adapter's)")
     judged = "the largest answer judged; larger ones are forwarded, not judged (8 MiB)"
@@ -230,7 +230,7 @@ def _limit(
 ) -> None:
     """Add `flag`, a whole number that defaults to `default`, helped by `what`."""
     help_text = f"{what}; default: %(default)s"
-    parser.add_argument(flag, metavar=metavar, type=whole, default=default, help=help_text)
+    parser.add_argument(flag, metavar=metavar, type=whole_number, default=default, help=help_text)
 
 
 def _run_proxy(args: argparse.Namespace) -> int:
@@ -244,7 +244,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
     except InvalidBaseUrl as exc:
         raise UsageError(f"--upstream: {exc}") from None
     _writable("--record", record := args.record)
-    recording = Recording(max_answers=args.record_max_answers, max_bytes=args.record_max_bytes)
+    recording = Recording(max_responses=args.record_max_responses, max_bytes=args.record_max_bytes)
     warn_if_every_interface(args.host)
     sock = listen(args.host, args.port)
     upstream = AsyncRawClient(
@@ -277,7 +277,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
         if recording.left_out:  # each drew a drift line, echoed a credential or was over a limit
             left_out = (
                 f"; {recording.left_out} left out (an answer or request that drew a drift line, "
-                "an answer that echoed a credential, or one over --record-max-answers or "
+                "an answer that echoed a credential, or one over --record-max-responses or "
                 "--record-max-bytes)"
             )
         if recording.count == 0 and not recording.left_out:  # say why the file is empty

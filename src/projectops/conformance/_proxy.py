@@ -1,8 +1,8 @@
 """``projectops proxy``: a validation proxy in front of any server of this API
 (docs/conformance.md). Calls are forwarded as they came and answered with what the upstream
-answered; once the answer is sent, an operation's request is decoded as a server does and its
-answer judged with the catalogue's checks of one answer, in a bounded number of worker threads,
-each violation a :class:`Violation`; 200 answers can be recorded as mock fixtures
+answered; once the response is sent, an operation's request is decoded as a server does and its
+answer judged with the catalogue's checks of one response, in a bounded number of worker threads,
+each violation a :class:`Violation`; 200 responses can be recorded as mock fixtures
 (:class:`Recording`).
 
 What it refuses to forward, with an ``ErrorResponse``: a request target with a dot segment, a
@@ -41,7 +41,7 @@ from starlette.types import Receive, Scope, Send
 from projectops._text import REDACTED, outside_text, redact_secrets
 from projectops.client import AsyncRawClient
 from projectops.codec import dump, from_json, to_dict
-from projectops.conformance._catalogue import DECODES, Problem, decode_problem, judge_answer
+from projectops.conformance._catalogue import DECODES, Problem, decode_problem, judge_response
 from projectops.conformance._report import MAX_CALLS, MAX_JUDGED_BYTES
 from projectops.conventions import (
     API_KEY_HEADER,
@@ -89,7 +89,7 @@ _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 @dataclass(frozen=True)
 class Violation:
-    """Where a request or an answer breaks the contract: the catalogue's `check` id (a request:
+    """Where a request or a response breaks the contract: the catalogue's `check` id (a request:
     ``request.decodes``, ``request.required`` or ``request.rules``), the `field` path (``""``:
     the whole body) and the `detail`; both outside text, the caller's key redacted."""
 
@@ -119,14 +119,14 @@ def find_violations(
         side: ``"request"``: `body` decodes as a server decodes it, unknown fields ignored
             (docs/contract.md §3.3), holds its REQUIRED fields (§4) and keeps the schema's
             rules (§4.6, when protovalidate is installed); ``"answer"``: `body`
-            is judged by :func:`judge_answer` as the answer of `status`.
+            is judged by :func:`judge_response` as the response of `status`.
         body: the whole body, as it came.
-        status: the answer's HTTP status (for ``"answer"``).
+        status: the response's HTTP status (for ``"answer"``).
         secrets: the credentials the caller sent (the key in every header spelling,
             ``Authorization``, ``Cookie``), redacted from each drift's texts.
 
     Returns:
-        The violations, and the message (``None``: it does not decode, or is an error answer).
+        The violations, and the message (``None``: it does not decode, or is an error response).
     """
     message: Message | None
     if side == "request":
@@ -145,7 +145,7 @@ def find_violations(
             message = None
             problems = {"request.decodes": [decode_problem(exc)]}
     else:
-        verdict = judge_answer(op.response_type, status, body)
+        verdict = judge_response(op.response_type, status, body)
         problems = verdict.problems
         message = None if DECODES in problems else verdict.message
     out: list[Violation] = []
@@ -165,25 +165,25 @@ def find_violations(
 
 
 class Recording:
-    """The 200 answers seen, as a mock fixtures file: one project per key (kept only as a
+    """The 200 responses seen, as a mock fixtures file: one project per key (kept only as a
     hash), ``recorded``/:data:`STAND_IN_KEY`, then ``recorded-2``/``recorded-key-2``, ...; the
     latest answer of one request wins.
 
-    Left out (counted in `left_out`): a 200 answer that drew a drift or was not judged, or whose
-    request drew one (:meth:`leave_out`); an answer that holds a credential the caller sent (the
-    key, ``Authorization``, ``Cookie``); a new answer past `max_answers` answers or `max_bytes`
-    bytes of JSON. A project exists only with an answer in it, so the limits bound the projects
+    Left out (counted in `left_out`): a 200 response that drew a drift or was not judged, or whose
+    request drew one (:meth:`leave_out`); a response that holds a credential the caller sent (the
+    key, ``Authorization``, ``Cookie``); a new answer past `max_responses` answers or `max_bytes`
+    bytes of JSON. A project exists only with a response in it, so the limits bound the projects
     too.
 
     Args:
-        max_answers: answers kept at most (``--record-max-answers``).
-        max_bytes: bytes of the answers' JSON kept at most (``--record-max-bytes``).
+        max_responses: answers kept at most (``--record-max-responses``).
+        max_bytes: bytes of the responses' JSON kept at most (``--record-max-bytes``).
     """
 
-    def __init__(self, *, max_answers: int, max_bytes: int) -> None:
-        self._max_answers = max_answers
+    def __init__(self, *, max_responses: int, max_bytes: int) -> None:
+        self._max_responses = max_responses
         self._max_bytes = max_bytes
-        # hash of the key -> operation -> request key -> (answer's JSON object, its size)
+        # hash of the key -> operation -> request key -> (response's JSON object, its size)
         self._projects: dict[str, dict[str, dict[str, tuple[dict[str, Any], int]]]] = {}
         # The summary's figures: answers kept, bytes of their JSON, answers left out.
         self.count = 0
@@ -199,8 +199,8 @@ class Recording:
         response: Message,
         credentials: Sequence[str] = (),
     ) -> None:
-        """Keep the 200 answer `response` of `op` to `request`, sent with `key` (the project)
-        and `credentials` (every credential the caller sent, `key` included: an answer that
+        """Keep the 200 response `response` of `op` to `request`, sent with `key` (the project)
+        and `credentials` (every credential the caller sent, `key` included: a response that
         echoes one is left out). `request` keeps REQUIRED and the rules: the caller judged it,
         as the mock could not serve it otherwise. Thread-safe."""
         entry = {"request": to_dict(request), "response": to_dict(response)}
@@ -215,7 +215,7 @@ class Recording:
             grows = size - (old[1] if old else 0)
             if (
                 echoed
-                or (old is None and self.count >= self._max_answers)
+                or (old is None and self.count >= self._max_responses)
                 or self.bytes + grows > self._max_bytes
             ):
                 self.left_out += 1
@@ -225,13 +225,13 @@ class Recording:
             self.bytes += grows
 
     def leave_out(self) -> None:
-        """Count a 200 answer that is not recorded for a drift it or its request drew (the drift
+        """Count a 200 response that is not recorded for a drift it or its request drew (the drift
         lines name it), so the summary agrees with them. Thread-safe."""
         with self._lock:
             self.left_out += 1
 
     def fixtures(self) -> dict[str, Any]:
-        """The fixtures file's JSON object; with no answer, one project without operations."""
+        """The fixtures file's JSON object; with no response, one project without operations."""
         projects = self._projects or {"": {}}
         return {
             "projects": [
@@ -333,7 +333,7 @@ def create_proxy_app(
             ``max_connections`` must be `max_calls` at least: a call let in never waits for a
             pooled connection, so its ``timeout`` is the upstream's time alone.
         report: called with each drift, from the event loop's thread.
-        recording: where the 200 answers go (``None``: not recorded).
+        recording: where the 200 responses go (``None``: not recorded).
         max_request_bytes: the largest request body forwarded, in bytes (default
             :data:`projectops.conventions.MAX_BODY_BYTES`); above it, 413 and nothing sent.
         max_judged_bytes: the largest answer judged, in bytes; a larger one is forwarded and
@@ -377,7 +377,7 @@ class ValidationProxy:
     Args:
         upstream: the exchange every call is sent on through (the caller closes it).
         report: called with each drift, from the event loop's thread.
-        recording: where the 200 answers go (``None``: not recorded).
+        recording: where the 200 responses go (``None``: not recorded).
         max_request_bytes: the largest request body forwarded, in bytes.
         max_judged_bytes: the largest answer judged, in bytes.
         workers: threads that judge at once.
@@ -450,7 +450,7 @@ class ValidationProxy:
             self._calls -= 1
 
     async def _forward(self, request: Request) -> Response:
-        """Forward `request` to the upstream; its answer, the call's judging as its background."""
+        """Forward `request` to the upstream; its response, the call's judging as its background."""
         path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
         query = request.scope["query_string"].decode("latin-1")
         headers = request.headers.items()
@@ -472,10 +472,10 @@ class ValidationProxy:
                 content_length=request.headers.get("content-length"),
                 timeout=self._body_timeout,
             )
-        except DeadlineExceeded as late:  # the caller's lateness: 408, as the adapter answers it
+        except DeadlineExceeded as late:  # the caller's lateness: 408, as the adapter responses it
             case = BODY_TIMED_OUT
             return error_response(late, case.http_status, case.headers)
-        except ApiError as exc:  # 413, as the server adapter answers it
+        except ApiError as exc:  # 413, as the server adapter responses it
             return error_response(exc)
         except ClientDisconnect:  # the caller left before its request was whole: no one to answer
             return Response(status_code=400)
@@ -491,10 +491,10 @@ class ValidationProxy:
         except ValueError as exc:  # a header the exchange cannot send as it came
             why = outside_text(str(exc), 200, secrets)
             return error_response(InvalidArgument(f"cannot forward: {why}"))
-        if answer.status not in range(200, 600):  # a final answer: a 1xx cannot end an exchange
+        if answer.status not in range(200, 600):  # a final response: a 1xx cannot end an exchange
             bad = Unavailable(f"the upstream answered with the status {answer.status}")
             return error_response(bad, status=502)
-        # The answer goes out first; judging it (and the request) follows, in a worker.
+        # The response goes out first; judging it (and the request) follows, in a worker.
         task = None
         if op is not None:
             key = keys[0] if keys else ""
@@ -509,14 +509,14 @@ class ValidationProxy:
     async def _judge(
         self, op: Operation, body: bytes, status: int, answer: bytes, key: str, secrets: list[str]
     ) -> None:
-        """Judge one forwarded call in a worker thread, after its answer went out."""
+        """Judge one forwarded call in a worker thread, after its response went out."""
         if self._waiting >= 2 * self._workers:
             busy = f"{self._waiting} calls are being judged or waiting for it"
             self._report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
             self._left_out(status)
             return
         judged: bytes | None = answer
-        # Over the limit, the answer is not judged; the request still is: --max-request-bytes
+        # Over the limit, the response is not judged; the request still is: --max-request-bytes
         # bound it.
         if len(answer) > self._max_judged_bytes:
             limit = self._max_judged_bytes
@@ -529,7 +529,7 @@ class ValidationProxy:
                 self._judge_call, op, body, status, judged, key, secrets, limiter=self._judges
             )
         except Exception as exc:  # judging promises never to raise: should it, a drift says so,
-            # in one redacted line, where a traceback would show the answer's text raw
+            # in one redacted line, where a traceback would show the response's text raw
             why = outside_text(f"{type(exc).__name__}: {exc}", _DETAIL_CHARS, secrets)
             reported = [Violation(op.name, "answer", NOT_JUDGED, "", f"judging failed: {why}")]
             self._left_out(status)
@@ -554,7 +554,7 @@ class ValidationProxy:
             self._left_out(status)
             return in_request
         found, got = find_violations(op, "answer", answer, status=status, secrets=secrets)
-        # `got` is set for a 200 answer that decodes strictly only; a request that breaks a
+        # `got` is set for a 200 response that decodes strictly only; a request that breaks a
         # rule is not recorded: the mock would refuse it.
         if sent is None or got is None or in_request:
             self._left_out(status)
@@ -563,6 +563,6 @@ class ValidationProxy:
         return in_request + found
 
     def _left_out(self, status: int) -> None:
-        """Count a 200 answer not recorded for a drift it or its request drew."""
+        """Count a 200 response not recorded for a drift it or its request drew."""
         if self._recording is not None and status == 200:
             self._recording.leave_out()

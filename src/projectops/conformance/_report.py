@@ -30,8 +30,8 @@ __all__ += ["write_report"]
 MAX_REQUESTS = 1000
 #: Seconds a whole run may take by default (``--deadline``).
 DEFAULT_DEADLINE = 600.0
-#: Answers larger than this, in bytes, are not judged (``--max-judged-bytes``, 8 MiB): judging
-#: parses and decodes the whole answer, which costs about 15 bytes of memory a byte of many small
+#: Responses larger than this, in bytes, are not judged (``--max-judged-bytes``, 8 MiB): judging
+#: parses and decodes the whole response, which costs about 15 bytes of memory a byte of many small
 #: objects (more for shapes the codec's decode-cost guard still allows).
 MAX_JUDGED_BYTES = 8 * 1024 * 1024
 #: Calls in flight at most in the proxy (``--max-calls``); its upstream client gets as many

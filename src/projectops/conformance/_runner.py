@@ -2,11 +2,11 @@
 (docs/conformance.md, which states the requests sent, the skips and the bounds).
 
 The requests are raw (invalid bodies, no key, a wrong key) through the clients' bounded
-exchange, all within the run's deadline. Each answer is judged once, as it comes
-(:func:`~projectops.conformance._catalogue.judge_answer`), in a worker thread the run stops
-waiting for at its deadline plus one time-out; an answer over the judged size
+probe, all within the run's deadline. Each answer is judged once, as it comes
+(:func:`~projectops.conformance._catalogue.judge_response`), in a worker thread the run stops
+waiting for at its deadline plus one time-out; a response over the judged size
 (:data:`~projectops.conformance._report.MAX_JUDGED_BYTES`) is not judged, which bounds the
-run's memory whatever the answers' shape. A check passes only when it examined what it checks,
+run's memory whatever the responses' shape. A check passes only when it examined what it checks,
 else it is ``skipped``, saying why. At most ``32 + 4 x (REQUIRED top-level
 fields) + (rules of top-level request fields)`` requests per operation, :data:`MAX_REQUESTS` in
 all.
@@ -52,9 +52,9 @@ __all__ = ["MAX_FIXTURE_REQUESTS", "run_checks"]
 # How the key header of a request is set: the key in use, none, or a key no server knows.
 KeyUse = Literal["own", "none", "wrong"]
 
-# Characters of a sent body and of an answer shown in a failure's detail.
+# Characters of a sent body and of a response shown in a failure's detail.
 _SENT_CHARS = 80
-_ANSWER_CHARS = 300
+_RESPONSE_CHARS = 300
 # Characters of a check's detail in the report.
 _DETAIL_CHARS = 1000
 
@@ -68,8 +68,8 @@ class DeadlinePassed(BudgetSpent):
 
 
 @dataclass
-class Exchange:
-    """One request and what came back: `status` (``None``: no answer, `problem` says why),
+class Probe:
+    """One request and what came back: `status` (``None``: no response, `problem` says why),
     lower-cased `headers` (repeats joined), `excerpt` (outside text, key redacted)."""
 
     sent: str
@@ -82,7 +82,7 @@ class Exchange:
     unjudged: bool = False
 
     def shown(self) -> str:
-        """``sent ...; got <status> <excerpt>`` (or ``no answer: ...``)."""
+        """``sent ...; got <status> <excerpt>`` (or ``no response: ...``)."""
         if self.status is None:
             return f"sent {self.sent}; no answer: {self.problem}"
         return f"sent {self.sent}; got {self.status} {self.excerpt}"
@@ -130,28 +130,26 @@ class RunClient:
         if self._run_deadline is not None and time.monotonic() >= self._run_deadline:
             raise DeadlinePassed
 
-    def judge(
-        self, response_type: type[Message], exchange: Exchange, body: bytes
-    ) -> _catalogue.Verdict:
-        """The verdict on a whole answer; over :attr:`max_judged_bytes`, only its digest
-        (`exchange` marked ``unjudged``). Judging runs in a daemon thread that the run stops
+    def judge(self, response_type: type[Message], probe: Probe, body: bytes) -> _catalogue.Verdict:
+        """The verdict on a whole response; over :attr:`max_judged_bytes`, only its digest
+        (`probe` marked ``unjudged``). Judging runs in a daemon thread that the run stops
         waiting for at its deadline plus one time-out (without a deadline: after one time-out).
 
         Raises:
             DeadlinePassed: the judging ran past the run's deadline plus one time-out.
         """
         if len(body) > self.max_judged_bytes:
-            exchange.unjudged = True
+            probe.unjudged = True
             return _catalogue.Verdict(digest=hashlib.sha256(body).hexdigest())
-        status = exchange.status or 0
+        status = probe.status or 0
         done: list[_catalogue.Verdict] = []
         failed: list[BaseException] = []
 
         def work() -> None:
-            # judge_answer promises never to raise; should it, the thread's failure is named
+            # judge_response promises never to raise; should it, the thread's failure is named
             # here, in one redacted line, not taken for the deadline nor printed as a traceback.
             try:
-                done.append(_catalogue.judge_answer(response_type, status, body))
+                done.append(_catalogue.judge_response(response_type, status, body))
             except BaseException as exc:  # whatever it is, it is reported
                 failed.append(exc)
 
@@ -179,13 +177,13 @@ class RunClient:
         *,
         key: KeyUse = "own",
         headers: Mapping[str, str] | None = None,
-    ) -> tuple[Exchange, bytes]:
-        """Send one request: the exchange and the answer's body. Never raises for what the
+    ) -> tuple[Probe, bytes]:
+        """Send one request: the probe and the response's body. Never raises for what the
         server does.
 
         Raises:
             BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
-            DeadlinePassed: the deadline passed before the request or its whole answer.
+            DeadlinePassed: the deadline passed before the request or its whole response.
         """
         from projectops.client import ResponseTimedOut, ServiceUnreachable
 
@@ -200,38 +198,38 @@ class RunClient:
         }
         if key != "none":
             sent[API_KEY_HEADER] = self._key if key == "own" else f"{self._key}-not-a-key"
-        exchange = Exchange(_describe(method, path, body, key, headers))
+        probe = Probe(_describe(method, path, body, key, headers))
         try:
             answer = self._raw.send(
                 method, path, body, {**sent, **(headers or {})}, deadline=self._run_deadline
             )
-        except ValueError as exc:  # a header the exchange refuses to send: nothing went out
-            exchange.problem = f"not sent: {self.shown(str(exc), 300)}"
-            return exchange, b""
+        except ValueError as exc:  # a header the probe refuses to send: nothing went out
+            probe.problem = f"not sent: {self.shown(str(exc), 300)}"
+            return probe, b""
         except ResponseTimedOut:
             self.check_deadline()  # the run's bound, not the server, ended it: not judged
-            exchange.problem = f"no complete answer within the time-out of {self._timeout:g} s"
-            return exchange, b""
+            probe.problem = f"no complete answer within the time-out of {self._timeout:g} s"
+            return probe, b""
         except ServiceUnreachable as exc:
-            exchange.problem = outside_text(str(exc), 300)  # the key redacted by the client
-            return exchange, b""
+            probe.problem = outside_text(str(exc), 300)  # the key redacted by the client
+            return probe, b""
         values: dict[str, list[str]] = {}
         for name, value in answer.headers:  # linear in their number, one name repeated too
             values.setdefault(name.lower(), []).append(value)
         joined = {name: ", ".join(found) for name, found in values.items()}
-        exchange.headers = joined
-        exchange.truncated = answer.truncated
+        probe.headers = joined
+        probe.truncated = answer.truncated
         encoding = joined.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            exchange.problem = f"Content-Encoding {outside_text(encoding, 40)} not asked for"
-            return exchange, b""
-        exchange.status = answer.status
+            probe.problem = f"Content-Encoding {outside_text(encoding, 40)} not asked for"
+            return probe, b""
+        probe.status = answer.status
         # All of the (capped) body: outside_text's note then counts every character cut.
         text = answer.body.decode("utf-8", "replace")
-        exchange.excerpt = outside_text(text, _ANSWER_CHARS, [self._key])
+        probe.excerpt = outside_text(text, _RESPONSE_CHARS, [self._key])
         if answer.truncated:
-            exchange.excerpt += f" [{len(answer.body):,} bytes or more]"
-        return exchange, answer.body
+            probe.excerpt += f" [{len(answer.body):,} bytes or more]"
+        return probe, answer.body
 
 
 def _describe(
@@ -263,7 +261,7 @@ class _Outcome:
 
 
 _PASS = _Outcome("passed")
-# The checks judged on every answer, and what a 200 answer must hold to examine each.
+# The checks judged on every response, and what a 200 response must hold to examine each.
 _HELD = {
     _catalogue.DECODES: "",
     _catalogue.RULES: "a message that decodes, or protovalidate is not installed (extra server)",
@@ -334,15 +332,15 @@ class _OperationRun:
         self._good: list[tuple[Message, Message | None]] = [
             (a.request, a.response) for a in given[:MAX_FIXTURE_REQUESTS] if a.error is None
         ] or [(generate(op.request_type, op.name, minimal=True), None)]
-        # Each known-good request answered 200, with the digest of its answer.
-        self._answered: list[tuple[Message, str]] = []
+        # Each known-good request answered 200, with the digest of its response.
+        self._responded: list[tuple[Message, str]] = []
         self._results: dict[str, _Outcome] = {}
         # Where the first response that differs from its fixture's does (fixtures.response).
         self._differences: tuple[FieldDifference, ...] = ()
         self._failures: dict[str, list[str]] = {check: [] for check in _HELD}
         self._examined: set[str] = set()
         self._got_200 = False
-        self._unjudged = 0  # answers over the judged size
+        self._unjudged = 0  # responses over the judged size
 
     def _post(
         self,
@@ -352,42 +350,42 @@ class _OperationRun:
         headers: Mapping[str, str] | None = None,
         method: str = error_cases.ALLOWED_METHOD,
         path: str | None = None,
-    ) -> tuple[Exchange, _catalogue.Verdict | None]:
-        """Send a request and judge its answer (``None``: no whole answer to judge)."""
-        exchange, body = self._client.send(
+    ) -> tuple[Probe, _catalogue.Verdict | None]:
+        """Send a request and judge its response (``None``: no whole response to judge)."""
+        probe, body = self._client.send(
             method, path or self._op.path, body, key=key, headers=headers
         )
-        if exchange.status is None:
-            return exchange, None
-        if exchange.truncated:
-            if exchange.status == 200:
+        if probe.status is None:
+            return probe, None
+        if probe.truncated:
+            if probe.status == 200:
                 self._examined.add(_catalogue.DECODES)
                 too_large = _catalogue.Problem(None, "larger than --max-response-bytes")
-                self._note(_catalogue.DECODES, [too_large], exchange)
-            return exchange, None
-        verdict = self._client.judge(self._op.response_type, exchange, body)
+                self._note(_catalogue.DECODES, [too_large], probe)
+            return probe, None
+        verdict = self._client.judge(self._op.response_type, probe, body)
         del body
-        if exchange.unjudged:
+        if probe.unjudged:
             self._unjudged += 1
-            return exchange, verdict
-        # Another path's or method's 2xx is no answer of the operation.
+            return probe, verdict
+        # Another path's or method's 2xx is no response of the operation.
         ours = path is None and method == error_cases.ALLOWED_METHOD
-        if ours or exchange.status not in range(200, 300):
-            self._got_200 |= exchange.status == 200
+        if ours or probe.status not in range(200, 300):
+            self._got_200 |= probe.status == 200
             self._examined |= verdict.examined
             for check, problems in verdict.problems.items():
-                self._note(check, problems, exchange)
+                self._note(check, problems, probe)
         error = verdict.error
-        if ours and key == "own" and exchange.status == _NOT_IMPLEMENTED and error:
+        if ours and key == "own" and probe.status == _NOT_IMPLEMENTED and error:
             if error.code == error_cases.NOT_IMPLEMENTED.code:
                 raise _Unimplemented
-        return exchange, verdict
+        return probe, verdict
 
-    def _note(self, check: str, problems: list[_catalogue.Problem], exchange: Exchange) -> None:
-        if len(self._failures[check]) < 6:  # three answers' worth
+    def _note(self, check: str, problems: list[_catalogue.Problem], probe: Probe) -> None:
+        if len(self._failures[check]) < 6:  # three responses' worth
             # The edge: each problem said once, the key redacted, escaped and cut.
             shown = ", ".join(self._client.shown(p.text(), 200) for p in problems)
-            self._failures[check] += [shown, exchange.shown()]
+            self._failures[check] += [shown, probe.shown()]
 
     @contextmanager
     def _check(self, check_id: str) -> Iterator[None]:
@@ -452,7 +450,7 @@ class _OperationRun:
             if self._failures[check_id]:
                 self._results[check_id] = _fail(*self._failures[check_id])
             elif self.stopped or self.unimplemented or self.spent:
-                continue  # a pass, or a skip for want of an answer, would claim too much
+                continue  # a pass, or a skip for want of a response, would claim too much
             elif check_id in self._examined:
                 self._results[check_id] = _PASS
             elif self._unjudged:
@@ -495,8 +493,8 @@ class _OperationRun:
 
     # --- the checks ---------------------------------------------------------------------------
 
-    def _status(self, exchange: Exchange, wanted: int) -> _Outcome:
-        return _PASS if exchange.status == wanted else _fail(f"expected {wanted}", exchange.shown())
+    def _status(self, probe: Probe, wanted: int) -> _Outcome:
+        return _PASS if probe.status == wanted else _fail(f"expected {wanted}", probe.shown())
 
     def _required(self) -> dict[str, _Outcome]:
         """``request.required``, and ``errors.violation-paths`` judged on the same answers."""
@@ -539,13 +537,13 @@ class _OperationRun:
     def _invalid(self, label: str, name: str, body: bytes) -> _Refusal:
         """Send `body`, which breaks a rule of the field `name` (`label` names the request in a
         failure): whether it was refused, and whether the refusal named the field."""
-        exchange, verdict = self._post(body)
+        probe, verdict = self._post(body)
         error = verdict.error if verdict else None
-        if exchange.status != _MISSING or error is None or error.code != _INVALID:
-            return _Refusal(_fail(f"{label}: expected {_MISSING} {_INVALID}", exchange.shown()))
+        if probe.status != _MISSING or error is None or error.code != _INVALID:
+            return _Refusal(_fail(f"{label}: expected {_MISSING} {_INVALID}", probe.shown()))
         if name in {v.field for v in error.violations}:
             return _Refusal(_PASS, _PASS)
-        return _Refusal(_PASS, _fail(f"{label}: no violation names {name!r}", exchange.shown()))
+        return _Refusal(_PASS, _fail(f"{label}: no violation names {name!r}", probe.shown()))
 
     def _rules(self) -> _Outcome:
         """One request per rule of a top-level request field, breaking it alone."""
@@ -576,9 +574,9 @@ class _OperationRun:
     def _not_object(self) -> _Outcome:
         failures: list[str] = []
         for body in (b"[]", b"{"):
-            exchange, _ = self._post(body)
-            if exchange.status != _MALFORMED:
-                failures += [f"expected {_MALFORMED}", exchange.shown()]
+            probe, _ = self._post(body)
+            if probe.status != _MALFORMED:
+                failures += [f"expected {_MALFORMED}", probe.shown()]
         return _fail(*failures) if failures else _PASS
 
     def _known_good(self) -> _Outcome:
@@ -586,18 +584,18 @@ class _OperationRun:
         compared = False
         unjudged = False
         for request, expected in self._good:
-            exchange, verdict = self._post(to_json(request).encode())
-            if exchange.status == 200 and verdict is not None:
-                self._answered.append((request, verdict.digest))
-            unjudged |= exchange.unjudged
-            if expected is None or exchange.unjudged:  # none to compare with, or too large
+            probe, verdict = self._post(to_json(request).encode())
+            if probe.status == 200 and verdict is not None:
+                self._responded.append((request, verdict.digest))
+            unjudged |= probe.unjudged
+            if expected is None or probe.unjudged:  # none to compare with, or too large
                 continue
             compared = True
-            if exchange.status != 200 or verdict is None or verdict.message is None:
+            if probe.status != 200 or verdict is None or verdict.message is None:
                 failures += [f"expected 200 and a {self._op.response_type.__name__}"]
-                failures.append(exchange.shown())
+                failures.append(probe.shown())
             elif verdict.message != expected:
-                failures.append(self._differs(exchange, expected, verdict.message))
+                failures.append(self._differs(probe, expected, verdict.message))
         if compared:
             return _fail(*failures) if failures else _PASS
         if unjudged:
@@ -605,7 +603,7 @@ class _OperationRun:
             return _skip("not-judged", f"the responses to compare were over {limit}")
         return _skip("no-fixture-response", f"--fixtures has no response of {self._op.name}")
 
-    def _differs(self, exchange: Exchange, expected: Message, received: Message) -> str:
+    def _differs(self, probe: Probe, expected: Message, received: Message) -> str:
         """The sentence of a 200 response that is not the fixture's; the first such response's
         differing fields become :attr:`CheckResult.differences`."""
         count, found = _catalogue.response_differences(expected, received)
@@ -618,7 +616,7 @@ class _OperationRun:
                 )
                 for path, expected_value, received_value in found
             )
-        return f"sent {exchange.sent}; the response differs from the fixture's in {count} field(s)"
+        return f"sent {probe.sent}; the response differs from the fixture's in {count} field(s)"
 
     def _value(self, value: Any) -> str | None:
         """A JSON value of a compared response as the report shows it; ``None``: absent."""
@@ -636,16 +634,16 @@ class _OperationRun:
     ) -> _Outcome:
         """Send `make`'s form of the first request answered 200 that it changes; pass when the
         answer is that request's."""
-        if not self._answered:
+        if not self._responded:
             return self._no_success()
-        for request, digest in self._answered:
+        for request, digest in self._responded:
             data, changed = make(request)
             if changed:
-                exchange, verdict = self._post(json.dumps(data).encode(), headers=headers)
-                if exchange.status == 200 and verdict is not None and verdict.digest == digest:
+                probe, verdict = self._post(json.dumps(data).encode(), headers=headers)
+                if probe.status == 200 and verdict is not None and verdict.digest == digest:
                     return _PASS
                 wanted = "expected the answer of the canonical request (200)"
-                return _fail(f"{label}: {wanted}", exchange.shown())
+                return _fail(f"{label}: {wanted}", probe.shown())
         return _skip(
             "nothing-to-send",
             f"no request of {self._op.name} known to succeed has {what} with another form",
@@ -670,13 +668,13 @@ class _OperationRun:
         return self._same("with an unknown field", lambda r: ({**to_dict(r), name: "x"}, 1))
 
     def _method(self) -> _Outcome:
-        exchange, _ = self._post(None, method="GET")
-        if exchange.status != error_cases.WRONG_METHOD.http_status:
-            return _fail(f"expected {error_cases.WRONG_METHOD.http_status}", exchange.shown())
+        probe, _ = self._post(None, method="GET")
+        if probe.status != error_cases.WRONG_METHOD.http_status:
+            return _fail(f"expected {error_cases.WRONG_METHOD.http_status}", probe.shown())
         for name, value in (error_cases.WRONG_METHOD.headers or {}).items():
-            got = {v.strip().upper() for v in exchange.headers.get(name.lower(), "").split(",")}
+            got = {v.strip().upper() for v in probe.headers.get(name.lower(), "").split(",")}
             if value.upper() not in got:
-                return _fail(f"expected the header {name}: {value}", exchange.shown())
+                return _fail(f"expected the header {name}: {value}", probe.shown())
         return _PASS
 
     def _unknown_path(self) -> _Outcome:
@@ -709,13 +707,13 @@ def run_checks(
         api_key: a valid API key of a project of that server.
         project: the fixtures project of that key, whose answers (not errors) give requests
             known to succeed; ``None`` (the default): only ``{}``, for an operation without
-            REQUIRED fields, and the checks that need a 200 answer of the others are skipped.
+            REQUIRED fields, and the checks that need a 200 response of the others are skipped.
         timeout: seconds one request may take as a whole; 30 by default.
         max_response_bytes: the largest answer body read, in bytes; 32 MiB by default.
         transport: an ``httpx2.BaseTransport`` instead of the network (an app in the same
             process); ``None`` (the default): the network.
         deadline: seconds the whole run may take, 600 by default; the checks it cuts short are
-            skipped saying so; judging an answer may end one `timeout` past it. ``None``:
+            skipped saying so; judging a response may end one `timeout` past it. ``None``:
             bounded only by `timeout` and the run's 1,000 requests at most.
         operations: the operations to check; ``None`` (the default): every operation of the
             registry.

@@ -20,9 +20,9 @@ from projectops.program.commands import (
     add_listening,
     add_retries,
     is_loopback,
-    seconds,
+    time_in_seconds,
     warn_if_every_interface,
-    whole,
+    whole_number,
 )
 from projectops.program.failures import UsageError
 
@@ -56,7 +56,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--http", action="store_true", help="serve Streamable HTTP on HOST:PORT, not stdio")
     add_listening(parser, host=DEFAULT_HOST, default_port=DEFAULT_PORT, only_with="--http")
-    add("--max-result-bytes", metavar="BYTES", type=whole, help="the largest tool result (1 MiB)")
+    add(
+        "--max-result-bytes",
+        metavar="BYTES",
+        type=whole_number,
+        help="the largest tool result (1 MiB)",
+    )
     add(
         "--bearer-token",
         metavar="TOKEN",
@@ -67,14 +72,14 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add(
         "--max-sessions",
         metavar="N",
-        type=whole,
+        type=whole_number,
         help=f"with --http, sessions open at once at most; one more initialize gets 503 "
         f"(default: {DEFAULT_MAX_SESSIONS})",
     )
     add(
         "--session-idle-timeout",
         metavar="SECONDS",
-        type=seconds,
+        type=time_in_seconds,
         help="with --http, close a session with no request in flight and no open stream after "
         f"this long (default: {DEFAULT_SESSION_IDLE_TIMEOUT:g})",
     )

@@ -114,7 +114,7 @@ async def call_operation_tool(
 
     Returns:
         The response as JSON text and ``structuredContent``; or an ``isError`` result of one
-        sentence for a failed call (the API's error, no answer, invalid arguments) or a result
+        sentence for a failed call (the API's error, no response, invalid arguments) or a result
         over `max_result_bytes`.
 
     Raises:

@@ -1,4 +1,4 @@
-"""The MCP stdio transport, where every line on stdin gets an answer (docs/mcp.md, JSON-RPC 2.0
+"""The MCP stdio transport, where every line on stdin gets a response (docs/mcp.md, JSON-RPC 2.0
 §5.1). The SDK's ``stdio_server`` keeps the writing; its reader is replaced, since it drops lines
 it cannot parse, replaces bytes that are not UTF-8, reads lines of any length, and takes a request
 whose ``id`` is no string or integer for a notification."""
@@ -70,7 +70,7 @@ def _id_member(line: bytes) -> tuple[bool, Any]:
 
 
 def _parse(line: bytes) -> _Item:
-    """The message of one line, or the error that answers it."""
+    """The message of one line, or the error that responses it."""
     try:
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except pydantic.ValidationError as exc:
@@ -126,13 +126,13 @@ async def serve_stdio(
     drain_seconds: float = DRAIN_SECONDS,
 ) -> None:
     """Serve on stdin and stdout, one JSON-RPC message a line, until stdin ends and every request
-    read is answered (docs/mcp.md). Every line gets an answer: a line too long or not JSON is
+    read is answered (docs/mcp.md). Every line gets a response: a line too long or not JSON is
     answered ``-32700``.
 
     Args:
         server: the server from :func:`create_server`.
         stdin: where lines are read from, binary; ``None`` (the default): the process's stdin.
-        stdout: where answers are written; ``None`` (the default): the process's stdout.
+        stdout: where responses are written; ``None`` (the default): the process's stdout.
         max_line_bytes: the longest line read, in bytes; 8 MiB (``MAX_LINE_BYTES``) by
             default.
         drain_seconds: seconds the requests in flight at the end of stdin may take to be

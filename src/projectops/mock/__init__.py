@@ -1,4 +1,4 @@
-"""The mock server (extra ``server``): fixtures matched to requests, generated answers for the
+"""The mock server (extra ``server``): fixtures matched to requests, generated responses for the
 rest, the ``mock-server`` command and :class:`MockServer` (the ``projectops_mock`` fixture);
 docs/mock.md. Names are imported on first use (no Starlette, no uvicorn at import)."""
 
@@ -11,7 +11,7 @@ from projectops._lazy import lazy_attributes
 if TYPE_CHECKING:
     from projectops.mock._app import create_mock_app
     from projectops.mock._command import commands
-    from projectops.mock._generate import generate, generated_answer
+    from projectops.mock._generate import generate, generated_response
     from projectops.mock._matching import Call, MockProject, load_fixtures
     from projectops.mock._server import API_KEY, MockServer
 
@@ -22,7 +22,7 @@ _WHERE = {
     "MockProject": "projectops.mock._matching",
     "load_fixtures": "projectops.mock._matching",
     "generate": "projectops.mock._generate",
-    "generated_answer": "projectops.mock._generate",
+    "generated_response": "projectops.mock._generate",
     "create_mock_app": "projectops.mock._app",
     "commands": "projectops.mock._command",
 }
@@ -35,7 +35,7 @@ __all__ = [
     "commands",
     "create_mock_app",
     "generate",
-    "generated_answer",
+    "generated_response",
     "load_fixtures",
 ]
 

@@ -43,10 +43,10 @@ class _MockService:
 
     def __init__(self, registry: Registry) -> None:
         for op in registry.operations():
-            setattr(self, op.name, partial(self._answer, op))
+            setattr(self, op.name, partial(self._respond, op))
 
     @staticmethod
-    async def _answer(
+    async def _respond(
         op: Operation,
         request: Message,
         context: RequestContext[MockProject],

@@ -13,7 +13,7 @@ from projectops.program.commands import (
     add_body_timeout,
     add_listening,
     warn_if_every_interface,
-    whole,
+    whole_number,
 )
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "commands"]
@@ -63,13 +63,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add_body_timeout(parser)
     parser.add_argument(
         "--workers",
-        type=partial(whole, lowest=1),
+        type=partial(whole_number, lowest=1),
         default=1,
         metavar="N",
         help="serve with N processes sharing the port (default: 1)",
     )
     group = parser.add_argument_group("uvicorn's limits", "Passed on to uvicorn as they are.")
-    add = partial(group.add_argument, type=partial(whole, lowest=1))
+    add = partial(group.add_argument, type=partial(whole_number, lowest=1))
     keep_alive = "close an idle keep-alive connection after this long (default: uvicorn's)"
     add("--timeout-keep-alive", metavar="SECONDS", help=keep_alive)
     at_most = "answer 503 once this many connections or requests are open (default: no limit)"
@@ -77,7 +77,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     waiting = "connections waiting to be accepted (default: %(default)s)"
     add("--backlog", metavar="N", default=DEFAULT_BACKLOG, help=waiting)
     head = "largest request head, in bytes (default: uvicorn's)"
-    large = partial(whole, lowest=1024)
+    large = partial(whole_number, lowest=1024)
     add("--h11-max-incomplete-event-size", type=large, metavar="BYTES", help=head)
 
 

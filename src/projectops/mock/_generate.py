@@ -1,6 +1,6 @@
-"""The mock's generated answers: a response derived from the descriptors
+"""The mock's generated responses: a response derived from the descriptors
 (:func:`projectops._generate.generate`: REQUIRED fields set, the ``buf.validate`` rules kept,
-every list holding at least one element), the same for the same request; the answer to an
+every list holding at least one element), the same for the same request; the response to an
 operation its fixtures do not list."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from projectops._generate import MAX_DEPTH, MAX_REPEATED, generate
 from projectops.fixtures import request_key
 from projectops.registry import Operation
 
-__all__ = ["MAX_DEPTH", "MAX_REPEATED", "generate", "generated_answer"]
+__all__ = ["MAX_DEPTH", "MAX_REPEATED", "generate", "generated_response"]
 
 
-def generated_answer(op: Operation, request: Message) -> Message:
+def generated_response(op: Operation, request: Message) -> Message:
     """The mock's generated response of an operation for a request.
 
     Args:

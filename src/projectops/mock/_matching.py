@@ -13,25 +13,25 @@ from typing import NoReturn
 from google.protobuf.message import Message
 
 from projectops import fixtures
-from projectops._text import clip
+from projectops._text import cut_to_width
 from projectops.codec import to_json
 from projectops.errors import ERROR_CLASSES, ApiError, Code, FailedPrecondition
-from projectops.fixtures import FixtureAnswer, FixtureError, request_key, trimmed
-from projectops.mock._generate import generated_answer
+from projectops.fixtures import FixtureError, FixtureResponse, request_key, trimmed
+from projectops.mock._generate import generated_response
 from projectops.registry import Operation
 from projectops.v1.error_pb2 import ErrorResponse
 
 __all__ = ["Call", "MockProject", "Reply", "load_fixtures"]
 
 _SHOWN_CHARS = 60
-# The partial answers of one operation: names a partial answer sets -> their values' JSON -> its
+# The partial responses of one operation: names a partial answer sets -> their values' JSON -> its
 # index.
 _Partial = dict[tuple[str, ...], dict[str, int]]
 
 
 @dataclass(frozen=True)
 class Call:
-    """One request that reached an answer of the mock.
+    """One request that reached a response of the mock.
 
     Attributes:
         operation: the operation's name, ``get_release_details``.
@@ -56,7 +56,7 @@ class MockProject:
 
     Args:
         name: the project's name (``context.project`` of the mock's calls).
-        scenario: operation name -> its answers, in the file's order; the first that matches
+        scenario: operation name -> its responses, in the file's order; the first that matches
             answers (exact answers before partial ones).
         generate: an operation without answers in `scenario` gets a generated response; ``True``
             by default. ``False``: 400 ``failed_precondition``.
@@ -67,7 +67,7 @@ class MockProject:
     def __init__(
         self,
         name: str,
-        scenario: Mapping[str, tuple[FixtureAnswer, ...]],
+        scenario: Mapping[str, tuple[FixtureResponse, ...]],
         generate: bool = True,
         calls: list[Call] | None = None,
     ) -> None:
@@ -75,7 +75,7 @@ class MockProject:
         self.scenario = scenario
         self.generate = generate
         self.calls = calls
-        # Operation -> an exact answer's request key -> its index.
+        # Operation -> an exact response's request key -> its index.
         self._exact: dict[str, dict[str, int]] = {}
         # Operation -> its partial answers.
         self._partial: dict[str, _Partial] = {}
@@ -104,16 +104,16 @@ class MockProject:
 
         Returns:
             The matching answer (its JSON encoded once and kept), or a generated one when the
-            project lists no answer of `op` and `generate` holds.
+            project lists no response of `op` and `generate` holds.
 
         Raises:
-            projectops.FailedPrecondition: no answer matches the request.
+            projectops.FailedPrecondition: no response matches the request.
         """
         if self.calls is not None:
             self.calls.append(Call(op.name, request))
         found = self._find(op, request)
         if found is None:
-            generated = generated_answer(op, request)
+            generated = generated_response(op, request)
             return Reply(to_json(generated).encode())
         answer = self.scenario[op.name][found]
         if answer.error is not None:
@@ -128,12 +128,12 @@ class MockProject:
         if not self.scenario.get(op.name):
             if self.generate:
                 return None
-            self._no_answer(op, request)
+            self._no_response(op, request)
         found = self._exact[op.name].get(request_key(request))
         if found is None:
             found = self._find_partial(op, request)
         if found is None:
-            self._no_answer(op, request)
+            self._no_response(op, request)
         return found
 
     def _find_partial(self, op: Operation, request: Message) -> int | None:
@@ -149,7 +149,7 @@ class MockProject:
                 hits.append(hit)
         return min(hits, default=None)
 
-    def _no_answer(self, op: Operation, request: Message) -> NoReturn:
+    def _no_response(self, op: Operation, request: Message) -> NoReturn:
         data = trimmed(request)
         set_fields = [fd.json_name for fd, _ in request.ListFields()]
         shown = ", ".join(f"{name} {_shown(data[name])}" for name in set_fields)
@@ -165,7 +165,7 @@ def _values(data: Mapping[str, object], names: tuple[str, ...]) -> str | None:
 
 
 def _shown(value: object) -> str:
-    return clip(json.dumps(value), _SHOWN_CHARS)
+    return cut_to_width(json.dumps(value), _SHOWN_CHARS)
 
 
 def _error(error: ErrorResponse) -> ApiError:
@@ -181,7 +181,7 @@ def load_fixtures(
     Args:
         path: the fixtures file (JSON, ``MockFixtures``); ``None`` (the default): the fixtures
             embedded in the package (keys ``demo-key`` and ``other-key``).
-        generate: each project answers an operation it lists no answer of with a generated
+        generate: each project answers an operation it lists no response of with a generated
             response; ``True`` by default.
 
     Returns:

@@ -24,7 +24,7 @@ from projectops.client import (
 from projectops.codec import to_dict
 from projectops.conventions import API_KEY_ENV, BASE_URL_ENV
 from projectops.errors import ApiError, Code
-from projectops.fixtures import FixtureAnswer, FixtureError, decode_answer
+from projectops.fixtures import FixtureError, FixtureResponse, decode_fixture_response
 from projectops.mock._app import create_mock_app
 from projectops.mock._matching import Call, MockProject
 from projectops.program.commands import listen
@@ -50,7 +50,7 @@ _STOP_TIMEOUT = 10.0
 
 class MockServer:
     """The mock of one test (docs/mock.md), behind the ``projectops_mock`` pytest fixture: one
-    project answering what the test scripts (:meth:`answer`) and generated answers for the rest.
+    project answering what the test scripts (:meth:`answer`) and generated responses for the rest.
 
     It takes no arguments. In-process by default (:meth:`client`); :attr:`base_url` serves it on
     a port for a subprocess.
@@ -66,7 +66,7 @@ class MockServer:
     def __init__(self) -> None:
         self.api_key = API_KEY
         self.calls: list[Call] = []
-        self._scenario: dict[str, dict[tuple[bool, str], FixtureAnswer]] = {}
+        self._scenario: dict[str, dict[tuple[bool, str], FixtureResponse]] = {}
         self._generate = True
         self._projects: dict[str, MockProject] = {}
         self._rebuild()
@@ -101,7 +101,7 @@ class MockServer:
         delay: float | timedelta | None = None,
         partial: bool | None = None,
     ) -> None:
-        """Script an answer of an operation, as a fixtures file's answer does; it replaces one
+        """Script a response of an operation, as a fixtures file's answer does; it replaces one
             scripted
         before for the same request and partiality.
 
@@ -140,7 +140,7 @@ class MockServer:
         if delay is not None:
             seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
             item["delay"] = f"{seconds:.9f}s"
-        found = decode_answer(op, item, "")
+        found = decode_fixture_response(op, item, "")
         answers = self._scenario.setdefault(op.name, {})
         answers[(found.partial, found.key)] = found
         self._rebuild()

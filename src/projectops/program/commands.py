@@ -28,11 +28,11 @@ __all__ = [
     "is_loopback",
     "listen",
     "listen_url",
-    "port",
-    "seconds",
     "serve_app",
+    "tcp_port",
+    "time_in_seconds",
     "warn_if_every_interface",
-    "whole",
+    "whole_number",
 ]
 
 
@@ -67,7 +67,7 @@ class Command:
     extra: str = ""
 
 
-def whole(text: str, *, lowest: int = 1) -> int:
+def whole_number(text: str, *, lowest: int = 1) -> int:
     """argparse ``type`` of a whole number.
 
     Args:
@@ -100,7 +100,7 @@ def _whole_in(
     return value
 
 
-def seconds(text: str, *, below: float = math.inf) -> float:
+def time_in_seconds(text: str, *, below: float = math.inf) -> float:
     """argparse ``type`` of a duration in seconds.
 
     Args:
@@ -126,7 +126,7 @@ def seconds(text: str, *, below: float = math.inf) -> float:
     return value
 
 
-def port(text: str, *, lowest: int = 1) -> int:
+def tcp_port(text: str, *, lowest: int = 1) -> int:
     """argparse ``type`` of a TCP port.
 
     Args:
@@ -163,7 +163,7 @@ def add_retries(
     parser.add_argument(
         "--retries",
         metavar="N",
-        type=partial(whole, lowest=0),
+        type=partial(whole_number, lowest=0),
         default=unset,
         help="extra attempts of a read-only or idempotent call that got no answer or 429, 502, "
         f"503, 504, with backoff, within --timeout (default: {default}; 0: none)",
@@ -208,14 +208,14 @@ def add_listening(
     )
     add(
         "--port",
-        type=partial(port, lowest=lowest_port),
+        type=partial(tcp_port, lowest=lowest_port),
         default=defaults["port"],
         help=f"TCP port{when}{any_port} (default: {default_port})",
     )
     add(
         "--drain-timeout",
         metavar="SECONDS",
-        type=partial(whole, lowest=0),
+        type=partial(whole_number, lowest=0),
         default=defaults["drain_timeout"],
         help="on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this long "
         f"to finish (uvicorn's timeout_graceful_shutdown; default: {DEFAULT_DRAIN_TIMEOUT})",
@@ -232,7 +232,7 @@ def add_body_timeout(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--body-timeout",
         metavar="SECONDS",
-        type=seconds,
+        type=time_in_seconds,
         default=DEFAULT_BODY_TIMEOUT,
         help="seconds a request body may take to arrive whole, however slowly it trickles; "
         "then 408 deadline_exceeded and the connection is closed (default: %(default)g)",

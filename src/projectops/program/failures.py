@@ -97,7 +97,7 @@ _REJECTED = Failure(
     "{status} {code}: {message}",
     "The service rejected the request ({status} {code}): {message}",
 )
-_NO_ANSWER = Failure(
+_NO_RESPONSE = Failure(
     EXIT_FAILURE,
     "{message}",
     "The service did not answer: {message}; " + BASE_URL_ENV + " sets its base URL",
@@ -133,12 +133,12 @@ FAILURES: Mapping[type[BaseException], Failure] = {
     InvalidArgument: _REJECTED,
     FailedPrecondition: _REJECTED,
     OutOfRange: _REJECTED,
-    client.ServiceUnreachable: _NO_ANSWER,
-    client.ResponseTimedOut: _NO_ANSWER,
+    client.ServiceUnreachable: _NO_RESPONSE,
+    client.ResponseTimedOut: _NO_RESPONSE,
     client.ResponseTooLarge: Failure(
         EXIT_FAILURE, "{message}", "The service's answer could not be read safely: {message}"
     ),
-    # A 2xx answer that cannot be read: the message says what came; "200 internal" would read
+    # A 2xx response that cannot be read: the message says what came; "200 internal" would read
     # as the server's own error.
     client.InvalidResponse: Failure(
         EXIT_FAILURE, "unusable answer: {message}", "The service's answer is unusable: {message}"

@@ -34,7 +34,7 @@ from projectops.server._context import RequestContext
 from projectops.server._interceptors import PreEncoded, ServerCallNext, ServerInterceptor, wrap
 from projectops.server._responses import (
     Abort,
-    Json,
+    EncodedJSONResponse,
     error_response,
     log_failure,
     logger,
@@ -52,7 +52,7 @@ T = TypeVar("T")
 
 _POST = ALLOWED_METHOD
 _KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
-#: Bytes of an answer (its binary size) above which its rules are checked in a worker thread
+#: Bytes of a response (its binary size) above which its rules are checked in a worker thread
 #: (``validate_responses``): the engine takes about 10 ms a KiB of small list elements (0.8 s
 #: for 3,000, its budget), so a smaller answer stalls the loop a few ms at most.
 OFF_LOOP_RULES_BYTES = 1024
@@ -137,7 +137,7 @@ class Endpoint:
         response = await self._respond(scope, receive)
         await response(scope, receive, send)
 
-    async def _respond(self, scope: Scope, receive: Receive) -> Response | Json:
+    async def _respond(self, scope: Scope, receive: Receive) -> Response | EncodedJSONResponse:
         # Route on the path as sent: "/api/mcp%2fx" decodes to an operation's path, but is not it.
         if b"%" in scope.get("raw_path", b""):
             sent = scope["raw_path"].decode("latin-1")
@@ -186,7 +186,7 @@ class Endpoint:
             return error_response(exc)
         except ClientDisconnect:
             return respond(MALFORMED_BODY, "the client disconnected before the body was read")
-        return Json(encoded)
+        return EncodedJSONResponse(encoded)
 
     async def _read_body(self, receive: Receive, declared: bytes) -> bytes:
         try:
@@ -227,7 +227,7 @@ class Endpoint:
         api_key = keys[0] if keys else ""
         if not api_key.strip():
             raise Abort(UNAUTHENTICATED, f"missing API key: send it in the {API_KEY_HEADER} header")
-        with _Contained("authenticate", api_key, self._authenticate_failed):
+        with _ErrorBoundary("authenticate", api_key, self._authenticate_failed):
             try:
                 if self._timeout is None:
                     project = await self._authenticate(api_key)
@@ -267,7 +267,7 @@ class Endpoint:
         call_next: ServerCallNext = innermost
         for interceptor in reversed(self._interceptors):
             call_next = wrap(interceptor, call_next)
-        with _Contained(self._interceptor_what, call.api_key, self._interceptor_failed):
+        with _ErrorBoundary(self._interceptor_what, call.api_key, self._interceptor_failed):
             response = await call_next(call.request, call.context)
         return await self._encoded(call, response)
 
@@ -281,7 +281,7 @@ class Endpoint:
         others than `call`'s), kept in `call` too."""
         response: Any = None
         timed_out = False
-        with _Contained(self._handler_what, call.api_key, self._handler_failed):
+        with _ErrorBoundary(self._handler_what, call.api_key, self._handler_failed):
             if call.deadline is None:
                 response = await call.handler(request, context)
             else:  # interceptors see the handler's time-out as DeadlineExceeded (ServerCallNext)
@@ -312,7 +312,7 @@ class Endpoint:
             raise failed()
         try:
             # The engine's time grows with the lists (up to its budget, MAX_RULED_ELEMENTS):
-            # a large answer's rules are checked in the one rules thread, not on the loop
+            # a large response's rules are checked in the one rules thread, not on the loop
             # others share (they still share the GIL with it).
             if self._validate_responses and response.ByteSize() > OFF_LOOP_RULES_BYTES:
                 await anyio.to_thread.run_sync(
@@ -333,7 +333,7 @@ class Endpoint:
         )
 
 
-class _Contained:
+class _ErrorBoundary:
     """Around the service's code: an ``ApiError`` or a cancellation from outside passes; any
     other exception is logged and ``failed()`` raised instead."""
 

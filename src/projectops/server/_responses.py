@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from projectops._text import MAX_TEXT_CHARS, cut, outside_text
+from projectops._text import MAX_TEXT_CHARS, cut_counting, outside_text
 from projectops.codec import error_body
 from projectops.conventions import CONTENT_TYPE
 from projectops.error_cases import (
@@ -26,7 +26,7 @@ from projectops.errors import ERROR_CLASSES, HTTP_STATUS_BY_CODE, ApiError, Fiel
 
 __all__ = [
     "Abort",
-    "Json",
+    "EncodedJSONResponse",
     "error_response",
     "http_exception",
     "log_failure",
@@ -92,7 +92,7 @@ def error_response(
     status: int | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> Response:
-    """The answer of `error` as the app writes it (docs/contract.md §5.1): its
+    """The response of `error` as the app writes it (docs/contract.md §5.1): its
     ``ErrorResponse`` as JSON, the message and each violation's texts cut to 1,000 characters
     (docs/contract.md §6).
 
@@ -110,11 +110,11 @@ def error_response(
         texts += [violation.field, violation.description]
     if any(len(text) > MAX_TEXT_CHARS for text in texts):
         cut_violations = [
-            FieldViolation(field=cut(v.field), description=cut(v.description))
+            FieldViolation(field=cut_counting(v.field), description=cut_counting(v.description))
             for v in error.violations
         ]
         error_class = ERROR_CLASSES.get(error.code, ApiError)
-        error = error_class(cut(error.message), cut_violations)
+        error = error_class(cut_counting(error.message), cut_violations)
     return Response(
         error_body(error),
         status_code=status or HTTP_STATUS_BY_CODE[error.code],
@@ -123,7 +123,7 @@ def error_response(
     )
 
 
-class Json:
+class EncodedJSONResponse:
     """The 200 response of an encoded JSON body, a bare ASGI app (the hot path)."""
 
     __slots__ = ("_body",)

@@ -70,13 +70,13 @@ def create_app(
             :data:`~projectops.conventions.DEFAULT_BODY_TIMEOUT` (30) by default; ``None``: no
             limit (leave it to a reverse proxy in front). It is apart from `handler_timeout`:
             a slow client is not the service's lateness.
-        validate_responses: check every answer of the service (not a ``PreEncoded`` one)
+        validate_responses: check every response of the service (not a ``PreEncoded`` one)
             against the schema's rules (REQUIRED and protovalidate's, docs/contract.md §4.6)
             before sending it; one that breaks a rule is logged and answered 500
             ``internal``. ``None`` (the default): on where the environment variable
             ``PROJECTOPS_VALIDATE_RESPONSES`` is ``1``, which the pytest plugin sets for a
-            test session, so a team's own tests find an answer that drops an "Always set"
-            field; off otherwise (in production it costs the engine's time on every answer:
+            test session, so a team's own tests find a response that drops an "Always set"
+            field; off otherwise (in production it costs the engine's time on every response:
             opt in with ``True``). Requests are always checked: a broken rule is 400
             ``invalid_argument``, one violation per rule.
 

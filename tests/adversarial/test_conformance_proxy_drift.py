@@ -1,12 +1,12 @@
 """``projectops proxy``'s drift lines and recording summary against hostile upstreams (issue 39,
 findings 2 and 8), the real program on 127.0.0.1 in front of a raw-socket upstream:
 
-- an answer nested about 980 levels deep, under an unknown field named with the key and
+- a response nested about 980 levels deep, under an unknown field named with the key and
   ``ESC[2J ESC[31m``, draws one drift line per call (the name escaped, the key redacted, or the
   nesting json.loads refused), never a traceback, the key or a raw escape;
-- the recording's summary agrees with the drift lines: a 200 answer that fails strict decoding
+- the recording's summary agrees with the drift lines: a 200 response that fails strict decoding
   draws a drift line naming it and is counted as left out, where the summary used to say that no
-  200 answer of an operation came through the proxy.
+  200 response of an operation came through the proxy.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ import pytest
 
 from tests.adversarial.hostile import Request, answer, hostile_server
 from tests.adversarial.test_clipped_key import KEY_50, shown_part
+from tests.adversarial.test_conformance_proxy import ITEMS, LIST, Proxy, _raw, _status, proxy
 from tests.adversarial.test_deep_judging import DEPTHS, _deep_answers
-from tests.adversarial.test_kit_proxy import ITEMS, LIST, Proxy, _raw, _status, proxy
 
 pytestmark = pytest.mark.slow
 
 
 def _drift_lines(running: Proxy, check: str, count: int) -> list[str]:
-    """The proxy's drift lines of `check`, once there are `count` (judging follows the answer)
+    """The proxy's drift lines of `check`, once there are `count` (judging follows the response)
     or after 60 s."""
     deadline = time.monotonic() + 60
     while True:

@@ -1,5 +1,6 @@
-"""The test kit keeps the key (issue 31, item 1): against a hostile server on 127.0.0.1 that
-echoes the key it got in every field of its 200 answers and as the ``code`` and ``message`` of
+"""The conformance runner and proxy keep the key (issue 31, item 1): against a hostile server on
+127.0.0.1 that
+echoes the key it got in every field of its 200 responses and as the ``code`` and ``message`` of
 its errors, nothing ``projectops conformance`` writes (the text report, ``--json``, the JUnit
 XML file, stderr) holds the key; and no error about a base URL shows a key, a query or a
 fragment, whichever command reads the URL (an operation, ``conformance``, ``proxy --upstream``,

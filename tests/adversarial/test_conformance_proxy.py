@@ -14,8 +14,8 @@ on 127.0.0.1 with raw-socket servers (:mod:`tests.adversarial.hostile`):
 - the recording bounds projects, not only answers, and is written through a new file (a link
   at the recording's path or at the old predictable temporary name is not followed);
 - a 31.9 MiB answer is forwarded first, then judged in bounded workers or skipped with one
-  drift line (figures: ``pytest tests/adversarial/test_kit_proxy.py -s | grep FIGURE``);
-- an answer that breaks the schema's rules (issue 32: an "Always set" field left out, a git SHA
+  drift line (figures: ``pytest tests/adversarial/test_conformance_proxy.py -s | grep FIGURE``);
+- a response that breaks the schema's rules (issue 32: an "Always set" field left out, a git SHA
   of ``xyz``) draws one ``response.rules`` drift line per broken rule, naming the field.
 """
 
@@ -60,7 +60,7 @@ def _first_list() -> tuple[Operation, str, str, str]:
     integer and a string field: the operation and the JSON names of the list, of the integer
     (the key echoed there does not decode: a drift that quotes it) and of the string (echoed
     there, a credential makes a valid answer, which must still not be recorded). The tests send
-    it ``{}`` and record answers of one string element: both must keep the schema's rules."""
+    it ``{}`` and record responses of one string element: both must keep the schema's rules."""
     for op in operations():
         if rule_violations(op.request_type()):
             continue
@@ -125,7 +125,7 @@ def proxy(upstream: str, *flags: str) -> Iterator[Proxy]:
 
 
 def _raw(port: int, target: str, headers: dict[str, str], body: bytes = b"{}") -> bytes:
-    """One request exactly as written (no client normalises its target); the whole answer."""
+    """One request exactly as written (no client normalises its target); the whole response."""
     lines = [f"POST {target} HTTP/1.1", f"Host: {LOOPBACK}:{port}", "Connection: close"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     lines.append(f"Content-Length: {len(body)}")
@@ -344,12 +344,12 @@ def test_the_recording_bounds_projects_and_follows_no_link(tmp_path: Path) -> No
     record.symlink_to(victim)
     with hostile_server(_one_item) as upstream:
         with proxy(
-            upstream.base_url, "--record", str(record), "--record-max-answers", "1"
+            upstream.base_url, "--record", str(record), "--record-max-responses", "1"
         ) as running:
             # The name the recording was written through before: a link there is not followed.
             old_temporary = Path(f"{record}.{running.process.pid}.tmp")
             old_temporary.symlink_to(victim)
-            for i in range(40):  # one key each: 40 projects' worth of answers
+            for i in range(40):  # one key each: 40 projects' worth of responses
                 _raw(running.port, LIST, {"Service-Api-Key": f"key-{i}"})
             running.process.terminate()
             running.process.wait(20)
@@ -455,7 +455,7 @@ def test_answers_go_out_before_they_are_judged_by_a_bounded_number_of_workers() 
         f"later; {busy} not judged (workers busy); proxy peak {peak:.0f} MiB"
     )
     assert len(answered) == 6
-    assert judged_when_answered < done  # the answers did not wait for their judging
+    assert judged_when_answered < done  # the responses did not wait for their judging
     assert 1 <= busy <= 4  # two judged at once, two waiting, the others not judged
     assert peak < 1024  # the rules engine is not given a list it would spend gigabytes on
     assert done + busy == 6
@@ -463,7 +463,7 @@ def test_answers_go_out_before_they_are_judged_by_a_bounded_number_of_workers() 
 
 def test_answers_that_break_the_schemas_rules_draw_a_drift_line_per_broken_rule() -> None:
     # Issue 32: an "Always set" field left out (detailedResults), a gitSha of "xyz". The
-    # upstream answers each operation with a generated answer (it keeps every rule), then
+    # upstream answers each operation with a generated response (it keeps every rule), then
     # broken as the X-Break header asks.
     def broken(op: Operation, how: str) -> bytes:
         message = generate(op.response_type, "hostile")
@@ -493,7 +493,7 @@ def test_answers_that_break_the_schemas_rules_draw_a_drift_line_per_broken_rule(
                 wanted |= {(op.name, v.field) for v in rule_violations(message)}
                 headers = {"Service-Api-Key": KEY, "X-Break": how}
                 assert _status(_raw(running.port, op.path, headers, body)) == 200
-                # Judged after the answer went out, two at a time: one call at a time here.
+                # Judged after the response went out, two at a time: one call at a time here.
                 deadline = time.monotonic() + 30
                 while not drifts(running.drift_text()) >= wanted and time.monotonic() < deadline:
                     time.sleep(0.1)

@@ -2,9 +2,9 @@
 
 - judging is bounded: a 200 of 31.9 MiB of ``{"sessionCount":"1"}`` elements (the most judging
   work per byte) ends the run within ``--deadline`` plus one ``--timeout`` and a few hundred MiB,
-  whether the answer is over the judged size (skipped, saying so) or judged (a raised
+  whether the response is over the judged size (skipped, saying so) or judged (a raised
   ``--max-judged-bytes``: the run stops waiting for the judging at that bound); figures:
-  ``pytest tests/adversarial/test_kit_runner.py -s | grep FIGURE``;
+  ``pytest tests/adversarial/test_conformance_runner.py -s | grep FIGURE``;
 - one odd value does not sink a run: a fixtures project whose name cannot be a header value
   (``café``) gets an ASCII stand-in in the scope-header check, and the run reports.
 """
@@ -23,14 +23,15 @@ import pytest
 import projectops
 from tests.adversarial.hostile import Request, answer, hostile_server
 from tests.adversarial.test_answer_memory import _LAUNCHER
-from tests.adversarial.test_kit_proxy import _large_answer
+from tests.adversarial.test_conformance_proxy import _large_answer
 from tests.support import RunCli, cli_env
 
 KEY = "runner-key-31"
 MIB = 1024 * 1024
 #: The --timeout of the bounded runs, in seconds.
 TIMEOUT = 10.0
-#: Seconds a Python process takes to start and import the kit on a busy machine, at most.
+#: Seconds a Python process takes to start and import the conformance runner on a busy machine,
+#: at most.
 START_UP = 8.0
 
 
@@ -56,7 +57,7 @@ def test_a_large_answer_is_judged_within_the_deadline_and_a_timeout(
         args = [sys.executable, "-c", _LAUNCHER, str(peak_file), sys.executable, "-m"]
         args += ["projectops", "conformance", "--base-url", server.base_url, "--json"]
         # Over the judged size, the run is quick: a deadline it does not reach lets the report
-        # say why the answer's checks were skipped.
+        # say why the response's checks were skipped.
         deadline = "2" if judged else "60"
         args += ["--deadline", deadline, "--timeout", f"{TIMEOUT:g}"]
         args += ["--operation", "list_rum_environments"]
