@@ -19,6 +19,7 @@ most of what the new operation gets is asserted there, and only a few facts here
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -27,24 +28,31 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import protovalidate
 import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import Message
 
-from projectops import contract
+from projectops import codec, contract
+from projectops.cli import main
+from projectops.client import Client
 from projectops.conformance import run_checks
 from projectops.fixtures import FixtureAnswer, FixtureProject, request_key
-from projectops.mock import generate
-from projectops.registry import operation_of
+from projectops.mock import MockProject, create_mock_app, generate
+from projectops.registry import Registry, operation_of
 from projectops.server import create_app
-from projectops.validation import rule_violations
+from projectops.validation import rule_violations, violations
+from tests.core.test_codec_differential import reference_to_dict
 from tests.mcp.support import install_npm_tools
 from tests.openapi.support import serving
 from tests.schema.planting import (
+    COMPOSED,
+    GET_REFUSED_KINDS,
     PLANTS,
     PROTO,
+    REFUSED_KINDS,
     REPO,
     SLOW_LEFT_OUT,
     SLOW_OVER_OPERATIONS,
@@ -56,6 +64,9 @@ from tests.schema.planting import (
     rpc_count,
 )
 from tests.schema.test_contract import ACCEPTED, protolib, required_drift
+
+sys.path.insert(0, str(REPO / "scripts"))
+import schema_limits
 
 # What the copy answers about the planted operation, from the copy's own package.
 PROBE = """
@@ -218,3 +229,98 @@ def test_a_planted_rpc_anywhere_passes_the_gates_and_the_runner(
         report = run_checks(url, "k", project=project, timeout=20, operations=[op])
     failed = [c for c in report.checks if c.status == "failed"]
     assert failed == [] and any(c.status == "passed" for c in report.checks)
+
+
+# --- rpcs composed of the test schema's kinds, in process ---------------------------------------
+
+
+def _gates(image: bytes) -> list[str]:
+    """What scripts/check-proto's own gates (bar buf's) find in `image`: the limits, the
+    contract against the released schema, the REQUIRED drift; one line each."""
+    released = (REPO / "proto" / "released.binpb").read_bytes()
+    files = descriptor_pb2.FileDescriptorSet.FromString(image)
+    return [
+        *(f"limit: {line}" for line in schema_limits.findings(files, "projectops")),
+        *(f for f in contract.check(released, image) if f not in ACCEPTED),
+        *required_drift(image),
+    ]
+
+
+def _flags(request: Message) -> tuple[list[str], dict[str, Any]]:
+    """The CLI's flags for `request`'s top-level scalars and enums that are set (their JSON
+    mapping's text; a bool, the bare flag), and the rest of its JSON for --json-input."""
+    data = codec.to_dict(request)
+    flags: list[str] = []
+    for fd in request.DESCRIPTOR.fields:
+        if fd.json_name not in data or fd.message_type is not None or fd.is_repeated:
+            continue
+        value = data.pop(fd.json_name)
+        flag = "--" + fd.name.replace("_", "-")
+        if fd.type == fd.TYPE_BOOL:
+            flags.append(flag)  # a REQUIRED bool is set: true
+        else:
+            flags += [flag, str(value)]
+    return flags, data
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("what", COMPOSED, ids=lambda p: p.rpc)
+def test_a_composed_rpc_anywhere_is_served_by_every_feature(
+    tmp_path: Path,
+    what: Plant,
+    place: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(
+        protovalidate, "collect_violations", protovalidate.Validator().collect_violations
+    )
+    at = _index(place, rpc_count(REPO))
+    image = _planted_image(tmp_path, what, at)
+    assert _gates(image) == []
+    pool = contract.load(descriptor_pb2.FileDescriptorSet.FromString(image))
+    registry = Registry(pool.FindServiceByName("projectops.v1.OperationsService"))
+    op = registry.operations()[at]
+    assert (op.name, registry.operation(op.path)) == (what.operation, op)
+    # The codec both ways, strict, as json_format writes; generated messages keep every rule.
+    for cls in (op.request_type, op.response_type):
+        for seed, minimal in [("a", False), ("b", False), ("c", True)]:
+            message = generate(cls, seed, minimal=minimal)
+            assert list(violations(message)) == [] and rule_violations(message) == []
+            text = codec.to_json(message)
+            assert json.loads(text) == reference_to_dict(message)
+            assert codec.from_json(text, cls, strict=True) == message
+    # The CLI lists it, helps with it, and sends each flag as the JSON mapping has it.
+    request = generate(op.request_type, "cli")
+    assert main(["operations", "--json"], registry=registry) == 0
+    listed = [row["toolName"] for row in json.loads(capsys.readouterr().out)]
+    assert listed == [o.tool_name for o in registry.operations()]
+    assert main([op.tool_name, "--help"], registry=registry) == 0
+    flags, rest = _flags(request)
+    helped = capsys.readouterr().out
+    assert all(flag in helped for flag in flags if flag.startswith("--"))
+    monkeypatch.setenv("SERVICE_API_KEY", "k")
+    monkeypatch.setenv("SERVICE_BACKEND_URL", "http://plant.test")
+    argv = [op.tool_name, *flags, "--json-input", json.dumps(rest), "--dry-run"]
+    code = main(argv, registry=registry)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert codec.from_json(out.split("\n\n", 1)[1], op.request_type, strict=True) == request
+    # The mock answers it with a generated response that keeps every rule, and the runner
+    # finds nothing wrong with the mock.
+    app = create_mock_app({"k": MockProject("p", {})}, docs=False, registry=registry)
+    with serving(app) as url:
+        with Client(url, api_key="k") as client:
+            response = client.call(op, request, response_type=op.response_type)
+        report = run_checks(url, "k", timeout=20, operations=[op])
+    assert list(violations(response)) == [] and rule_violations(response) == []
+    failed = [c for c in report.checks if c.status == "failed"]
+    assert failed == [] and any(c.status == "passed" for c in report.checks)
+
+
+def test_a_composed_rpc_of_refused_kinds_is_refused_naming_each_field(tmp_path: Path) -> None:
+    found = _gates(_planted_image(tmp_path, GET_REFUSED_KINDS, 0))
+    # Each refused kind's line names the field that holds it (the Loop: its REQUIRED field).
+    fields = {"anything": "GetRefusedKindsRequest.anything", "loop": "GetRefusedKindsLoop.again"}
+    expected = [f"limit: projectops.v1.{fields[k.name]}: {k.limit}" for k in REFUSED_KINDS]
+    assert sorted(found) == sorted(expected)
