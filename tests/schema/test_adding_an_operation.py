@@ -43,7 +43,7 @@ from projectops.fixtures import FixtureAnswer, FixtureProject, request_key
 from projectops.mock import MockProject, create_mock_app, generate
 from projectops.registry import Registry, operation_of
 from projectops.server import create_app
-from projectops.validation import rule_violations, violations
+from projectops.validation import is_required, rule_violations, violations
 from tests.core.test_codec_differential import reference_to_dict
 from tests.mcp.support import install_npm_tools
 from tests.openapi.support import serving
@@ -290,6 +290,10 @@ def test_a_composed_rpc_anywhere_is_served_by_every_feature(
             text = codec.to_json(message)
             assert json.loads(text) == reference_to_dict(message)
             assert codec.from_json(text, cls, strict=True) == message
+    # Each REQUIRED field left out is named (docs/contract.md §4.3), whichever its kind.
+    for cls in (op.request_type, op.response_type):
+        required = [fd.json_name for fd in cls.DESCRIPTOR.fields if is_required(fd)]
+        assert [v.field for v in violations(cls())] == required
     # The CLI lists it, helps with it, and sends each flag as the JSON mapping has it.
     request = generate(op.request_type, "cli")
     assert main(["operations", "--json"], registry=registry) == 0
