@@ -57,11 +57,15 @@ from tests.schema.planting import (
     SLOW_LEFT_OUT,
     SLOW_OVER_OPERATIONS,
     Plant,
+    copy_repository,
     environment,
     plant,
-    planted_copy,
     pytest_in,
+    random_plant,
     rpc_count,
+)
+from tests.schema.planting import (
+    generate as generate_bindings,
 )
 from tests.schema.test_contract import ACCEPTED, protolib, required_drift
 
@@ -76,21 +80,24 @@ from projectops.conformance import run_checks
 from projectops.mock import MockServer, generate, generated_answer
 from projectops.openapi import document
 from projectops.server import OperationsServiceHandler
+from projectops.validation import is_required
 
 assert projectops.__file__.startswith(sys.argv[1]), projectops.__file__
 op = projectops.operation(sys.argv[2])
 assert op.path in document()["paths"], "the OpenAPI document lacks the path"
 assert hasattr(OperationsServiceHandler, op.name), "the handler base lacks the method"
-# A request derived from the schema: its REQUIRED field set, every rule kept.
+# A request derived from the schema: its REQUIRED fields set, every rule kept.
 request = generate(op.request_type, "probe", minimal=True)
-assert [fd.name for fd, _ in request.ListFields()], "the planted request sets no field"
+required = [fd for fd in op.request_type.DESCRIPTOR.fields if is_required(fd)]
+assert all(request.HasField(fd.name) or len(getattr(request, fd.name)) for fd in required)
 mock = MockServer()
 try:
     with mock.client() as client:  # the typed client's method, a keyword per field
         answer = getattr(client, op.name)(**{fd.name: v for fd, v in request.ListFields()})
         try:
-            getattr(client, op.name)()
-            raise AssertionError("a call without the REQUIRED field was sent")
+            if required:
+                getattr(client, op.name)()
+                raise AssertionError("a call without the REQUIRED fields was sent")
         except projectops.InvalidArgument:
             pass
     assert answer == generated_answer(op, request), answer
@@ -119,13 +126,30 @@ def _run(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
     tmp_path: Path,
 ) -> None:
-    # One rpc of PLANTS at one place of the service, drawn by a seed: PROJECTOPS_PLANT_SEED
-    # repeats a run (pytest shows the line below with a failure).
+    # One rpc at one place of the service, drawn by a seed: half the time an rpc of PLANTS,
+    # else one composed of kinds of the test schema drawn by the seed (planting.random_plant).
+    # PROJECTOPS_PLANT_SEED repeats a run (pytest shows the line below with a failure).
     seed = int(os.environ.get("PROJECTOPS_PLANT_SEED") or random.randrange(2**32))
     rng = random.Random(seed)
-    what, at = rng.choice(PLANTS), rng.randint(0, rpc_count(REPO))
+    what, refused = (rng.choice(PLANTS), ()) if rng.random() < 0.5 else random_plant(rng)
+    at = rng.randint(0, rpc_count(REPO))
     print(f"PROJECTOPS_PLANT_SEED={seed}: {what.rpc} planted at index {at}")
-    root = planted_copy(tmp_path / "repo", what, at)
+    print(what.messages_text)
+    root = copy_repository(tmp_path / "repo")
+    plant(root, what, at)
+    # The schema gates: a refused kind is refused, a line naming its field and the reason.
+    gates = _run(root, "scripts/check-proto")
+    assert refused or gates.returncode == 0, gates.stdout + gates.stderr
+    if refused:
+        limits = [line for line in gates.stdout.splitlines() if line.startswith("limit: ")]
+        assert gates.returncode == 1 and len(limits) == len(refused), gates.stdout
+        assert all(
+            f".{what.rpc}" in line and k.limit in line
+            for line, k in zip(limits, refused, strict=True)
+        )
+        return
+    generated = generate_bindings(root)
+    assert generated.returncode == 0, generated.stdout + generated.stderr
     src = str(root / "src")
 
     listed = _run(root, "-m", "projectops", "operations")
