@@ -141,11 +141,12 @@ message EchoGreetingResponse {{
 class Kind:
     """One field kind of the test schema, as a composed rpc's request or response holds it.
 
-    ``declaration`` is the field's text with ``{name}``, ``{n}`` (its number; a oneof takes
-    ``{n}`` and ``{m}``), ``{rpc}`` (the rpc's name: its messages are ``{rpc}Flat`` and
-    ``{rpc}Node``, its enum ``{rpc}Color``) and ``{options}`` (the field's options, with
-    REQUIRED's when ``required``). ``limit``: the reason ``scripts/check-proto`` refuses the
-    kind (docs/schema.md, "Limits"), ``None`` when every feature serves it.
+    ``declaration`` is the field's text with ``{name}``, ``{n[0]}`` (its number; a oneof of
+    ``numbers`` fields takes ``{n[0]}`` to ``{n[3]}``, say), ``{rpc}`` (the rpc's name: its
+    messages are ``{rpc}Flat`` and ``{rpc}Node``, its enum ``{rpc}Color``) and ``{options}``
+    (the field's options, with REQUIRED's when ``required``). ``limit``: the reason
+    ``scripts/check-proto`` refuses the kind (docs/schema.md, "Limits"), ``None`` when every
+    feature serves it.
     """
 
     name: str
@@ -160,7 +161,7 @@ class Kind:
 
 def _kind(name: str, type_: str, *rules: str, required: bool = False, **more: Any) -> Kind:
     """A singular, repeated or map field of `type_` (the proto text before the name)."""
-    return Kind(name, f"  {type_} {{name}} = {{n}}{{options}};", rules, required, **more)
+    return Kind(name, f"  {type_} {{name}} = {{n[0]}}{{options}};", rules, required, **more)
 
 
 _WKT = "google/protobuf/{}.proto"
@@ -196,6 +197,7 @@ SERVED_KINDS = (
     _kind("colors", "repeated {rpc}Color"),
     _kind("flats", "repeated {rpc}Flat", f"{_V}.repeated.min_items = 1", required=True),
     _kind("blobs", "repeated bytes"),
+    _kind("ratios", "repeated double"),
     _kind("by_string", "map<string, int64>", f"{_V}.map.max_pairs = 10"),
     _kind("by_int32", "map<int32, string>"),
     _kind("by_int64", "map<int64, {rpc}Flat>"),
@@ -224,16 +226,23 @@ SERVED_KINDS = (
     _kind("w_bool", "google.protobuf.BoolValue", imports=(_WKT.format("wrappers"),)),
     _kind("w_bytes", "google.protobuf.BytesValue", imports=(_WKT.format("wrappers"),)),
     _kind("w_double", "google.protobuf.DoubleValue", imports=(_WKT.format("wrappers"),)),
+    _kind("w_float", "google.protobuf.FloatValue", imports=(_WKT.format("wrappers"),)),
+    _kind("w_uint64", "google.protobuf.UInt64Value", imports=(_WKT.format("wrappers"),)),
+    _kind("w_int32", "google.protobuf.Int32Value", imports=(_WKT.format("wrappers"),)),
     Kind(
         "selector",
         """  // How to select: by one of these.
   oneof {name} {{
     // By a tag.
-    string {name}_tag = {n} [(buf.validate.field).string.max_len = 32];
+    string {name}_tag = {n[0]} [(buf.validate.field).string.max_len = 32];
+    // By a number.
+    int64 {name}_number = {n[1]};
+    // By a color.
+    {rpc}Color {name}_color = {n[2]};
     // By a flat message.
-    {rpc}Flat {name}_flat = {m};
+    {rpc}Flat {name}_flat = {n[3]};
   }}""",
-        numbers=2,
+        numbers=4,
     ),
 )
 
@@ -327,7 +336,7 @@ def _fields(kinds: Sequence[Kind], rpc: str) -> str:
     number = 1
     for kind in kinds:
         text = kind.declaration.format(
-            name=kind.name, n=number, m=number + 1, rpc=rpc, options="{options}"
+            name=kind.name, n=range(number, number + kind.numbers), rpc=rpc, options="{options}"
         )
         if kind.numbers == 1:
             required = " Required." if kind.required else ""

@@ -33,6 +33,7 @@ from typing import Any
 import protovalidate
 import pytest
 from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops import codec, contract
@@ -45,10 +46,12 @@ from projectops.registry import Registry, operation_of
 from projectops.server import create_app
 from projectops.validation import is_required, rule_violations, violations
 from tests.core.test_codec_differential import reference_to_dict
+from tests.kinds.v1 import kinds_pb2
 from tests.mcp.support import install_npm_tools
 from tests.openapi.support import serving
 from tests.schema.planting import (
     COMPOSED,
+    ECHO_KINDS,
     GET_REFUSED_KINDS,
     PLANTS,
     PROTO,
@@ -89,7 +92,8 @@ assert hasattr(OperationsServiceHandler, op.name), "the handler base lacks the m
 # A request derived from the schema: its REQUIRED fields set, every rule kept.
 request = generate(op.request_type, "probe", minimal=True)
 required = [fd for fd in op.request_type.DESCRIPTOR.fields if is_required(fd)]
-assert all(request.HasField(fd.name) or len(getattr(request, fd.name)) for fd in required)
+set_fields = {fd.name for fd, _ in request.ListFields()}
+assert all(fd.name in set_fields for fd in required), set_fields
 mock = MockServer()
 try:
     with mock.client() as client:  # the typed client's method, a keyword per field
@@ -352,3 +356,30 @@ def test_a_composed_rpc_of_refused_kinds_is_refused_naming_each_field(tmp_path: 
     fields = {"anything": "GetRefusedKindsRequest.anything", "loop": "GetRefusedKindsLoop.again"}
     expected = [f"limit: projectops.v1.{fields[k.name]}: {k.limit}" for k in REFUSED_KINDS]
     assert sorted(found) == sorted(expected)
+
+
+def _shape(fd: FieldDescriptor) -> tuple[object, ...]:
+    """What kind of field `fd` is: its type, a well-known type's name, repeated or `optional`,
+    a map's key type and value kind; not its name, number or messages' names."""
+    message = fd.message_type
+    if message is not None and message.GetOptions().map_entry:
+        fields = message.fields_by_name
+        return ("map", fields["key"].type, _shape(fields["value"]))
+    known = message.full_name if message and message.full_name.startswith("google.") else None
+    return (fd.type, known, fd.is_repeated, fd.has_presence and message is None)
+
+
+def test_the_composed_rpcs_hold_every_kind_of_the_test_schema(tmp_path: Path) -> None:
+    # ECHO_KINDS answers every served kind: the kinds of kinds.proto are all among them.
+    pool = contract.load(
+        descriptor_pb2.FileDescriptorSet.FromString(_planted_image(tmp_path, ECHO_KINDS, 0))
+    )
+    composed = {
+        _shape(fd) for fd in pool.FindMessageTypeByName("projectops.v1.EchoKindsResponse").fields
+    }
+    kinds = {
+        _shape(fd)
+        for message in kinds_pb2.DESCRIPTOR.message_types_by_name.values()
+        for fd in message.fields
+    }
+    assert kinds - composed == set()
