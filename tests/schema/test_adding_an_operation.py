@@ -1,13 +1,21 @@
 """One proto edit adds an operation everywhere (issue 25 item 1, issue 40 item 3, ARCHITECTURE.md
-"Adding an operation"), wherever in the service it stands.
+"Adding an operation"), wherever in the service it stands and whatever field kinds it holds.
 
 In process (the fast suite): each rpc of ``planting.PLANTS`` planted first, in the middle and
 last of a copy of proto/, compiled by the pinned protoc: the contract gate and the REQUIRED
 drift check pass, the rpc stands where it was put, and served by ``create_app`` with generated
-answers it passes the conformance runner.
+answers it passes the conformance runner. So do the rpcs of ``planting.COMPOSED``, whose request
+and response are composed of the field kinds of the test schema (tests/kinds/v1/kinds.proto;
+every one of its kinds among them): besides, the limits gate passes them, the codec writes and
+reads their messages as json_format does, generated messages keep REQUIRED and every rule, each
+REQUIRED field left out is named, the CLI lists the operation and sends each flag as the JSON
+mapping has it, and the mock answers with a generated response that keeps every rule. A
+composed rpc of the refused kinds is refused, a limit line naming each field and the reason.
 
-Slow: one rpc of PLANTS at a place drawn by a seed (``PROJECTOPS_PLANT_SEED`` repeats it; the
-seed is printed) in a copy of the repository with scripts/generate run: the in-process suite
+Slow: at a place drawn by a seed (``PROJECTOPS_PLANT_SEED`` repeats it; the seed is printed), an
+rpc of PLANTS or one composed of kinds drawn by the seed (``planting.random_plant``; one time in
+four with a refused kind: then ``scripts/check-proto`` must refuse it, naming the field) in a
+copy of the repository, ``scripts/check-proto`` and scripts/generate run: the in-process suite
 passes with no other edit, and the new operation is listed, served by the mock with a generated
 answer, documented, a CLI command, checked by the conformance runner, and mypy still accepts
 everything it checks (tests/typing's one-rpc server among it); the slow tests that go over the
@@ -49,6 +57,7 @@ from tests.core.test_codec_differential import reference_to_dict
 from tests.kinds.v1 import kinds_pb2
 from tests.mcp.support import install_npm_tools
 from tests.openapi.support import serving
+from tests.schema import planting
 from tests.schema.planting import (
     COMPOSED,
     ECHO_KINDS,
@@ -66,9 +75,6 @@ from tests.schema.planting import (
     pytest_in,
     random_plant,
     rpc_count,
-)
-from tests.schema.planting import (
-    generate as generate_bindings,
 )
 from tests.schema.test_contract import ACCEPTED, protolib, required_drift
 
@@ -152,7 +158,7 @@ def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
             for line, k in zip(limits, refused, strict=True)
         )
         return
-    generated = generate_bindings(root)
+    generated = planting.generate(root)
     assert generated.returncode == 0, generated.stdout + generated.stderr
     src = str(root / "src")
 
