@@ -11,11 +11,20 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-__all__ = ["Shape", "ValueForm", "elements", "is_map", "join", "shape", "value_form"]
+__all__ = [
+    "Shape",
+    "ValueForm",
+    "elements",
+    "is_map",
+    "join",
+    "map_key_names",
+    "shape",
+    "value_form",
+]
 
 
 def _at_most(limit: int) -> str:
@@ -92,6 +101,30 @@ INT_TYPES_32 = {
     _T.TYPE_UINT32: _UNSIGNED_32,
     _T.TYPE_FIXED32: _UNSIGNED_32,
 }
+_INT32_KEY = f"^(?:0|{_at_most(2**31 - 1)}|-(?:{_at_most(2**31)})){_END}"
+_UINT32_KEY = f"^(?:0|{_at_most(2**32 - 1)}){_END}"
+# A map key is a JSON object's name, so an integer or bool key is a string of that form (§3.1).
+_MAP_KEY_NAMES: dict[int, dict[str, Any]] = {
+    **{t: {"pattern": pattern} for t, (pattern, _) in INT_TYPES_64.items()},
+    **{t: {"pattern": _INT32_KEY} for t, (bounds, _) in INT_TYPES_32.items() if bounds[0] < 0},
+    **{t: {"pattern": _UINT32_KEY} for t, (bounds, _) in INT_TYPES_32.items() if bounds[0] == 0},
+    _T.TYPE_BOOL: {"enum": ["true", "false"]},
+}
+
+
+def map_key_names(fd: FieldDescriptor) -> dict[str, Any] | None:
+    """The JSON Schema of the names of a map field's JSON object, or ``None`` for string keys.
+
+    Args:
+        fd: a map field.
+
+    Returns:
+        ``{"pattern": ...}`` for integer keys, ``{"enum": ["true", "false"]}`` for bool keys
+        (docs/contract.md §3.1), else ``None``.
+    """
+    key = cast(Descriptor, fd.message_type).fields_by_name["key"]
+    return _MAP_KEY_NAMES.get(key.type)
+
 
 # Well-known types with a special JSON form (the "JSON Mapping" table of protobuf). The Timestamp
 # pattern too: "format" alone is only an annotation.

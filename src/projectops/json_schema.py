@@ -13,7 +13,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops import rules
-from projectops._wire import NON_NEGATIVE_INT64_PATTERN, shape, value_form
+from projectops._wire import NON_NEGATIVE_INT64_PATTERN, map_key_names, shape, value_form
 from projectops.descriptions import description
 from projectops.registry import Operation, operation
 from projectops.validation import NOT_BLANK_PATTERN, is_required
@@ -141,6 +141,9 @@ class _Builder:
         kind = shape(fd)
         if kind == "map":
             schema: dict[str, Any] = {"type": "object", "additionalProperties": value}
+            key_names = map_key_names(fd)
+            if key_names is not None:
+                schema["propertyNames"] = key_names
         elif kind == "list":
             schema = {"type": "array", "items": value}
         else:

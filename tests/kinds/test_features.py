@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 import projectops
 from projectops import codec, json_schema, openapi, reference
 from projectops._generate import generate
+from projectops._wire import is_map, map_key_names
 from projectops.cli import main
 from projectops.codec import InvalidArgument
 from projectops.fixtures import decode_fixtures
@@ -173,6 +174,25 @@ def test_the_json_schemas_and_mcp_tools_take_what_the_codec_writes(op: Operation
             check.validate(request)
         for check in outputs:
             check.validate(response)
+
+
+def test_a_map_key_the_codec_refuses_is_refused_by_the_schema_too() -> None:
+    """An integer or bool key is a JSON name of that form: a schema allowing any name lets a
+    generator (Schemathesis) send one that every server answers 400."""
+    schema = json_schema.message_schema(kinds_pb2.Maps, "input")
+    written = codec.to_dict(generate(kinds_pb2.Maps, "keys"))
+    keyed = [fd for fd in kinds_pb2.Maps.DESCRIPTOR.fields if is_map(fd) and map_key_names(fd)]
+    assert keyed  # the test schema has maps with integer and bool keys
+    for fd in keyed:
+        field_schema = schema["properties"][fd.json_name]["anyOf"][0]
+        names = validator(field_schema["propertyNames"])
+        value = next(iter(written[fd.json_name].values()))
+        for key in ("x", "1.5", " 1", "True", ""):
+            assert not names.is_valid(key), (fd.name, key)
+            with pytest.raises(projectops.InvalidArgument):
+                codec.from_json({fd.json_name: {key: value}}, kinds_pb2.Maps, strict=True)
+        for key in written[fd.json_name]:  # what the codec writes, the schema takes
+            assert names.is_valid(key), (fd.name, key)
 
 
 def test_the_openapi_document_describes_the_service_and_takes_what_the_codec_writes() -> None:
