@@ -124,7 +124,7 @@ def test_app_whose_handlers_raise_each_error_in_turn_passes_every_check(tmp_path
     # Every valid request fails here by construction, so the checks that valid data succeeds
     # are off; what is checked is that each error response is documented (status, body schema,
     # content type, headers), besides negative data, auth and methods. One run serves every
-    # error: the handlers raise them in turn, and each must have been raised a few times.
+    # error: the handlers raise them in turn, and each must have been raised twice at least.
     makers = _errors()
     turn = itertools.cycle(sorted(makers))
     raised: collections.Counter[str] = collections.Counter()
@@ -139,7 +139,9 @@ def test_app_whose_handlers_raise_each_error_in_turn_passes_every_check(tmp_path
     run_schemathesis(
         error_app(next_error),
         tmp_path,
-        max_examples=25,  # every code of the table, each raised a few times
+        # Every code of the table raised twice at least: 17 codes take 34 handler calls, and
+        # Schemathesis sends valid requests to each operation in a share of its examples.
+        max_examples=30,
         exclude=(
             "positive_data_acceptance",
             "not_a_server_error",
@@ -147,7 +149,7 @@ def test_app_whose_handlers_raise_each_error_in_turn_passes_every_check(tmp_path
         ),
     )
     assert set(raised) == set(makers), raised
-    assert min(raised.values()) >= 3, raised
+    assert min(raised.values()) >= 2, raised
 
 
 def _documented(page: Path, name: str) -> str:
