@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projectops._lazy import lazy_attributes
+from projectops._lazy import lazy_attributes, modules_by_name
 
 if TYPE_CHECKING:
     from projectops import errors as errors
@@ -56,7 +56,7 @@ _NAMES = {
     "projectops.registry": "Operation UnknownOperationError operation operations",
     "projectops.validation": "validate",
 }
-_WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}
+_WHERE = modules_by_name(_NAMES)
 __all__ = sorted(_WHERE)
 
 if not TYPE_CHECKING:

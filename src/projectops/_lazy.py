@@ -8,6 +8,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
+def modules_by_name(names: Mapping[str, str]) -> dict[str, str]:
+    """Public name -> the module it is imported from, from the table each package writes.
+
+    Args:
+        names: module -> its public names separated by spaces
+            (``{"projectops.server.asgi": "Authenticate create_app"}``).
+
+    Returns:
+        A new dict: each public name -> its module.
+    """
+    return {name: module for module, spaced in names.items() for name in spaced.split()}
+
+
 def lazy_attributes(
     package: str,
     where: Mapping[str, str],

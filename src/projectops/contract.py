@@ -132,26 +132,24 @@ def operations(
     return found
 
 
-def _own_operations(data: bytes, prefix: str) -> dict[str, Operation]:
+def _own_operations(data: bytes) -> dict[str, Operation]:
     fds = descriptor_pb2.FileDescriptorSet.FromString(data)
-    own_files = [f.name for f in fds.file if f.name.startswith(prefix)]
+    own_files = [f.name for f in fds.file if f.name.startswith("projectops/")]
     return operations(load(fds), own_files)
 
 
 def check(
     released: bytes,
     current: bytes,
-    prefix: str = "projectops/",
 ) -> list[str]:
     """Every way a schema breaks the released contract that ``buf breaking`` does not see: custom
-    options, HTTP bindings, REQUIRED fields (docs/contract.md §7.3, §7.6).
+    options, HTTP bindings, REQUIRED fields (docs/contract.md §7.3, §7.6). Only the services of
+    files whose name starts with ``projectops/`` count.
 
     Args:
         released: the released schema, a serialized ``FileDescriptorSet`` built with
             ``--include_imports``.
         current: the schema to check, in the same form.
-        prefix: only the services of files whose name starts with it count; default
-            ``projectops/``.
 
     Returns:
         One sentence per finding; empty when the released contract is kept.
@@ -159,8 +157,8 @@ def check(
     Raises:
         ValueError: an image lacks an imported file.
     """
-    old_ops = _own_operations(released, prefix)
-    new_ops = _own_operations(current, prefix)
+    old_ops = _own_operations(released)
+    new_ops = _own_operations(current)
     findings: list[str] = []
     for key, old in old_ops.items():
         new = new_ops.get(key)
@@ -186,14 +184,12 @@ def check(
 def check_files(
     released: Path,
     current: Path,
-    prefix: str = "projectops/",
 ) -> list[str]:
     """:func:`check` of two image files (``scripts/check-proto``).
 
     Args:
         released: the path of the released image (``proto/released.binpb``).
         current: the path of the image to check.
-        prefix: as for :func:`check`.
 
     Returns:
         As :func:`check`.
@@ -202,7 +198,7 @@ def check_files(
         OSError: a file cannot be read.
         ValueError: as :func:`check`.
     """
-    return check(released.read_bytes(), current.read_bytes(), prefix)
+    return check(released.read_bytes(), current.read_bytes())
 
 
 def _pairs(

@@ -6,7 +6,7 @@ them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from projectops.conventions import API_KEY_HEADER, DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES
 from projectops.errors import ERROR_CLASSES, HTTP_STATUS_BY_CODE, ApiError, Code, FieldViolation
@@ -44,15 +44,15 @@ class ErrorCase:
         situation: when the response is sent, in Markdown sentences (the OpenAPI description).
         status: the HTTP status when it is not the code's (:data:`~projectops.HTTP_STATUS_BY_CODE`);
             ``None`` (the default): the code's.
-        headers: the headers the response always carries, name -> value; ``None`` (the default):
-            none.
+        headers: the headers the response always carries, name -> value; none by default (an
+            empty mapping).
         when: a few words saying when those headers are sent; ``""`` (the default): always.
     """
 
     code: str
     situation: str
     status: int | None = None
-    headers: Mapping[str, str] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
     when: str = ""
 
     @property

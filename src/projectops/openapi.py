@@ -193,7 +193,7 @@ def _document(strict: bool, registry: Registry) -> dict[str, Any]:
                 "status": case.http_status,
                 "code": str(case.code),
                 "situation": case.situation,
-                "headers": dict(case.headers or {}),
+                "headers": dict(case.headers),
                 "example": _error_example(case),
             }
             for case in OUTSIDE_OPERATIONS
@@ -205,8 +205,7 @@ def _outside_text() -> str:
     lines = ["## Answers outside the operations", ""]
     for case in OUTSIDE_OPERATIONS:
         headers = "".join(
-            f" It carries the header `{name}: {value}`."
-            for name, value in (case.headers or {}).items()
+            f" It carries the header `{name}: {value}`." for name, value in case.headers.items()
         )
         lines.append(f"- {case.http_status} `{case.code}`: {case.situation}{headers}")
     return "\n".join(lines)
@@ -284,17 +283,17 @@ def _operation(
         }
         headers: dict[str, str] = {}
         for case in cases:
-            headers.update(case.headers or {})
+            headers.update(case.headers)
         if headers:
             response["headers"] = {
                 name: {
                     "description": " ".join(
                         f"`{value}` when {case.when}."
                         for case in cases
-                        if (case.headers or {}).get(name) == value
+                        if case.headers.get(name) == value
                     ),
                     # Required only when every situation of the status sends it.
-                    "required": all(name in (case.headers or {}) for case in cases),
+                    "required": all(name in case.headers for case in cases),
                     "schema": {"type": "string", "const": value},
                 }
                 for name, value in headers.items()

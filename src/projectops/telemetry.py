@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from projectops.errors import HTTP_STATUS_BY_CODE, ApiError
@@ -203,6 +204,20 @@ class ClientTelemetry(_Telemetry):
                 context.headers[name] = value
         return call
 
+    @contextmanager
+    def _measured(self, context: Any) -> Iterator[None]:
+        """Measure the call run inside, in a CLIENT span (nothing while telemetry is off)."""
+        if not self.on:
+            yield
+            return
+        call = self._client_start(context)
+        try:
+            yield
+        except BaseException as exc:
+            _client_finish(call, context, exc)
+            raise
+        _client_finish(call, context, None)
+
     def __call__(self, request: Any, context: Any, call_next: Any) -> Any:
         """Run one call inside a CLIENT span, measured (a client interceptor).
 
@@ -217,16 +232,8 @@ class ClientTelemetry(_Telemetry):
         Raises:
             Exception: what `call_next` raises, recorded on the span first.
         """
-        if not self.on:
+        with self._measured(context):
             return call_next(request, context)
-        call = self._client_start(context)
-        try:
-            response = call_next(request, context)
-        except BaseException as exc:
-            _client_finish(call, context, exc)
-            raise
-        _client_finish(call, context, None)
-        return response
 
 
 class AsyncClientTelemetry(ClientTelemetry):
@@ -246,16 +253,8 @@ class AsyncClientTelemetry(ClientTelemetry):
         Raises:
             Exception: what `call_next` raises, recorded on the span first.
         """
-        if not self.on:
+        with self._measured(context):
             return await call_next(request, context)
-        call = self._client_start(context)
-        try:
-            response = await call_next(request, context)
-        except BaseException as exc:
-            _client_finish(call, context, exc)
-            raise
-        _client_finish(call, context, None)
-        return response
 
 
 class ServerTelemetry(_Telemetry):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projectops._lazy import lazy_attributes
+from projectops._lazy import lazy_attributes, modules_by_name
 
 if TYPE_CHECKING:
     from projectops.client._base import AsyncCallNext as AsyncCallNext
@@ -53,7 +53,7 @@ _NAMES = {
     "projectops.client._transport": "AsyncRawClient InvalidProxy RawClient RawResponse",
     "projectops.client.http": "AsyncClient Client",
 }
-_WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}
+_WHERE = modules_by_name(_NAMES)
 __all__ = sorted(_WHERE)
 
 if not TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projectops._lazy import lazy_attributes
+from projectops._lazy import lazy_attributes, modules_by_name
 
 if TYPE_CHECKING:
     from projectops.conformance._catalogue import CHECKS, CheckSpec
@@ -20,18 +20,14 @@ if TYPE_CHECKING:
     )
     from projectops.conformance._runner import run_checks
 
-_WHERE = {
-    "CHECKS": "projectops.conformance._catalogue",
-    "SKIP_REASONS": "projectops.conformance._report",
-    "CheckResult": "projectops.conformance._report",
-    "FieldDifference": "projectops.conformance._report",
-    "CheckSpec": "projectops.conformance._catalogue",
-    "Report": "projectops.conformance._report",
-    "command": "projectops.conformance._command",
-    "proxy_command": "projectops.conformance._command",
-    "run_checks": "projectops.conformance._runner",
-    "write_report": "projectops.conformance._report",
+_NAMES = {
+    "projectops.conformance._catalogue": "CHECKS CheckSpec",
+    "projectops.conformance._command": "command proxy_command",
+    "projectops.conformance._report": "SKIP_REASONS CheckResult FieldDifference Report "
+    "write_report",
+    "projectops.conformance._runner": "run_checks",
 }
+_WHERE = modules_by_name(_NAMES)
 
 __all__ = ["CHECKS", "SKIP_REASONS", "CheckResult", "CheckSpec", "FieldDifference", "Report"]
 __all__ += ["command", "proxy_command"]

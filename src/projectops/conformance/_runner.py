@@ -671,7 +671,7 @@ class _OperationRun:
         probe, _ = self._post(None, method="GET")
         if probe.status != error_cases.WRONG_METHOD.http_status:
             return _fail(f"expected {error_cases.WRONG_METHOD.http_status}", probe.shown())
-        for name, value in (error_cases.WRONG_METHOD.headers or {}).items():
+        for name, value in error_cases.WRONG_METHOD.headers.items():
             got = {v.strip().upper() for v in probe.headers.get(name.lower(), "").split(",")}
             if value.upper() not in got:
                 return _fail(f"expected the header {name}: {value}", probe.shown())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projectops._lazy import lazy_attributes
+from projectops._lazy import lazy_attributes, modules_by_name
 
 if TYPE_CHECKING:
     from projectops.mcp._command import command as command
@@ -32,7 +32,7 @@ _NAMES = {
     "create_server http_app operation_tools run serve_http",
     "projectops.mcp._stdio": "serve_stdio",
 }
-_WHERE = {name: module for module, names in _NAMES.items() for name in names.split()}
+_WHERE = modules_by_name(_NAMES)
 __all__ = sorted(_WHERE)
 
 if not TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projectops._lazy import lazy_attributes
+from projectops._lazy import lazy_attributes, modules_by_name
 
 if TYPE_CHECKING:
     from projectops.mock._app import create_mock_app
@@ -15,17 +15,14 @@ if TYPE_CHECKING:
     from projectops.mock._matching import Call, MockProject, load_fixtures
     from projectops.mock._server import API_KEY, MockServer
 
-_WHERE = {
-    "API_KEY": "projectops.mock._server",
-    "Call": "projectops.mock._matching",
-    "MockServer": "projectops.mock._server",
-    "MockProject": "projectops.mock._matching",
-    "load_fixtures": "projectops.mock._matching",
-    "generate": "projectops.mock._generate",
-    "generated_response": "projectops.mock._generate",
-    "create_mock_app": "projectops.mock._app",
-    "commands": "projectops.mock._command",
+_NAMES = {
+    "projectops.mock._app": "create_mock_app",
+    "projectops.mock._command": "commands",
+    "projectops.mock._generate": "generate generated_response",
+    "projectops.mock._matching": "Call MockProject load_fixtures",
+    "projectops.mock._server": "API_KEY MockServer",
 }
+_WHERE = modules_by_name(_NAMES)
 
 __all__ = [
     "API_KEY",

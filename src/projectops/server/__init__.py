@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projectops._lazy import lazy_attributes
+from projectops._lazy import lazy_attributes, modules_by_name
 
 if TYPE_CHECKING:
     from projectops.server._context import RequestContext
@@ -21,17 +21,15 @@ if TYPE_CHECKING:
     from projectops.server._services import OperationsServiceHandler
     from projectops.server.asgi import Authenticate, create_app
 
-_WHERE = {
-    "Authenticate": "projectops.server.asgi",
-    "OperationsServiceHandler": "projectops.server._services",
-    "PreEncoded": "projectops.server._interceptors",
-    "RequestContext": "projectops.server._context",
-    "ServerCallNext": "projectops.server._interceptors",
-    "ServerInterceptor": "projectops.server._interceptors",
-    "create_app": "projectops.server.asgi",
-    "error_response": "projectops.server._responses",
-    "read_body": "projectops.server._endpoint",
+_NAMES = {
+    "projectops.server._context": "RequestContext",
+    "projectops.server._endpoint": "read_body",
+    "projectops.server._interceptors": "PreEncoded ServerCallNext ServerInterceptor",
+    "projectops.server._responses": "error_response",
+    "projectops.server._services": "OperationsServiceHandler",
+    "projectops.server.asgi": "Authenticate create_app",
 }
+_WHERE = modules_by_name(_NAMES)
 
 __all__ = [
     "Authenticate",
