@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from projectops.server import create_app
-from tests.adversarial.test_server_failures import KEY, OP, _post, served
+from tests.adversarial.test_server_failures import KEY, OP, REQUEST, _post, served
 
 #: handler_timeout of the apps here, and the most a timed-out answer may take on a busy machine.
 LIMIT = 0.3
@@ -81,7 +81,7 @@ def test_handler_timeout_covers_authenticate_and_the_interceptors(case: str) -> 
     try:
         with served(app) as url:
             started = time.monotonic()
-            answer = _post(url, OP.path, {})
+            answer = _post(url, OP.path, REQUEST)
             seconds = time.monotonic() - started
     finally:
         release.set()
@@ -108,8 +108,8 @@ def test_a_stuck_plain_authenticate_is_left_in_its_thread_and_others_are_served(
     )
     try:
         with served(app) as url:
-            first = _post(url, OP.path, {})
-            second = _post(url, OP.path, {})
+            first = _post(url, OP.path, REQUEST)
+            second = _post(url, OP.path, REQUEST)
     finally:
         release.set()
     assert (first.status_code, second.status_code) == (504, 200)
@@ -137,7 +137,7 @@ def test_an_interceptor_sees_the_handlers_overrun_as_deadline_exceeded(
         interceptors=[interceptor],
     )
     with served(app) as url:
-        answer = _post(url, OP.path, {})
+        answer = _post(url, OP.path, REQUEST)
     assert (answer.status_code, answer.json()["code"]) == (504, "deadline_exceeded")
     assert seen == ["DeadlineExceeded"]
     assert "in the handler" in caplog.text and "in an interceptor" not in caplog.text
