@@ -152,7 +152,7 @@ def test_a_server_of_another_schema_fails_exactly_the_checks_of_its_breakage(
         assert status[check_id] == ("failed" if check_id in expected else "passed")
     # The schema has no REQUIRED field, rule, enum or timestamp: only the checks of those are
     # skipped.
-    skipped = {c.id: c.detail for c in report.checks if c.status == "skipped"}
+    skipped = {c.id: c.reason for c in report.checks if c.status == "skipped"}
     assert set(skipped) == {
         "request.required",
         "request.rules",
@@ -160,7 +160,7 @@ def test_a_server_of_another_schema_fails_exactly_the_checks_of_its_breakage(
         "json.enum-names",
         "json.timestamps",
     }
-    assert all(any(why in detail for why in CANNOT_APPLY) for detail in skipped.values())
+    assert set(skipped.values()) <= CANNOT_APPLY, skipped
 
 
 def _unbreakable_operation() -> Operation:
