@@ -122,31 +122,17 @@ def with_required_answer_field() -> tuple[Operation, FieldDescriptor]:
 
 
 def minimal_response(op: Operation) -> Message:
-    """The smallest answer of `op` that keeps every rule of the schema: REQUIRED message fields
-    set (recursively), REQUIRED strings and strings with a minimum length filled with ``"1"``s;
-    what a test's handler returns when its response's content does not matter (the pytest plugin
-    turns on ``create_app``'s check of its responses). Asserts that it keeps the rules."""
-    from projectops import rules
+    """The smallest response of `op` that keeps every rule of the schema, whatever its fields:
+    its REQUIRED fields and the minimums of its rules set (the generator the mock uses, as
+    :func:`valid_request`); what a test's handler returns when its response's content does not
+    matter (the pytest plugin turns on ``create_app``'s check of its responses). Asserts that it
+    keeps the rules."""
+    from projectops.mock import generate
     from projectops.validation import rule_violations
 
-    def fill(message: Message) -> None:
-        for fd in cast(Descriptor, message.DESCRIPTOR).fields:
-            if fd.is_repeated:
-                continue
-            kind = rules.rule_kind(fd)
-            if fd.message_type is not None and is_required(fd):
-                child = getattr(message, fd.name)
-                child.SetInParent()
-                fill(child)
-            elif fd.type == fd.TYPE_STRING:
-                shortest = int(kind[1].min_len) if kind and kind[0] == "string" else 0
-                if is_required(fd) or shortest:
-                    setattr(message, fd.name, "1" * max(1, shortest))
-
-    answer = op.response_type()
-    fill(answer)
-    assert rule_violations(answer) == [], f"minimal_response cannot keep the rules of {op.name}"
-    return answer
+    response = generate(op.response_type, op.name, minimal=True)
+    assert rule_violations(response) == [], f"minimal_response cannot keep the rules of {op.name}"
+    return response
 
 
 def _orjson_schema() -> descriptor_pool.DescriptorPool:
