@@ -3,7 +3,8 @@
 Every server here is a real subprocess: ``python -m projectops mcp`` (or the conformance
 harness, built on the same factory) talking to the mock server over a real socket on
 127.0.0.1. Clients are real too: the ``mcp`` SDK's client over stdio, the MCP Inspector's CLI
-and the MCP conformance suite (npm packages pinned in ``node/package-lock.json``).
+and the MCP conformance suite (npm packages pinned in ``node/package-lock.json``, with
+protovalidate-es, which tests/schema/test_required_in_protovalidate_es.py runs).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE / "node"
 #: Seconds ``npm ci`` may take (a cold install takes about 25 s).
 NPM_TIMEOUT = 300.0
+#: The npm packages that node scripts of the tests ``require`` (under ``@bufbuild/``).
+PACKAGES = ("protovalidate", "protobuf")
 #: The tool server's command line, as an MCP client's configuration gives it.
 MCP_COMMAND = (sys.executable, "-m", "projectops", "mcp")
 #: API key of project ``demo`` in the mock server's default fixtures (has release 1.0.0).
@@ -90,11 +93,13 @@ def _demo_answer(op: projectops.Operation) -> FixtureResponse | None:
 
 @dataclass(frozen=True)
 class NpmTools:
-    """Paths of the installed npm tools; run the ``.js`` entry points with :attr:`node`."""
+    """Paths of the installed npm tools; run the ``.js`` entry points with :attr:`node`, and
+    scripts that ``require`` a package (protovalidate-es) with :attr:`modules` as ``NODE_PATH``."""
 
     node: Path
     inspector: Path
     conformance: Path
+    modules: Path
 
 
 def install_npm_tools() -> NpmTools:
@@ -114,10 +119,12 @@ def install_npm_tools() -> NpmTools:
             "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js"
         ),
         conformance=modules.joinpath("@modelcontextprotocol", "conformance", "dist", "index.js"),
+        modules=modules,
     )
-    missing = [
-        str(path) for path in (tools.node, tools.inspector, tools.conformance) if not path.is_file()
-    ]
+    # What `require` loads: protovalidate-es and the protobuf-es it shares (a peer dependency).
+    required = [modules.joinpath("@bufbuild", name, "dist", "cjs", "index.js") for name in PACKAGES]
+    expected = (tools.node, tools.inspector, tools.conformance, *required)
+    missing = [str(path) for path in expected if not path.is_file()]
     if missing:
         pytest.fail(f"npm ci did not install {', '.join(missing)}")
     return tools

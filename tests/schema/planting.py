@@ -439,6 +439,7 @@ SLOW_OVER_OPERATIONS = (
     "tests/openapi/test_openapi_docs_page.py",
     "tests/openapi/test_openapi_schemathesis.py",
     "tests/schema/test_contract.py",
+    "tests/schema/test_required_in_protovalidate_es.py",
 )
 #: Modules with slow tests that go over the operations, left out of the copy's run, and why.
 SLOW_LEFT_OUT = {

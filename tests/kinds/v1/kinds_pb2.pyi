@@ -4,7 +4,9 @@ isort:skip_file
 A schema of every field kind of the protobuf JSON mapping, for the tests only (never shipped):
 as protobuf's conformance suite keeps TestAllTypesProto3, the suite keeps this service to run
 every feature over every kind. Compiled by scripts/generate with the pinned protoc beside it
-(tests/kinds/v1/), with typed bindings of KindsService.
+(tests/kinds/v1/), with typed bindings of KindsService. Each REQUIRED field is restated for
+protovalidate as proto/'s are (docs/contract.md §4.1, §4.2), so that another language's engine
+requires it too (tests/schema/test_required_in_protovalidate_es.py).
 """
 
 from collections import abc as _abc
