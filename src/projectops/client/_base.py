@@ -291,7 +291,7 @@ class BaseClient(Generic[InterceptorT, TransportT]):
         )
         if isinstance(failure, Message):
             return failure
-        status = answer.status if isinstance(answer, RawResponse) else None
+        status = failure.http_status  # None: no response came
         last = retry >= self._retries or isinstance(failure, ResponseTimedOut)
         if last or not may_retry(op, status):
             raise mark_redacted(failure)  # the exchange redacted the peer's text

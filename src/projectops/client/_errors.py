@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 
 from projectops._text import outside_text
 from projectops.codec import read_error_body
@@ -137,6 +138,7 @@ def error_from_response(
     """
     proto = read_error_body(body) if len(body) <= MAX_ERROR_BODY_BYTES else None
     violations: tuple[FieldViolation, ...] = ()
+    code = _CODE_BY_HTTP_STATUS.get(status, Code.UNKNOWN)
     if proto is not None:
         message = outside_text(proto.message, secrets=secrets)
         violations = tuple(
@@ -146,6 +148,8 @@ def error_from_response(
             )
             for v in proto.violations
         )
+        with suppress(ValueError):  # a code this version does not know: the status's
+            code = Code(proto.code)
     else:
         head = body[:MAX_ERROR_BODY_BYTES]
         text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
@@ -159,9 +163,5 @@ def error_from_response(
             )
         else:
             message = outside_text(text.strip(), secrets=secrets) or f"HTTP {status}"
-    try:
-        code: Code | None = Code(proto.code) if proto is not None else None
-    except ValueError:
-        code = None
-    cls = ERROR_CLASSES.get(code or _CODE_BY_HTTP_STATUS.get(status, Code.UNKNOWN), Unknown)
+    cls = ERROR_CLASSES.get(code, Unknown)
     return cls(message, violations, http_status=status)

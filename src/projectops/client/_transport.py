@@ -54,7 +54,7 @@ def environment_proxy(url: str) -> httpx2.Proxy | None:
         address = f"http://{address}"
     what = f"the environment's proxy for {parts.scheme} requests"
     try:
-        scheme = urlsplit(address).scheme.lower()
+        scheme = urlsplit(address).scheme  # lowercased by urlsplit
         proxy = None
         if scheme in ("http", "https", "socks5", "socks5h"):
             proxy = httpx2.Proxy(address)
@@ -357,9 +357,10 @@ class _BaseRawClient:
         body: bytearray,
         cap: int,
     ) -> RawResponse:
-        headers = []
-        for name, value in response.headers.raw:
-            headers.append((name.decode("latin-1"), value.decode("latin-1")))
+        headers = [
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in response.headers.raw
+        ]
         truncated = not cap or len(body) > cap
         # Cut in place before the copy: a slice, then bytes, would hold the response three times.
         kept = cap

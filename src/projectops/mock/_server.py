@@ -212,7 +212,7 @@ class MockServer:
 
     async def _send(self, request: httpx2.Request) -> httpx2.Response:
         answer = await self.async_transport.handle_async_request(request)
-        content = b"".join([chunk async for chunk in answer.aiter_raw()])
+        content = await answer.aread()  # no Content-Encoding: the raw body
         return httpx2.Response(answer.status_code, headers=answer.headers.raw, content=content)
 
     @property

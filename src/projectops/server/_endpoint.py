@@ -3,7 +3,8 @@ interceptors and the handler."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -50,7 +51,6 @@ __all__ = ["Endpoint", "read_body"]
 
 T = TypeVar("T")
 
-_POST = ALLOWED_METHOD
 _KEY_NAME = API_KEY_HEADER.lower().encode("ascii")
 #: Bytes of a response (its binary size) above which its rules are checked in a worker thread
 #: (``validate_responses``): the engine takes about 10 ms a KiB of small list elements (0.8 s
@@ -108,10 +108,10 @@ class Endpoint:
         strict: bool,
         timeout: float | None,
         pools: Pools,
-        interceptors: tuple[ServerInterceptor, ...] = (),
+        interceptors: tuple[ServerInterceptor, ...],
         max_request_bytes: int,
-        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
-        validate_responses: bool = False,
+        body_timeout: float | None,
+        validate_responses: bool,
     ) -> None:
         self._op = op
         self._body_timeout = body_timeout
@@ -143,9 +143,9 @@ class Endpoint:
             sent = scope["raw_path"].decode("latin-1")
             return respond(NO_OPERATION, f"no operation at {quoted(sent)}")
         method = scope["method"]
-        if method != _POST:
+        if method != ALLOWED_METHOD:
             return respond(
-                WRONG_METHOD, f"method {method} is not allowed; every operation is {_POST}"
+                WRONG_METHOD, f"method {method} is not allowed; every operation is {ALLOWED_METHOD}"
             )
         keys: list[str] = []
         declared = b""
@@ -161,7 +161,15 @@ class Endpoint:
             project = await self._bounded(deadline, "authenticate", self._project(keys))
             if self._handler is None:
                 raise Abort(NOT_IMPLEMENTED, f"{self._op.name} is not implemented by this server")
-            body = await self._read_body(receive, declared)
+            try:
+                body = await read_body(
+                    receive,
+                    max_request_bytes=self._max_request_bytes,
+                    content_length=declared,
+                    timeout=self._body_timeout,
+                )
+            except DeadlineExceeded as late:  # the client's lateness, not the service's: 408
+                raise Abort(BODY_TIMED_OUT, late.message) from None
             if len(body) > OFF_LOOP_BYTES:  # one large body does not stall the event loop
                 message = await anyio.to_thread.run_sync(
                     self._decode, body, limiter=self._pools.decode()
@@ -187,17 +195,6 @@ class Endpoint:
         except ClientDisconnect:
             return respond(MALFORMED_BODY, "the client disconnected before the body was read")
         return EncodedJSONResponse(encoded)
-
-    async def _read_body(self, receive: Receive, declared: bytes) -> bytes:
-        try:
-            return await read_body(
-                receive,
-                max_request_bytes=self._max_request_bytes,
-                content_length=declared,
-                timeout=self._body_timeout,
-            )
-        except DeadlineExceeded as late:  # the client's lateness, not the service's: 408
-            raise Abort(BODY_TIMED_OUT, late.message) from None
 
     async def _bounded(
         self,
@@ -227,7 +224,7 @@ class Endpoint:
         api_key = keys[0] if keys else ""
         if not api_key.strip():
             raise Abort(UNAUTHENTICATED, f"missing API key: send it in the {API_KEY_HEADER} header")
-        with _ErrorBoundary("authenticate", api_key, self._authenticate_failed):
+        with _error_boundary("authenticate", api_key, self._authenticate_failed):
             try:
                 if self._timeout is None:
                     project = await self._authenticate(api_key)
@@ -245,10 +242,6 @@ class Endpoint:
         return message
 
     async def _serve(self, call: _Call) -> bytes | str:
-        if not self._interceptors:
-            response = await self._call(call, call.request, call.context)
-            return await self._encoded(call, response)
-
         async def innermost(
             request: Message,
             context: RequestContext[Any],
@@ -267,7 +260,7 @@ class Endpoint:
         call_next: ServerCallNext = innermost
         for interceptor in reversed(self._interceptors):
             call_next = wrap(interceptor, call_next)
-        with _ErrorBoundary(self._interceptor_what, call.api_key, self._interceptor_failed):
+        with _error_boundary(self._interceptor_what, call.api_key, self._interceptor_failed):
             response = await call_next(call.request, call.context)
         return await self._encoded(call, response)
 
@@ -281,7 +274,7 @@ class Endpoint:
         others than `call`'s), kept in `call` too."""
         response: Any = None
         timed_out = False
-        with _ErrorBoundary(self._handler_what, call.api_key, self._handler_failed):
+        with _error_boundary(self._handler_what, call.api_key, self._handler_failed):
             if call.deadline is None:
                 response = await call.handler(request, context)
             else:  # interceptors see the handler's time-out as DeadlineExceeded (ServerCallNext)
@@ -333,35 +326,21 @@ class Endpoint:
         )
 
 
-class _ErrorBoundary:
+@contextmanager
+def _error_boundary(
+    what: str,
+    api_key: str,
+    failed: Callable[[], Exception],
+) -> Iterator[None]:
     """Around the service's code: an ``ApiError`` or a cancellation from outside passes; any
     other exception is logged and ``failed()`` raised instead."""
-
-    __slots__ = ("_api_key", "_failed", "_what")
-
-    def __init__(
-        self,
-        what: str,
-        api_key: str,
-        failed: Callable[[], Exception],
-    ) -> None:
-        self._what = what
-        self._api_key = api_key
-        self._failed = failed
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self,
-        kind: object,
-        exc: BaseException | None,
-        traceback: object,
-    ) -> None:
-        if exc is None or isinstance(exc, ApiError) or cancelled_from_outside(exc):
-            return
-        log_failure(self._what, exc, self._api_key)
-        raise self._failed() from None
+    try:
+        yield
+    except BaseException as exc:
+        if isinstance(exc, ApiError) or cancelled_from_outside(exc):
+            raise
+        log_failure(what, exc, api_key)
+        raise failed() from None
 
 
 async def read_body(

@@ -105,16 +105,12 @@ def error_response(
     Returns:
         A Starlette ``Response``.
     """
-    texts = [error.message]
-    for violation in error.violations:
-        texts += [violation.field, violation.description]
-    if any(len(text) > MAX_TEXT_CHARS for text in texts):
-        cut_violations = [
-            FieldViolation(field=cut_counting(v.field), description=cut_counting(v.description))
-            for v in error.violations
-        ]
-        error_class = ERROR_CLASSES.get(error.code, ApiError)
-        error = error_class(cut_counting(error.message), cut_violations)
+    cut_violations = [
+        FieldViolation(field=cut_counting(v.field), description=cut_counting(v.description))
+        for v in error.violations
+    ]
+    error_class = ERROR_CLASSES.get(error.code, ApiError)
+    error = error_class(cut_counting(error.message), cut_violations)
     return Response(
         error_body(error),
         status_code=status or HTTP_STATUS_BY_CODE[error.code],

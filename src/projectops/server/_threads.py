@@ -25,38 +25,35 @@ _DECODE_THREADS = 8
 _RULES_THREADS = 1
 
 
+class _Limiter:
+    """One thread limiter of an app: ``limiter()`` is the one of the running event loop, made
+    on first use there."""
+
+    __slots__ = ("_threads", "_var")
+
+    def __init__(self, name: str, threads: int) -> None:
+        self._threads = threads
+        self._var: anyio.lowlevel.RunVar[anyio.CapacityLimiter]
+        self._var = anyio.lowlevel.RunVar(f"projectops_{name}_threads")
+
+    def __call__(self) -> anyio.CapacityLimiter:
+        try:
+            return self._var.get()
+        except LookupError:
+            limiter = anyio.CapacityLimiter(self._threads)
+            self._var.set(limiter)
+            return limiter
+
+
 class Pools:
     """The thread limiters of one app, one set per event loop it is served on."""
 
-    __slots__ = ("_authenticate", "_decode", "_rules")
+    __slots__ = ("authenticate", "decode", "rules")
 
     def __init__(self) -> None:
-        self._authenticate: anyio.lowlevel.RunVar[anyio.CapacityLimiter]
-        self._authenticate = anyio.lowlevel.RunVar("projectops_authenticate_threads")
-        self._decode: anyio.lowlevel.RunVar[anyio.CapacityLimiter]
-        self._decode = anyio.lowlevel.RunVar("projectops_decode_threads")
-        self._rules: anyio.lowlevel.RunVar[anyio.CapacityLimiter]
-        self._rules = anyio.lowlevel.RunVar("projectops_rules_threads")
-
-    def authenticate(self) -> anyio.CapacityLimiter:
-        return self._get(self._authenticate, _AUTHENTICATE_THREADS)
-
-    def decode(self) -> anyio.CapacityLimiter:
-        return self._get(self._decode, _DECODE_THREADS)
-
-    def rules(self) -> anyio.CapacityLimiter:
-        return self._get(self._rules, _RULES_THREADS)
-
-    @staticmethod
-    def _get(
-        var: anyio.lowlevel.RunVar[anyio.CapacityLimiter], threads: int
-    ) -> anyio.CapacityLimiter:
-        try:
-            return var.get()
-        except LookupError:
-            limiter = anyio.CapacityLimiter(threads)
-            var.set(limiter)
-            return limiter
+        self.authenticate = _Limiter("authenticate", _AUTHENTICATE_THREADS)
+        self.decode = _Limiter("decode", _DECODE_THREADS)
+        self.rules = _Limiter("rules", _RULES_THREADS)
 
 
 def cancelled_from_outside(exc: BaseException) -> bool:
@@ -77,14 +74,16 @@ def cancelled_from_outside(exc: BaseException) -> bool:
 
 class PooledCallable:
     """A callable run on the loop (``async def``) or in a thread of `limiter()` (default:
-    anyio's)."""
+    anyio's default thread limiter)."""
 
     __slots__ = ("_function", "_limiter", "is_async")
 
     def __init__(
         self,
         function: Callable[..., Any],
-        limiter: Callable[[], anyio.CapacityLimiter] | None = None,
+        limiter: Callable[
+            [], anyio.CapacityLimiter
+        ] = anyio.to_thread.current_default_thread_limiter,
     ) -> None:
         self._function = function
         self._limiter = limiter
@@ -95,7 +94,7 @@ class PooledCallable:
     async def __call__(self, *args: Any) -> Any:
         if self.is_async:
             return await self._function(*args)
-        result = await anyio.to_thread.run_sync(self._function, *args, limiter=self._pool())
+        result = await anyio.to_thread.run_sync(self._function, *args, limiter=self._limiter())
         if inspect.isawaitable(result):
             return await result
         return result
@@ -105,29 +104,20 @@ class PooledCallable:
         limiter until it returns."""
         if self.is_async:
             return await self._function(*args)
-        result = await _abandonable_thread(self._function, args, self._pool())
+        result = await _abandonable_thread(self._function, args, self._limiter())
         if inspect.isawaitable(result):
             return await result
         return result
-
-    def _pool(self) -> anyio.CapacityLimiter | None:
-        """The limiter of the threads; ``None``: anyio's default one."""
-        if self._limiter is None:
-            return None
-        return self._limiter()
 
 
 async def _abandonable_thread(
     function: Callable[..., Any],
     args: tuple[Any, ...],
-    pool: anyio.CapacityLimiter | None,
+    limiter: anyio.CapacityLimiter,
 ) -> Any:
     # anyio gives an abandoned thread's token back at once, so stuck calls would grow the pool.
     # Here the token is taken on the thread's behalf and whoever is last gives it back: the
     # caller when the call ended (or never started), else the abandoned thread on return.
-    limiter = pool
-    if limiter is None:
-        limiter = anyio.to_thread.current_default_thread_limiter()
     borrower = object()
     await limiter.acquire_on_behalf_of(borrower)
     call_soon = _loop_caller()

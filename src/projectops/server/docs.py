@@ -140,7 +140,7 @@ def _origin(base_url: str) -> str:
             "base URL's host must be a DNS name or IP address (and port), "
             f"got '{shown_url(base_url)}'"
         )
-    return f"{parts.scheme.lower()}://{host}"
+    return f"{parts.scheme}://{host}"  # urlsplit lowercased the scheme
 
 
 def _mount_path(request: Request) -> str:
