@@ -294,13 +294,16 @@ _WHAT = {
 
 
 @cache
-def _fields(message: Descriptor) -> tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]:
-    return {fd.json_name: fd for fd in message.fields}, {fd.name: fd for fd in message.fields}
+def _by_json_name(message: Descriptor) -> dict[str, FieldDescriptor]:
+    """The fields of `message` by JSON name (by proto name: its ``fields_by_name``)."""
+    return {fd.json_name: fd for fd in message.fields}
 
 
 @cache
 def _kind(fd: FieldDescriptor) -> str | None:
-    """The check that one value of `fd` (a map's value field, for a map) falls under."""
+    """The check that one value of `fd` (of a map value, for a map) falls under."""
+    if is_map(fd):
+        fd = cast(Descriptor, fd.message_type).fields_by_name["value"]
     name = fd.message_type.full_name if fd.message_type is not None else ""
     if name == "google.protobuf.Timestamp":
         return TIMESTAMPS
@@ -340,7 +343,7 @@ def mapping_problems(
         message = stack[-1][1]
         if not isinstance(value, dict):
             continue
-        by_json, by_name = _fields(message)
+        by_json = _by_json_name(message)
         for fd in message.fields:
             written = fd.json_name in value or fd.name in value
             if not fd.has_presence:
@@ -350,7 +353,7 @@ def mapping_problems(
             if written and fd.json_name != fd.name:
                 seen.add(CAMEL_CASE)
         for key, item in value.items():
-            found_fd = by_json.get(key) or by_name.get(key)
+            found_fd = by_json.get(key) or message.fields_by_name.get(key)
             if found_fd is None:
                 continue
             fd = found_fd
@@ -360,8 +363,7 @@ def mapping_problems(
                 fd.is_repeated and not isinstance(item, dict if is_map(fd) else list)
             ):
                 continue
-            target = cast(Descriptor, fd.message_type).fields_by_name["value"] if is_map(fd) else fd
-            kind = _kind(target)
+            kind = _kind(fd)
             inner = value_form(fd).message
             field_elements = elements(fd, item, join(path, key))
             # Well-known types have forms of their own, checked below or not at all.
@@ -464,7 +466,7 @@ def _decode(data: Any, response_type: type[Message], *, strict: bool) -> Message
     decoder's whole intermediate tree never stands beside the parsed answer (for 31.9 MiB of
     small elements, 310 MiB less at the peak). The same message, or the same error: that of the
     whole decode. Raises InvalidArgument."""
-    by_json, _ = _fields(cast(Descriptor, response_type.DESCRIPTOR))
+    by_json = _by_json_name(cast(Descriptor, response_type.DESCRIPTOR))
     long = []
     if isinstance(data, dict):
         for key, value in data.items():
@@ -592,9 +594,8 @@ def broken_requests(op: Operation, base: Message) -> Iterator[tuple[str, str, Me
 
 def unknown_field_name(descriptor: Descriptor) -> str:
     """A field name that `descriptor` does not know by either of its names."""
-    by_json, by_name = _fields(descriptor)
     name = "conformanceUnknownField"
-    while name in by_json or name in by_name:
+    while name in _by_json_name(descriptor) or name in descriptor.fields_by_name:
         name += "X"
     return name
 
@@ -604,7 +605,7 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
     how many names or values changed."""
     changed = 0
     out = {}
-    by_json, _ = _fields(descriptor)
+    by_json = _by_json_name(descriptor)
     for key, value in data.items():
         fd = by_json.get(key)
         if fd is None:
@@ -612,7 +613,6 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
             continue
         name = fd.name if proto else key
         changed += name != key
-        target = cast(Descriptor, fd.message_type).fields_by_name["value"] if is_map(fd) else fd
         inner = value_form(fd).message
         converted = {}
         for _, at, item in elements(fd, value, ""):
@@ -623,7 +623,7 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
             ):
                 item, count = _rewrite(item, inner, proto, numbers)
                 changed += count
-            elif numbers and _kind(target) == INT64_STRINGS and isinstance(item, str):
+            elif numbers and _kind(fd) == INT64_STRINGS and isinstance(item, str):
                 item = int(item)
                 changed += 1
             converted[at] = item
