@@ -235,7 +235,7 @@ def _limit(
 
 def _run_proxy(args: argparse.Namespace) -> int:
     from projectops.client import AsyncRawClient
-    from projectops.conformance._proxy import STAND_IN_KEY, Recording, Violation, create_proxy_app
+    from projectops.conformance._proxy import STAND_IN_KEY, Recording, ValidationProxy, Violation
 
     if args.base_url is not None:
         raise UsageError("--base-url does nothing for 'proxy': give the server with --upstream")
@@ -258,7 +258,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
         shown = violation.json_line() if args.json else violation.line()
         print(shown, file=sys.stdout if args.json else sys.stderr, flush=True)
 
-    app = create_proxy_app(
+    app = ValidationProxy(
         upstream,
         report=report,
         recording=recording if record else None,

@@ -56,8 +56,15 @@ from projectops.registry import REGISTRY, Operation, Registry
 from projectops.server import error_response, read_body
 from projectops.validation import REQUIRED_RULE, rule_violations, violations
 
-__all__ = ["JUDGING_WORKERS", "NOT_JUDGED", "STAND_IN_KEY", "Violation"]
-__all__ += ["Recording", "ValidationProxy", "create_proxy_app", "find_violations"]
+__all__ = [
+    "JUDGING_WORKERS",
+    "NOT_JUDGED",
+    "STAND_IN_KEY",
+    "Recording",
+    "ValidationProxy",
+    "Violation",
+    "find_violations",
+]
 
 #: The ``apiKey`` of the recorded fixtures' first project (then ``-2``, ``-3``, ...).
 STAND_IN_KEY = "recorded-key"
@@ -271,7 +278,11 @@ def _credential_parts(name: str, value: str) -> list[str]:
     if header_key(name) not in _CREDENTIALS or not value.strip():
         return []
     pairs = value.split(";")
-    parts = [*value.split(None, 1)[1:], *pairs, *(pair.partition("=")[2] for pair in pairs)]
+    parts = [
+        *value.split(None, 1)[1:],  # an Authorization token after its scheme
+        *pairs,  # a cookie
+        *(pair.partition("=")[2] for pair in pairs),  # a cookie's value
+    ]
     return [value.strip(), *(part.strip() for part in parts if len(part.strip()) >= 8)]
 
 
@@ -313,19 +324,12 @@ def _refused_target(path: str, target: str, base_url: str) -> str | None:
     return None
 
 
-def create_proxy_app(
-    upstream: AsyncRawClient,
-    *,
-    report: Callable[[Violation], None],
-    recording: Recording | None = None,
-    max_request_bytes: int = MAX_BODY_BYTES,
-    max_judged_bytes: int = MAX_JUDGED_BYTES,
-    workers: int = JUDGING_WORKERS,
-    max_calls: int = MAX_CALLS,
-    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
-    registry: Registry = REGISTRY,
-) -> ValidationProxy:
-    """The proxy's ASGI app (docs/conformance.md).
+class ValidationProxy:
+    """The validation proxy, an ASGI application beside the server adapter's
+    (docs/conformance.md): each call forwarded to the upstream as it came and answered with its
+    answer, then judged in a worker thread; at most `max_calls` HTTP calls in flight (counted on
+    the event loop's thread), one more answered 503 ``unavailable`` at once, its body unread,
+    ``Connection: close``. It answers every path and method.
 
     Args:
         upstream: the exchange every call is sent on through (the caller closes it); its
@@ -333,13 +337,13 @@ def create_proxy_app(
             ``max_connections`` must be `max_calls` at least: a call let in never waits for a
             pooled connection, so its ``timeout`` is the upstream's time alone.
         report: called with each drift, from the event loop's thread.
-        recording: where the 200 responses go (``None``: not recorded).
+        recording: where the 200 responses go (``None``, the default: not recorded).
         max_request_bytes: the largest request body forwarded, in bytes (default
             :data:`projectops.conventions.MAX_BODY_BYTES`); above it, 413 and nothing sent.
-        max_judged_bytes: the largest answer judged, in bytes; a larger one is forwarded and
-            one :data:`NOT_JUDGED` drift says so.
-        workers: threads that judge at once; a call that finds them busy and as many waiting
-            is not judged (one :data:`NOT_JUDGED` drift).
+        max_judged_bytes: the largest answer judged, in bytes (:data:`MAX_JUDGED_BYTES` by
+            default); a larger one is forwarded and one :data:`NOT_JUDGED` drift says so.
+        workers: threads that judge at once (:data:`JUDGING_WORKERS` by default); a call that
+            finds them busy and as many waiting is not judged (one :data:`NOT_JUDGED` drift).
         max_calls: calls in flight at most, from the request's head to the end of its judging
             (:data:`MAX_CALLS` by default); one more is answered 503 ``unavailable`` at once,
             its body not read, and the connection closed.
@@ -347,43 +351,6 @@ def create_proxy_app(
             trickles, then 408 ``deadline_exceeded`` and nothing is sent
             (:data:`projectops.conventions.DEFAULT_BODY_TIMEOUT` by default; ``None``: no limit).
         registry: the operations judged; :data:`projectops.registry.REGISTRY` by default.
-
-    Returns:
-        A :class:`ValidationProxy`, an ASGI app that answers every path and method.
-
-    Raises:
-        ValueError: `upstream` has fewer than `max_calls` connections.
-    """
-    return ValidationProxy(
-        upstream,
-        report=report,
-        recording=recording,
-        max_request_bytes=max_request_bytes,
-        max_judged_bytes=max_judged_bytes,
-        workers=workers,
-        max_calls=max_calls,
-        body_timeout=body_timeout,
-        registry=registry,
-    )
-
-
-class ValidationProxy:
-    """The validation proxy, an ASGI application beside the server adapter's
-    (docs/conformance.md): each call forwarded to the upstream as it came and answered with its
-    answer, then judged in a worker thread; at most `max_calls` HTTP calls in flight (counted on
-    the event loop's thread), one more answered 503 ``unavailable`` at once, its body unread,
-    ``Connection: close``. Made by :func:`create_proxy_app`, which gives each argument's default.
-
-    Args:
-        upstream: the exchange every call is sent on through (the caller closes it).
-        report: called with each drift, from the event loop's thread.
-        recording: where the 200 responses go (``None``: not recorded).
-        max_request_bytes: the largest request body forwarded, in bytes.
-        max_judged_bytes: the largest answer judged, in bytes.
-        workers: threads that judge at once.
-        max_calls: calls in flight at most, from the request's head to the end of its judging.
-        body_timeout: seconds a request body may take to arrive whole (``None``: no limit).
-        registry: the operations judged.
 
     Raises:
         ValueError: `upstream` has fewer than `max_calls` connections.
@@ -394,13 +361,13 @@ class ValidationProxy:
         upstream: AsyncRawClient,
         *,
         report: Callable[[Violation], None],
-        recording: Recording | None,
-        max_request_bytes: int,
-        max_judged_bytes: int,
-        workers: int,
-        max_calls: int,
-        body_timeout: float | None,
-        registry: Registry,
+        recording: Recording | None = None,
+        max_request_bytes: int = MAX_BODY_BYTES,
+        max_judged_bytes: int = MAX_JUDGED_BYTES,
+        workers: int = JUDGING_WORKERS,
+        max_calls: int = MAX_CALLS,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+        registry: Registry = REGISTRY,
     ) -> None:
         if upstream.max_connections < max_calls:
             raise ValueError(
@@ -454,8 +421,9 @@ class ValidationProxy:
         path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
         query = request.scope["query_string"].decode("latin-1")
         headers = request.headers.items()
-        # Every header a server could read as the key, and the other credentials sent.
-        keys = [v.strip() for k, v in headers if header_key(k) == _KEY_HEADER and v.strip()]
+        # The first header a server could read as the key, and every credential sent.
+        keys = (v.strip() for k, v in headers if header_key(k) == _KEY_HEADER and v.strip())
+        key = next(keys, "")
         secrets = [part for k, v in headers for part in _credential_parts(k, v)]
         target = path + (f"?{query}" if query else "")
         refused = _refused_target(path, target, self._upstream.base_url)
@@ -497,7 +465,6 @@ class ValidationProxy:
         # The response goes out first; judging it (and the request) follows, in a worker.
         task = None
         if op is not None:
-            key = keys[0] if keys else ""
             task = BackgroundTask(self._judge, op, body, answer.status, answer.body, key, secrets)
         response = Response(answer.body, answer.status, background=task)
         response.raw_headers = [
