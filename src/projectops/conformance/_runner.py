@@ -70,7 +70,8 @@ class DeadlinePassed(BudgetSpent):
 @dataclass
 class Probe:
     """One request and what came back: `status` (``None``: no response, `problem` says why),
-    lower-cased `headers` (repeats joined), `excerpt` (outside text, key redacted)."""
+    `headers` found by their lower-cased names (repeats joined), `excerpt` (outside text, key
+    redacted)."""
 
     sent: str
     status: int | None = None
@@ -185,6 +186,8 @@ class RunClient:
             BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
             DeadlinePassed: the deadline passed before the request or its whole response.
         """
+        import httpx2
+
         from projectops.client import ResponseTimedOut, ServiceUnreachable
 
         if self.count >= MAX_REQUESTS:
@@ -213,20 +216,18 @@ class RunClient:
         except ServiceUnreachable as exc:
             probe.problem = outside_text(str(exc), 300)  # the key redacted by the client
             return probe, b""
-        values: dict[str, list[str]] = {}
-        for name, value in answer.headers:  # linear in their number, one name repeated too
-            values.setdefault(name.lower(), []).append(value)
-        joined = {name: ", ".join(found) for name, found in values.items()}
-        probe.headers = joined
+        # Looked up in any case, a repeated name's values joined (in time linear in their
+        # number); Latin-1, as the client decoded them.
+        probe.headers = httpx2.Headers(answer.headers, encoding="latin-1")
         probe.truncated = answer.truncated
-        encoding = joined.get("content-encoding", "identity").strip().lower()
+        encoding = probe.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             probe.problem = f"Content-Encoding {outside_text(encoding, 40)} not asked for"
             return probe, b""
         probe.status = answer.status
         # All of the (capped) body: outside_text's note then counts every character cut.
         text = answer.body.decode("utf-8", "replace")
-        probe.excerpt = outside_text(text, _RESPONSE_CHARS, [self._key])
+        probe.excerpt = self.shown(text, _RESPONSE_CHARS)
         if answer.truncated:
             probe.excerpt += f" [{len(answer.body):,} bytes or more]"
         return probe, answer.body
