@@ -22,7 +22,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops._text import cut_to_width
-from projectops._wire import elements, is_map, join, value_form
+from projectops._wire import INT_TYPES_64, elements, is_map, join, value_form
 from projectops.codec import from_json, parse_json, read_error_body, to_dict
 from projectops.error_cases import ERROR_CASES
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
@@ -31,17 +31,34 @@ from projectops.rules import cel_rules, rule_kind
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import BLANK, is_required, rule_violations
 
-__all__ = ["BLANK_TRIES", "CHECKS", "DECODES", "ERRORS", "JSON_CHECKS", "CheckSpec", "Verdict"]
-__all__ += [
+__all__ = [
+    "ABSENT",
+    "BLANK_TRIES",
+    "CAMEL_CASE",
+    "CHECKS",
+    "DECODES",
+    "ENUM_NAMES",
+    "ERRORS",
+    "INT64_STRINGS",
+    "JSON_CHECKS",
+    "RULES",
+    "TIMESTAMPS",
+    "ZERO_VALUES",
+    "CheckSpec",
+    "Problem",
+    "Verdict",
+    "broken_requests",
+    "decode_problem",
     "error_problem",
     "int64_as_numbers",
     "judge_response",
     "mapping_problems",
     "proto_names",
+    "required_fields",
+    "response_differences",
+    "rfc3339_utc",
+    "unknown_field_name",
 ]
-__all__ += ["broken_requests", "required_fields", "rfc3339_utc", "unknown_field_name"]
-__all__ += ["CAMEL_CASE", "ENUM_NAMES", "INT64_STRINGS", "RULES", "TIMESTAMPS", "ZERO_VALUES"]
-__all__ += ["ABSENT", "Problem", "decode_problem", "response_differences"]
 
 #: How binding a check is: ``must`` (the contract) or ``should`` (this package's design).
 Level = Literal["must", "should"]
@@ -280,9 +297,6 @@ ENUM_NAMES = "json.enum-names"
 TIMESTAMPS = "json.timestamps"
 ZERO_VALUES = "json.zero-values"
 JSON_CHECKS = (CAMEL_CASE, INT64_STRINGS, ENUM_NAMES, TIMESTAMPS, ZERO_VALUES)
-_INT64_TYPES = {
-    getattr(FieldDescriptor, f"TYPE_{t}") for t in "INT64 UINT64 SINT64 FIXED64 SFIXED64".split()
-}
 # ASCII digits only (\d matches any script's); 0, 3, 6 or 9 fraction digits.
 _RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.([0-9]{3}){1,3})?Z")
 _INT64_WRAPPERS = frozenset({"google.protobuf.Int64Value", "google.protobuf.UInt64Value"})
@@ -307,7 +321,7 @@ def _kind(fd: FieldDescriptor) -> str | None:
     name = fd.message_type.full_name if fd.message_type is not None else ""
     if name == "google.protobuf.Timestamp":
         return TIMESTAMPS
-    if name in _INT64_WRAPPERS or (fd.message_type is None and fd.type in _INT64_TYPES):
+    if name in _INT64_WRAPPERS or fd.type in INT_TYPES_64:
         return INT64_STRINGS
     if fd.enum_type is not None and fd.enum_type.full_name != "google.protobuf.NullValue":
         return ENUM_NAMES
@@ -344,19 +358,19 @@ def mapping_problems(
         if not isinstance(value, dict):
             continue
         by_json = _by_json_name(message)
-        for fd in message.fields:
-            written = fd.json_name in value or fd.name in value
-            if not fd.has_presence:
+        for declared in message.fields:
+            json_name = declared.json_name
+            written = json_name in value or declared.name in value
+            if not declared.has_presence:
                 seen.add(ZERO_VALUES)
                 if not written:
-                    note(ZERO_VALUES, join(path, fd.json_name), "not written (it has no presence)")
-            if written and fd.json_name != fd.name:
+                    note(ZERO_VALUES, join(path, json_name), "not written (it has no presence)")
+            if written and json_name != declared.name:
                 seen.add(CAMEL_CASE)
         for key, item in value.items():
-            found_fd = by_json.get(key) or message.fields_by_name.get(key)
-            if found_fd is None:
+            fd = by_json.get(key) or message.fields_by_name.get(key)
+            if fd is None:
                 continue
-            fd = found_fd
             if key != fd.json_name:
                 note(CAMEL_CASE, join(path, key), f"written {key!r}, not {fd.json_name!r}")
             if item is None or (
@@ -558,7 +572,10 @@ def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:
 _BREAK: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(("max_len", "len", "max_bytes"), lambda n: "x" * (min(n, 2**20) + 1)),
     **dict.fromkeys(("min_len", "min_bytes"), lambda n: "x" * (n - 1)),
-    **{"gt": lambda v: v, "lt": lambda v: v, "gte": lambda v: v - 1, "lte": lambda v: v + 1},
+    "gt": lambda v: v,
+    "lt": lambda v: v,
+    "gte": lambda v: v - 1,
+    "lte": lambda v: v + 1,
     "not_in": lambda v: v[0],
     "pattern": lambda p: next(t for t in ("", "~", "x", "0") if not re.search(p, t)),
 }
@@ -604,13 +621,10 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
     """`data` with proto field names (`proto`) and 64-bit integers as numbers (`numbers`); and
     how many names or values changed."""
     changed = 0
-    out = {}
+    out: dict[str, Any] = {}
     by_json = _by_json_name(descriptor)
     for key, value in data.items():
-        fd = by_json.get(key)
-        if fd is None:
-            out[key] = value
-            continue
+        fd = by_json[key]  # `data` is to_dict's: only the fields' JSON names
         name = fd.name if proto else key
         changed += name != key
         inner = value_form(fd).message
