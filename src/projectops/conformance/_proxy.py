@@ -21,7 +21,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -113,7 +113,7 @@ class Violation:
 
     def json_line(self) -> str:
         """The drift as one line of JSON (ASCII), its fields by name."""
-        return json.dumps(asdict(self), ensure_ascii=True)
+        return json.dumps(asdict(self))  # ensure_ascii by default
 
 
 def find_violations(
@@ -286,10 +286,9 @@ def _credential_parts(name: str, value: str) -> list[str]:
     return [value.strip(), *(part.strip() for part in parts if len(part.strip()) >= 8)]
 
 
-def _end_to_end(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+def _end_to_end(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """`headers` without those of one connection: the hop-by-hop ones and the ones a
     ``Connection`` header names (RFC 9110 §7.6.1), in any spelling."""
-    headers = list(headers)
     dropped = set(_HOP_BY_HOP)
     for name, value in headers:
         if header_key(name) == "connection":
@@ -379,7 +378,6 @@ class ValidationProxy:
         self._recording = recording
         self._max_request_bytes = max_request_bytes
         self._max_judged_bytes = max_judged_bytes
-        self._workers = workers
         self._max_calls = max_calls
         self._body_timeout = body_timeout
         self._by_path = {op.path: op for op in registry.operations()}
@@ -390,7 +388,7 @@ class ValidationProxy:
         self._waiting = 0
         # HTTP calls in flight, from the request's head to the end of its judging.
         self._calls = 0
-        route = Route("/{path:path}", self._forward, methods=list(_METHODS))
+        route = Route("/{path:path}", self._forward, methods=_METHODS)
         self._router = Starlette(routes=[route])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -441,8 +439,7 @@ class ValidationProxy:
                 timeout=self._body_timeout,
             )
         except DeadlineExceeded as late:  # the caller's lateness: 408, as the adapter responses it
-            case = BODY_TIMED_OUT
-            return error_response(late, case.http_status, case.headers)
+            return error_response(late, BODY_TIMED_OUT.http_status, BODY_TIMED_OUT.headers)
         except ApiError as exc:  # 413, as the server adapter responses it
             return error_response(exc)
         except ClientDisconnect:  # the caller left before its request was whole: no one to answer
@@ -477,7 +474,7 @@ class ValidationProxy:
         self, op: Operation, body: bytes, status: int, answer: bytes, key: str, secrets: list[str]
     ) -> None:
         """Judge one forwarded call in a worker thread, after its response went out."""
-        if self._waiting >= 2 * self._workers:
+        if self._waiting >= 2 * self._judges.total_tokens:
             busy = f"{self._waiting} calls are being judged or waiting for it"
             self._report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
             self._left_out(status)
