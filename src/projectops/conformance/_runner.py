@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
+import httpx2
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
@@ -30,6 +31,7 @@ import projectops
 from projectops import conventions, error_cases, registry
 from projectops._generate import generate
 from projectops._text import escape, outside_text
+from projectops.client import RawClient, ResponseTimedOut, ServiceUnreachable
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue, _report
 from projectops.conformance._report import (
@@ -43,9 +45,6 @@ from projectops.conformance._report import (
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 from projectops.fixtures import FixtureProject
 from projectops.registry import Operation
-
-if TYPE_CHECKING:
-    import httpx2
 
 __all__ = ["MAX_FIXTURE_REQUESTS", "run_checks"]
 
@@ -106,8 +105,6 @@ class RunClient:
         run_deadline: float | None = None,
         max_judged_bytes: int = _report.MAX_JUDGED_BYTES,
     ) -> None:
-        from projectops.client import RawClient
-
         self._key = api_key
         self._timeout = timeout
         self._run_deadline = run_deadline
@@ -186,10 +183,6 @@ class RunClient:
             BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
             DeadlinePassed: the deadline passed before the request or its whole response.
         """
-        import httpx2
-
-        from projectops.client import ResponseTimedOut, ServiceUnreachable
-
         if self.count >= MAX_REQUESTS:
             raise BudgetSpent
         self.check_deadline()
