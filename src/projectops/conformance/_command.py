@@ -43,8 +43,13 @@ if TYPE_CHECKING:
 
     from projectops.fixtures import FixtureProject
 
-__all__ = ["DEFAULT_PORT", "MAX_RECORDED_BYTES", "MAX_RECORDED_RESPONSES", "command"]
-__all__ += ["proxy_command"]
+__all__ = [
+    "DEFAULT_PORT",
+    "MAX_RECORDED_BYTES",
+    "MAX_RECORDED_RESPONSES",
+    "command",
+    "proxy_command",
+]
 
 #: The proxy's, beside the mock server's.
 DEFAULT_PORT = 8788
@@ -229,8 +234,13 @@ def _limit(
     parser: argparse.ArgumentParser, flag: str, default: int, what: str, metavar: str = "BYTES"
 ) -> None:
     """Add `flag`, a whole number that defaults to `default`, helped by `what`."""
-    help_text = f"{what}; default: %(default)s"
-    parser.add_argument(flag, metavar=metavar, type=whole_number, default=default, help=help_text)
+    parser.add_argument(
+        flag,
+        metavar=metavar,
+        type=whole_number,
+        default=default,
+        help=f"{what}; default: %(default)s",
+    )
 
 
 def _run_proxy(args: argparse.Namespace) -> int:
@@ -269,8 +279,13 @@ def _run_proxy(args: argparse.Namespace) -> int:
     )
     where = f"listening on {listen_url(sock)}, forwarding to {shown_url(base_url)}"
     print(f"projectops proxy {where}", file=sys.stderr, flush=True)
-    drain = args.drain_timeout
-    started = serve_app(app, sock, drain_timeout=drain, server_header=False, date_header=False)
+    started = serve_app(
+        app,
+        sock,
+        drain_timeout=args.drain_timeout,
+        server_header=False,
+        date_header=False,
+    )
     if record is not None:
         _write_file("--record", record, recording.write)
         left_out = ""
@@ -280,7 +295,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
                 "an answer that echoed a credential, or one over --record-max-responses or "
                 "--record-max-bytes)"
             )
-        if recording.count == 0 and not recording.left_out:  # say why the file is empty
+        elif recording.count == 0:  # say why the file is empty
             left_out = (
                 "; no 200 answer of an operation came through the proxy (only those are "
                 "recorded: error answers and other paths are not)"
