@@ -161,8 +161,7 @@ class RunClient:
             if status == 200:
                 check = _catalogue.DECODES
             why = f"not judged: judging failed ({type(failed[0]).__name__}: {failed[0]})"
-            failure = _catalogue.Problem(None, why)
-            return _catalogue.Verdict(problems={check: [failure]}, examined={check})
+            return _catalogue.Verdict(problems={check: [_catalogue.Problem(None, why)]})
         if not done:
             raise DeadlinePassed
         return done[0]
@@ -219,8 +218,7 @@ class RunClient:
             return probe, b""
         probe.status = answer.status
         # All of the (capped) body: outside_text's note then counts every character cut.
-        text = answer.body.decode("utf-8", "replace")
-        probe.excerpt = self.shown(text, _RESPONSE_CHARS)
+        probe.excerpt = self.shown(answer.body.decode("utf-8", "replace"), _RESPONSE_CHARS)
         if answer.truncated:
             probe.excerpt += f" [{len(answer.body):,} bytes or more]"
         return probe, answer.body
@@ -266,7 +264,6 @@ _HELD = {
     _catalogue.ZERO_VALUES: "a field without presence",
     _catalogue.ERRORS: "",
 }
-_UNAUTHORIZED = error_cases.UNAUTHENTICATED.http_status
 _MALFORMED = error_cases.MALFORMED_BODY.http_status
 _MISSING = error_cases.MISSING_REQUIRED.http_status
 _INVALID = str(error_cases.MISSING_REQUIRED.code)
@@ -408,7 +405,7 @@ class _OperationRun:
 
     def _unauthorized(self, body: bytes, key: KeyUse) -> _Outcome:
         """Whether `body` sent without the key, or with a wrong one, gets 401."""
-        return self._status(self._post(body, key=key)[0], _UNAUTHORIZED)
+        return self._status(self._post(body, key=key)[0], error_cases.UNAUTHENTICATED.http_status)
 
     def run(self) -> list[CheckResult]:
         sample = to_json(self._good[0][0]).encode()
@@ -509,9 +506,9 @@ class _OperationRun:
                     ("blank", {**rest, fd.json_name: blank}) for blank in _catalogue.BLANK_TRIES
                 ]
             for how, data in variants:
-                label = f"{fd.json_name} {how}"
-                body = json.dumps(data).encode()
-                refusal = self._invalid(label, fd.json_name, body)
+                refusal = self._invalid(
+                    f"{fd.json_name} {how}", fd.json_name, json.dumps(data).encode()
+                )
                 if refusal.refused.status == "failed":
                     failures.append(refusal.refused.detail)
                 if refusal.named is _PASS:
@@ -586,8 +583,7 @@ class _OperationRun:
                 continue
             compared = True
             if probe.status != 200 or verdict is None or verdict.message is None:
-                failures += [f"expected 200 and a {self._op.response_type.__name__}"]
-                failures.append(probe.shown())
+                failures += [f"expected 200 and a {self._op.response_type.__name__}", probe.shown()]
             elif verdict.message != expected:
                 failures.append(self._differs(probe, expected, verdict.message))
         if compared:
