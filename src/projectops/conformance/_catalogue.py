@@ -22,7 +22,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops._text import cut_to_width
-from projectops._wire import INT_TYPES_64, elements, is_map, join, value_form
+from projectops._wire import INT_TYPES_64, elements, is_map, join, shape, value_form
 from projectops.codec import from_json, parse_json, read_error_body, to_dict
 from projectops.error_cases import ERROR_CASES
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
@@ -329,14 +329,13 @@ def _kind(fd: FieldDescriptor) -> str | None:
 
 
 def mapping_problems(
-    data: Any, descriptor: Descriptor, examined: set[str] | None = None
+    data: Any, descriptor: Descriptor, examined: set[str]
 ) -> dict[str, list[Problem]]:
     """Check id of :data:`JSON_CHECKS` (each present) -> up to :data:`MAX_PROBLEMS` problems
     (each a field path and what) of the parsed JSON `data` of a `descriptor` message. Unknown
     keys (§3.3) and wrong JSON types (the decoder's) are skipped. `examined` gets the ids `data`
     held something for."""
     found: dict[str, list[Problem]] = {check: [] for check in JSON_CHECKS}
-    seen = set() if examined is None else examined
 
     def note(check: str, path: str, what: str) -> None:
         if len(found[check]) < MAX_PROBLEMS:
@@ -362,11 +361,11 @@ def mapping_problems(
             json_name = declared.json_name
             written = json_name in value or declared.name in value
             if not declared.has_presence:
-                seen.add(ZERO_VALUES)
+                examined.add(ZERO_VALUES)
                 if not written:
                     note(ZERO_VALUES, join(path, json_name), "not written (it has no presence)")
             if written and json_name != declared.name:
-                seen.add(CAMEL_CASE)
+                examined.add(CAMEL_CASE)
         for key, item in value.items():
             fd = by_json.get(key) or message.fields_by_name.get(key)
             if fd is None:
@@ -387,7 +386,7 @@ def mapping_problems(
                 continue
             for element_path, _, element in field_elements:
                 if kind is not None and element is not None:
-                    seen.add(kind)
+                    examined.add(kind)
                     if kind == TIMESTAMPS:
                         bad = isinstance(element, str) and not rfc3339_utc(element)
                     else:
@@ -485,7 +484,7 @@ def _decode(data: Any, response_type: type[Message], *, strict: bool) -> Message
     if isinstance(data, dict):
         for key, value in data.items():
             fd = by_json.get(key)
-            if fd is None or fd.message_type is None or is_map(fd) or not fd.is_repeated:
+            if fd is None or fd.message_type is None or shape(fd) != "list":
                 continue
             if not isinstance(value, list) or len(value) <= _SLICE:
                 continue
