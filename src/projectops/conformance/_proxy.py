@@ -206,15 +206,15 @@ class Recording:
         response: Message,
         credentials: Sequence[str] = (),
     ) -> None:
-        """Keep the 200 response `response` of `op` to `request`, sent with `key` (the project)
-        and `credentials` (every credential the caller sent, `key` included: a response that
-        echoes one is left out). `request` keeps REQUIRED and the rules: the caller judged it,
-        as the mock could not serve it otherwise. Thread-safe."""
+        """Keep the 200 response `response` of `op` to `request`, sent with `key` (the project: the
+        key header's value, stripped) and `credentials` (every credential the caller sent, `key`
+        included: a response that echoes one is left out). `request` keeps REQUIRED and the
+        rules: the caller judged it, as the mock could not serve it otherwise. Thread-safe."""
         entry = {"request": to_dict(request), "response": to_dict(response)}
         text = dump(entry)
         size = len(text.encode())
         wanted = request_key(request)
-        hashed = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
+        hashed = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         echoed = redact_secrets(text, [key, *credentials], REDACTED) != text
         with self._lock:
             answers = self._projects.get(hashed, {}).get(op.name, {})
@@ -483,8 +483,7 @@ class ValidationProxy:
         # Over the limit, the response is not judged; the request still is: --max-request-bytes
         # bound it.
         if len(answer) > self._max_judged_bytes:
-            limit = self._max_judged_bytes
-            why = f"the answer is {len(answer):,} bytes, over the {limit:,} judged"
+            why = f"the answer is {len(answer):,} bytes, over the {self._max_judged_bytes:,} judged"
             self._report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {why}"))
             judged = None
         self._waiting += 1
