@@ -16,6 +16,8 @@ from projectops.conformance._report import (
     MAX_CALLS,
     MAX_JUDGED_BYTES,
     MAX_REQUESTS,
+    junit_xml,
+    write_report,
 )
 from projectops.conventions import (
     API_KEY_ENV,
@@ -134,7 +136,6 @@ def _run(args: argparse.Namespace, transport: httpx2.BaseTransport | None = None
     base_url = args.base_url or os.environ.get(BASE_URL_ENV)
     if not base_url:
         raise UsageError(f"no server to check: give --base-url URL or set {BASE_URL_ENV}")
-    from projectops.conformance._report import junit_xml, write_report
     from projectops.conformance._runner import run_checks
     from projectops.registry import UnknownOperationError, operation
 
