@@ -16,7 +16,7 @@ from starlette.routing import Route
 from projectops.client import AsyncRawClient
 from projectops.codec import to_json
 from projectops.conformance import CHECKS, run_checks
-from projectops.conformance._proxy import Violation, create_proxy_app
+from projectops.conformance._proxy import ValidationProxy, Violation
 from projectops.conventions import API_KEY_HEADER
 from projectops.mock import MockProject, create_mock_app, generate
 from tests.kinds.v1 import kinds_client
@@ -58,7 +58,7 @@ def _through_proxy(upstream: Any, calls: list[tuple[str, bytes]]) -> tuple[list[
     async def main() -> list[int]:
         transport = httpx2.ASGITransport(upstream)
         forward = AsyncRawClient("http://upstream", timeout=10, transport=transport)
-        app = create_proxy_app(forward, report=drifts.append, registry=REGISTRY)
+        app = ValidationProxy(forward, report=drifts.append, registry=REGISTRY)
         statuses = []
         async with httpx2.AsyncClient(
             transport=httpx2.ASGITransport(app), base_url="http://p"

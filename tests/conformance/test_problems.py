@@ -66,7 +66,7 @@ def test_a_mapping_problem_names_its_field_by_path() -> None:
         descriptor = cast(Descriptor, op.response_type.DESCRIPTOR)
         for fd in descriptor.fields:
             if fd.name != fd.json_name:
-                found = _catalogue.mapping_problems({fd.name: None}, descriptor)
+                found = _catalogue.mapping_problems({fd.name: None}, descriptor, set())
                 [problem] = found[_catalogue.CAMEL_CASE]
                 assert problem.path == fd.name
                 assert problem.what == f"written {fd.name!r}, not {fd.json_name!r}"

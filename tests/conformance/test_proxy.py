@@ -38,8 +38,8 @@ from projectops.conformance._catalogue import required_fields
 from projectops.conformance._proxy import (
     STAND_IN_KEY,
     Recording,
+    ValidationProxy,
     Violation,
-    create_proxy_app,
     find_violations,
 )
 from projectops.conventions import API_KEY_HEADER, MAX_BODY_BYTES
@@ -125,7 +125,7 @@ def _call(
         forward = AsyncRawClient(
             "http://upstream", timeout=timeout, max_response_bytes=cap, transport=transport
         )
-        app = create_proxy_app(forward, report=drifts.append, recording=recording)
+        app = ValidationProxy(forward, report=drifts.append, recording=recording)
         via: list[Got] = []
         straight: list[Got] = []
         async with (
@@ -505,7 +505,7 @@ def test_an_answer_over_the_cap_is_503_and_a_late_one_504() -> None:
             max_response_bytes=CAP,
             transport=httpx2.ASGITransport(slow),
         )
-        app = create_proxy_app(forward, report=drifts.append)
+        app = ValidationProxy(forward, report=drifts.append)
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app)) as client:
             return await client.post(f"http://p{op.path}", content=b"{}")
 
@@ -518,7 +518,7 @@ def test_an_upstream_that_cannot_be_reached_is_503(dead_url: str, no_proxy_in_en
 
     async def main() -> httpx2.Response:
         forward = AsyncRawClient(dead_url, timeout=TIMEOUT, max_response_bytes=CAP)
-        app = create_proxy_app(forward, report=lambda _: None)
+        app = ValidationProxy(forward, report=lambda _: None)
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app)) as client:
             return await client.post(f"http://p{op.path}", content=b"{}")
 
@@ -534,7 +534,7 @@ def test_the_dead_upstreams_log_line_redacts_the_key(
 
     async def main() -> httpx2.Response:
         forward = AsyncRawClient(dead_url, timeout=TIMEOUT, max_response_bytes=CAP)
-        app = create_proxy_app(forward, report=lambda _: None)
+        app = ValidationProxy(forward, report=lambda _: None)
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app)) as client:
             headers = {API_KEY_HEADER: KEY}
             return await client.post(f"http://p{target}", content=b"{}", headers=headers)
@@ -564,7 +564,7 @@ def test_a_body_over_the_limit_is_413_and_not_forwarded() -> None:
 
 def test_a_caller_that_leaves_in_the_middle_of_its_body_raises_nothing() -> None:
     op = projectops.operations()[0]
-    app = create_proxy_app(AsyncRawClient("http://127.0.0.1:9"), report=lambda _: None)
+    app = ValidationProxy(AsyncRawClient("http://127.0.0.1:9"), report=lambda _: None)
     events = [
         {"type": "http.request", "body": b"{", "more_body": True},
         {"type": "http.disconnect"},
@@ -619,7 +619,7 @@ def test_headers_go_through_as_they_came_both_ways() -> None:
             max_response_bytes=CAP,
             transport=httpx2.ASGITransport(watching(upstream, "upstream")),
         )
-        app = watching(create_proxy_app(forward, report=lambda _: None), "proxy")
+        app = watching(ValidationProxy(forward, report=lambda _: None), "proxy")
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app)) as client:
             body = to_json(answer.request).encode()
             return await client.post(f"http://p{op.path}", content=body, headers=headers)
@@ -667,7 +667,7 @@ def test_hop_by_hop_headers_are_dropped_both_ways(name: str) -> None:
         forward = AsyncRawClient(
             "http://upstream", timeout=TIMEOUT, max_response_bytes=CAP, transport=transport
         )
-        app = create_proxy_app(forward, report=lambda _: None)
+        app = ValidationProxy(forward, report=lambda _: None)
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app)) as client:
             body = to_json(answer.request).encode()
             headers = {API_KEY_HEADER: KEY, **hop}
@@ -687,7 +687,7 @@ def test_on_real_sockets_it_answers_as_the_upstream(no_proxy_in_env: Any) -> Non
     drifts: list[Violation] = []
     with serving(_mock()) as upstream_url:
         forward = AsyncRawClient(upstream_url, timeout=TIMEOUT, max_response_bytes=CAP)
-        with serving(create_proxy_app(forward, report=drifts.append)) as proxy_url:
+        with serving(ValidationProxy(forward, report=drifts.append)) as proxy_url:
             answers = {}
             for url in (upstream_url, proxy_url):
                 with httpx2.Client(base_url=url, timeout=TIMEOUT) as client:
@@ -884,8 +884,8 @@ def test_an_upstream_client_with_fewer_connections_than_max_calls_is_refused() -
     # (issue 39, item 3): the proxy says so when it is made, not as a 504 later.
     client = AsyncRawClient("http://127.0.0.1:9", max_connections=2)
     with pytest.raises(ValueError, match="max_calls"):
-        create_proxy_app(client, report=lambda violation: None, max_calls=3)
-    create_proxy_app(client, report=lambda violation: None, max_calls=2)  # as many: taken
+        ValidationProxy(client, report=lambda violation: None, max_calls=3)
+    ValidationProxy(client, report=lambda violation: None, max_calls=2)  # as many: taken
 
 
 def test_a_call_past_max_calls_in_flight_is_503_at_once_and_the_next_is_let_in() -> None:
@@ -904,7 +904,7 @@ def test_a_call_past_max_calls_in_flight_is_503_at_once_and_the_next_is_let_in()
         upstream = Starlette(routes=[Route("/{path:path}", held, methods=["GET"])])
         transport = httpx2.ASGITransport(upstream)
         forward = AsyncRawClient("http://upstream", timeout=TIMEOUT, transport=transport)
-        app = create_proxy_app(forward, report=lambda violation: None, max_calls=1)
+        app = ValidationProxy(forward, report=lambda violation: None, max_calls=1)
         client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app), base_url="http://p")
 
         async def first() -> None:

@@ -29,9 +29,18 @@ _NAMES = {
 }
 _WHERE = modules_by_name(_NAMES)
 
-__all__ = ["CHECKS", "SKIP_REASONS", "CheckResult", "CheckSpec", "FieldDifference", "Report"]
-__all__ += ["command", "proxy_command"]
-__all__ += ["run_checks", "write_report"]
+__all__ = [
+    "CHECKS",
+    "SKIP_REASONS",
+    "CheckResult",
+    "CheckSpec",
+    "FieldDifference",
+    "Report",
+    "command",
+    "proxy_command",
+    "run_checks",
+    "write_report",
+]
 
 if not TYPE_CHECKING:
     __getattr__ = lazy_attributes(__name__, _WHERE, extra="client")

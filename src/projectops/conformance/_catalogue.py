@@ -22,7 +22,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops._text import cut_to_width
-from projectops._wire import elements, is_map, join, value_form
+from projectops._wire import INT_TYPES_64, elements, is_map, join, shape, value_form
 from projectops.codec import from_json, parse_json, read_error_body, to_dict
 from projectops.error_cases import ERROR_CASES
 from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
@@ -31,17 +31,34 @@ from projectops.rules import cel_rules, rule_kind
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import BLANK, is_required, rule_violations
 
-__all__ = ["BLANK_TRIES", "CHECKS", "DECODES", "ERRORS", "JSON_CHECKS", "CheckSpec", "Verdict"]
-__all__ += [
+__all__ = [
+    "ABSENT",
+    "BLANK_TRIES",
+    "CAMEL_CASE",
+    "CHECKS",
+    "DECODES",
+    "ENUM_NAMES",
+    "ERRORS",
+    "INT64_STRINGS",
+    "JSON_CHECKS",
+    "RULES",
+    "TIMESTAMPS",
+    "ZERO_VALUES",
+    "CheckSpec",
+    "Problem",
+    "Verdict",
+    "broken_requests",
+    "decode_problem",
     "error_problem",
     "int64_as_numbers",
     "judge_response",
     "mapping_problems",
     "proto_names",
+    "required_fields",
+    "response_differences",
+    "rfc3339_utc",
+    "unknown_field_name",
 ]
-__all__ += ["broken_requests", "required_fields", "rfc3339_utc", "unknown_field_name"]
-__all__ += ["CAMEL_CASE", "ENUM_NAMES", "INT64_STRINGS", "RULES", "TIMESTAMPS", "ZERO_VALUES"]
-__all__ += ["ABSENT", "Problem", "decode_problem", "response_differences"]
 
 #: How binding a check is: ``must`` (the contract) or ``should`` (this package's design).
 Level = Literal["must", "should"]
@@ -280,9 +297,6 @@ ENUM_NAMES = "json.enum-names"
 TIMESTAMPS = "json.timestamps"
 ZERO_VALUES = "json.zero-values"
 JSON_CHECKS = (CAMEL_CASE, INT64_STRINGS, ENUM_NAMES, TIMESTAMPS, ZERO_VALUES)
-_INT64_TYPES = {
-    getattr(FieldDescriptor, f"TYPE_{t}") for t in "INT64 UINT64 SINT64 FIXED64 SFIXED64".split()
-}
 # ASCII digits only (\d matches any script's); 0, 3, 6 or 9 fraction digits.
 _RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.([0-9]{3}){1,3})?Z")
 _INT64_WRAPPERS = frozenset({"google.protobuf.Int64Value", "google.protobuf.UInt64Value"})
@@ -294,17 +308,20 @@ _WHAT = {
 
 
 @cache
-def _fields(message: Descriptor) -> tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]:
-    return {fd.json_name: fd for fd in message.fields}, {fd.name: fd for fd in message.fields}
+def _by_json_name(message: Descriptor) -> dict[str, FieldDescriptor]:
+    """The fields of `message` by JSON name (by proto name: its ``fields_by_name``)."""
+    return {fd.json_name: fd for fd in message.fields}
 
 
 @cache
 def _kind(fd: FieldDescriptor) -> str | None:
-    """The check that one value of `fd` (a map's value field, for a map) falls under."""
+    """The check that one value of `fd` (of a map value, for a map) falls under."""
+    if is_map(fd):
+        fd = cast(Descriptor, fd.message_type).fields_by_name["value"]
     name = fd.message_type.full_name if fd.message_type is not None else ""
     if name == "google.protobuf.Timestamp":
         return TIMESTAMPS
-    if name in _INT64_WRAPPERS or (fd.message_type is None and fd.type in _INT64_TYPES):
+    if name in _INT64_WRAPPERS or fd.type in INT_TYPES_64:
         return INT64_STRINGS
     if fd.enum_type is not None and fd.enum_type.full_name != "google.protobuf.NullValue":
         return ENUM_NAMES
@@ -312,14 +329,13 @@ def _kind(fd: FieldDescriptor) -> str | None:
 
 
 def mapping_problems(
-    data: Any, descriptor: Descriptor, examined: set[str] | None = None
+    data: Any, descriptor: Descriptor, examined: set[str]
 ) -> dict[str, list[Problem]]:
     """Check id of :data:`JSON_CHECKS` (each present) -> up to :data:`MAX_PROBLEMS` problems
     (each a field path and what) of the parsed JSON `data` of a `descriptor` message. Unknown
     keys (§3.3) and wrong JSON types (the decoder's) are skipped. `examined` gets the ids `data`
     held something for."""
     found: dict[str, list[Problem]] = {check: [] for check in JSON_CHECKS}
-    seen = set() if examined is None else examined
 
     def note(check: str, path: str, what: str) -> None:
         if len(found[check]) < MAX_PROBLEMS:
@@ -340,28 +356,27 @@ def mapping_problems(
         message = stack[-1][1]
         if not isinstance(value, dict):
             continue
-        by_json, by_name = _fields(message)
-        for fd in message.fields:
-            written = fd.json_name in value or fd.name in value
-            if not fd.has_presence:
-                seen.add(ZERO_VALUES)
+        by_json = _by_json_name(message)
+        for declared in message.fields:
+            json_name = declared.json_name
+            written = json_name in value or declared.name in value
+            if not declared.has_presence:
+                examined.add(ZERO_VALUES)
                 if not written:
-                    note(ZERO_VALUES, join(path, fd.json_name), "not written (it has no presence)")
-            if written and fd.json_name != fd.name:
-                seen.add(CAMEL_CASE)
+                    note(ZERO_VALUES, join(path, json_name), "not written (it has no presence)")
+            if written and json_name != declared.name:
+                examined.add(CAMEL_CASE)
         for key, item in value.items():
-            found_fd = by_json.get(key) or by_name.get(key)
-            if found_fd is None:
+            fd = by_json.get(key) or message.fields_by_name.get(key)
+            if fd is None:
                 continue
-            fd = found_fd
             if key != fd.json_name:
                 note(CAMEL_CASE, join(path, key), f"written {key!r}, not {fd.json_name!r}")
             if item is None or (
                 fd.is_repeated and not isinstance(item, dict if is_map(fd) else list)
             ):
                 continue
-            target = cast(Descriptor, fd.message_type).fields_by_name["value"] if is_map(fd) else fd
-            kind = _kind(target)
+            kind = _kind(fd)
             inner = value_form(fd).message
             field_elements = elements(fd, item, join(path, key))
             # Well-known types have forms of their own, checked below or not at all.
@@ -371,7 +386,7 @@ def mapping_problems(
                 continue
             for element_path, _, element in field_elements:
                 if kind is not None and element is not None:
-                    seen.add(kind)
+                    examined.add(kind)
                     if kind == TIMESTAMPS:
                         bad = isinstance(element, str) and not rfc3339_utc(element)
                     else:
@@ -464,12 +479,12 @@ def _decode(data: Any, response_type: type[Message], *, strict: bool) -> Message
     decoder's whole intermediate tree never stands beside the parsed answer (for 31.9 MiB of
     small elements, 310 MiB less at the peak). The same message, or the same error: that of the
     whole decode. Raises InvalidArgument."""
-    by_json, _ = _fields(cast(Descriptor, response_type.DESCRIPTOR))
+    by_json = _by_json_name(cast(Descriptor, response_type.DESCRIPTOR))
     long = []
     if isinstance(data, dict):
         for key, value in data.items():
             fd = by_json.get(key)
-            if fd is None or fd.message_type is None or is_map(fd) or not fd.is_repeated:
+            if fd is None or fd.message_type is None or shape(fd) != "list":
                 continue
             if not isinstance(value, list) or len(value) <= _SLICE:
                 continue
@@ -556,7 +571,10 @@ def required_fields(op: Operation) -> tuple[FieldDescriptor, ...]:
 _BREAK: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(("max_len", "len", "max_bytes"), lambda n: "x" * (min(n, 2**20) + 1)),
     **dict.fromkeys(("min_len", "min_bytes"), lambda n: "x" * (n - 1)),
-    **{"gt": lambda v: v, "lt": lambda v: v, "gte": lambda v: v - 1, "lte": lambda v: v + 1},
+    "gt": lambda v: v,
+    "lt": lambda v: v,
+    "gte": lambda v: v - 1,
+    "lte": lambda v: v + 1,
     "not_in": lambda v: v[0],
     "pattern": lambda p: next(t for t in ("", "~", "x", "0") if not re.search(p, t)),
 }
@@ -592,9 +610,8 @@ def broken_requests(op: Operation, base: Message) -> Iterator[tuple[str, str, Me
 
 def unknown_field_name(descriptor: Descriptor) -> str:
     """A field name that `descriptor` does not know by either of its names."""
-    by_json, by_name = _fields(descriptor)
     name = "conformanceUnknownField"
-    while name in by_json or name in by_name:
+    while name in _by_json_name(descriptor) or name in descriptor.fields_by_name:
         name += "X"
     return name
 
@@ -603,16 +620,12 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
     """`data` with proto field names (`proto`) and 64-bit integers as numbers (`numbers`); and
     how many names or values changed."""
     changed = 0
-    out = {}
-    by_json, _ = _fields(descriptor)
+    out: dict[str, Any] = {}
+    by_json = _by_json_name(descriptor)
     for key, value in data.items():
-        fd = by_json.get(key)
-        if fd is None:
-            out[key] = value
-            continue
+        fd = by_json[key]  # `data` is to_dict's: only the fields' JSON names
         name = fd.name if proto else key
         changed += name != key
-        target = cast(Descriptor, fd.message_type).fields_by_name["value"] if is_map(fd) else fd
         inner = value_form(fd).message
         converted = {}
         for _, at, item in elements(fd, value, ""):
@@ -623,7 +636,7 @@ def _rewrite(data: Any, descriptor: Descriptor, proto: bool, numbers: bool) -> t
             ):
                 item, count = _rewrite(item, inner, proto, numbers)
                 changed += count
-            elif numbers and _kind(target) == INT64_STRINGS and isinstance(item, str):
+            elif numbers and _kind(fd) == INT64_STRINGS and isinstance(item, str):
                 item = int(item)
                 changed += 1
             converted[at] = item

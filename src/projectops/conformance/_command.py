@@ -16,6 +16,8 @@ from projectops.conformance._report import (
     MAX_CALLS,
     MAX_JUDGED_BYTES,
     MAX_REQUESTS,
+    junit_xml,
+    write_report,
 )
 from projectops.conventions import (
     API_KEY_ENV,
@@ -43,8 +45,13 @@ if TYPE_CHECKING:
 
     from projectops.fixtures import FixtureProject
 
-__all__ = ["DEFAULT_PORT", "MAX_RECORDED_BYTES", "MAX_RECORDED_RESPONSES", "command"]
-__all__ += ["proxy_command"]
+__all__ = [
+    "DEFAULT_PORT",
+    "MAX_RECORDED_BYTES",
+    "MAX_RECORDED_RESPONSES",
+    "command",
+    "proxy_command",
+]
 
 #: The proxy's, beside the mock server's.
 DEFAULT_PORT = 8788
@@ -129,7 +136,6 @@ def _run(args: argparse.Namespace, transport: httpx2.BaseTransport | None = None
     base_url = args.base_url or os.environ.get(BASE_URL_ENV)
     if not base_url:
         raise UsageError(f"no server to check: give --base-url URL or set {BASE_URL_ENV}")
-    from projectops.conformance._report import junit_xml, write_report
     from projectops.conformance._runner import run_checks
     from projectops.registry import UnknownOperationError, operation
 
@@ -229,13 +235,18 @@ def _limit(
     parser: argparse.ArgumentParser, flag: str, default: int, what: str, metavar: str = "BYTES"
 ) -> None:
     """Add `flag`, a whole number that defaults to `default`, helped by `what`."""
-    help_text = f"{what}; default: %(default)s"
-    parser.add_argument(flag, metavar=metavar, type=whole_number, default=default, help=help_text)
+    parser.add_argument(
+        flag,
+        metavar=metavar,
+        type=whole_number,
+        default=default,
+        help=f"{what}; default: %(default)s",
+    )
 
 
 def _run_proxy(args: argparse.Namespace) -> int:
     from projectops.client import AsyncRawClient
-    from projectops.conformance._proxy import STAND_IN_KEY, Recording, Violation, create_proxy_app
+    from projectops.conformance._proxy import STAND_IN_KEY, Recording, ValidationProxy, Violation
 
     if args.base_url is not None:
         raise UsageError("--base-url does nothing for 'proxy': give the server with --upstream")
@@ -258,7 +269,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
         shown = violation.json_line() if args.json else violation.line()
         print(shown, file=sys.stdout if args.json else sys.stderr, flush=True)
 
-    app = create_proxy_app(
+    app = ValidationProxy(
         upstream,
         report=report,
         recording=recording if record else None,
@@ -269,8 +280,13 @@ def _run_proxy(args: argparse.Namespace) -> int:
     )
     where = f"listening on {listen_url(sock)}, forwarding to {shown_url(base_url)}"
     print(f"projectops proxy {where}", file=sys.stderr, flush=True)
-    drain = args.drain_timeout
-    started = serve_app(app, sock, drain_timeout=drain, server_header=False, date_header=False)
+    started = serve_app(
+        app,
+        sock,
+        drain_timeout=args.drain_timeout,
+        server_header=False,
+        date_header=False,
+    )
     if record is not None:
         _write_file("--record", record, recording.write)
         left_out = ""
@@ -280,7 +296,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
                 "an answer that echoed a credential, or one over --record-max-responses or "
                 "--record-max-bytes)"
             )
-        if recording.count == 0 and not recording.left_out:  # say why the file is empty
+        elif recording.count == 0:  # say why the file is empty
             left_out = (
                 "; no 200 answer of an operation came through the proxy (only those are "
                 "recorded: error answers and other paths are not)"

@@ -21,7 +21,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -56,8 +56,15 @@ from projectops.registry import REGISTRY, Operation, Registry
 from projectops.server import error_response, read_body
 from projectops.validation import REQUIRED_RULE, rule_violations, violations
 
-__all__ = ["JUDGING_WORKERS", "NOT_JUDGED", "STAND_IN_KEY", "Violation"]
-__all__ += ["Recording", "ValidationProxy", "create_proxy_app", "find_violations"]
+__all__ = [
+    "JUDGING_WORKERS",
+    "NOT_JUDGED",
+    "STAND_IN_KEY",
+    "Recording",
+    "ValidationProxy",
+    "Violation",
+    "find_violations",
+]
 
 #: The ``apiKey`` of the recorded fixtures' first project (then ``-2``, ``-3``, ...).
 STAND_IN_KEY = "recorded-key"
@@ -106,7 +113,7 @@ class Violation:
 
     def json_line(self) -> str:
         """The drift as one line of JSON (ASCII), its fields by name."""
-        return json.dumps(asdict(self), ensure_ascii=True)
+        return json.dumps(asdict(self))  # ensure_ascii by default
 
 
 def find_violations(
@@ -199,15 +206,15 @@ class Recording:
         response: Message,
         credentials: Sequence[str] = (),
     ) -> None:
-        """Keep the 200 response `response` of `op` to `request`, sent with `key` (the project)
-        and `credentials` (every credential the caller sent, `key` included: a response that
-        echoes one is left out). `request` keeps REQUIRED and the rules: the caller judged it,
-        as the mock could not serve it otherwise. Thread-safe."""
+        """Keep the 200 response `response` of `op` to `request`, sent with `key` (the project: the
+        key header's value, stripped) and `credentials` (every credential the caller sent, `key`
+        included: a response that echoes one is left out). `request` keeps REQUIRED and the
+        rules: the caller judged it, as the mock could not serve it otherwise. Thread-safe."""
         entry = {"request": to_dict(request), "response": to_dict(response)}
         text = dump(entry)
         size = len(text.encode())
         wanted = request_key(request)
-        hashed = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
+        hashed = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         echoed = redact_secrets(text, [key, *credentials], REDACTED) != text
         with self._lock:
             answers = self._projects.get(hashed, {}).get(op.name, {})
@@ -271,14 +278,17 @@ def _credential_parts(name: str, value: str) -> list[str]:
     if header_key(name) not in _CREDENTIALS or not value.strip():
         return []
     pairs = value.split(";")
-    parts = [*value.split(None, 1)[1:], *pairs, *(pair.partition("=")[2] for pair in pairs)]
+    parts = [
+        *value.split(None, 1)[1:],  # an Authorization token after its scheme
+        *pairs,  # a cookie
+        *(pair.partition("=")[2] for pair in pairs),  # a cookie's value
+    ]
     return [value.strip(), *(part.strip() for part in parts if len(part.strip()) >= 8)]
 
 
-def _end_to_end(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+def _end_to_end(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """`headers` without those of one connection: the hop-by-hop ones and the ones a
     ``Connection`` header names (RFC 9110 §7.6.1), in any spelling."""
-    headers = list(headers)
     dropped = set(_HOP_BY_HOP)
     for name, value in headers:
         if header_key(name) == "connection":
@@ -313,19 +323,12 @@ def _refused_target(path: str, target: str, base_url: str) -> str | None:
     return None
 
 
-def create_proxy_app(
-    upstream: AsyncRawClient,
-    *,
-    report: Callable[[Violation], None],
-    recording: Recording | None = None,
-    max_request_bytes: int = MAX_BODY_BYTES,
-    max_judged_bytes: int = MAX_JUDGED_BYTES,
-    workers: int = JUDGING_WORKERS,
-    max_calls: int = MAX_CALLS,
-    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
-    registry: Registry = REGISTRY,
-) -> ValidationProxy:
-    """The proxy's ASGI app (docs/conformance.md).
+class ValidationProxy:
+    """The validation proxy, an ASGI application beside the server adapter's
+    (docs/conformance.md): each call forwarded to the upstream as it came and answered with its
+    answer, then judged in a worker thread; at most `max_calls` HTTP calls in flight (counted on
+    the event loop's thread), one more answered 503 ``unavailable`` at once, its body unread,
+    ``Connection: close``. It answers every path and method.
 
     Args:
         upstream: the exchange every call is sent on through (the caller closes it); its
@@ -333,13 +336,13 @@ def create_proxy_app(
             ``max_connections`` must be `max_calls` at least: a call let in never waits for a
             pooled connection, so its ``timeout`` is the upstream's time alone.
         report: called with each drift, from the event loop's thread.
-        recording: where the 200 responses go (``None``: not recorded).
+        recording: where the 200 responses go (``None``, the default: not recorded).
         max_request_bytes: the largest request body forwarded, in bytes (default
             :data:`projectops.conventions.MAX_BODY_BYTES`); above it, 413 and nothing sent.
-        max_judged_bytes: the largest answer judged, in bytes; a larger one is forwarded and
-            one :data:`NOT_JUDGED` drift says so.
-        workers: threads that judge at once; a call that finds them busy and as many waiting
-            is not judged (one :data:`NOT_JUDGED` drift).
+        max_judged_bytes: the largest answer judged, in bytes (:data:`MAX_JUDGED_BYTES` by
+            default); a larger one is forwarded and one :data:`NOT_JUDGED` drift says so.
+        workers: threads that judge at once (:data:`JUDGING_WORKERS` by default); a call that
+            finds them busy and as many waiting is not judged (one :data:`NOT_JUDGED` drift).
         max_calls: calls in flight at most, from the request's head to the end of its judging
             (:data:`MAX_CALLS` by default); one more is answered 503 ``unavailable`` at once,
             its body not read, and the connection closed.
@@ -347,43 +350,6 @@ def create_proxy_app(
             trickles, then 408 ``deadline_exceeded`` and nothing is sent
             (:data:`projectops.conventions.DEFAULT_BODY_TIMEOUT` by default; ``None``: no limit).
         registry: the operations judged; :data:`projectops.registry.REGISTRY` by default.
-
-    Returns:
-        A :class:`ValidationProxy`, an ASGI app that answers every path and method.
-
-    Raises:
-        ValueError: `upstream` has fewer than `max_calls` connections.
-    """
-    return ValidationProxy(
-        upstream,
-        report=report,
-        recording=recording,
-        max_request_bytes=max_request_bytes,
-        max_judged_bytes=max_judged_bytes,
-        workers=workers,
-        max_calls=max_calls,
-        body_timeout=body_timeout,
-        registry=registry,
-    )
-
-
-class ValidationProxy:
-    """The validation proxy, an ASGI application beside the server adapter's
-    (docs/conformance.md): each call forwarded to the upstream as it came and answered with its
-    answer, then judged in a worker thread; at most `max_calls` HTTP calls in flight (counted on
-    the event loop's thread), one more answered 503 ``unavailable`` at once, its body unread,
-    ``Connection: close``. Made by :func:`create_proxy_app`, which gives each argument's default.
-
-    Args:
-        upstream: the exchange every call is sent on through (the caller closes it).
-        report: called with each drift, from the event loop's thread.
-        recording: where the 200 responses go (``None``: not recorded).
-        max_request_bytes: the largest request body forwarded, in bytes.
-        max_judged_bytes: the largest answer judged, in bytes.
-        workers: threads that judge at once.
-        max_calls: calls in flight at most, from the request's head to the end of its judging.
-        body_timeout: seconds a request body may take to arrive whole (``None``: no limit).
-        registry: the operations judged.
 
     Raises:
         ValueError: `upstream` has fewer than `max_calls` connections.
@@ -394,13 +360,13 @@ class ValidationProxy:
         upstream: AsyncRawClient,
         *,
         report: Callable[[Violation], None],
-        recording: Recording | None,
-        max_request_bytes: int,
-        max_judged_bytes: int,
-        workers: int,
-        max_calls: int,
-        body_timeout: float | None,
-        registry: Registry,
+        recording: Recording | None = None,
+        max_request_bytes: int = MAX_BODY_BYTES,
+        max_judged_bytes: int = MAX_JUDGED_BYTES,
+        workers: int = JUDGING_WORKERS,
+        max_calls: int = MAX_CALLS,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+        registry: Registry = REGISTRY,
     ) -> None:
         if upstream.max_connections < max_calls:
             raise ValueError(
@@ -412,7 +378,6 @@ class ValidationProxy:
         self._recording = recording
         self._max_request_bytes = max_request_bytes
         self._max_judged_bytes = max_judged_bytes
-        self._workers = workers
         self._max_calls = max_calls
         self._body_timeout = body_timeout
         self._by_path = {op.path: op for op in registry.operations()}
@@ -423,7 +388,7 @@ class ValidationProxy:
         self._waiting = 0
         # HTTP calls in flight, from the request's head to the end of its judging.
         self._calls = 0
-        route = Route("/{path:path}", self._forward, methods=list(_METHODS))
+        route = Route("/{path:path}", self._forward, methods=_METHODS)
         self._router = Starlette(routes=[route])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -454,8 +419,9 @@ class ValidationProxy:
         path = request.scope["raw_path"].decode("latin-1")  # as it came: %2F is no "/"
         query = request.scope["query_string"].decode("latin-1")
         headers = request.headers.items()
-        # Every header a server could read as the key, and the other credentials sent.
-        keys = [v.strip() for k, v in headers if header_key(k) == _KEY_HEADER and v.strip()]
+        # The first header a server could read as the key, and every credential sent.
+        keys = (v.strip() for k, v in headers if header_key(k) == _KEY_HEADER and v.strip())
+        key = next(keys, "")
         secrets = [part for k, v in headers for part in _credential_parts(k, v)]
         target = path + (f"?{query}" if query else "")
         refused = _refused_target(path, target, self._upstream.base_url)
@@ -473,8 +439,7 @@ class ValidationProxy:
                 timeout=self._body_timeout,
             )
         except DeadlineExceeded as late:  # the caller's lateness: 408, as the adapter responses it
-            case = BODY_TIMED_OUT
-            return error_response(late, case.http_status, case.headers)
+            return error_response(late, BODY_TIMED_OUT.http_status, BODY_TIMED_OUT.headers)
         except ApiError as exc:  # 413, as the server adapter responses it
             return error_response(exc)
         except ClientDisconnect:  # the caller left before its request was whole: no one to answer
@@ -497,7 +462,6 @@ class ValidationProxy:
         # The response goes out first; judging it (and the request) follows, in a worker.
         task = None
         if op is not None:
-            key = keys[0] if keys else ""
             task = BackgroundTask(self._judge, op, body, answer.status, answer.body, key, secrets)
         response = Response(answer.body, answer.status, background=task)
         response.raw_headers = [
@@ -510,7 +474,7 @@ class ValidationProxy:
         self, op: Operation, body: bytes, status: int, answer: bytes, key: str, secrets: list[str]
     ) -> None:
         """Judge one forwarded call in a worker thread, after its response went out."""
-        if self._waiting >= 2 * self._workers:
+        if self._waiting >= 2 * self._judges.total_tokens:
             busy = f"{self._waiting} calls are being judged or waiting for it"
             self._report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {busy}"))
             self._left_out(status)
@@ -519,8 +483,7 @@ class ValidationProxy:
         # Over the limit, the response is not judged; the request still is: --max-request-bytes
         # bound it.
         if len(answer) > self._max_judged_bytes:
-            limit = self._max_judged_bytes
-            why = f"the answer is {len(answer):,} bytes, over the {limit:,} judged"
+            why = f"the answer is {len(answer):,} bytes, over the {self._max_judged_bytes:,} judged"
             self._report(Violation(op.name, "answer", NOT_JUDGED, "", f"not judged: {why}"))
             judged = None
         self._waiting += 1

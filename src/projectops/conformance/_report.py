@@ -23,8 +23,8 @@ __all__ = [
     "SkipReason",
     "Status",
     "junit_xml",
+    "write_report",
 ]
-__all__ += ["write_report"]
 
 #: Requests a run sends at most; past it, the remaining checks are skipped.
 MAX_REQUESTS = 1000

@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
+import httpx2
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
@@ -30,6 +31,7 @@ import projectops
 from projectops import conventions, error_cases, registry
 from projectops._generate import generate
 from projectops._text import escape, outside_text
+from projectops.client import RawClient, ResponseTimedOut, ServiceUnreachable
 from projectops.codec import to_dict, to_json
 from projectops.conformance import _catalogue, _report
 from projectops.conformance._report import (
@@ -43,9 +45,6 @@ from projectops.conformance._report import (
 from projectops.conventions import API_KEY_HEADER, CONTENT_TYPE
 from projectops.fixtures import FixtureProject
 from projectops.registry import Operation
-
-if TYPE_CHECKING:
-    import httpx2
 
 __all__ = ["MAX_FIXTURE_REQUESTS", "run_checks"]
 
@@ -70,7 +69,8 @@ class DeadlinePassed(BudgetSpent):
 @dataclass
 class Probe:
     """One request and what came back: `status` (``None``: no response, `problem` says why),
-    lower-cased `headers` (repeats joined), `excerpt` (outside text, key redacted)."""
+    `headers` found by their lower-cased names (repeats joined), `excerpt` (outside text, key
+    redacted)."""
 
     sent: str
     status: int | None = None
@@ -105,8 +105,6 @@ class RunClient:
         run_deadline: float | None = None,
         max_judged_bytes: int = _report.MAX_JUDGED_BYTES,
     ) -> None:
-        from projectops.client import RawClient
-
         self._key = api_key
         self._timeout = timeout
         self._run_deadline = run_deadline
@@ -163,8 +161,7 @@ class RunClient:
             if status == 200:
                 check = _catalogue.DECODES
             why = f"not judged: judging failed ({type(failed[0]).__name__}: {failed[0]})"
-            failure = _catalogue.Problem(None, why)
-            return _catalogue.Verdict(problems={check: [failure]}, examined={check})
+            return _catalogue.Verdict(problems={check: [_catalogue.Problem(None, why)]})
         if not done:
             raise DeadlinePassed
         return done[0]
@@ -185,8 +182,6 @@ class RunClient:
             BudgetSpent: :data:`MAX_REQUESTS` requests were sent already.
             DeadlinePassed: the deadline passed before the request or its whole response.
         """
-        from projectops.client import ResponseTimedOut, ServiceUnreachable
-
         if self.count >= MAX_REQUESTS:
             raise BudgetSpent
         self.check_deadline()
@@ -213,20 +208,17 @@ class RunClient:
         except ServiceUnreachable as exc:
             probe.problem = outside_text(str(exc), 300)  # the key redacted by the client
             return probe, b""
-        values: dict[str, list[str]] = {}
-        for name, value in answer.headers:  # linear in their number, one name repeated too
-            values.setdefault(name.lower(), []).append(value)
-        joined = {name: ", ".join(found) for name, found in values.items()}
-        probe.headers = joined
+        # Looked up in any case, a repeated name's values joined (in time linear in their
+        # number); Latin-1, as the client decoded them.
+        probe.headers = httpx2.Headers(answer.headers, encoding="latin-1")
         probe.truncated = answer.truncated
-        encoding = joined.get("content-encoding", "identity").strip().lower()
+        encoding = probe.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             probe.problem = f"Content-Encoding {outside_text(encoding, 40)} not asked for"
             return probe, b""
         probe.status = answer.status
         # All of the (capped) body: outside_text's note then counts every character cut.
-        text = answer.body.decode("utf-8", "replace")
-        probe.excerpt = outside_text(text, _RESPONSE_CHARS, [self._key])
+        probe.excerpt = self.shown(answer.body.decode("utf-8", "replace"), _RESPONSE_CHARS)
         if answer.truncated:
             probe.excerpt += f" [{len(answer.body):,} bytes or more]"
         return probe, answer.body
@@ -272,7 +264,6 @@ _HELD = {
     _catalogue.ZERO_VALUES: "a field without presence",
     _catalogue.ERRORS: "",
 }
-_UNAUTHORIZED = error_cases.UNAUTHENTICATED.http_status
 _MALFORMED = error_cases.MALFORMED_BODY.http_status
 _MISSING = error_cases.MISSING_REQUIRED.http_status
 _INVALID = str(error_cases.MISSING_REQUIRED.code)
@@ -414,7 +405,7 @@ class _OperationRun:
 
     def _unauthorized(self, body: bytes, key: KeyUse) -> _Outcome:
         """Whether `body` sent without the key, or with a wrong one, gets 401."""
-        return self._status(self._post(body, key=key)[0], _UNAUTHORIZED)
+        return self._status(self._post(body, key=key)[0], error_cases.UNAUTHENTICATED.http_status)
 
     def run(self) -> list[CheckResult]:
         sample = to_json(self._good[0][0]).encode()
@@ -515,9 +506,9 @@ class _OperationRun:
                     ("blank", {**rest, fd.json_name: blank}) for blank in _catalogue.BLANK_TRIES
                 ]
             for how, data in variants:
-                label = f"{fd.json_name} {how}"
-                body = json.dumps(data).encode()
-                refusal = self._invalid(label, fd.json_name, body)
+                refusal = self._invalid(
+                    f"{fd.json_name} {how}", fd.json_name, json.dumps(data).encode()
+                )
                 if refusal.refused.status == "failed":
                     failures.append(refusal.refused.detail)
                 if refusal.named is _PASS:
@@ -592,8 +583,7 @@ class _OperationRun:
                 continue
             compared = True
             if probe.status != 200 or verdict is None or verdict.message is None:
-                failures += [f"expected 200 and a {self._op.response_type.__name__}"]
-                failures.append(probe.shown())
+                failures += [f"expected 200 and a {self._op.response_type.__name__}", probe.shown()]
             elif verdict.message != expected:
                 failures.append(self._differs(probe, expected, verdict.message))
         if compared:
