@@ -12,10 +12,10 @@ REQUIRED field left out is named, the CLI lists the operation and sends each fla
 mapping has it, and the mock answers with a generated response that keeps every rule. A
 composed rpc of the refused kinds is refused, a limit line naming each field and the reason.
 
-Slow: the first rpc of PLANTS planted last; with ``PROJECTOPS_PLANT_SEED=random`` (or a number,
-which repeats a run; the seed is printed), at a place drawn by the seed, an rpc of PLANTS or one
-composed of kinds drawn by the seed (``planting.random_plant``; one time in
-four with a refused kind: then ``scripts/check-proto`` must refuse it, naming the field) in a
+Slow: at a place drawn by a seed, an rpc of PLANTS or one composed of kinds drawn by the seed
+(``planting.random_plant``; one time in four with a refused kind: then ``scripts/check-proto``
+must refuse it, naming the field). A new seed each run, printed first (pytest shows it with a
+failure); ``PROJECTOPS_PLANT_SEED=<number>`` repeats a run. In a
 copy of the repository, ``scripts/check-proto`` and scripts/generate run: the in-process suite
 passes with no other edit, and the new operation is listed, served by the mock with a generated
 answer, documented, a CLI command, checked by the conformance runner, and mypy still accepts
@@ -137,20 +137,15 @@ def _run(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
     tmp_path: Path,
 ) -> None:
-    # By default the first rpc of PLANTS, planted last: what every run of the suite holds.
-    # PROJECTOPS_PLANT_SEED=random (or a number, to repeat a run) draws one rpc at one place of
-    # the service: half the time an rpc of PLANTS, else one composed of kinds of the test schema
-    # (planting.random_plant). Drawn runs still find tests that assume an operation's shape
-    # (an rpc first in the service, a request without REQUIRED fields): until they stop, the
-    # draw is asked for, not made on every run.
+    # One rpc drawn at one place of the service: half the time an rpc of PLANTS, else one
+    # composed of kinds of the test schema (planting.random_plant). A new seed each run, so that
+    # runs go on finding tests that assume an operation's shape; the seed repeats a run.
     wanted = os.environ.get("PROJECTOPS_PLANT_SEED", "")
-    what, refused, at = PLANTS[0], (), rpc_count(REPO)
-    if wanted:
-        seed = random.randrange(2**32) if wanted == "random" else int(wanted)
-        rng = random.Random(seed)
-        what, refused = (rng.choice(PLANTS), ()) if rng.random() < 0.5 else random_plant(rng)
-        at = rng.randint(0, rpc_count(REPO))
-        print(f"PROJECTOPS_PLANT_SEED={seed}: {what.rpc} planted at index {at}")
+    seed = int(wanted) if wanted else random.randrange(2**32)
+    rng = random.Random(seed)
+    what, refused = (rng.choice(PLANTS), ()) if rng.random() < 0.5 else random_plant(rng)
+    at = rng.randint(0, rpc_count(REPO))
+    print(f"PROJECTOPS_PLANT_SEED={seed}: {what.rpc} planted at index {at}")
     print(what.messages_text)
     root = copy_repository(tmp_path / "repo")
     plant(root, what, at)
