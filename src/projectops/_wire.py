@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal, cast
 
+from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "is_map",
     "join",
     "map_key_names",
+    "scalar_type",
     "shape",
     "value_form",
 ]
@@ -183,6 +185,14 @@ def shape(fd: FieldDescriptor) -> Shape:
     if fd.is_repeated:
         return "list"
     return "single"
+
+
+def scalar_type(fd: FieldDescriptor) -> str:
+    """The type of `fd` as a ``.proto`` file names a scalar: ``int64``, ``string``, ``bytes``
+    (``message`` and ``enum`` for the others, which have names of their own)."""
+    types = descriptor_pb2.FieldDescriptorProto.Type
+    name = types.Name(fd.type)  # type: ignore[arg-type]
+    return name.removeprefix("TYPE_").lower()
 
 
 def join(path: str, name: str) -> str:

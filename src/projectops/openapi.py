@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import PurePosixPath
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import Message
@@ -161,9 +161,12 @@ def _document(strict: bool, registry: Registry) -> dict[str, Any]:
     for op in registry.operations():
         given = examples.get(op.name, {})
         paths[op.path] = {"post": _operation(op, _tag(op), schemas, given)}
-        for message, side in ((op.request_type, "request"), (op.response_type, "response")):
+        for message, side in (
+            (op.method.input_type, "request"),
+            (op.method.output_type, "response"),
+        ):
             if given:  # outputs are all added first: this is the component refs point to
-                schema = schemas.schema(_descriptor(message))
+                schema = schemas.schema(message)
                 schema["examples"] = [e[side] for e in given.values()]
     tags = dict.fromkeys(map(_tag, registry.operations()))
     return {
@@ -252,8 +255,8 @@ def _operation(
     }
     if op.deprecated:
         item["deprecated"] = True
-    request = _descriptor(op.request_type)
-    answer = _descriptor(op.response_type)
+    request = op.method.input_type
+    answer = op.method.output_type
     item["requestBody"] = {
         # An empty body reads as `{}`: it is only wrong when a field is REQUIRED.
         "required": any(is_required(fd) for fd in request.fields),
@@ -266,7 +269,7 @@ def _operation(
             "content": _content(schemas.ref(answer, "output"), examples, "response"),
         }
     }
-    error_ref = schemas.ref(_descriptor(ErrorResponse), "output")
+    error_ref = schemas.ref(ErrorResponse.DESCRIPTOR, "output")
     for status, cases in _error_statuses():
         error_examples: dict[str, Any] = {}
         for case in cases:
@@ -329,7 +332,7 @@ def _error_statuses() -> list[tuple[int, list[ErrorCase]]]:
 
 def _tag(op: Operation) -> str:
     file: FileDescriptor = op.method.containing_service.file
-    for fd in _descriptor(op.response_type).fields:
+    for fd in op.method.output_type.fields:
         message = value_form(fd).message
         if message is not None:
             file = message.file
@@ -344,11 +347,11 @@ class _Components:
         self._schemas: dict[str, dict[str, Any]] = {}
         self._output: set[str] = set()
         # Output forms first: which messages they reach decides the names of input forms.
-        outputs = [_descriptor(op.response_type) for op in registry.operations()]
-        for message in [*outputs, _descriptor(ErrorResponse)]:
+        outputs = [op.method.output_type for op in registry.operations()]
+        for message in [*outputs, ErrorResponse.DESCRIPTOR]:
             self._add(message, "output")
         # `code` is a string on the wire; its values are the code names of the error model.
-        error = self._schemas[_descriptor(ErrorResponse).full_name]["properties"]["code"]
+        error = self._schemas[ErrorResponse.DESCRIPTOR.full_name]["properties"]["code"]
         error["enum"] = [code.value for code in Code]
 
     def ref(
@@ -396,10 +399,6 @@ class _Components:
         for name, nested in defs.items():
             self._schemas.setdefault(self._key(pool.FindMessageTypeByName(name), direction), nested)
         return key
-
-
-def _descriptor(message_type: type[Message]) -> Descriptor:
-    return cast(Descriptor, message_type.DESCRIPTOR)
 
 
 def _messages(files: set[FileDescriptor]) -> Iterator[Descriptor]:
