@@ -248,21 +248,20 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
         keyword = _KEYWORDS.get(kind, {}).get(rule)
         count = kind == "int64" and rule == "gte" and value == 0
         if target is not None and keyword:
-            _merge(target, {keyword: value})
+            _merge(target, keyword, value)
         elif target is not None and count:
             target["pattern"] = NON_NEGATIVE_INT64_PATTERN  # a count, written as a string
-            _merge(target, {"minimum": 0})
+            _merge(target, "minimum", 0)
         else:
             unsaid.append(phrase)
     return unsaid
 
 
-def _merge(schema: dict[str, Any], keywords: dict[str, Any]) -> None:
-    """Add `keywords` to `schema`; one that is there already with another value (a REQUIRED
-    string's not-blank ``pattern`` and a rule's) joins ``allOf`` instead, so both hold."""
-    for key, value in keywords.items():
-        if key not in schema or schema[key] == value:
-            schema[key] = value
-        else:
-            all_of = schema.setdefault("allOf", [])
-            all_of.append({key: value})
+def _merge(schema: dict[str, Any], key: str, value: Any) -> None:
+    """Add `key` to `schema`; when it is there already with another value (a REQUIRED string's
+    not-blank ``pattern`` and a rule's), ``{key: value}`` joins ``allOf`` instead, so both hold."""
+    if key not in schema or schema[key] == value:
+        schema[key] = value
+    else:
+        all_of = schema.setdefault("allOf", [])
+        all_of.append({key: value})
