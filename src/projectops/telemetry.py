@@ -22,12 +22,14 @@ import importlib.util
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from projectops.errors import HTTP_STATUS_BY_CODE, ApiError
 from projectops.registry import Operation
 
 if TYPE_CHECKING:
+    from google.protobuf.descriptor import MethodDescriptor
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
@@ -54,7 +56,8 @@ def available() -> bool:
 
 
 class _Telemetry:
-    """Both sides: the tracer and histogram, and each operation's span name and attributes."""
+    """Both sides: the tracer and histogram (each rpc's span name and attributes:
+    :func:`_span_name`)."""
 
     _side = "client"
 
@@ -71,7 +74,6 @@ class _Telemetry:
                 global one.
         """
         self.on = available()
-        self._names: dict[str, tuple[str, dict[str, str]]] = {}
         if not self.on:
             return
         from opentelemetry import context, metrics, propagate, trace
@@ -106,14 +108,7 @@ class _Telemetry:
         return self._tracing
 
     def _start(self, op: Operation, carrier: Any = None) -> _Call:
-        found = self._names.get(op.name)
-        if found is None:
-            service = op.method.containing_service.full_name
-            method = op.method.name
-            attributes = {"rpc.system": RPC_SYSTEM, "rpc.service": service, "rpc.method": method}
-            found = (f"{service}/{method}", attributes)
-            self._names[op.name] = found
-        name, attributes = found
+        name, attributes = _span_name(op.method)
         span = None
         token = None
         if self._traced():
@@ -124,6 +119,14 @@ class _Telemetry:
             current = self._trace.set_span_in_context(span, parent)
             token = self._context.attach(current)
         return _Call(self, span, token, attributes)
+
+
+@cache
+def _span_name(method: MethodDescriptor) -> tuple[str, dict[str, str]]:
+    """The span name of an rpc (``<service>/<method>``) and its attributes, made once."""
+    service = method.containing_service.full_name
+    attributes = {"rpc.system": RPC_SYSTEM, "rpc.service": service, "rpc.method": method.name}
+    return f"{service}/{method.name}", attributes
 
 
 class _Call:
