@@ -342,7 +342,7 @@ def check_decode_cost(
     brace, comma, bracket = marks
     objects = text.count(brace)  # type: ignore[arg-type]
     arrays = text.count(bracket)  # type: ignore[arg-type]
-    if _holds_values(cast(Descriptor, message_type.DESCRIPTOR)):
+    if _holds_values(message_type.DESCRIPTOR):
         objects += text.count(comma) + arrays  # type: ignore[arg-type]
     allowed = max(DECODE_BYTES_PER_BYTE * len(text), DECODE_BYTES_FLOOR)
     cost = objects * _OBJECT_COST + arrays * _ARRAY_COST
