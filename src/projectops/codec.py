@@ -406,7 +406,7 @@ def _raise_if_misplaced(
             )
         for element_path, key, element in elements(fd, item, field_path):
             # json_format judges a leaf in the form it has in the field: {key: v}, [v] or v.
-            alone: Any = element
+            alone = element
             if kind == "map":
                 alone = {key: element}
             elif kind == "list":

@@ -331,7 +331,7 @@ def _error_statuses() -> list[tuple[int, list[ErrorCase]]]:
 
 
 def _tag(op: Operation) -> str:
-    file: FileDescriptor = op.method.containing_service.file
+    file = op.method.containing_service.file
     for fd in op.method.output_type.fields:
         message = value_form(fd).message
         if message is not None:
@@ -373,7 +373,7 @@ class _Components:
         return dict(sorted(self._schemas.items()))
 
     def _key(self, message: Descriptor, direction: json_schema.Direction) -> str:
-        name: str = message.full_name
+        name = message.full_name
         return f"{name}.input" if direction == "input" and name in self._output else name
 
     def _add(self, message: Descriptor, direction: json_schema.Direction) -> str:

@@ -126,7 +126,7 @@ def _behaviour(op: Operation) -> str:
 
 
 def _name(message: Descriptor | EnumDescriptor) -> str:
-    full: str = message.full_name
+    full = message.full_name
     if message.file.package != _PACKAGE:
         return full
     return full.removeprefix(_PACKAGE + ".")
