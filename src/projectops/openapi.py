@@ -160,7 +160,7 @@ def _document(strict: bool, registry: Registry) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for op in registry.operations():
         given = examples.get(op.name, {})
-        paths[op.path] = {"post": _operation(op, _tag(op), schemas, given)}
+        paths[op.path] = {"post": _operation(op, schemas, given)}
         for message, side in (
             (op.method.input_type, "request"),
             (op.method.output_type, "response"),
@@ -239,7 +239,6 @@ def _error_example(
 
 def _operation(
     op: Operation,
-    tag: str,
     schemas: _Components,
     examples: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
@@ -247,7 +246,7 @@ def _operation(
         "operationId": op.name,
         "summary": op.summary,
         "description": op.description,
-        "tags": [tag],
+        "tags": [_tag(op)],
         "security": [{SECURITY_SCHEME: []}],
         "x-idempotency-level": op.idempotency,
         "x-read-only": op.read_only,
@@ -347,12 +346,11 @@ class _Components:
         self._schemas: dict[str, dict[str, Any]] = {}
         self._output: set[str] = set()
         # Output forms first: which messages they reach decides the names of input forms.
-        outputs = [op.method.output_type for op in registry.operations()]
-        for message in [*outputs, ErrorResponse.DESCRIPTOR]:
-            self._add(message, "output")
+        for op in registry.operations():
+            self._add(op.method.output_type, "output")
+        error = self._add(ErrorResponse.DESCRIPTOR, "output")
         # `code` is a string on the wire; its values are the code names of the error model.
-        error = self._schemas[ErrorResponse.DESCRIPTOR.full_name]["properties"]["code"]
-        error["enum"] = [code.value for code in Code]
+        self._schemas[error]["properties"]["code"]["enum"] = [code.value for code in Code]
 
     def ref(
         self,
