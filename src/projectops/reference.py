@@ -13,7 +13,7 @@ from typing import Any
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 
 from projectops._text import escape, escape_lines
-from projectops._wire import scalar_type, shape, value_form
+from projectops._wire import is_map, scalar_type, shape, value_form
 from projectops.descriptions import description, summary
 from projectops.registry import REGISTRY, SERVICE, Operation, Registry
 from projectops.rules import described, rule_phrases
@@ -216,9 +216,8 @@ def _value_type(
         if form.message.full_name in path:
             return f"object {name} (recursive: its fields are shown above)"
         return f"object {name} (fields shown above)"
-    entry = fd.message_type
-    if entry is not None and entry.GetOptions().map_entry:
-        fd = entry.fields_by_name["value"]
+    if is_map(fd):
+        fd = fd.message_type.fields_by_name["value"]  # type: ignore[union-attr]  # is_map
     json_type = _json_type(form.schema)
     if fd.enum_type is not None:
         values = fd.enum_type.values
