@@ -239,12 +239,10 @@ def compile_function(
 
 
 def _fill(built: Plan) -> None:
-    descriptor = built.descriptor
-    oneofs = {o.full_name: i for i, o in enumerate(descriptor.oneofs)}
-    for fd in descriptor.fields:
+    for fd in built.descriptor.fields:
         oneof = -1  # in no oneof
         if fd.containing_oneof is not None:
-            oneof = oneofs[fd.containing_oneof.full_name]
+            oneof = fd.containing_oneof.index
         field = Field(fd, oneof)
         built.fields.append(field)
         built.inputs[field.json_name] = field  # the last one wins, as in json_format
