@@ -196,24 +196,20 @@ class ClientTelemetry(_Telemetry):
     ``rpc.client.duration`` per call (retries included). ``http.response.status_code``: the
     failing response's status, else the last response's; unset when no response came."""
 
-    def _client_start(self, context: Any) -> _Call:
-        """Start the call; its span context goes in the headers (a name they refuse: left out)."""
-        call = self._start(context.operation)
-        found: dict[str, str] = {}
-        if call.span is not None:
-            self._propagate.inject(found)
-        for name, value in found.items():
-            with suppress(ValueError):
-                context.headers[name] = value
-        return call
-
     @contextmanager
     def _measured(self, context: Any) -> Iterator[None]:
         """Measure the call run inside, in a CLIENT span (nothing while telemetry is off)."""
         if not self.on:
             yield
             return
-        call = self._client_start(context)
+        call = self._start(context.operation)
+        # The span context goes in the headers (a name they refuse: left out).
+        found: dict[str, str] = {}
+        if call.span is not None:
+            self._propagate.inject(found)
+        for name, value in found.items():
+            with suppress(ValueError):
+                context.headers[name] = value
         try:
             yield
         except BaseException as exc:
