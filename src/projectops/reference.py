@@ -75,8 +75,7 @@ def describe(
             out.blank()
             out.wrap("No fields: the body is the empty JSON object {}.", _STEP, _STEP)
         path = (message.full_name,)
-        request = title == "Request"
-        _fields(out, message, _STEP, path, {*path}, request=request)
+        _fields(out, message, _STEP, path, {*path}, request=title == "Request")
     return out.text()
 
 

@@ -77,8 +77,7 @@ class Enum:
 
     def __init__(self, enum: EnumDescriptor) -> None:
         self.by_name = {v.name: v.number for v in enum.values}
-        by_number = enum.values_by_number.items()
-        self.names = _Names({number: v.name for number, v in by_number})
+        self.names = _Names({number: v.name for number, v in enum.values_by_number.items()})
         self.open = not enum.is_closed
 
 
