@@ -22,6 +22,7 @@ import importlib.util
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -129,23 +130,15 @@ def _span_name(method: MethodDescriptor) -> tuple[str, dict[str, str]]:
     return f"{service}/{method.name}", attributes
 
 
+@dataclass(slots=True)
 class _Call:
     """One call being recorded: its span (current until :meth:`finish`), if any, and start."""
 
-    __slots__ = ("_attributes", "_owner", "_start", "_token", "span")
-
-    def __init__(
-        self,
-        owner: _Telemetry,
-        span: Any,
-        token: object,
-        attributes: dict[str, str],
-    ):
-        self._owner = owner
-        self.span = span
-        self._token = token
-        self._attributes = attributes
-        self._start = time.perf_counter()
+    _owner: _Telemetry
+    span: Any
+    _token: object
+    _attributes: dict[str, str]
+    _start: float = field(default_factory=time.perf_counter)
 
     def finish(
         self,
