@@ -445,9 +445,8 @@ def _check_value(
     from google.protobuf import json_format
 
     holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
-    data = {fd.json_name: alone}
     try:
-        json_format.ParseDict(data, holder, ignore_unknown_fields=not strict)
+        json_format.ParseDict({fd.json_name: alone}, holder, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError, ArithmeticError):
         raise _invalid(path, form.expected, describe_value(value)) from None
 

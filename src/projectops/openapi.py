@@ -43,7 +43,7 @@ from projectops.errors import Code, InvalidArgument
 from projectops.fixtures import default_fixtures
 from projectops.registry import REGISTRY, Operation, Registry
 from projectops.v1.error_pb2 import ErrorResponse
-from projectops.validation import is_required, violations
+from projectops.validation import is_required, validate
 
 __all__ = ["ERROR_CASES", "OPENAPI_VERSION", "OUTSIDE_OPERATIONS", "SECURITY_SCHEME", "TITLE"]
 __all__ += ["ErrorCase", "RenderError", "document", "render", "server_url"]
@@ -166,8 +166,7 @@ def _document(strict: bool, registry: Registry) -> dict[str, Any]:
             (op.method.output_type, "response"),
         ):
             if given:  # outputs are all added first: this is the component refs point to
-                schema = schemas.schema(message)
-                schema["examples"] = [e[side] for e in given.values()]
+                schemas.schema(message)["examples"] = [e[side] for e in given.values()]
     tags = dict.fromkeys(map(_tag, registry.operations()))
     return {
         "openapi": OPENAPI_VERSION,
@@ -228,11 +227,11 @@ def _error_example(
         except InvalidArgument as exc:
             return to_dict(exc.to_proto())
     if request_type is not None and case == MISSING_REQUIRED:
-        found = list(violations(request_type()))
-        if not found:
-            return None
-        text = "; ".join(f"{v.field}: {v.description}" for v in found)
-        return to_dict(case.error(text, found).to_proto())
+        try:
+            validate(request_type())
+        except InvalidArgument as exc:
+            return to_dict(exc.to_proto())
+        return None
     text = _first_sentence(case.situation.replace("`", ""))
     return to_dict(case.error(text).to_proto())
 
