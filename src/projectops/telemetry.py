@@ -22,7 +22,7 @@ import importlib.util
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -119,7 +119,7 @@ class _Telemetry:
             span = self._tracer.start_span(name, parent, self._kind, attributes)
             current = self._trace.set_span_in_context(span, parent)
             token = self._context.attach(current)
-        return _Call(self, span, token, attributes)
+        return _Call(self, span, token, attributes, time.perf_counter())
 
 
 @cache
@@ -138,7 +138,7 @@ class _Call:
     span: Any
     _token: object
     _attributes: dict[str, str]
-    _start: float = field(default_factory=time.perf_counter)
+    _start: float
 
     def finish(
         self,
