@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal, cast
 
+from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "is_map",
     "join",
     "map_key_names",
+    "scalar_type",
     "shape",
     "value_form",
 ]
@@ -128,31 +130,42 @@ def map_key_names(fd: FieldDescriptor) -> dict[str, Any] | None:
 
 # Well-known types with a special JSON form (the "JSON Mapping" table of protobuf). The Timestamp
 # pattern too: "format" alone is only an annotation.
-_WELL_KNOWN_FORMS: dict[str, tuple[dict[str, Any], str]] = {
-    "Timestamp": (
+_WELL_KNOWN: dict[str, tuple[dict[str, Any], str]] = {
+    "google.protobuf.Timestamp": (
         {"type": "string", "format": "date-time", "pattern": _TIMESTAMP_PATTERN},
         'an RFC 3339 timestamp string such as "2026-01-31T09:30:00Z"',
     ),
-    "Duration": (
+    "google.protobuf.Duration": (
         {"type": "string", "pattern": _DURATION_PATTERN},
         'a duration string in seconds such as "3.5s"',
     ),
-    "FieldMask": ({"type": "string"}, 'a field mask string such as "summary,detailedResults"'),
-    "Struct": ({"type": "object"}, "a JSON object"),
-    "ListValue": ({"type": "array"}, "a JSON array"),
-    "Value": ({}, "any JSON value"),
-    "Empty": ({"type": "object", "additionalProperties": False}, "{}"),
-    "StringValue": ({"type": "string"}, "a string"),
-    "BoolValue": ({"type": "boolean"}, "true or false"),
-    "DoubleValue": ({"type": "number"}, "a number"),
-    "FloatValue": ({"type": "number"}, "a number"),
-    "BytesValue": ({"type": "string", "contentEncoding": "base64"}, "a base64 string"),
-    "Int32Value": ({"type": "integer"}, "a 32-bit integer"),
-    "UInt32Value": ({"type": "integer", "minimum": 0}, "an unsigned 32-bit integer"),
-    "Int64Value": ({"type": "string", "pattern": _INT64_PATTERN}, _SIGNED_64[1]),
-    "UInt64Value": ({"type": "string", "pattern": _UINT64_PATTERN}, _UNSIGNED_64[1]),
+    "google.protobuf.FieldMask": (
+        {"type": "string"},
+        'a field mask string such as "summary,detailedResults"',
+    ),
+    "google.protobuf.Struct": ({"type": "object"}, "a JSON object"),
+    "google.protobuf.ListValue": ({"type": "array"}, "a JSON array"),
+    "google.protobuf.Value": ({}, "any JSON value"),
+    "google.protobuf.Empty": ({"type": "object", "additionalProperties": False}, "{}"),
+    "google.protobuf.StringValue": ({"type": "string"}, "a string"),
+    "google.protobuf.BoolValue": ({"type": "boolean"}, "true or false"),
+    "google.protobuf.DoubleValue": ({"type": "number"}, "a number"),
+    "google.protobuf.FloatValue": ({"type": "number"}, "a number"),
+    "google.protobuf.BytesValue": (
+        {"type": "string", "contentEncoding": "base64"},
+        "a base64 string",
+    ),
+    "google.protobuf.Int32Value": ({"type": "integer"}, "a 32-bit integer"),
+    "google.protobuf.UInt32Value": (
+        {"type": "integer", "minimum": 0},
+        "an unsigned 32-bit integer",
+    ),
+    "google.protobuf.Int64Value": ({"type": "string", "pattern": _INT64_PATTERN}, _SIGNED_64[1]),
+    "google.protobuf.UInt64Value": (
+        {"type": "string", "pattern": _UINT64_PATTERN},
+        _UNSIGNED_64[1],
+    ),
 }
-_WELL_KNOWN = {f"google.protobuf.{name}": form for name, form in _WELL_KNOWN_FORMS.items()}
 
 
 @dataclass(frozen=True)
@@ -183,6 +196,14 @@ def shape(fd: FieldDescriptor) -> Shape:
     if fd.is_repeated:
         return "list"
     return "single"
+
+
+def scalar_type(fd: FieldDescriptor) -> str:
+    """The type of `fd` as a ``.proto`` file names a scalar: ``int64``, ``string``, ``bytes``
+    (``message`` and ``enum`` for the others, which have names of their own)."""
+    types = descriptor_pb2.FieldDescriptorProto.Type
+    name = types.Name(fd.type)  # type: ignore[arg-type]
+    return name.removeprefix("TYPE_").lower()
 
 
 def join(path: str, name: str) -> str:
@@ -231,10 +252,7 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
     if fd.enum_type is not None:
         names = [v.name for v in fd.enum_type.values]
         # The first name is the zero, UNSPECIFIED: not one to suggest, unless it is the only one.
-        suggested = names
-        if len(names) > 1:
-            suggested = names[1:]
-        shown = ", ".join(suggested)
+        shown = ", ".join(names[1:] or names)
         schema = {"type": "string", "enum": names}
         return ValueForm(f"one of the names {shown}", schema, schema)
     if kind in INT_TYPES_64:

@@ -342,7 +342,7 @@ def check_decode_cost(
     brace, comma, bracket = marks
     objects = text.count(brace)  # type: ignore[arg-type]
     arrays = text.count(bracket)  # type: ignore[arg-type]
-    if _holds_values(cast(Descriptor, message_type.DESCRIPTOR)):
+    if _holds_values(message_type.DESCRIPTOR):
         objects += text.count(comma) + arrays  # type: ignore[arg-type]
     allowed = max(DECODE_BYTES_PER_BYTE * len(text), DECODE_BYTES_FLOOR)
     cost = objects * _OBJECT_COST + arrays * _ARRAY_COST
@@ -406,7 +406,7 @@ def _raise_if_misplaced(
             )
         for element_path, key, element in elements(fd, item, field_path):
             # json_format judges a leaf in the form it has in the field: {key: v}, [v] or v.
-            alone: Any = element
+            alone = element
             if kind == "map":
                 alone = {key: element}
             elif kind == "list":
@@ -445,9 +445,8 @@ def _check_value(
     from google.protobuf import json_format
 
     holder = message_factory.GetMessageClass(fd.containing_type)()  # type: ignore[arg-type]
-    data = {fd.json_name: alone}
     try:
-        json_format.ParseDict(data, holder, ignore_unknown_fields=not strict)
+        json_format.ParseDict({fd.json_name: alone}, holder, ignore_unknown_fields=not strict)
     except (json_format.ParseError, ValueError, TypeError, ArithmeticError):
         raise _invalid(path, form.expected, describe_value(value)) from None
 

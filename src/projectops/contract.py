@@ -19,7 +19,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor, MethodDescriptor
 
 from projectops import rules
-from projectops._wire import join
+from projectops._wire import join, scalar_type
 from projectops.conventions import rpc_operation_name
 from projectops.validation import is_required
 
@@ -346,6 +346,4 @@ def _type_name(field: FieldDescriptor) -> str:
         return field.message_type.full_name
     if field.enum_type is not None:
         return field.enum_type.full_name
-    proto_type = descriptor_pb2.FieldDescriptorProto.Type
-    type_name = proto_type.Name(proto_type.ValueType(field.type))  # e.g. TYPE_INT64
-    return type_name.removeprefix("TYPE_").lower()
+    return scalar_type(field)

@@ -79,8 +79,7 @@ def input_schema(op: str | Operation) -> dict[str, Any]:
     Raises:
         projectops.UnknownOperationError: `op` names no operation.
     """
-    request_type = operation(op).request_type
-    return message_schema(request_type, "input", required_values=True)
+    return message_schema(operation(op).request_type, "input", required_values=True)
 
 
 def output_schema(op: str | Operation) -> dict[str, Any]:
@@ -104,9 +103,9 @@ class _Builder:
         self,
         root: Descriptor,
         direction: Direction,
-        ref: Callable[[Descriptor], str] | None = None,
-        allow_unknown: bool = False,
-        required_values: bool = False,
+        ref: Callable[[Descriptor], str] | None,
+        allow_unknown: bool,
+        required_values: bool,
     ) -> None:
         self.root = root
         self.required_values = required_values
@@ -121,8 +120,7 @@ class _Builder:
         text = rules.described(description(message), phrases)
         if text:
             schema["description"] = text
-        properties = {fd.json_name: self.field_schema(fd) for fd in message.fields}
-        schema["properties"] = properties
+        schema["properties"] = {fd.json_name: self.field_schema(fd) for fd in message.fields}
         # What the codec always writes is required of a response: fields without presence.
         output = self.direction == "output"
         required = [
@@ -248,21 +246,19 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
         keyword = _KEYWORDS.get(kind, {}).get(rule)
         count = kind == "int64" and rule == "gte" and value == 0
         if target is not None and keyword:
-            _merge(target, {keyword: value})
+            _merge(target, keyword, value)
         elif target is not None and count:
             target["pattern"] = NON_NEGATIVE_INT64_PATTERN  # a count, written as a string
-            _merge(target, {"minimum": 0})
+            _merge(target, "minimum", 0)
         else:
             unsaid.append(phrase)
     return unsaid
 
 
-def _merge(schema: dict[str, Any], keywords: dict[str, Any]) -> None:
-    """Add `keywords` to `schema`; one that is there already with another value (a REQUIRED
-    string's not-blank ``pattern`` and a rule's) joins ``allOf`` instead, so both hold."""
-    for key, value in keywords.items():
-        if key not in schema or schema[key] == value:
-            schema[key] = value
-        else:
-            all_of = schema.setdefault("allOf", [])
-            all_of.append({key: value})
+def _merge(schema: dict[str, Any], key: str, value: Any) -> None:
+    """Add `key` to `schema`; when it is there already with another value (a REQUIRED string's
+    not-blank ``pattern`` and a rule's), ``{key: value}`` joins ``allOf`` instead, so both hold."""
+    if key not in schema or schema[key] == value:
+        schema[key] = value
+    else:
+        schema.setdefault("allOf", []).append({key: value})

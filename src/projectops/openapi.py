@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import PurePosixPath
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import Message
@@ -43,7 +43,7 @@ from projectops.errors import Code, InvalidArgument
 from projectops.fixtures import default_fixtures
 from projectops.registry import REGISTRY, Operation, Registry
 from projectops.v1.error_pb2 import ErrorResponse
-from projectops.validation import is_required, violations
+from projectops.validation import is_required, validate
 
 __all__ = ["ERROR_CASES", "OPENAPI_VERSION", "OUTSIDE_OPERATIONS", "SECURITY_SCHEME", "TITLE"]
 __all__ += ["ErrorCase", "RenderError", "document", "render", "server_url"]
@@ -160,11 +160,13 @@ def _document(strict: bool, registry: Registry) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for op in registry.operations():
         given = examples.get(op.name, {})
-        paths[op.path] = {"post": _operation(op, _tag(op), schemas, given)}
-        for message, side in ((op.request_type, "request"), (op.response_type, "response")):
+        paths[op.path] = {"post": _operation(op, schemas, given)}
+        for message, side in (
+            (op.method.input_type, "request"),
+            (op.method.output_type, "response"),
+        ):
             if given:  # outputs are all added first: this is the component refs point to
-                schema = schemas.schema(_descriptor(message))
-                schema["examples"] = [e[side] for e in given.values()]
+                schemas.schema(message)["examples"] = [e[side] for e in given.values()]
     tags = dict.fromkeys(map(_tag, registry.operations()))
     return {
         "openapi": OPENAPI_VERSION,
@@ -225,18 +227,17 @@ def _error_example(
         except InvalidArgument as exc:
             return to_dict(exc.to_proto())
     if request_type is not None and case == MISSING_REQUIRED:
-        found = list(violations(request_type()))
-        if not found:
-            return None
-        text = "; ".join(f"{v.field}: {v.description}" for v in found)
-        return to_dict(case.error(text, found).to_proto())
+        try:
+            validate(request_type())
+        except InvalidArgument as exc:
+            return to_dict(exc.to_proto())
+        return None
     text = _first_sentence(case.situation.replace("`", ""))
     return to_dict(case.error(text).to_proto())
 
 
 def _operation(
     op: Operation,
-    tag: str,
     schemas: _Components,
     examples: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
@@ -244,7 +245,7 @@ def _operation(
         "operationId": op.name,
         "summary": op.summary,
         "description": op.description,
-        "tags": [tag],
+        "tags": [_tag(op)],
         "security": [{SECURITY_SCHEME: []}],
         "x-idempotency-level": op.idempotency,
         "x-read-only": op.read_only,
@@ -252,8 +253,8 @@ def _operation(
     }
     if op.deprecated:
         item["deprecated"] = True
-    request = _descriptor(op.request_type)
-    answer = _descriptor(op.response_type)
+    request = op.method.input_type
+    answer = op.method.output_type
     item["requestBody"] = {
         # An empty body reads as `{}`: it is only wrong when a field is REQUIRED.
         "required": any(is_required(fd) for fd in request.fields),
@@ -266,7 +267,7 @@ def _operation(
             "content": _content(schemas.ref(answer, "output"), examples, "response"),
         }
     }
-    error_ref = schemas.ref(_descriptor(ErrorResponse), "output")
+    error_ref = schemas.ref(ErrorResponse.DESCRIPTOR, "output")
     for status, cases in _error_statuses():
         error_examples: dict[str, Any] = {}
         for case in cases:
@@ -328,8 +329,8 @@ def _error_statuses() -> list[tuple[int, list[ErrorCase]]]:
 
 
 def _tag(op: Operation) -> str:
-    file: FileDescriptor = op.method.containing_service.file
-    for fd in _descriptor(op.response_type).fields:
+    file = op.method.containing_service.file
+    for fd in op.method.output_type.fields:
         message = value_form(fd).message
         if message is not None:
             file = message.file
@@ -344,12 +345,11 @@ class _Components:
         self._schemas: dict[str, dict[str, Any]] = {}
         self._output: set[str] = set()
         # Output forms first: which messages they reach decides the names of input forms.
-        outputs = [_descriptor(op.response_type) for op in registry.operations()]
-        for message in [*outputs, _descriptor(ErrorResponse)]:
-            self._add(message, "output")
+        for op in registry.operations():
+            self._add(op.method.output_type, "output")
+        error = self._add(ErrorResponse.DESCRIPTOR, "output")
         # `code` is a string on the wire; its values are the code names of the error model.
-        error = self._schemas[_descriptor(ErrorResponse).full_name]["properties"]["code"]
-        error["enum"] = [code.value for code in Code]
+        self._schemas[error]["properties"]["code"]["enum"] = [code.value for code in Code]
 
     def ref(
         self,
@@ -370,7 +370,7 @@ class _Components:
         return dict(sorted(self._schemas.items()))
 
     def _key(self, message: Descriptor, direction: json_schema.Direction) -> str:
-        name: str = message.full_name
+        name = message.full_name
         return f"{name}.input" if direction == "input" and name in self._output else name
 
     def _add(self, message: Descriptor, direction: json_schema.Direction) -> str:
@@ -396,10 +396,6 @@ class _Components:
         for name, nested in defs.items():
             self._schemas.setdefault(self._key(pool.FindMessageTypeByName(name), direction), nested)
         return key
-
-
-def _descriptor(message_type: type[Message]) -> Descriptor:
-    return cast(Descriptor, message_type.DESCRIPTOR)
 
 
 def _messages(files: set[FileDescriptor]) -> Iterator[Descriptor]:

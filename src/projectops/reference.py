@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, cast
+from typing import Any
 
-from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 
 from projectops._text import escape, escape_lines
-from projectops._wire import shape, value_form
+from projectops._wire import is_map, scalar_type, shape, value_form
 from projectops.descriptions import description, summary
 from projectops.registry import REGISTRY, SERVICE, Operation, Registry
 from projectops.rules import described, rule_phrases
@@ -65,9 +64,8 @@ def describe(
     if found.description:
         out.blank()
         out.paragraphs(escape_lines(found.description), 0)
-    bodies = (("Request", found.request_type), ("Response", found.response_type))
-    for title, body in bodies:
-        message = cast(Descriptor, body.DESCRIPTOR)
+    bodies = (("Request", found.method.input_type), ("Response", found.method.output_type))
+    for title, message in bodies:
         out.blank()
         out.wrap(f"{title} body: {_name(message)}", 0, _STEP)
         # The comment and the message's rules (§4.6); none: a blank line.
@@ -77,8 +75,7 @@ def describe(
             out.blank()
             out.wrap("No fields: the body is the empty JSON object {}.", _STEP, _STEP)
         path = (message.full_name,)
-        request = title == "Request"
-        _fields(out, message, _STEP, path, {*path}, request=request)
+        _fields(out, message, _STEP, path, {*path}, request=title == "Request")
     return out.text()
 
 
@@ -128,7 +125,7 @@ def _behaviour(op: Operation) -> str:
 
 
 def _name(message: Descriptor | EnumDescriptor) -> str:
-    full: str = message.full_name
+    full = message.full_name
     if message.file.package != _PACKAGE:
         return full
     return full.removeprefix(_PACKAGE + ".")
@@ -218,9 +215,8 @@ def _value_type(
         if form.message.full_name in path:
             return f"object {name} (recursive: its fields are shown above)"
         return f"object {name} (fields shown above)"
-    entry = fd.message_type
-    if entry is not None and entry.GetOptions().map_entry:
-        fd = entry.fields_by_name["value"]
+    if is_map(fd):
+        fd = fd.message_type.fields_by_name["value"]  # type: ignore[union-attr]  # is_map
     json_type = _json_type(form.schema)
     if fd.enum_type is not None:
         values = fd.enum_type.values
@@ -230,7 +226,7 @@ def _value_type(
         if set(form.schema) - {"type"}:
             return f"{json_type} ({_phrase(form.expected)})"
         return f"{json_type} ({fd.message_type.full_name})"
-    proto_type = _proto_type(fd)
+    proto_type = scalar_type(fd)
     if json_type == "string" and proto_type.endswith("64"):
         accepted = form.input_schema.get("type", ())
         also = ""
@@ -250,12 +246,6 @@ def _json_type(schema: dict[str, Any]) -> str:
         if isinstance(kind.get("type"), str):
             return str(kind["type"])
     return "any JSON value"
-
-
-def _proto_type(fd: FieldDescriptor) -> str:
-    types = descriptor_pb2.FieldDescriptorProto.Type
-    name: str = types.Name(fd.type)  # type: ignore[arg-type]
-    return name.removeprefix("TYPE_").lower()
 
 
 def _phrase(expected: str) -> str:

@@ -22,12 +22,15 @@ import importlib.util
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from projectops.errors import HTTP_STATUS_BY_CODE, ApiError
 from projectops.registry import Operation
 
 if TYPE_CHECKING:
+    from google.protobuf.descriptor import MethodDescriptor
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
@@ -54,7 +57,8 @@ def available() -> bool:
 
 
 class _Telemetry:
-    """Both sides: the tracer and histogram, and each operation's span name and attributes."""
+    """Both sides: the tracer and histogram (each rpc's span name and attributes:
+    :func:`_span_name`)."""
 
     _side = "client"
 
@@ -71,7 +75,6 @@ class _Telemetry:
                 global one.
         """
         self.on = available()
-        self._names: dict[str, tuple[str, dict[str, str]]] = {}
         if not self.on:
             return
         from opentelemetry import context, metrics, propagate, trace
@@ -106,14 +109,7 @@ class _Telemetry:
         return self._tracing
 
     def _start(self, op: Operation, carrier: Any = None) -> _Call:
-        found = self._names.get(op.name)
-        if found is None:
-            service = op.method.containing_service.full_name
-            method = op.method.name
-            attributes = {"rpc.system": RPC_SYSTEM, "rpc.service": service, "rpc.method": method}
-            found = (f"{service}/{method}", attributes)
-            self._names[op.name] = found
-        name, attributes = found
+        name, attributes = _span_name(op.method)
         span = None
         token = None
         if self._traced():
@@ -123,26 +119,26 @@ class _Telemetry:
             span = self._tracer.start_span(name, parent, self._kind, attributes)
             current = self._trace.set_span_in_context(span, parent)
             token = self._context.attach(current)
-        return _Call(self, span, token, attributes)
+        return _Call(self, span, token, attributes, time.perf_counter())
 
 
+@cache
+def _span_name(method: MethodDescriptor) -> tuple[str, dict[str, str]]:
+    """The span name of an rpc (``<service>/<method>``) and its attributes, made once."""
+    service = method.containing_service.full_name
+    attributes = {"rpc.system": RPC_SYSTEM, "rpc.service": service, "rpc.method": method.name}
+    return f"{service}/{method.name}", attributes
+
+
+@dataclass(slots=True)
 class _Call:
     """One call being recorded: its span (current until :meth:`finish`), if any, and start."""
 
-    __slots__ = ("_attributes", "_owner", "_start", "_token", "span")
-
-    def __init__(
-        self,
-        owner: _Telemetry,
-        span: Any,
-        token: object,
-        attributes: dict[str, str],
-    ):
-        self._owner = owner
-        self.span = span
-        self._token = token
-        self._attributes = attributes
-        self._start = time.perf_counter()
+    _owner: _Telemetry
+    span: Any
+    _token: object
+    _attributes: dict[str, str]
+    _start: float
 
     def finish(
         self,
@@ -193,24 +189,20 @@ class ClientTelemetry(_Telemetry):
     ``rpc.client.duration`` per call (retries included). ``http.response.status_code``: the
     failing response's status, else the last response's; unset when no response came."""
 
-    def _client_start(self, context: Any) -> _Call:
-        """Start the call; its span context goes in the headers (a name they refuse: left out)."""
-        call = self._start(context.operation)
-        found: dict[str, str] = {}
-        if call.span is not None:
-            self._propagate.inject(found)
-        for name, value in found.items():
-            with suppress(ValueError):
-                context.headers[name] = value
-        return call
-
     @contextmanager
     def _measured(self, context: Any) -> Iterator[None]:
         """Measure the call run inside, in a CLIENT span (nothing while telemetry is off)."""
         if not self.on:
             yield
             return
-        call = self._client_start(context)
+        call = self._start(context.operation)
+        # The span context goes in the headers (a name they refuse: left out).
+        found: dict[str, str] = {}
+        if call.span is not None:
+            self._propagate.inject(found)
+        for name, value in found.items():
+            with suppress(ValueError):
+                context.headers[name] = value
         try:
             yield
         except BaseException as exc:

@@ -167,7 +167,7 @@ def _fields(
 ) -> Iterator[tuple[Message, FieldDescriptor, str]]:
     """Each field of :func:`_walked` in `message` and in every message under it, depth first in
     field order: the message holding it, the field and its JSON path (`path` is `message`'s)."""
-    for fd, holds in _walked(cast(Descriptor, message.DESCRIPTOR)):
+    for fd, holds in _walked(message.DESCRIPTOR):
         field_path = join(path, fd.json_name)
         yield message, fd, field_path
         if holds and (fd.is_repeated or message.HasField(fd.name)):  # not an unset message

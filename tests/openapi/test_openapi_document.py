@@ -290,7 +290,7 @@ def test_idempotency_level_and_deprecation_come_from_the_rpc_options(
     level: str, deprecated: bool
 ) -> None:
     op = _synthetic_operation(level, deprecated)
-    item = openapi._operation(op, "x", openapi._Components(strict=False, registry=REGISTRY), {})
+    item = openapi._operation(op, openapi._Components(strict=False, registry=REGISTRY), {})
     assert item["x-idempotency-level"] == level
     assert item.get("deprecated", False) is deprecated
 
@@ -308,7 +308,6 @@ def test_read_only_and_idempotent_hints_follow_the_level(
 ) -> None:
     item = openapi._operation(
         _synthetic_operation(level, False),
-        "x",
         openapi._Components(strict=False, registry=REGISTRY),
         {},
     )

@@ -383,9 +383,9 @@ def _decode_map(
     return {k: v for k, v in out.items() if v is not _SKIP}
 
 
-def _is_value(cls: Any) -> bool:
+def _is_value(cls: type[Message]) -> bool:
     """Whether `cls` is google.protobuf.Value, where null is a value (null_value)."""
-    return cast(bool, cls.DESCRIPTOR.full_name == "google.protobuf.Value")
+    return cls.DESCRIPTOR.full_name == "google.protobuf.Value"
 
 
 def _decode_wkt(

@@ -76,10 +76,9 @@ class Enum:
     __slots__ = ("by_name", "names", "open")
 
     def __init__(self, enum: EnumDescriptor) -> None:
-        self.by_name: dict[str, int] = {v.name: v.number for v in enum.values}
-        by_number = enum.values_by_number.items()
-        self.names = _Names({number: v.name for number, v in by_number})
-        self.open: bool = not enum.is_closed
+        self.by_name = {v.name: v.number for v in enum.values}
+        self.names = _Names({number: v.name for number, v in enum.values_by_number.items()})
+        self.open = not enum.is_closed
 
 
 class Field:
@@ -90,11 +89,11 @@ class Field:
     __slots__ = ("aux", "json_name", "kind", "name", "oneof", "order", "presence", "shape")
 
     def __init__(self, fd: FieldDescriptor, oneof: int) -> None:
-        self.name: str = fd.name
-        self.json_name: str = fd.json_name
-        self.presence: bool = fd.has_presence
+        self.name = fd.name
+        self.json_name = fd.json_name
+        self.presence = fd.has_presence
         self.oneof = oneof
-        self.order: Descriptor | None = value_form(fd).message
+        self.order = value_form(fd).message
         if is_map(fd):
             entry = cast(Descriptor, fd.message_type)
             key_kind, _ = _kind(entry.fields_by_name["key"])
@@ -239,12 +238,10 @@ def compile_function(
 
 
 def _fill(built: Plan) -> None:
-    descriptor = built.descriptor
-    oneofs = {o.full_name: i for i, o in enumerate(descriptor.oneofs)}
-    for fd in descriptor.fields:
+    for fd in built.descriptor.fields:
         oneof = -1  # in no oneof
         if fd.containing_oneof is not None:
-            oneof = oneofs[fd.containing_oneof.full_name]
+            oneof = fd.containing_oneof.index
         field = Field(fd, oneof)
         built.fields.append(field)
         built.inputs[field.json_name] = field  # the last one wins, as in json_format
