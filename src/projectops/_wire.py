@@ -34,11 +34,9 @@ def _at_most(limit: int) -> str:
     numbers, then one alternative per digit of `limit` that is the first to be smaller."""
     digits = str(limit)
     size = len(digits)
-    # The shorter numbers: a first digit, then up to size - 2 more.
-    shorter = "[0-9]?" * (size - 1)
-    if size > 2:
-        shorter = f"[0-9]{{0,{size - 2}}}"
-    parts = ["[1-9]" + shorter]
+    parts = []
+    if size > 1:  # the shorter numbers: a first digit, then up to size - 2 more
+        parts.append(f"[1-9][0-9]{{0,{size - 2}}}")
     for i, digit in enumerate(digits):
         low = int(i == 0)  # no leading zero
         high = int(digit) - 1

@@ -241,3 +241,15 @@ def test_every_rule_of_the_schema_is_a_keyword_or_said_in_the_description() -> N
                 assert said or keywords, (fd.full_name, phrase)
             if (nested := value_form(fd).message) is not None:
                 todo.append(nested)
+
+
+def test_the_bounded_number_pattern_takes_exactly_one_to_its_limit() -> None:
+    # The integer patterns of the schemas (64-bit strings, map keys, Duration seconds) are built
+    # by _wire._at_most: one- and two-digit limits once let through every two-digit number.
+    from projectops._wire import _at_most
+
+    for limit in [*range(1, 1200), 2**31 - 1, 2**63]:
+        pattern = re.compile(f"(?:{_at_most(limit)})")
+        near = {*range(min(limit, 1300) + 1), limit - 1, limit, limit + 1, 10 * limit}
+        taken = sorted(n for n in near if pattern.fullmatch(str(n)))
+        assert taken == sorted(n for n in near if 1 <= n <= limit), limit
