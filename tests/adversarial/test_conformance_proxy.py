@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,13 +55,14 @@ MIB = 1024 * 1024
 _INTEGERS_64 = {getattr(FieldDescriptor, f"TYPE_{t}") for t in "INT64 UINT64 SINT64".split()}
 
 
-def _first_list() -> tuple[Operation, str, str, str]:
-    """The registry's first operation whose answer is a list of messages, each with a 64-bit
+def first_list(ops: Sequence[Operation] = ()) -> tuple[Operation, str, str, str]:
+    """The first operation of `ops` (default: the registry's) whose answer is a list of
+    messages, each with a 64-bit
     integer and a string field: the operation and the JSON names of the list, of the integer
     (the key echoed there does not decode: a drift that quotes it) and of the string (echoed
     there, a credential makes a valid answer, which must still not be recorded). The tests send
     it ``{}`` and record responses of one string element: both must keep the schema's rules."""
-    for op in operations():
+    for op in ops or operations():
         if rule_violations(op.request_type()):
             continue
         for fd in op.response_type.DESCRIPTOR.fields:
@@ -78,7 +79,7 @@ def _first_list() -> tuple[Operation, str, str, str]:
     raise LookupError("no operation answers a list of messages with a 64-bit integer and a string")
 
 
-LISTING, ITEMS, COUNT, TEXT = _first_list()
+LISTING, ITEMS, COUNT, TEXT = first_list()
 LIST = LISTING.path
 PARENT, _, NAME = LIST.rpartition("/")  # /api/mcp, list_rum_environments
 EMPTY = json.dumps({ITEMS: []})

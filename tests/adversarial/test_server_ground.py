@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from projectops import operation
 from projectops.codec import from_json
 from projectops.mock import create_mock_app, load_fixtures
 from projectops.server import create_app
@@ -32,7 +33,7 @@ from tests.adversarial.slow_clients import (
     status,
     trickle,
 )
-from tests.adversarial.test_conformance_proxy import ITEMS, LIST, LISTING, TEXT
+from tests.adversarial.test_conformance_proxy import LIST, LISTING, first_list
 from tests.adversarial.test_server_failures import served
 
 #: A key of the mock server's bundled fixtures (docs/mock.md).
@@ -84,21 +85,25 @@ LARGE = 3_000
 
 
 def test_a_large_answers_rules_are_checked_off_the_event_loop() -> None:
-    large = from_json({ITEMS: [{TEXT: f"QA-{i}"} for i in range(LARGE)]}, LISTING.response_type)
+    # Our listing operation, by name: what its elements' rules cost is known (a planted rpc
+    # listed first may have rules checked in a millisecond, and nothing to wait for).
+    listing, items, _, text = first_list([operation("list_rum_environments")])
+    elements = [{text: f"QA-{i}"} for i in range(LARGE)]
+    large = from_json({items: elements}, listing.response_type)
     handled = threading.Event()
 
     async def handler(request: Any, context: Any) -> Any:
         handled.set()
         return large
 
-    service = type("Service", (), {LISTING.name: staticmethod(handler)})()
+    service = type("Service", (), {listing.name: staticmethod(handler)})()
     app = create_app(service, authenticate={KEY: "project"}.get, validate_responses=True)
     arrived: dict[str, float] = {}
     with served(app) as url:
         port = port_of(url)
 
         def call_large() -> None:
-            got = exchange(port, LIST)
+            got = exchange(port, listing.path)
             assert status(got) == 200
             arrived["large"] = time.monotonic()
 
@@ -107,7 +112,7 @@ def test_a_large_answers_rules_are_checked_off_the_event_loop() -> None:
         assert handled.wait(PROMPT * 2)
         # The handler has returned the large response: its rules are being checked now. A call
         # without a key is answered on the loop; on the loop, it would wait for the check.
-        ping = exchange(port, LIST, key="")
+        ping = exchange(port, listing.path, key="")
         arrived["ping"] = time.monotonic()
         calling.join(PROMPT * 4)
     assert status(ping) == 401

@@ -67,7 +67,12 @@ def test_request_schema_shape(op: projectops.Operation) -> None:
     assert list(schema["properties"]) == [f.json_name for f in fields]
     for field in fields:
         prop = schema["properties"][field.json_name]
-        assert prop["description"] == description(field)
+        # The field's comment, then the rules no keyword states in words (a fixed64 is a JSON
+        # string: its `gt` has no keyword), as a paragraph of their own.
+        said = prop.get("description", "")
+        rules_said = said.removeprefix(description(field)).lstrip("\n")
+        assert said.startswith(description(field)), said
+        assert not rules_said or rules_said.startswith(("Rule: ", "Rules: ")), said
         if not is_required(field):  # null reads as the default (docs/contract.md §3)
             assert prop["anyOf"][1] == {"type": "null"}
             prop = prop["anyOf"][0]
