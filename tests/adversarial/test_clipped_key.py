@@ -214,8 +214,9 @@ def _refused(key: str) -> tuple[Operation, str]:
 @pytest.mark.parametrize("key", KEYS, ids=["50 characters", "40 characters"])
 def test_a_cut_key_in_the_clis_decoding_error_is_redacted(run_cli: RunCli, key: str) -> None:
     op, body = _refused(key)
+    request = ["--json-input", json.dumps(to_dict(valid_request(op)))]
     with hostile_server(answer(200, body)) as server:
-        run = run_cli(op.name.replace("_", "-"), key=key, base_url=server.base_url)
+        run = run_cli(op.name.replace("_", "-"), *request, key=key, base_url=server.base_url)
     assert run.returncode != 0
     assert "***" in run.stderr
     assert shown_part(run.stdout + run.stderr, key) is None, run.stderr
