@@ -150,6 +150,7 @@ def _json_number(text: str) -> float | str:
 
 #: The flag's value type by field kind where the JSON form is not a string.
 _FLAG_TYPES: dict[int, Any] = {
+    FieldDescriptor.TYPE_BOOL: _json_bool,  # a repeated one: a single bool is --flag/--no-flag
     **dict.fromkeys(INT_TYPES_32, _json_integer),
     FieldDescriptor.TYPE_DOUBLE: _json_number,
     FieldDescriptor.TYPE_FLOAT: _json_number,
@@ -165,14 +166,11 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
         text = escape_lines(described_text).replace("%", "%%")
         options: dict[str, Any] = {
             "dest": _FIELD_DEST + fd.name,
-            "default": None,
             "help": text,
         }
         if fd.is_repeated:
             options.update(action="append", help=text + " Repeat the flag for several values.")
-        if fd.type == FieldDescriptor.TYPE_BOOL and fd.is_repeated:
-            options["type"] = _json_bool
-        elif fd.type == FieldDescriptor.TYPE_BOOL:
+        if fd.type == FieldDescriptor.TYPE_BOOL and not fd.is_repeated:
             options["action"] = argparse.BooleanOptionalAction
         elif fd.enum_type is not None:  # the zero value means "unset" (docs/contract.md §8.5)
             options["choices"] = [v.name for v in fd.enum_type.values if v.number != 0]
@@ -249,9 +247,6 @@ def _run_operation(
     from projectops.client.http import Client  # sync: no event loop to start
 
     request = _request_object(op, args)
-    retries = getattr(args, "retries", None)
-    if retries is None:
-        retries = DEFAULT_RETRIES
     if args.dry_run:  # the request is shown, never sent
         transport = httpx2.MockTransport(_refuse)
     try:
@@ -259,7 +254,7 @@ def _run_operation(
             args.base_url,
             timeout=args.timeout,
             max_response_bytes=args.max_response_bytes,
-            retries=retries,
+            retries=args.retries,
             transport=transport,
         ) as client:
             hint = base_url_hint(client.base_url)
@@ -288,8 +283,7 @@ def _write_json(message: Message, *, indent: int | None) -> None:
         text = redact(dump(redacted, indent=indent))
         sys.stdout.write(inert_json(text) + "\n")
         return
-    pieces = iter_json(message, indent=indent)
-    sys.stdout.writelines(map(inert_json, pieces))
+    sys.stdout.writelines(map(inert_json, iter_json(message, indent=indent)))
     sys.stdout.write("\n")
 
 
@@ -352,9 +346,7 @@ def _listing(registry: Registry, args: argparse.Namespace) -> int:
     if args.json:
         keys = {"toolName": "tool_name", "readOnly": "read_only"}
         names = ("name", "toolName", "path", "summary", "description", "readOnly")
-        rows: list[dict[str, Any]] = []
-        for op in ops:
-            rows.append({name: getattr(op, keys.get(name, name)) for name in names})
+        rows = [{name: getattr(op, keys.get(name, name)) for name in names} for op in ops]
         text = json.dumps(rows, indent=2, ensure_ascii=False)
         print(inert_json(text))
         return EXIT_OK

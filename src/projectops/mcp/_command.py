@@ -113,9 +113,6 @@ def _run(args: argparse.Namespace) -> int:
     port = args.port
     if port is None:
         port = DEFAULT_PORT
-    retries = getattr(args, "retries", None)
-    if retries is None:
-        retries = DEFAULT_RETRIES
     drain_timeout = args.drain_timeout
     if drain_timeout is None:
         drain_timeout = DEFAULT_DRAIN_TIMEOUT
@@ -126,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
-        retries=retries,
+        retries=args.retries,
         max_result_bytes=args.max_result_bytes or DEFAULT_MAX_RESULT_BYTES,
         drain_timeout=drain_timeout,
         token=token,
