@@ -13,7 +13,6 @@ import re
 import shutil
 import stat
 import sys
-from collections.abc import Callable
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -51,7 +50,6 @@ def commands(
     """In the order of ``projectops --help``; `transport`: what the operation commands send
     through instead of the network (tests); `registry`: the operations they call and
     describe."""
-    tool = partial(_tool_argument, registry)
     return [
         *(
             Command(
@@ -74,13 +72,13 @@ def commands(
         Command(
             "describe",
             "show an operation's reference, or list them",
-            partial(tool, optional=True),
+            partial(_tool_argument, registry, nargs="?"),
             partial(_describe, registry),
         ),
         Command(
             "schema",
             "print the JSON Schema of a tool's input (or output)",
-            partial(_schema_arguments, tool),
+            partial(_schema_arguments, registry),
             partial(_schema, registry),
         ),
         Command(
@@ -174,9 +172,8 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
             options["action"] = argparse.BooleanOptionalAction
         elif fd.enum_type is not None:  # the zero value means "unset" (docs/contract.md §8.5)
             options["choices"] = [v.name for v in fd.enum_type.values if v.number != 0]
-        elif fd.type in _FLAG_TYPES:
-            options["type"] = _FLAG_TYPES[fd.type]
-        if "choices" not in options and options.get("action") is not argparse.BooleanOptionalAction:
+        else:  # a string or a 64-bit integer has no type: argparse keeps the text
+            options["type"] = _FLAG_TYPES.get(fd.type)
             options["metavar"] = fd.name.upper()
         group.add_argument(_flag(fd), **options)
     what = "the request as a JSON object, inline or @file (@- reads stdin), over the flags"
@@ -363,13 +360,13 @@ def _tool_argument(
     registry: Registry,
     parser: argparse.ArgumentParser,
     *,
-    optional: bool = False,
+    nargs: str | None = None,
 ) -> None:
     names = [op.tool_name for op in registry.operations()]
     parser.add_argument(
         "tool",
         metavar="TOOL",
-        nargs="?" if optional else None,
+        nargs=nargs,
         choices=names,
         help="the tool (operation) name: " + ", ".join(names),
     )
@@ -390,10 +387,8 @@ def _describe(registry: Registry, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _schema_arguments(
-    tool: Callable[[argparse.ArgumentParser], None], parser: argparse.ArgumentParser
-) -> None:
-    tool(parser)
+def _schema_arguments(registry: Registry, parser: argparse.ArgumentParser) -> None:
+    _tool_argument(registry, parser)
     parser.add_argument("--output", action="store_true", help="the response's schema")
 
 

@@ -80,22 +80,22 @@ def whole_number(text: str, *, lowest: int = 1) -> int:
     Raises:
         argparse.ArgumentTypeError: not a whole number, or below `lowest`.
     """
-    return _whole_in(text, lowest, None, f"a whole number >= {lowest}")
+    return _whole_in(text, lowest, math.inf, f"a whole number >= {lowest}")
 
 
 def _whole_in(
     text: str,
     lowest: int,
-    highest: int | None,
+    highest: float,
     expected: str,
 ) -> int:
-    """`text` as a whole number from `lowest` to `highest` (``None``: no bound), or
+    """`text` as a whole number from `lowest` to `highest` (``math.inf``: no bound), or
     ``argparse.ArgumentTypeError`` saying it should be `expected`."""
     try:
         value = int(text)
     except ValueError:
         value = lowest - 1
-    if value < lowest or (highest is not None and value > highest):
+    if value < lowest or value > highest:
         raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
@@ -118,7 +118,7 @@ def time_in_seconds(text: str, *, below: float = math.inf) -> float:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 < value < below or value == math.inf:
+    if not 0 < value < below:  # NaN compares False; infinity is never below `below`
         bound = ""
         if below != math.inf:
             bound = f" and less than {below:g}"

@@ -79,15 +79,10 @@ class Failure:
             text = exc.describe()
         message = outside_text(text, MAX_MESSAGE_CHARS).rstrip(".")
         fields = {"tool": tool, "status": status, "code": code, "message": message}
-        return (
-            self.line.format(**fields),
-            _sentence(self.sentence.format(**fields)),
-        )
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text if text.endswith((".", "!", "?")) else text + "."
+        sentence = self.sentence.format(**fields).strip()
+        if not sentence.endswith((".", "!", "?")):
+            sentence += "."
+        return self.line.format(**fields), sentence
 
 
 # Local mistakes: the message says it all.
