@@ -124,7 +124,7 @@ def _why_ignored(
         return None
     if not command.connection:
         return "it does not call the service"
-    if flag == "--retries" and flag not in sub._option_string_actions:
+    if flag not in sub._option_string_actions:  # only --retries: build_parser adds the others
         return "it retries no call"
     return None
 

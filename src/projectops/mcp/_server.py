@@ -138,7 +138,7 @@ async def call_operation_tool(
         if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
             _log.exception("tool %s failed unexpectedly", name)
         # The client put outside text into `exc` redacted: the sentence is never rewritten.
-        _, sentence = row.format(exc, op.tool_name)
+        _, sentence = row.format(exc, name)
         result, outcome = _failed(sentence)
     else:
         result, outcome = await anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
@@ -158,10 +158,7 @@ def _result(
     pieces: list[str] = []
     size = 0
     for piece in iter_json(response, indent=2):
-        if piece.isascii():
-            size += len(piece)
-        else:
-            size += len(piece.encode("utf-8", "surrogatepass"))
+        size += len(piece.encode("utf-8", "surrogatepass"))
         if size <= limit:
             pieces.append(piece)
     if size > limit:
