@@ -22,7 +22,7 @@ from projectops._text import KEY_CUT, REDACTED, escape, escape_lines, unsafe_cha
 from projectops._wire import INT_TYPES_32
 from projectops.client import DEFAULT_RETRIES
 from projectops.client.redaction import redact, redact_values
-from projectops.codec import describe_value
+from projectops.codec import describe_value, dump, iter_json, to_dict
 from projectops.conventions import API_KEY_HEADER, DEFAULT_BASE_URL, MAX_BODY_BYTES, base_url_hint
 from projectops.descriptions import description
 from projectops.program.commands import Command, add_retries
@@ -100,8 +100,7 @@ def _flag(fd: FieldDescriptor) -> str:
 def _flag_fields(op: Operation) -> list[FieldDescriptor]:
     """The request fields that have a flag: top-level scalars, enums and repeated scalars."""
     fields = cast(Descriptor, op.request_type.DESCRIPTOR).fields
-    scalars = [fd for fd in fields if fd.message_type is None]
-    return [fd for fd in scalars if _flag(fd) not in _OWN_FLAGS]
+    return [fd for fd in fields if fd.message_type is None and _flag(fd) not in _OWN_FLAGS]
 
 
 def _description_text(text: str) -> str:
@@ -272,8 +271,6 @@ def _write_json(message: Message, *, indent: int | None) -> None:
     """`message`'s JSON and a newline on stdout, written in pieces as it is encoded; when the
     service echoed the key, with every string redacted as the tool server redacts its result
     (docs/contract.md §9.4)."""
-    from projectops.codec import dump, iter_json, to_dict
-
     if _echoes_key(message, indent):
         # A key that straddles two JSON tokens is caught by redacting the text whole.
         redacted = redact_values(to_dict(message))
@@ -288,8 +285,6 @@ def _echoes_key(message: Message, indent: int | None) -> bool:
     """Whether `message`'s JSON holds the key (or a cut of it), one piece at a time: each with
     the end of the one before, since redaction knows a key cut by the piece's edge by its
     first :data:`projectops._text.KEY_CUT` characters."""
-    from projectops.codec import iter_json
-
     before = ""
     for piece in iter_json(message, indent=indent):
         text = before + piece
@@ -418,10 +413,8 @@ def _openapi(parser: argparse.ArgumentParser) -> None:
 def _run_openapi(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import openapi
 
-    try:
-        text = openapi.render(args.server_url, args.format, registry)
-    except openapi.RenderError as exc:
-        raise UsageError(str(exc)) from None
+    # A RenderError (PyYAML missing) is a ValueError: the failure table reports it as usage.
+    text = openapi.render(args.server_url, args.format, registry)
     if args.format == "json":
         text = inert_json(text)
     sys.stdout.write(text)
