@@ -55,7 +55,7 @@ class _Parser(argparse.ArgumentParser):
         choices = action.choices
         if choices is None or value in choices:
             return
-        suggestion = _closest(str(value), [str(choice) for choice in choices])
+        suggestion = _closest(str(value), map(str, choices))
         hint = f"; did you mean {suggestion!r}?" if suggestion else ""
         if isinstance(action, argparse._SubParsersAction):
             see = f"{self.prog} {suggestion} --help" if suggestion else f"{self.prog} --help"
@@ -70,7 +70,7 @@ def _closest(word: str, candidates: Iterable[str]) -> str | None:
     # Flags are compared without the dashes they all share: with them, "--verbose" is close
     # enough to "--version" (0.67 > difflib's 0.6), without them it is not (0.57).
     names = {candidate.lstrip("-"): candidate for candidate in candidates}
-    matches = difflib.get_close_matches(word.lstrip("-"), list(names), n=1)
+    matches = difflib.get_close_matches(word.lstrip("-"), names, n=1)
     return names[matches[0]] if matches else None
 
 
@@ -124,7 +124,7 @@ def _why_ignored(
         return None
     if not command.connection:
         return "it does not call the service"
-    if flag == "--retries" and flag not in sub._option_string_actions:
+    if flag not in sub._option_string_actions:  # only --retries: build_parser adds the others
         return "it retries no call"
     return None
 
@@ -144,13 +144,15 @@ def _check_options(args: argparse.Namespace, unknown: list[str]) -> None:
             raise UsageError(f"unexpected argument {unknown[0]!r} {see}")
         raise _unknown_option(flag, sub)
     for flag in _CALL_FLAGS:
-        given = getattr(args, flag[2:].replace("-", "_"), None) is not None
-        why = _why_ignored(flag, command, sub) if given else None
-        if why is not None:
+        given = getattr(args, flag[2:].replace("-", "_")) is not None
+        why = _why_ignored(flag, command, sub)
+        if given and why is not None:
             raise UsageError(f"{flag} does nothing for '{command.name}': {why}")
     if command.connection:  # both are positive when given
         args.timeout = args.timeout or DEFAULT_CALL_TIMEOUT
         args.max_response_bytes = args.max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES
+        if args.retries is None:  # 0 is given: no retry
+            args.retries = DEFAULT_RETRIES
 
 
 def _commands(

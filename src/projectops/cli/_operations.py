@@ -13,7 +13,6 @@ import re
 import shutil
 import stat
 import sys
-from collections.abc import Callable
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,7 +22,7 @@ from projectops._text import KEY_CUT, REDACTED, escape, escape_lines, unsafe_cha
 from projectops._wire import INT_TYPES_32
 from projectops.client import DEFAULT_RETRIES
 from projectops.client.redaction import redact, redact_values
-from projectops.codec import describe_value
+from projectops.codec import describe_value, dump, iter_json, to_dict
 from projectops.conventions import API_KEY_HEADER, DEFAULT_BASE_URL, MAX_BODY_BYTES, base_url_hint
 from projectops.descriptions import description
 from projectops.program.commands import Command, add_retries
@@ -51,7 +50,6 @@ def commands(
     """In the order of ``projectops --help``; `transport`: what the operation commands send
     through instead of the network (tests); `registry`: the operations they call and
     describe."""
-    tool = partial(_tool_argument, registry)
     return [
         *(
             Command(
@@ -74,13 +72,13 @@ def commands(
         Command(
             "describe",
             "show an operation's reference, or list them",
-            partial(tool, optional=True),
+            partial(_tool_argument, registry, nargs="?"),
             partial(_describe, registry),
         ),
         Command(
             "schema",
             "print the JSON Schema of a tool's input (or output)",
-            partial(_schema_arguments, tool),
+            partial(_schema_arguments, registry),
             partial(_schema, registry),
         ),
         Command(
@@ -102,8 +100,7 @@ def _flag(fd: FieldDescriptor) -> str:
 def _flag_fields(op: Operation) -> list[FieldDescriptor]:
     """The request fields that have a flag: top-level scalars, enums and repeated scalars."""
     fields = cast(Descriptor, op.request_type.DESCRIPTOR).fields
-    scalars = [fd for fd in fields if fd.message_type is None]
-    return [fd for fd in scalars if _flag(fd) not in _OWN_FLAGS]
+    return [fd for fd in fields if fd.message_type is None and _flag(fd) not in _OWN_FLAGS]
 
 
 def _description_text(text: str) -> str:
@@ -150,6 +147,7 @@ def _json_number(text: str) -> float | str:
 
 #: The flag's value type by field kind where the JSON form is not a string.
 _FLAG_TYPES: dict[int, Any] = {
+    FieldDescriptor.TYPE_BOOL: _json_bool,  # a repeated one: a single bool is --flag/--no-flag
     **dict.fromkeys(INT_TYPES_32, _json_integer),
     FieldDescriptor.TYPE_DOUBLE: _json_number,
     FieldDescriptor.TYPE_FLOAT: _json_number,
@@ -165,20 +163,16 @@ def _configure_operation(op: Operation, parser: argparse.ArgumentParser) -> None
         text = escape_lines(described_text).replace("%", "%%")
         options: dict[str, Any] = {
             "dest": _FIELD_DEST + fd.name,
-            "default": None,
             "help": text,
         }
         if fd.is_repeated:
             options.update(action="append", help=text + " Repeat the flag for several values.")
-        if fd.type == FieldDescriptor.TYPE_BOOL and fd.is_repeated:
-            options["type"] = _json_bool
-        elif fd.type == FieldDescriptor.TYPE_BOOL:
+        if fd.type == FieldDescriptor.TYPE_BOOL and not fd.is_repeated:
             options["action"] = argparse.BooleanOptionalAction
         elif fd.enum_type is not None:  # the zero value means "unset" (docs/contract.md §8.5)
             options["choices"] = [v.name for v in fd.enum_type.values if v.number != 0]
-        elif fd.type in _FLAG_TYPES:
-            options["type"] = _FLAG_TYPES[fd.type]
-        if "choices" not in options and options.get("action") is not argparse.BooleanOptionalAction:
+        else:  # a string or a 64-bit integer has no type: argparse keeps the text
+            options["type"] = _FLAG_TYPES.get(fd.type)
             options["metavar"] = fd.name.upper()
         group.add_argument(_flag(fd), **options)
     what = "the request as a JSON object, inline or @file (@- reads stdin), over the flags"
@@ -249,9 +243,6 @@ def _run_operation(
     from projectops.client.http import Client  # sync: no event loop to start
 
     request = _request_object(op, args)
-    retries = getattr(args, "retries", None)
-    if retries is None:
-        retries = DEFAULT_RETRIES
     if args.dry_run:  # the request is shown, never sent
         transport = httpx2.MockTransport(_refuse)
     try:
@@ -259,7 +250,7 @@ def _run_operation(
             args.base_url,
             timeout=args.timeout,
             max_response_bytes=args.max_response_bytes,
-            retries=retries,
+            retries=args.retries,
             transport=transport,
         ) as client:
             hint = base_url_hint(client.base_url)
@@ -280,16 +271,13 @@ def _write_json(message: Message, *, indent: int | None) -> None:
     """`message`'s JSON and a newline on stdout, written in pieces as it is encoded; when the
     service echoed the key, with every string redacted as the tool server redacts its result
     (docs/contract.md §9.4)."""
-    from projectops.codec import dump, iter_json, to_dict
-
     if _echoes_key(message, indent):
         # A key that straddles two JSON tokens is caught by redacting the text whole.
         redacted = redact_values(to_dict(message))
         text = redact(dump(redacted, indent=indent))
         sys.stdout.write(inert_json(text) + "\n")
         return
-    pieces = iter_json(message, indent=indent)
-    sys.stdout.writelines(map(inert_json, pieces))
+    sys.stdout.writelines(map(inert_json, iter_json(message, indent=indent)))
     sys.stdout.write("\n")
 
 
@@ -297,8 +285,6 @@ def _echoes_key(message: Message, indent: int | None) -> bool:
     """Whether `message`'s JSON holds the key (or a cut of it), one piece at a time: each with
     the end of the one before, since redaction knows a key cut by the piece's edge by its
     first :data:`projectops._text.KEY_CUT` characters."""
-    from projectops.codec import iter_json
-
     before = ""
     for piece in iter_json(message, indent=indent):
         text = before + piece
@@ -352,9 +338,7 @@ def _listing(registry: Registry, args: argparse.Namespace) -> int:
     if args.json:
         keys = {"toolName": "tool_name", "readOnly": "read_only"}
         names = ("name", "toolName", "path", "summary", "description", "readOnly")
-        rows: list[dict[str, Any]] = []
-        for op in ops:
-            rows.append({name: getattr(op, keys.get(name, name)) for name in names})
+        rows = [{name: getattr(op, keys.get(name, name)) for name in names} for op in ops]
         text = json.dumps(rows, indent=2, ensure_ascii=False)
         print(inert_json(text))
         return EXIT_OK
@@ -371,13 +355,13 @@ def _tool_argument(
     registry: Registry,
     parser: argparse.ArgumentParser,
     *,
-    optional: bool = False,
+    nargs: str | None = None,
 ) -> None:
     names = [op.tool_name for op in registry.operations()]
     parser.add_argument(
         "tool",
         metavar="TOOL",
-        nargs="?" if optional else None,
+        nargs=nargs,
         choices=names,
         help="the tool (operation) name: " + ", ".join(names),
     )
@@ -398,10 +382,8 @@ def _describe(registry: Registry, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _schema_arguments(
-    tool: Callable[[argparse.ArgumentParser], None], parser: argparse.ArgumentParser
-) -> None:
-    tool(parser)
+def _schema_arguments(registry: Registry, parser: argparse.ArgumentParser) -> None:
+    _tool_argument(registry, parser)
     parser.add_argument("--output", action="store_true", help="the response's schema")
 
 
@@ -431,10 +413,8 @@ def _openapi(parser: argparse.ArgumentParser) -> None:
 def _run_openapi(registry: Registry, args: argparse.Namespace) -> int:
     from projectops import openapi
 
-    try:
-        text = openapi.render(args.server_url, args.format, registry)
-    except openapi.RenderError as exc:
-        raise UsageError(str(exc)) from None
+    # A RenderError (PyYAML missing) is a ValueError: the failure table reports it as usage.
+    text = openapi.render(args.server_url, args.format, registry)
     if args.format == "json":
         text = inert_json(text)
     sys.stdout.write(text)

@@ -93,40 +93,34 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from projectops.mcp._server import DEFAULT_MAX_RESULT_BYTES, run
 
+    host = args.host
+    if host is None:
+        host = DEFAULT_HOST
+    token = _bearer_token(args)
     if not args.http:
         for flag in _HTTP_ONLY:
             dest = flag[2:].replace("-", "_")  # --drain-timeout: drain_timeout
             if getattr(args, dest) is not None:
                 raise UsageError(f"{flag} applies only with --http (stdio has no address)")
-    host = args.host
-    if host is None:
-        host = DEFAULT_HOST
-    token = _bearer_token(args)
-    if args.http and token is None and not is_loopback(host):
+    elif token is None and not is_loopback(host):
         raise UsageError(
             f"--host {host}: without a bearer token (--bearer-token or {TOKEN_ENV}) the server "
             "listens on a loopback address only"
         )
-    if args.http:
+    else:
         warn_if_every_interface(host)
-    # Flags left out are None: their defaults are filled here.
-    port = args.port
-    if port is None:
-        port = DEFAULT_PORT
-    retries = getattr(args, "retries", None)
-    if retries is None:
-        retries = DEFAULT_RETRIES
+    # Flags left out are None: their defaults are filled here (--port is never 0 with --http).
     drain_timeout = args.drain_timeout
     if drain_timeout is None:
         drain_timeout = DEFAULT_DRAIN_TIMEOUT
     return run(
         http=args.http,
         host=host,
-        port=port,
+        port=args.port or DEFAULT_PORT,
         base_url=args.base_url,
         timeout=args.timeout,
         max_response_bytes=args.max_response_bytes,
-        retries=retries,
+        retries=args.retries,
         max_result_bytes=args.max_result_bytes or DEFAULT_MAX_RESULT_BYTES,
         drain_timeout=drain_timeout,
         token=token,

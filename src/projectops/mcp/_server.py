@@ -124,7 +124,7 @@ async def call_operation_tool(
     by_tool_name = {o.tool_name: o for o in registry.operations()}
     op = by_tool_name.get(name)
     if op is None:
-        tools = ", ".join(o.tool_name for o in registry.operations())
+        tools = ", ".join(by_tool_name)
         # The name is the host's text: escaped and cut (docs/contract.md §6, §9.3).
         shown = outside_text(name, _NAME_CHARS)
         raise MCPError(
@@ -138,11 +138,10 @@ async def call_operation_tool(
         if row.exit_code == EXIT_INTERNAL:  # not an error of the call: the log gets it
             _log.exception("tool %s failed unexpectedly", name)
         # The client put outside text into `exc` redacted: the sentence is never rewritten.
-        _, sentence = row.format(exc, op.tool_name)
+        _, sentence = row.format(exc, name)
         result, outcome = _failed(sentence)
     else:
-        work = anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
-        result, outcome = await work
+        result, outcome = await anyio.to_thread.run_sync(_result, op, response, max_result_bytes)
         del response  # the message may be large: not kept while the result is sent
     elapsed_ms = (time.monotonic() - started) * 1e3
     _log.info("%s: %s (%.0f ms)", name, outcome, elapsed_ms)
@@ -159,10 +158,7 @@ def _result(
     pieces: list[str] = []
     size = 0
     for piece in iter_json(response, indent=2):
-        if piece.isascii():
-            size += len(piece)
-        else:
-            size += len(piece.encode("utf-8", "surrogatepass"))
+        size += len(piece.encode("utf-8", "surrogatepass"))
         if size <= limit:
             pieces.append(piece)
     if size > limit:
@@ -176,8 +172,7 @@ def _result(
         data = redact_values(data)
         # A key that straddles two JSON tokens is caught by redacting the text whole.
         text = redact(dump(data, indent=2))
-    content: list[types.ContentBlock] = [types.TextContent(text=text)]
-    result = types.CallToolResult(content=content, structured_content=data)
+    result = types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
     return result, "ok"
 
 
@@ -333,12 +328,11 @@ def http_app(
         allowed_origins=[f"http://{name}:{port}" for name in names],
     )
     verifier = None
-    if token is not None:
-        verifier = _BearerToken(token)
-    # The SDK checks bearer tokens for a resource server; the token's issuer is this server
-    # itself (its operator set the token), and no OAuth metadata route is served.
     auth = None
     if token is not None:
+        verifier = _BearerToken(token)
+        # The SDK checks bearer tokens for a resource server; the token's issuer is this server
+        # itself (its operator set the token), and no OAuth metadata route is served.
         issuer = {"issuer_url": listen_url(sock), "resource_server_url": None}
         auth = AuthSettings.model_validate(issuer)
     return server.streamable_http_app(
@@ -485,23 +479,23 @@ def run(
     if not client.has_api_key:
         state = "is empty" if API_KEY_ENV in os.environ else "is not set"
         _log.warning("%s %s: tool calls will fail until it holds the API key", API_KEY_ENV, state)
-    if sock is not None and token is None:
+    if sock is None:
+        anyio.run(serve_stdio, server)
+        return 0
+    if token is None:
         _log.warning(
             "no bearer token (%s, --bearer-token): serving on loopback only, where any local "
             "process may call the tools with this server's key",
             TOKEN_ENV,
         )
-    elif sock is not None:
-        _log.info("every request must carry the bearer token (Authorization: Bearer ...)")
-    if sock is not None:
-        serve_http(
-            server,
-            sock,
-            drain_timeout=drain_timeout,
-            token=token,
-            max_sessions=max_sessions,
-            session_idle_timeout=session_idle_timeout,
-        )
     else:
-        anyio.run(serve_stdio, server)
+        _log.info("every request must carry the bearer token (Authorization: Bearer ...)")
+    serve_http(
+        server,
+        sock,
+        drain_timeout=drain_timeout,
+        token=token,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+    )
     return 0

@@ -62,9 +62,7 @@ def _id_member(line: bytes) -> tuple[bool, Any]:
     if not isinstance(value, dict) or "id" not in value:
         return False, None
     found = value["id"]
-    number = isinstance(found, int) and not isinstance(found, bool)
-    usable = isinstance(found, str) or number
-    if not usable:
+    if isinstance(found, bool) or not isinstance(found, str | int):
         return True, None
     return True, found
 

@@ -80,22 +80,22 @@ def whole_number(text: str, *, lowest: int = 1) -> int:
     Raises:
         argparse.ArgumentTypeError: not a whole number, or below `lowest`.
     """
-    return _whole_in(text, lowest, None, f"a whole number >= {lowest}")
+    return _whole_in(text, lowest, math.inf, f"a whole number >= {lowest}")
 
 
 def _whole_in(
     text: str,
     lowest: int,
-    highest: int | None,
+    highest: float,
     expected: str,
 ) -> int:
-    """`text` as a whole number from `lowest` to `highest` (``None``: no bound), or
+    """`text` as a whole number from `lowest` to `highest` (``math.inf``: no bound), or
     ``argparse.ArgumentTypeError`` saying it should be `expected`."""
     try:
         value = int(text)
     except ValueError:
         value = lowest - 1
-    if value < lowest or (highest is not None and value > highest):
+    if value < lowest or value > highest:
         raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
@@ -118,7 +118,7 @@ def time_in_seconds(text: str, *, below: float = math.inf) -> float:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 < value < below or value == math.inf:
+    if not 0 < value < below:  # NaN compares False; infinity is never below `below`
         bound = ""
         if below != math.inf:
             bound = f" and less than {below:g}"
@@ -190,36 +190,29 @@ def add_listening(
     when = ""
     any_port = ", 0 for any free one"
     lowest_port = 0
-    defaults: dict[str, Any] = {
-        "host": host,
-        "port": default_port,
-        "drain_timeout": DEFAULT_DRAIN_TIMEOUT,
-    }
     if only_with:
         when = f" with {only_with}"
         any_port = ""
         lowest_port = 1
-        defaults = dict.fromkeys(defaults)  # the command applies them, with `only_with`
     add = parser.add_argument
     add(
         "--host",
-        default=defaults["host"],
         help=f"address to listen on{when} (default: {host})",
     )
     add(
         "--port",
         type=partial(tcp_port, lowest=lowest_port),
-        default=defaults["port"],
         help=f"TCP port{when}{any_port} (default: {default_port})",
     )
     add(
         "--drain-timeout",
         metavar="SECONDS",
         type=partial(whole_number, lowest=0),
-        default=defaults["drain_timeout"],
         help="on SIGTERM or Ctrl-C, refuse new connections and give requests in flight this long "
         f"to finish (uvicorn's timeout_graceful_shutdown; default: {DEFAULT_DRAIN_TIMEOUT})",
     )
+    if not only_with:  # with it, None (argparse's default): the command applies them
+        parser.set_defaults(host=host, port=default_port, drain_timeout=DEFAULT_DRAIN_TIMEOUT)
 
 
 def add_body_timeout(parser: argparse.ArgumentParser) -> None:
@@ -395,8 +388,7 @@ def serve_app(
         if workers == 1:
             asyncio.run(serve())
         else:
-            fd = sock.fileno()
-            uvicorn.run(app, factory=True, workers=workers, fd=fd, **settings)
+            uvicorn.run(app, factory=True, workers=workers, fd=sock.fileno(), **settings)
     except KeyboardInterrupt:
         pass
     finally:

@@ -78,16 +78,11 @@ class Failure:
             code = exc.code
             text = exc.describe()
         message = outside_text(text, MAX_MESSAGE_CHARS).rstrip(".")
-        fields = {"status": status, "code": code, "message": message}
-        return (
-            self.line.format(tool=tool, **fields),
-            _sentence(self.sentence.format(tool=tool, **fields)),
-        )
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text if text.endswith((".", "!", "?")) else text + "."
+        fields = {"tool": tool, "status": status, "code": code, "message": message}
+        sentence = self.sentence.format(**fields).strip()
+        if not sentence.endswith((".", "!", "?")):
+            sentence += "."
+        return self.line.format(**fields), sentence
 
 
 # Local mistakes: the message says it all.
@@ -175,8 +170,8 @@ def failure(exc: BaseException) -> Failure:
         return FAILURES[Unauthenticated]
     if status == 400:
         return _REJECTED
-    known = [FAILURES[c] for c in type(exc).__mro__ if c in FAILURES]
-    row = known[0] if known else _UNEXPECTED
+    nearest = (FAILURES[c] for c in type(exc).__mro__ if c in FAILURES)
+    row = next(nearest, _UNEXPECTED)
     if (
         status is not None
         and not 200 <= status < 400
