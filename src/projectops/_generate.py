@@ -20,13 +20,12 @@ from __future__ import annotations
 import math
 import random
 import re
-from functools import cache
 from typing import Any, TypeVar, cast
 
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from projectops.rules import field_rules, message_rules, rule_kind
+from projectops.rules import field_rules, message_rules, typed_rules, zero_breaks_rule
 from projectops.validation import is_required
 
 __all__ = ["MAX_DEPTH", "MAX_REPEATED", "generate"]
@@ -98,14 +97,14 @@ def _fill(
             continue
         kind = fd.message_type
         rules = field_rules(fd)
-        typed = _typed(fd)
+        typed = typed_rules(fd)
         low = typed.get("min_items", 0)
         high = typed.get("max_items", MAX_REPEATED)
         validated_required = rules is not None and rules.required  # protovalidate's
         needed = is_required(fd) or validated_required or low > 0
         # A scalar whose default breaks its rule (a range from 1, `not_in: [0]`, `min_len`) is
         # as good as REQUIRED: protovalidate judges the zero of a field without presence.
-        needed = needed or _zero_breaks(fd)
+        needed = needed or zero_breaks_rule(fd)
         # Every field is set (but see _UNSET): a zero may break a rule (min_len), or repeat in
         # a list (unique()).
         unset_kind = kind is not None and kind.full_name in _UNSET
@@ -135,35 +134,6 @@ def _fill(
                 _fill(target.add(), rng, depth + 1, minimal, zero)
             else:
                 target.append(_scalar(fd, rng, zero))
-
-
-@cache  # fixed per field; read on every generated value
-def _typed(fd: FieldDescriptor) -> dict[str, Any]:
-    """The type-specific rules set on `fd` by name (``max_len``, ``gte``, ...); empty if none."""
-    found = rule_kind(fd)
-    if not found:
-        return {}
-    _, rules = found
-    return {f.name: value for f, value in rules.ListFields()}
-
-
-@cache  # fixed per field
-def _zero_breaks(fd: FieldDescriptor) -> bool:
-    """Whether the default of a singular scalar field `fd` (0, false, "", b"") breaks one of the
-    type-specific rules that :func:`_scalar` meets."""
-    if fd.is_repeated or fd.message_type is not None:
-        return False
-    rules = _typed(fd)
-    if fd.cpp_type == FieldDescriptor.CPPTYPE_STRING:
-        pattern = rules.get("pattern")
-        empty_refused = pattern is not None and re.search(pattern, "") is None
-        too_short = rules.get("min_len", 0) > 0 or rules.get("len", 0) > 0
-        return too_short or empty_refused
-    outside = "in" in rules and 0 not in rules["in"]
-    excluded = 0 in rules.get("not_in", ())
-    below = rules.get("gt", -1) >= 0 or rules.get("gte", 0) > 0
-    above = rules.get("lt", 1) <= 0 or rules.get("lte", 0) < 0
-    return below or above or outside or excluded
 
 
 def _scalar(
@@ -201,7 +171,7 @@ def _scalar(
     step: float = 1
     if isinstance(value, float):
         step = 0.25
-    rules = _typed(fd)
+    rules = typed_rules(fd)
     low = rules.get("gte", -math.inf)
     if "gt" in rules:
         low = rules["gt"] + step
@@ -218,7 +188,7 @@ def _string(fd: FieldDescriptor, rng: random.Random) -> str:
     tail_length = rng.randint(4, 12)
     tail = "".join(rng.choice(_ALPHABET) for _ in range(tail_length))
     text = f"{fd.name.replace('_', '-')}-{tail}"
-    rules = _typed(fd)
+    rules = typed_rules(fd)
     if "pattern" in rules:
         # The schema's own pattern (buf lint compiled it), on forms of at most 64 characters.
         examples = rules.get("example", ())

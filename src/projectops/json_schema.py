@@ -18,7 +18,7 @@ from projectops.descriptions import description
 from projectops.registry import Operation, operation
 from projectops.validation import NOT_BLANK_PATTERN, is_required
 
-__all__ = ["DIALECT", "input_schema", "message_schema", "output_schema"]
+__all__ = ["DIALECT", "input_schema", "message_schema", "output_schema", "rules_in_words"]
 
 #: The JSON Schema dialect of every schema made here.
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -121,13 +121,9 @@ class _Builder:
         if text:
             schema["description"] = text
         schema["properties"] = {fd.json_name: self.field_schema(fd) for fd in message.fields}
-        # What the codec always writes is required of a response: fields without presence.
-        output = self.direction == "output"
-        required = [
-            fd.json_name
-            for fd in message.fields
-            if is_required(fd) or (output and not fd.has_presence)
-        ]
+        # What the codec always writes is required of a response: fields without presence. Of
+        # a request: what validate refuses missing, a field whose default breaks a rule too.
+        required = [fd.json_name for fd in message.fields if self._required(fd)]
         if required:
             schema["required"] = required
         if self.closed:
@@ -148,8 +144,9 @@ class _Builder:
             schema = dict(value)
         if self.required_values and is_required(fd):
             schema.update(_present(fd))
-        unsaid = _apply_rules(fd, schema)
-        if self.direction == "input" and not is_required(fd):
+        phrases = dict(zip(rules.rule_items(fd), rules.rule_phrases(fd), strict=True))
+        unsaid = [phrases[name] for name in _apply_rules(fd, schema)]
+        if self.direction == "input" and not self._required(fd):
             # The codec reads null as the field's default (§3): a schema refusing it would call
             # invalid what every server accepts. anyOf, as pydantic writes an Optional field.
             schema = {"anyOf": [schema, {"type": "null"}]}
@@ -157,6 +154,11 @@ class _Builder:
         if text:
             schema["description"] = text
         return schema
+
+    def _required(self, fd: FieldDescriptor) -> bool:
+        if self.direction == "output":
+            return is_required(fd) or not fd.has_presence
+        return is_required(fd) or rules.zero_breaks_rule(fd)
 
     def value_schema(self, fd: FieldDescriptor) -> dict[str, Any]:
         form = value_form(fd)
@@ -225,19 +227,19 @@ _KEYWORDS = {
 
 def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
     """Add the keywords of `fd`'s rules to its `schema` (a list's or a map's element rules to
-    its ``items`` or ``additionalProperties``); the phrases of the rules no keyword states."""
-    phrases = rules.rule_phrases(fd)
+    its ``items`` or ``additionalProperties``); the names (:func:`projectops.rules.rule_items`)
+    of the rules no keyword states."""
+    items = rules.rule_items(fd)
     ignore = getattr(rules.field_rules(fd), "ignore", 0)
     if ignore:  # skips some values: no keyword may refuse them
-        return list(phrases)
+        return list(items)
     targets = {
         "": schema,
         "repeated.items": schema.get("items"),
         "map.values": schema.get("additionalProperties"),
     }
     unsaid = []
-    items = rules.rule_items(fd).items()
-    for (name, value), phrase in zip(items, phrases, strict=True):
+    for name, value in items.items():
         prefix, _, rule = name.rpartition(".")  # "repeated.items.string", "min_len"
         where, _, kind = prefix.rpartition(".")  # "repeated.items", "string"
         target = targets.get(where)
@@ -251,8 +253,24 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
             target["pattern"] = NON_NEGATIVE_INT64_PATTERN  # a count, written as a string
             _merge(target, "minimum", 0)
         else:
-            unsaid.append(phrase)
+            unsaid.append(name)
     return unsaid
+
+
+def rules_in_words(fd: FieldDescriptor) -> list[str]:
+    """The rules of a field that its schema states in words only, in its description: a CEL
+    rule, a bound of a 64-bit integer (a JSON string no ``minimum`` binds), a length of bytes (in
+    base64 it differs), ``in`` and ``not_in``, and every rule of a field with ``ignore``
+    (docs/contract.md §4.6). A value the schema accepts may still break them.
+
+    Args:
+        fd: a field of a message of the schema.
+
+    Returns:
+        Their names as :func:`projectops.rules.rule_items` gives them (``"bytes.max_len"``,
+        ``"cel[id]"``), in the proto's order; empty when keywords state every rule.
+    """
+    return _apply_rules(fd, {"items": {}, "additionalProperties": {}})
 
 
 def _merge(schema: dict[str, Any], key: str, value: Any) -> None:

@@ -19,6 +19,7 @@ restated=True)`` gives them), and ``scripts/check-proto`` checks that both decla
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
@@ -37,6 +38,8 @@ __all__ = [
     "rule_items",
     "rule_kind",
     "rule_phrases",
+    "typed_rules",
+    "zero_breaks_rule",
 ]
 
 #: The id of the CEL rule by which a REQUIRED singular string says, to protovalidate, that a
@@ -123,6 +126,52 @@ def rule_kind(fd: FieldDescriptor) -> tuple[str, Any] | None:
     if kind is None:
         return None
     return kind, getattr(rules, kind)
+
+
+@cache  # fixed per field; the generator reads it for every value it makes
+def typed_rules(fd: FieldDescriptor) -> dict[str, Any]:
+    """The type-specific rules set on `fd` by name (docs/contract.md §4.6).
+
+    Args:
+        fd: a field of this package's schema.
+
+    Returns:
+        Rule name -> value: ``{"max_len": 128}``, ``{"gte": 0}``; empty if none.
+    """
+    found = rule_kind(fd)
+    if not found:
+        return {}
+    _, rules = found
+    return {f.name: value for f, value in rules.ListFields()}
+
+
+@cache  # fixed per field
+def zero_breaks_rule(fd: FieldDescriptor) -> bool:
+    """Whether protovalidate refuses the default (0, false, "", b"") of the singular scalar field
+    `fd`: it judges the default of a field without presence, so such a field is as good as
+    REQUIRED (docs/contract.md §4.6): a range from 1, ``not_in: [0]``, a ``min_len``.
+
+    Args:
+        fd: a field of this package's schema.
+
+    Returns:
+        ``True`` when one of its type-specific rules refuses the default and no ``ignore``
+        spares it; ``False`` for a list, a map, a message and a field without such a rule.
+    """
+    ignored = getattr(field_rules(fd), "ignore", 0)  # any ignore spares the default
+    if fd.is_repeated or fd.message_type is not None or ignored:
+        return False
+    rules = typed_rules(fd)
+    if fd.cpp_type == FieldDescriptor.CPPTYPE_STRING:
+        pattern = rules.get("pattern")
+        empty_refused = pattern is not None and re.search(pattern, "") is None
+        too_short = rules.get("min_len", 0) > 0 or rules.get("len", 0) > 0
+        return too_short or empty_refused
+    outside = "in" in rules and 0 not in rules["in"]
+    excluded = 0 in rules.get("not_in", ())
+    below = rules.get("gt", -1) >= 0 or rules.get("gte", 0) > 0
+    above = rules.get("lt", 1) <= 0 or rules.get("lte", 0) < 0
+    return below or above or outside or excluded
 
 
 def rule_items(

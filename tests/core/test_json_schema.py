@@ -11,8 +11,11 @@ from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
 import projectops
 from projectops import json_schema
 from projectops.descriptions import description
+from projectops.mock import generate
+from projectops.rules import zero_breaks_rule
 from projectops.v1.operations_pb2 import GetReleaseDetailsResponse
-from projectops.validation import is_required
+from projectops.v1.release_pb2 import Issue
+from projectops.validation import is_required, rule_violations
 from tests import golden
 
 OPS = projectops.operations()
@@ -141,8 +144,11 @@ def test_input_schema_accepts_64_bit_numbers_and_rejects_unknown_properties() ->
     schema = json_schema.message_schema(GetReleaseDetailsResponse, "input")
     v = validator(schema)
 
+    # An issue that keeps every rule (those whose default breaks a rule are required of input).
+    kept = projectops.to_dict(generate(Issue, "issue", minimal=True))
+
     def answer(issue: dict[str, Any]) -> dict[str, Any]:
-        return {"summary": SUMMARY, "detailedResults": {"issues": [issue]}}
+        return {"summary": SUMMARY, "detailedResults": {"issues": [{**kept, **issue}]}}
 
     assert v.is_valid(answer({"issueId": 9007199254740993}))
     assert v.is_valid(answer({"issueId": "9007199254740993"}))
@@ -258,3 +264,35 @@ def test_the_bounded_number_pattern_takes_exactly_one_to_its_limit() -> None:
         near = {*range(min(limit, 1300) + 1), limit - 1, limit, limit + 1, 10 * limit}
         taken = sorted(n for n in near if pattern.fullmatch(str(n)))
         assert taken == sorted(n for n in near if 1 <= n <= limit), limit
+
+
+def _zero_breaking_request_fields() -> list[tuple[projectops.Operation, Any]]:
+    from tests.kinds.v1 import kinds_client
+
+    ops = (*projectops.operations(), *kinds_client.REGISTRY.operations())
+    found = [
+        (op, fd)
+        for op in ops
+        for fd in op.request_type.DESCRIPTOR.fields
+        if zero_breaks_rule(fd) and not is_required(fd)
+    ]
+    assert found, "no request field of ours or of the test schema has a rule its default breaks"
+    return found
+
+
+@pytest.mark.parametrize(
+    ("op", "fd"), _zero_breaking_request_fields(), ids=lambda x: getattr(x, "name", "")
+)
+def test_a_request_field_whose_default_breaks_a_rule_is_required_of_input(
+    op: projectops.Operation, fd: Any
+) -> None:
+    # protovalidate judges the default of a field without presence (`not_in: [0]` refuses an
+    # absent sint32): the input schema requires the field, and takes no null for it.
+    schema = json_schema.input_schema(op)
+    assert fd.json_name in schema["required"]
+    assert "anyOf" not in schema["properties"][fd.json_name]
+    kept = projectops.to_dict(generate(op.request_type, "kept", minimal=True))
+    assert validator(schema).is_valid(kept)
+    del kept[fd.json_name]
+    assert not validator(schema).is_valid(kept)
+    assert rule_violations(projectops.from_json(kept, op.request_type))
