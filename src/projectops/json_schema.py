@@ -189,6 +189,15 @@ def _present(fd: FieldDescriptor) -> dict[str, Any]:
         return {"pattern": NOT_BLANK_PATTERN}
     if fd.type == FieldDescriptor.TYPE_BYTES:
         return {"minLength": 1}
+    # A scalar without presence is missing when it holds its default (protovalidate's
+    # `required`): false, the enum's zero value, 0 (written "0" for 64 bits).
+    if fd.type == FieldDescriptor.TYPE_BOOL:
+        return {"const": True}
+    enum = fd.enum_type
+    if enum is not None:
+        return {"not": {"const": enum.values_by_number[0].name}}
+    if fd.message_type is None and not fd.has_presence:
+        return {"not": {"enum": [0, "0"]}}
     return {}
 
 

@@ -296,3 +296,34 @@ def test_a_request_field_whose_default_breaks_a_rule_is_required_of_input(
     del kept[fd.json_name]
     assert not validator(schema).is_valid(kept)
     assert rule_violations(projectops.from_json(kept, op.request_type))
+
+
+def _required_scalars() -> list[tuple[projectops.Operation, Any]]:
+    from tests.kinds.v1 import kinds_client
+
+    ops = (*projectops.operations(), *kinds_client.REGISTRY.operations())
+    found = [
+        (op, fd)
+        for op in ops
+        for fd in op.request_type.DESCRIPTOR.fields
+        if is_required(fd) and not fd.is_repeated and fd.message_type is None
+    ]
+    kinds = {fd.type for _, fd in found}
+    F = descriptor_pb2.FieldDescriptorProto
+    assert {F.TYPE_BOOL, F.TYPE_ENUM, F.TYPE_INT32, F.TYPE_STRING} <= kinds, kinds
+    return found
+
+
+@pytest.mark.parametrize(("op", "fd"), _required_scalars(), ids=lambda x: getattr(x, "name", ""))
+def test_a_required_scalar_holding_its_default_is_refused_by_the_input_schema(
+    op: projectops.Operation, fd: Any
+) -> None:
+    # protovalidate's `required` calls a scalar without presence missing when it holds its
+    # default (false, the enum's zero, 0, ""): so does the schema, as validate does.
+    schema = json_schema.input_schema(op)
+    kept = projectops.to_dict(generate(op.request_type, "kept", minimal=True))
+    assert validator(schema).is_valid(kept)
+    default = projectops.to_dict(op.request_type())  # the codec writes every default
+    kept[fd.json_name] = default[fd.json_name]
+    assert not validator(schema).is_valid(kept)
+    assert rule_violations(projectops.from_json(kept, op.request_type))
