@@ -336,11 +336,13 @@ def _patterns_broken(message: Message) -> None:
             and not re.search(found[1].pattern, "xyz")
         ):
             setattr(message, fd.name, "xyz")
-        elif fd.message_type is not None and not fd.message_type.GetOptions().map_entry:
-            for child in (
-                getattr(message, fd.name) if fd.is_repeated else [getattr(message, fd.name)]
-            ):
+        elif fd.message_type is None or fd.message_type.GetOptions().map_entry:
+            continue
+        elif fd.is_repeated:
+            for child in getattr(message, fd.name):
                 _patterns_broken(child)
+        elif message.HasField(fd.name):  # not an unset one: a recursive type never ends
+            _patterns_broken(getattr(message, fd.name))
 
 
 def _request_rules_not_checked(seen: _Seen) -> _Answer | None:
