@@ -62,13 +62,16 @@ def field_types(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def tree(message: Descriptor, seen: frozenset[str] = frozenset()) -> Iterator[FieldDescriptor]:
-    """Every field under `message`, each message type visited once per branch."""
+def tree(message: Descriptor, seen: set[str] | None = None) -> Iterator[FieldDescriptor]:
+    """Every field under `message` as a body shows them: each message type's fields once, where
+    it is first met (later ones read "fields shown above"), depth first."""
+    seen = {message.full_name} if seen is None else seen
     for fd in message.fields:
         yield fd
         nested = value_form(fd).message
         if nested is not None and nested.full_name not in seen:
-            yield from tree(nested, seen | {message.full_name, nested.full_name})
+            seen.add(nested.full_name)
+            yield from tree(nested, seen)
 
 
 def section(text: str, title: str) -> str:
