@@ -20,10 +20,18 @@ import pytest
 import projectops
 from projectops.client import Client
 from projectops.descriptions import description
+from projectops.fixtures import default_fixtures
 from tests.support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
-from tests.synthetic import with_required_string, without_request_fields
+from tests.synthetic import has_fixtures, with_required_string, without_request_fields
 
-GET, FIELD = with_required_string()  # an operation with a REQUIRED string field, and that field
+# An operation with a REQUIRED string field that the bundled fixtures answer (the mock refuses
+# other requests of it: failed_precondition), that field, and its value in a fixture's request.
+GET, FIELD = with_required_string(has_fixtures)
+KNOWN = next(
+    getattr(a.request, FIELD.name)
+    for a in default_fixtures()[0].answers[GET.name]
+    if a.error is None and not a.partial
+)
 LIST = without_request_fields()  # an operation whose request is {}
 FLAG = "--" + FIELD.name.replace("_", "-")
 
@@ -74,14 +82,14 @@ def test_an_operation_without_fields_prints_the_response_json(
 
 @pytest.mark.slow
 def test_an_operation_with_a_flag_prints_its_answer(run_cli: RunCli, mock_server: Any) -> None:
-    proc = run_cli(GET.tool_name, FLAG, "1.0.0", key=DEMO_KEY, base_url=mock_server.base_url)
+    proc = run_cli(GET.tool_name, FLAG, KNOWN, key=DEMO_KEY, base_url=mock_server.base_url)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     response = projectops.from_json(proc.stdout, GET.response_type, strict=True)
     # The service's response to the one asked for (the mock's is the same for the same request:
     # a fixture's, or one generated from the request), and nothing else.
     with Client(mock_server.base_url, DEMO_KEY) as client:
-        assert response == client.call(GET, {FIELD.json_name: "1.0.0"})
+        assert response == client.call(GET, {FIELD.json_name: KNOWN})
     assert proc.stdout == projectops.to_json(response, indent=2) + "\n"
 
 
@@ -97,7 +105,7 @@ def test_distinctive_key_is_never_shown(
     path.write_text(json.dumps(fixtures), encoding="utf-8")
     server = start_mock_server(path)
 
-    ok = run_cli(GET.tool_name, FLAG, "1.0.0", base_url=server.base_url)
+    ok = run_cli(GET.tool_name, FLAG, KNOWN, base_url=server.base_url)
     assert ok.returncode == 0, ok.stderr
     assert_no_key(ok)
     assert_failed(run_cli(GET.tool_name, FLAG, "9.9.9", base_url=server.base_url), 4)
@@ -201,7 +209,7 @@ def test_unknown_release_exits_4_with_status_and_message(run_cli: RunCli, mock_s
     [
         ("{not json", "not valid JSON"),
         ('["1.0.0"]', "JSON object"),
-        (json.dumps({FIELD.json_name: "1.0.0", "noSuchField": 7}), "noSuchField"),
+        (json.dumps({FIELD.json_name: KNOWN, "noSuchField": 7}), "noSuchField"),
         (json.dumps({FIELD.json_name: 100}), FIELD.json_name),
         ("@/nonexistent/request.json", "/nonexistent/request.json"),
     ],
@@ -228,7 +236,7 @@ def test_usage_errors_exit_2_in_one_line(run_cli: RunCli) -> None:
 @pytest.mark.slow
 def test_json_input_file_wins_over_flags(run_cli: RunCli, mock_server: Any, tmp_path: Path) -> None:
     path = tmp_path / "request.json"
-    path.write_text(json.dumps({FIELD.json_name: "1.0.0"}), encoding="utf-8")
+    path.write_text(json.dumps({FIELD.json_name: KNOWN}), encoding="utf-8")
     proc = run_cli(
         GET.tool_name,
         FLAG,
@@ -240,7 +248,7 @@ def test_json_input_file_wins_over_flags(run_cli: RunCli, mock_server: Any, tmp_
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == json.loads(
-        run_cli(GET.tool_name, FLAG, "1.0.0", key=DEMO_KEY, base_url=mock_server.base_url).stdout
+        run_cli(GET.tool_name, FLAG, KNOWN, key=DEMO_KEY, base_url=mock_server.base_url).stdout
     )
 
 
