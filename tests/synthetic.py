@@ -80,6 +80,15 @@ def has_fixtures(op: Operation) -> bool:
     return any(a.error is None and not a.partial for a in answers)
 
 
+def known_request(op: Operation) -> Message:
+    """The first request of `op` that the default fixtures' first project answers with a
+    response (the mock refuses other requests of an operation its fixtures list)."""
+    from projectops.fixtures import default_fixtures
+
+    answers = default_fixtures()[0].answers.get(op.name, ())
+    return next(a.request for a in answers if a.error is None and not a.partial)
+
+
 def without_request_fields() -> Operation:
     """The first operation of the registry whose request has no fields (the body ``{}``)."""
     for op in operations():

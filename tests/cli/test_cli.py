@@ -20,18 +20,18 @@ import pytest
 import projectops
 from projectops.client import Client
 from projectops.descriptions import description
-from projectops.fixtures import default_fixtures
 from tests.support import DEMO_KEY, KEY, OTHER_KEY, Recorder, RunCli
-from tests.synthetic import has_fixtures, with_required_string, without_request_fields
+from tests.synthetic import (
+    has_fixtures,
+    known_request,
+    with_required_string,
+    without_request_fields,
+)
 
 # An operation with a REQUIRED string field that the bundled fixtures answer (the mock refuses
 # other requests of it: failed_precondition), that field, and its value in a fixture's request.
 GET, FIELD = with_required_string(has_fixtures)
-KNOWN = next(
-    getattr(a.request, FIELD.name)
-    for a in default_fixtures()[0].answers[GET.name]
-    if a.error is None and not a.partial
-)
+KNOWN = getattr(known_request(GET), FIELD.name)
 LIST = without_request_fields()  # an operation whose request is {}
 FLAG = "--" + FIELD.name.replace("_", "-")
 

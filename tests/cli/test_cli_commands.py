@@ -32,7 +32,12 @@ from projectops.program.failures import failure
 from projectops.registry import REGISTRY
 from projectops.v1 import release_pb2
 from tests.support import DEMO_KEY, KEY, Recorder, cli_env
-from tests.synthetic import with_required_string, without_request_fields
+from tests.synthetic import (
+    has_fixtures,
+    known_request,
+    with_required_string,
+    without_request_fields,
+)
 
 ISSUES = Operation(
     name="file_issue",
@@ -229,9 +234,10 @@ print(json.dumps([*wrong, sorted(sys.modules)]))
 
 @pytest.mark.slow
 def test_an_operations_call_imports_only_what_it_needs(mock_server: Any) -> None:
-    get, field = with_required_string()
+    get, field = with_required_string(has_fixtures)  # and a value the mock answers
     flag = "--" + field.name.replace("_", "-")
-    calls = [[without_request_fields().tool_name], [get.tool_name, flag, "1.0.0"]]
+    known = getattr(known_request(get), field.name)
+    calls = [[without_request_fields().tool_name], [get.tool_name, flag, known]]
     proc = subprocess.run(
         [sys.executable, "-c", _CALLS_IN_A_FRESH_INTERPRETER, *map(json.dumps, calls)],
         env=cli_env(DEMO_KEY, mock_server.base_url),
