@@ -2,6 +2,7 @@
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -268,16 +269,17 @@ def test_the_bounded_number_pattern_takes_exactly_one_to_its_limit() -> None:
         assert taken == sorted(n for n in near if 1 <= n <= limit), limit
 
 
-def _zero_breaking_request_fields() -> list[tuple[projectops.Operation, Any]]:
+def _request_fields(keep: Callable[[Any], bool]) -> list[tuple[projectops.Operation, Any]]:
+    """The top-level request fields that `keep` holds for, of our operations and the test
+    schema's: ``(operation, field)`` pairs."""
     from tests.kinds.v1 import kinds_client
 
     ops = (*projectops.operations(), *kinds_client.REGISTRY.operations())
-    found = [
-        (op, fd)
-        for op in ops
-        for fd in op.request_type.DESCRIPTOR.fields
-        if zero_breaks_rule(fd) and not is_required(fd)
-    ]
+    return [(op, fd) for op in ops for fd in op.request_type.DESCRIPTOR.fields if keep(fd)]
+
+
+def _zero_breaking_request_fields() -> list[tuple[projectops.Operation, Any]]:
+    found = _request_fields(lambda fd: zero_breaks_rule(fd) and not is_required(fd))
     assert found, "no request field of ours or of the test schema has a rule its default breaks"
     return found
 
@@ -301,15 +303,9 @@ def test_a_request_field_whose_default_breaks_a_rule_is_required_of_input(
 
 
 def _required_scalars() -> list[tuple[projectops.Operation, Any]]:
-    from tests.kinds.v1 import kinds_client
-
-    ops = (*projectops.operations(), *kinds_client.REGISTRY.operations())
-    found = [
-        (op, fd)
-        for op in ops
-        for fd in op.request_type.DESCRIPTOR.fields
-        if is_required(fd) and not fd.is_repeated and fd.message_type is None
-    ]
+    found = _request_fields(
+        lambda fd: is_required(fd) and not fd.is_repeated and fd.message_type is None
+    )
     kinds = {fd.type for _, fd in found}
     F = descriptor_pb2.FieldDescriptorProto
     assert {F.TYPE_BOOL, F.TYPE_ENUM, F.TYPE_INT32, F.TYPE_STRING} <= kinds, kinds
