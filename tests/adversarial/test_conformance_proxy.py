@@ -491,7 +491,10 @@ def test_answers_that_break_the_schemas_rules_draw_a_drift_line_per_broken_rule(
             for how in ("required", "pattern"):
                 message = generate(op.response_type, "hostile")
                 (_required_left_out if how == "required" else _patterns_broken)(message)
-                wanted |= {(op.name, v.field) for v in rule_violations(message)}
+                broken_here = {(op.name, v.field) for v in rule_violations(message)}
+                if not broken_here:  # no drift to wait for: its judging would still be running
+                    continue  # when the next call came, and four such calls fill the judges
+                wanted |= broken_here
                 headers = {"Service-Api-Key": KEY, "X-Break": how}
                 assert _status(_raw(running.port, op.path, headers, body)) == 200
                 # Judged after the response went out, two at a time: one call at a time here.
