@@ -162,8 +162,13 @@ class _Builder:
 
     def value_schema(self, fd: FieldDescriptor) -> dict[str, Any]:
         form = value_form(fd)
-        if form.message is None and self.direction == "input":
+        if form.message is None and self.direction == "input" and self.closed:
             return dict(form.input_schema)
+        if form.message is None and self.direction == "input":
+            # The lenient server ignores an enum name it does not know, and reads a number as
+            # one (§3.3): its schema takes them, the names kept for readers.
+            lenient = {"anyOf": [dict(form.input_schema), {"type": ["string", "integer"]}]}
+            return lenient if "enum" in form.input_schema else dict(form.input_schema)
         if form.message is None:
             return dict(form.schema)
         name = form.message.full_name

@@ -325,3 +325,22 @@ def test_a_required_scalar_holding_its_default_is_refused_by_the_input_schema(
     kept[fd.json_name] = default[fd.json_name]
     assert not validator(schema).is_valid(kept)
     assert rule_violations(projectops.from_json(kept, op.request_type))
+
+
+def test_a_lenient_input_schema_takes_what_lenient_decoding_takes_of_an_enum() -> None:
+    # The default server ignores an enum name it does not know and reads a number as one
+    # (docs/contract.md §3.3): Schemathesis found a map of enum values where the default
+    # OpenAPI document refused an unknown name that the server took.
+    from tests.kinds.v1 import kinds_pb2
+
+    fd = kinds_pb2.Scalars.DESCRIPTOR.fields_by_name["f_enum"]
+    lenient = json_schema.message_schema(kinds_pb2.Scalars, "input", allow_unknown=True)
+    strict = json_schema.message_schema(kinds_pb2.Scalars, "input")
+    for value in ["NOT_A_COLOR", 1, fd.enum_type.values[1].name]:
+        projectops.from_json({fd.json_name: value}, kinds_pb2.Scalars)  # lenient decoding
+        assert validator(lenient["properties"][fd.json_name]).is_valid(value)
+    assert validator(strict["properties"][fd.json_name]).is_valid(fd.enum_type.values[1].name)
+    for value in ["NOT_A_COLOR", 1]:
+        with pytest.raises(projectops.InvalidArgument):
+            projectops.from_json({fd.json_name: value}, kinds_pb2.Scalars, strict=True)
+        assert not validator(strict["properties"][fd.json_name]).is_valid(value)
