@@ -126,6 +126,7 @@ def map_key_names(fd: FieldDescriptor) -> dict[str, Any] | None:
     return _MAP_KEY_NAMES.get(key.type)
 
 
+_WRAPPERS = "google/protobuf/wrappers.proto"  # Int32Value...: JSON is the value's own form
 # Well-known types with a special JSON form (the "JSON Mapping" table of protobuf). The Timestamp
 # pattern too: "format" alone is only an annotation.
 _WELL_KNOWN: dict[str, tuple[dict[str, Any], str]] = {
@@ -145,24 +146,6 @@ _WELL_KNOWN: dict[str, tuple[dict[str, Any], str]] = {
     "google.protobuf.ListValue": ({"type": "array"}, "a JSON array"),
     "google.protobuf.Value": ({}, "any JSON value"),
     "google.protobuf.Empty": ({"type": "object", "additionalProperties": False}, "{}"),
-    "google.protobuf.StringValue": ({"type": "string"}, "a string"),
-    "google.protobuf.BoolValue": ({"type": "boolean"}, "true or false"),
-    "google.protobuf.DoubleValue": ({"type": "number"}, "a number"),
-    "google.protobuf.FloatValue": ({"type": "number"}, "a number"),
-    "google.protobuf.BytesValue": (
-        {"type": "string", "contentEncoding": "base64"},
-        "a base64 string",
-    ),
-    "google.protobuf.Int32Value": ({"type": "integer"}, "a 32-bit integer"),
-    "google.protobuf.UInt32Value": (
-        {"type": "integer", "minimum": 0},
-        "an unsigned 32-bit integer",
-    ),
-    "google.protobuf.Int64Value": ({"type": "string", "pattern": _INT64_PATTERN}, _SIGNED_64[1]),
-    "google.protobuf.UInt64Value": (
-        {"type": "string", "pattern": _UINT64_PATTERN},
-        _UNSIGNED_64[1],
-    ),
 }
 
 
@@ -241,6 +224,8 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
     if is_map(fd):
         fd = fd.message_type.fields_by_name["value"]  # type: ignore[union-attr]  # is_map
     kind = fd.type
+    if fd.message_type is not None and fd.message_type.file.name == _WRAPPERS:
+        return value_form(fd.message_type.fields_by_name["value"])  # a wrapper: its value's form
     if fd.message_type is not None:
         known = _WELL_KNOWN.get(fd.message_type.full_name)
         if known is not None:

@@ -162,13 +162,14 @@ class _Builder:
 
     def value_schema(self, fd: FieldDescriptor) -> dict[str, Any]:
         form = value_form(fd)
-        if form.message is None and self.direction == "input" and self.closed:
-            return dict(form.input_schema)
         if form.message is None and self.direction == "input":
-            # The lenient server ignores an enum name it does not know, and reads a number as
-            # one (§3.3): its schema takes them, the names kept for readers.
-            lenient = {"anyOf": [dict(form.input_schema), {"type": ["string", "integer"]}]}
-            return lenient if "enum" in form.input_schema else dict(form.input_schema)
+            schema = dict(form.input_schema)
+            if "enum" in schema and not self.closed:
+                # The lenient server ignores an enum name or a number it does not know, and
+                # reads a known number (a bool as 0 or 1) as its value (§3.3, as json_format
+                # does): its schema takes them, the names kept for readers.
+                schema = {"anyOf": [schema, {"type": ["string", "number", "boolean"]}]}
+            return schema
         if form.message is None:
             return dict(form.schema)
         name = form.message.full_name

@@ -336,11 +336,33 @@ def test_a_lenient_input_schema_takes_what_lenient_decoding_takes_of_an_enum() -
     fd = kinds_pb2.Scalars.DESCRIPTOR.fields_by_name["f_enum"]
     lenient = json_schema.message_schema(kinds_pb2.Scalars, "input", allow_unknown=True)
     strict = json_schema.message_schema(kinds_pb2.Scalars, "input")
-    for value in ["NOT_A_COLOR", 1, fd.enum_type.values[1].name]:
+    # What json_format reads leniently: an unknown name or number is ignored, a float or a
+    # bool read as a number (Schemathesis sent 2.59e-42 for a planted map of enum values).
+    for value in ["NOT_A_COLOR", 1, 2.5e-42, True, fd.enum_type.values[1].name]:
         projectops.from_json({fd.json_name: value}, kinds_pb2.Scalars)  # lenient decoding
         assert validator(lenient["properties"][fd.json_name]).is_valid(value)
     assert validator(strict["properties"][fd.json_name]).is_valid(fd.enum_type.values[1].name)
-    for value in ["NOT_A_COLOR", 1]:
+    for value in ["NOT_A_COLOR", 1, 2.5e-42, True]:
         with pytest.raises(projectops.InvalidArgument):
             projectops.from_json({fd.json_name: value}, kinds_pb2.Scalars, strict=True)
         assert not validator(strict["properties"][fd.json_name]).is_valid(value)
+
+
+@pytest.mark.parametrize(
+    ("name", "outside"),
+    [("w_int32", 2**31), ("w_int32", -(2**31) - 1), ("w_uint32", 2**32), ("w_uint32", -1)],
+)
+def test_a_wrapper_has_its_values_form_and_bounds(name: str, outside: int) -> None:
+    # Int32Value and the others write their value as the scalar does (the JSON mapping): the
+    # schema is the scalar's, bounds included (Schemathesis sent a wrapped int32 past 2**31,
+    # which the schema took and the server refused).
+    from projectops._wire import value_form
+    from tests.kinds.v1 import kinds_pb2
+
+    fd = kinds_pb2.Item.DESCRIPTOR.fields_by_name[name]
+    assert value_form(fd) == value_form(fd.message_type.fields_by_name["value"])
+    schema = json_schema.message_schema(kinds_pb2.Item, "input")["properties"][fd.json_name]
+    assert validator(schema).is_valid(outside - 1 if outside > 0 else outside + 1)
+    assert not validator(schema).is_valid(outside)
+    with pytest.raises(projectops.InvalidArgument):
+        projectops.from_json({fd.json_name: outside}, kinds_pb2.Item)

@@ -27,11 +27,14 @@ from tests.mcp.support import text_of
 LARGE = {"addedByANewerService": "x" * 1_000_000}
 
 
-def _needs_no_arguments(op: projectops.Operation) -> bool:
-    return not any(is_required(field) for field in op.request_type.DESCRIPTOR.fields)
+def _takes_large(op: projectops.Operation) -> bool:
+    """Whether `op` needs no argument and LARGE is a response of it: no REQUIRED field on either
+    side (the SDK checks structured content against the tool's outputSchema)."""
+    fields = [*op.request_type.DESCRIPTOR.fields, *op.response_type.DESCRIPTOR.fields]
+    return not any(is_required(field) for field in fields)
 
 
-OPS = [op for op in projectops.operations() if _needs_no_arguments(op)]
+OPS = [op for op in projectops.operations() if _takes_large(op)]
 
 
 @pytest.mark.filterwarnings("ignore:ping is removed")  # the SDK's legacy mode still has it
