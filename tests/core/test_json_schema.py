@@ -366,3 +366,18 @@ def test_a_wrapper_has_its_values_form_and_bounds(name: str, outside: int) -> No
     assert not validator(schema).is_valid(outside)
     with pytest.raises(projectops.InvalidArgument):
         projectops.from_json({fd.json_name: outside}, kinds_pb2.Item)
+
+
+def test_a_bytes_schema_takes_only_base64_the_codec_reads() -> None:
+    # contentEncoding is an annotation: Schemathesis sent "E\x17" for a planted bytes map
+    # value, which the schema took and the server refused (invalid_argument).
+    from tests.kinds.v1 import kinds_pb2
+
+    fd = kinds_pb2.Scalars.DESCRIPTOR.fields_by_name["f_bytes"]
+    schema = json_schema.message_schema(kinds_pb2.Scalars, "input")["properties"][fd.json_name]
+    for data in [b"", b"\x00", b"\x00\x01", b"\xfb\xff\xbf", bytes(range(256))]:
+        written = projectops.to_dict(kinds_pb2.Scalars(f_bytes=data))[fd.json_name]
+        assert validator(schema).is_valid(written)
+        assert projectops.from_json({fd.json_name: written}, kinds_pb2.Scalars).f_bytes == data
+    for text in ["E\x17", "A", "AAAAA", "AA\n"]:
+        assert not validator(schema).is_valid(text)
