@@ -272,20 +272,31 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
     return unsaid
 
 
-def rules_in_words(fd: FieldDescriptor) -> list[str]:
-    """The rules of a field that its schema states in words only, in its description: a CEL
-    rule, a bound of a 64-bit integer (a JSON string no ``minimum`` binds), a length of bytes (in
-    base64 it differs), ``in`` and ``not_in``, and every rule of a field with ``ignore``
-    (docs/contract.md §4.6). A value the schema accepts may still break them.
+def rules_in_words(of: FieldDescriptor | Descriptor) -> list[str]:
+    """The rules that a schema states in words only, in its description: a CEL rule, a bound of
+    a 64-bit integer (a JSON string no ``minimum`` binds), a length of bytes (in base64 it
+    differs), ``in`` and ``not_in``, every rule of a field with ``ignore``, and every rule of a
+    message (docs/contract.md §4.6). A value the schema accepts may still break them.
 
     Args:
-        fd: a field of a message of the schema.
+        of: a field, or a message: then the rules of it and of every field and message below it.
 
     Returns:
         Their names as :func:`projectops.rules.rule_items` gives them (``"bytes.max_len"``,
-        ``"cel[id]"``), in the proto's order; empty when keywords state every rule.
+        ``"cel[id]"``), in the proto's order, a message's before its fields'; empty when
+        keywords state every rule.
     """
-    return _apply_rules(fd, {"items": {}, "additionalProperties": {}})
+    if isinstance(of, FieldDescriptor):
+        return _apply_rules(of, {"items": {}, "additionalProperties": {}})
+    found: dict[str, None] = {}  # in order, once
+    pending = [of]
+    for message in pending:  # it grows as it goes: each message below once
+        found.update(dict.fromkeys(rules.rule_items(message)))
+        for fd in message.fields:
+            found.update(dict.fromkeys(rules_in_words(fd)))
+            if fd.message_type is not None and fd.message_type not in pending:
+                pending.append(fd.message_type)
+    return list(found)
 
 
 def _merge(schema: dict[str, Any], key: str, value: Any) -> None:

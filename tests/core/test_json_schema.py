@@ -13,7 +13,7 @@ import projectops
 from projectops import json_schema
 from projectops.descriptions import description
 from projectops.mock import generate
-from projectops.rules import zero_breaks_rule
+from projectops.rules import rule_items, zero_breaks_rule
 from projectops.v1.operations_pb2 import GetReleaseDetailsResponse
 from projectops.v1.release_pb2 import Issue
 from projectops.validation import is_required, rule_violations
@@ -381,3 +381,14 @@ def test_a_bytes_schema_takes_only_base64_the_codec_reads() -> None:
         assert projectops.from_json({fd.json_name: written}, kinds_pb2.Scalars).f_bytes == data
     for text in ["E\x17", "A", "AAAAA", "AA\n"]:
         assert not validator(schema).is_valid(text)
+
+
+def test_the_rules_said_in_words_under_a_message_are_its_own_and_its_fields() -> None:
+    from tests.kinds.v1 import kinds_pb2
+
+    item = kinds_pb2.Item.DESCRIPTOR
+    below = json_schema.rules_in_words(item)
+    assert set(rule_items(item)) <= set(below)  # a message's rules: CEL, in words
+    for fd in item.fields:
+        assert set(json_schema.rules_in_words(fd)) <= set(below)
+    assert below and len(below) == len(set(below))

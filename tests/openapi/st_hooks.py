@@ -37,7 +37,6 @@ def _breaks_only_rules_in_words(case: Any) -> bool:
     """Whether the request of `case` breaks rules of its schema, each one said in words only."""
     import projectops
     from projectops.json_schema import rules_in_words
-    from projectops.rules import rule_items
     from projectops.validation import rule_violations
 
     op = projectops.operation(case.path)
@@ -47,16 +46,7 @@ def _breaks_only_rules_in_words(case: Any) -> bool:
         broken = rule_violations(projectops.from_json(json.dumps(case.body), op.request_type))
     except projectops.InvalidArgument:
         return False
-    # Every rule said in words under the request: message-level ones, and fields' that no
-    # keyword states; a CEL rule by its id, as a violation names it.
-    in_words: set[str] = set()
-    pending, seen = [op.request_type.DESCRIPTOR], set()
-    while pending:
-        message = pending.pop()
-        seen.add(message.full_name)
-        names = [*rule_items(message), *(n for fd in message.fields for n in rules_in_words(fd))]
-        in_words.update(name.removeprefix("cel[").removesuffix("]") for name in names)
-        for fd in message.fields:
-            if fd.message_type is not None and fd.message_type.full_name not in seen:
-                pending.append(fd.message_type)
+    # A CEL rule by its id, as a violation names it.
+    names = rules_in_words(op.request_type.DESCRIPTOR)
+    in_words = {name.removeprefix("cel[").removesuffix("]") for name in names}
     return bool(broken) and all(v.rule in in_words for v in broken)
