@@ -17,6 +17,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 __all__ = [
+    "NONZERO_INT32_PATTERN",
     "Shape",
     "ValueForm",
     "elements",
@@ -62,6 +63,11 @@ _UINT64_PATTERN = f"^(?:0|{_at_most(2**64 - 1)}){_END}"
 #: A signed 64-bit integer that is not negative, in its JSON string form: what a
 #: protovalidate rule ``int64.gte = 0`` leaves of ``_INT64_PATTERN``.
 NON_NEGATIVE_INT64_PATTERN = f"^(?:0|{_at_most(2**63 - 1)}){_END}"
+#: The largest finite 32-bit float: json_format refuses a float field's number beyond it.
+FLOAT_MAX = float.fromhex("0x1.fffffep+127")
+#: A 32-bit integer other than 0 in its JSON string form: an enum's number that the lenient codec
+#: reads from a string (§3.3).
+NONZERO_INT32_PATTERN = f"^-?(?:{_at_most(2**31 - 1)}){_END}"
 _INT64_RANGE = {"minimum": -(2**63), "maximum": 2**63 - 1}
 _UINT64_RANGE = {"minimum": 0, "maximum": 2**64 - 1}
 _YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"  # 0001..9999
@@ -254,8 +260,13 @@ def value_form(fd: FieldDescriptor) -> ValueForm:
     if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
         # "NaN", "Infinity" and "-Infinity" travel as strings.
         words = {"enum": ["NaN", "Infinity", "-Infinity"]}
-        schema = {"anyOf": [{"type": "number"}, words]}
-        return ValueForm("a number", schema, schema)
+        number: dict[str, Any] = {"type": "number"}
+        what = "a number"
+        if kind == FieldDescriptor.TYPE_FLOAT:  # json_format refuses what 32 bits cannot hold
+            number.update(minimum=-FLOAT_MAX, maximum=FLOAT_MAX)
+            what = f"a number from {-FLOAT_MAX!r} to {FLOAT_MAX!r}"
+        schema = {"anyOf": [number, words]}
+        return ValueForm(what, schema, schema)
     if kind == FieldDescriptor.TYPE_BOOL:
         return ValueForm("true or false", {"type": "boolean"}, {"type": "boolean"})
     if kind == FieldDescriptor.TYPE_BYTES:

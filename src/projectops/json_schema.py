@@ -6,6 +6,8 @@ level is the object schema itself, never a bare ``$ref`` (as MCP requires of too
 
 from __future__ import annotations
 
+import copy
+import itertools
 from collections.abc import Callable
 from typing import Any, Literal, cast
 
@@ -13,7 +15,13 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops import rules
-from projectops._wire import NON_NEGATIVE_INT64_PATTERN, map_key_names, shape, value_form
+from projectops._wire import (
+    NON_NEGATIVE_INT64_PATTERN,
+    NONZERO_INT32_PATTERN,
+    map_key_names,
+    shape,
+    value_form,
+)
 from projectops.descriptions import description
 from projectops.registry import Operation, operation
 from projectops.validation import NOT_BLANK_PATTERN, is_required
@@ -44,8 +52,9 @@ def message_schema(
         ref: for schemas kept elsewhere (OpenAPI's components): a message descriptor -> the
             ``$ref`` of its definition; the result then has no ``$schema`` and no ``$defs``.
             ``None`` (the default): nested messages go into ``$defs``, keyed by full name.
-        allow_unknown: on input, admit properties the message does not have (§3.3); ``False``
-            (the default) forbids them, as strict decoding does.
+        allow_unknown: on input, take what the default server reads (§3.3, §3.6): properties
+            the message does not have, fields by their proto names, an enum's unknown names
+            and numbers; ``False`` (the default) forbids them, as strict decoding does.
         required_values: also exclude the values :func:`projectops.validate` counts as missing
             from REQUIRED fields (blank strings, empty lists, §4.2); ``False`` by default.
 
@@ -120,7 +129,23 @@ class _Builder:
         text = rules.described(description(message), phrases)
         if text:
             schema["description"] = text
-        schema["properties"] = {fd.json_name: self.field_schema(fd) for fd in message.fields}
+        properties = {fd.json_name: self.field_schema(fd) for fd in message.fields}
+        if not self.closed and self.direction == "input":
+            # json_format reads a field by its name in the proto too (the JSON mapping's rule):
+            # what the lenient server takes under that name is no unknown property.
+            aliased = [fd for fd in message.fields if fd.name != fd.json_name]
+            properties.update({fd.name: copy.deepcopy(properties[fd.json_name]) for fd in aliased})
+        schema["properties"] = properties
+        # Two members of a oneof, by any of their names, are refused; null sets none (§3).
+        pairs = []
+        for oneof in message.oneofs:
+            named = (name for fd in oneof.fields for name in (fd.json_name, fd.name))
+            names = [name for name in dict.fromkeys(named) if name in properties]
+            for a, b in itertools.combinations(names, 2):
+                not_null = {name: {"not": {"type": "null"}} for name in (a, b)}
+                pairs.append({"required": [a, b], "properties": not_null})
+        if pairs:
+            schema["not"] = {"anyOf": pairs}
         # What the codec always writes is required of a response: fields without presence. Of
         # a request: what validate refuses missing, a field whose default breaks a rule too.
         required = [fd.json_name for fd in message.fields if self._required(fd)]
@@ -165,10 +190,14 @@ class _Builder:
         if form.message is None and self.direction == "input":
             schema = dict(form.input_schema)
             if "enum" in schema and not self.closed:
-                # The lenient server ignores an enum name or a number it does not know, and
-                # reads a known number (a bool as 0 or 1) as its value (§3.3, as json_format
-                # does): its schema takes them, the names kept for readers.
-                schema = {"anyOf": [schema, {"type": ["string", "number", "boolean"]}]}
+                # The lenient server reads a name it does not know as the zero value, and a
+                # number (a bool as 0 or 1) truncated to a 32-bit integer (§3.3, as json_format
+                # does): its schema takes them, the names kept for readers. What reads as 0
+                # leaves a REQUIRED field missing.
+                wider = _LENIENT_ENUM
+                if self.required_values and is_required(fd) and shape(fd) == "single":
+                    wider = _LENIENT_ENUM_PRESENT
+                schema = {"anyOf": [schema, *copy.deepcopy(wider)]}  # no YAML anchor
             return schema
         if form.message is None:
             return dict(form.schema)
@@ -181,6 +210,19 @@ class _Builder:
         if name == self.root.full_name:
             return {"$ref": "#"}
         return {"$ref": f"#/$defs/{name}"}
+
+
+#: An enum's value besides its names, as the lenient server reads it (see value_schema).
+_INT32_RANGE = {"exclusiveMinimum": -(2**31) - 1, "exclusiveMaximum": 2**31}
+_LENIENT_ENUM: tuple[dict[str, Any], ...] = (
+    {"type": ["string", "number", "boolean"], **_INT32_RANGE},
+)
+#: ... and of those, what does not read as 0.
+_LENIENT_ENUM_PRESENT = (
+    {"type": "string", "pattern": NONZERO_INT32_PATTERN},
+    {"const": True},
+    {"type": "number", **_INT32_RANGE, "not": {"exclusiveMinimum": -1, "exclusiveMaximum": 1}},
+)
 
 
 def _present(fd: FieldDescriptor) -> dict[str, Any]:
@@ -213,8 +255,9 @@ def _present(fd: FieldDescriptor) -> dict[str, Any]:
 # string) is said in words in the description (projectops.rules.rule_phrases).
 
 #: Kind of rules -> rule -> the keyword that states it exactly. Not bytes (a length in base64
-#: differs) nor the 64-bit integers (a JSON string: `minimum` does not bind it).
-_NUMBERS = ("int32", "uint32", "sint32", "fixed32", "sfixed32", "float", "double")
+#: differs), the 64-bit integers (a JSON string: `minimum` does not bind it) nor float (the
+#: rule holds of the value rounded to 32 bits: 999999.97 is 1e6).
+_NUMBERS = ("int32", "uint32", "sint32", "fixed32", "sfixed32", "double")
 _BOUNDS = {
     "gte": "minimum",
     "gt": "exclusiveMinimum",
@@ -264,6 +307,8 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
         count = kind == "int64" and rule == "gte" and value == 0
         if target is not None and keyword:
             _merge(target, keyword, value)
+        if target is not None and keyword and kind in ("float", "double"):
+            _drop_words(target, rule)
         elif target is not None and count:
             target["pattern"] = NON_NEGATIVE_INT64_PATTERN  # a count, written as a string
             _merge(target, "minimum", 0)
@@ -272,11 +317,23 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
     return unsaid
 
 
+def _drop_words(schema: dict[str, Any], bound: str) -> None:
+    """Take out of a float's `schema` (a number or a word, value_form's) the words its `bound`
+    (``gte``, ``lt``...) refuses: NaN, which no bound holds, and the infinity beyond it."""
+    if "anyOf" not in schema:  # rules_in_words' stand-in
+        return
+    number, words = schema["anyOf"]
+    refused = {"NaN", "-Infinity" if bound.startswith("g") else "Infinity"}
+    kept = [word for word in words["enum"] if word not in refused]
+    schema["anyOf"] = [number, {"enum": kept}]  # new: value_form's are shared
+
+
 def rules_in_words(of: FieldDescriptor | Descriptor) -> list[str]:
     """The rules that a schema states in words only, in its description: a CEL rule, a bound of
-    a 64-bit integer (a JSON string no ``minimum`` binds), a length of bytes (in base64 it
-    differs), ``in`` and ``not_in``, every rule of a field with ``ignore``, and every rule of a
-    message (docs/contract.md §4.6). A value the schema accepts may still break them.
+    a 64-bit integer (a JSON string no ``minimum`` binds) or of a float (rounded to 32 bits), a
+    length of bytes (in base64 it differs), ``in`` and ``not_in``, every rule of a field with
+    ``ignore``, and every rule of a message (docs/contract.md §4.6). A value the schema accepts
+    may still break them.
 
     Args:
         of: a field, or a message: then the rules of it and of every field and message below it.

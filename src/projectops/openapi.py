@@ -43,7 +43,7 @@ from projectops.errors import Code, InvalidArgument
 from projectops.fixtures import default_fixtures
 from projectops.registry import REGISTRY, Operation, Registry
 from projectops.v1.error_pb2 import ErrorResponse
-from projectops.validation import is_required, validate
+from projectops.validation import validate
 
 __all__ = ["ERROR_CASES", "OPENAPI_VERSION", "OUTSIDE_OPERATIONS", "SECURITY_SCHEME", "TITLE"]
 __all__ += ["ErrorCase", "RenderError", "document", "render", "server_url"]
@@ -256,8 +256,8 @@ def _operation(
     request = op.method.input_type
     answer = op.method.output_type
     item["requestBody"] = {
-        # An empty body reads as `{}`: it is only wrong when a field is REQUIRED.
-        "required": any(is_required(fd) for fd in request.fields),
+        # An empty body reads as `{}`: it is only wrong when the schema requires a field.
+        "required": "required" in schemas.schema(request, "input"),
         "description": description(request),
         "content": _content(schemas.ref(request, "input"), examples, "request"),
     }
@@ -359,8 +359,13 @@ class _Components:
         """``{"$ref": ...}`` to `message` in `direction` (built on first use)."""
         return {"$ref": _REF_BASE + self._add(message, direction)}
 
-    def schema(self, message: Descriptor) -> dict[str, Any]:
-        return self._schemas[message.full_name]
+    def schema(
+        self,
+        message: Descriptor,
+        direction: json_schema.Direction = "output",
+    ) -> dict[str, Any]:
+        """The component of `message` in `direction` (built on first use)."""
+        return self._schemas[self._add(message, direction)]
 
     def finish(self) -> dict[str, dict[str, Any]]:
         """Every component (the messages nothing reached too), sorted by name."""

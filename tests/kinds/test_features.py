@@ -206,6 +206,12 @@ def test_the_openapi_document_describes_the_service_and_takes_what_the_codec_wri
         for seed in SEEDS[:4]:
             valid({**request, **components}, codec.to_dict(generate(op.request_type, seed)))
             valid({**response, **components}, codec.to_dict(generate(op.response_type, seed)))
+        # No body reads as {} (docs/contract.md §1.2): the body is required when {} is refused.
+        empty = rule_violations(op.request_type())
+        if post["requestBody"]["required"]:
+            assert empty, op.name
+        else:
+            valid({**request, **components}, {})
 
 
 # --- the server, the handler base, the typed client, the mock -----------------------------------

@@ -14,9 +14,11 @@ composed rpc of the refused kinds is refused, a limit line naming each field and
 
 Slow: at a place drawn by a seed, an rpc of PLANTS or one composed of kinds drawn by the seed
 (``planting.random_plant``; one time in four with a refused kind: then ``scripts/check-proto``
-must refuse it, naming the field). A new seed each run, printed first (pytest shows it with a
-failure); ``PROJECTOPS_PLANT_SEED=<number>`` repeats a run. In a
-copy of the repository, ``scripts/check-proto`` and scripts/generate run: the in-process suite
+must refuse it, naming the field). The seed is :data:`SEED` (a run of CI is repeatable);
+``PROJECTOPS_PLANT_SEED=random`` draws a new one, printed first (pytest shows it with a
+failure), to go on searching for what assumes an operation's shape, and
+``PROJECTOPS_PLANT_SEED=<number>`` repeats a run. In a copy of the repository,
+``scripts/check-proto`` and scripts/generate run: the in-process suite
 passes with no other edit, and the new operation is listed, served by the mock with a generated
 answer, documented, a CLI command, checked by the conformance runner, and mypy still accepts
 everything it checks (tests/typing's one-rpc server among it); the slow tests that go over the
@@ -133,15 +135,21 @@ def _run(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: The seed when ``PROJECTOPS_PLANT_SEED`` is unset. It composes an rpc (planted first in the
+#: service) of a oneof, a recursive message, maps keyed by strings and bools, a duration and
+#: REQUIRED fields; a random seed, drawn in every run of CI, made CI fail on whatever the next
+#: draw found (seeds 272920963, 428397065, 4291813432 and others found what is mended).
+SEED = 1097
+
+
 @pytest.mark.slow
 def test_an_rpc_added_to_the_proto_is_everywhere_and_the_suite_stays_green(
     tmp_path: Path,
 ) -> None:
     # One rpc drawn at one place of the service: half the time an rpc of PLANTS, else one
-    # composed of kinds of the test schema (planting.random_plant). A new seed each run, so that
-    # runs go on finding tests that assume an operation's shape; the seed repeats a run.
-    wanted = os.environ.get("PROJECTOPS_PLANT_SEED", "")
-    seed = int(wanted) if wanted else random.randrange(2**32)
+    # composed of kinds of the test schema (planting.random_plant).
+    wanted = os.environ.get("PROJECTOPS_PLANT_SEED", str(SEED))
+    seed = random.randrange(2**32) if wanted == "random" else int(wanted)
     rng = random.Random(seed)
     what, refused = (rng.choice(PLANTS), ()) if rng.random() < 0.5 else random_plant(rng)
     at = rng.randint(0, rpc_count(REPO))
