@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from projectops._text import cut_to_width
 from projectops.codec import _collector_paused, check_decode_cost, from_json, to_dict
 from projectops.conventions import API_KEY_HEADER
-from projectops.errors import Code, InvalidArgument
+from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
 from projectops.registry import REGISTRY, Operation, Registry
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.v1.mock_fixtures_pb2 import MockAnswer, MockFixtures
@@ -51,7 +51,6 @@ MAX_FIXTURES_BYTES = 64 * 1024 * 1024
 # Longest outside text (a key in a path, a code) quoted in a message.
 _SHOWN_CHARS = 60
 _DEFAULT = ("default_fixtures.json",)  # package data of projectops
-_CODES = frozenset(code.value for code in Code)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device"}
 
@@ -346,8 +345,9 @@ def decode_fixture_response(op: Operation, item: Any, path: str) -> FixtureRespo
             raise FixtureError(f"{path or 'the answer'}: set one of response and error, not both")
         raise FixtureError(f"{here}response: is required (or an error instead)")
     error = answer.error if has_error else None
-    if error is not None and error.code not in _CODES:
-        codes = ", ".join(sorted(_CODES))
+    # A Code is a StrEnum: its wire name finds it in the table of every code.
+    if error is not None and error.code not in HTTP_STATUS_BY_CODE:
+        codes = ", ".join(sorted(Code))
         raise FixtureError(
             f"{here}error.code: {_quoted(error.code)} is no error code; known codes: {codes}"
         )

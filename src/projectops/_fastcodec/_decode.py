@@ -70,7 +70,7 @@ def decoding_plan(descriptor: Descriptor) -> Plan:
 
 def compile_decoder(target: Plan) -> Decoder:
     """`target`'s decode function; it raises Unsupported, TypeError or ValueError."""
-    namespace: dict[str, Any] = {
+    namespace = {
         **_HELPERS,
         "PLAN": target,
         "JSON_NAMES": target.json_names,

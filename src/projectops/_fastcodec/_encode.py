@@ -76,7 +76,7 @@ def compile_encoder(target: Plan) -> Callable[[Any], dict[str, Any]]:
     """`target`'s encode function (one raising _NoPlan for a type it does not model)."""
     if target.descriptor.extension_ranges or any(f.kind == OPAQUE for f in target.fields):
         return _no_plan  # extensions print as "[name]", NullValue as null: json_format's
-    namespace: dict[str, Any] = dict(_HELPERS)
+    namespace = dict(_HELPERS)
     literal: list[str] = []  # the leading fields without presence: one dict display
     lines: list[str] = []
     for i, field in enumerate(target.fields):

@@ -25,7 +25,7 @@ from projectops._text import cut_to_width
 from projectops._wire import INT_TYPES_64, elements, is_map, join, shape, value_form
 from projectops.codec import from_json, parse_json, read_error_body, to_dict
 from projectops.error_cases import ERROR_CASES
-from projectops.errors import HTTP_STATUS_BY_CODE, Code, InvalidArgument
+from projectops.errors import HTTP_STATUS_BY_CODE, InvalidArgument
 from projectops.registry import Operation
 from projectops.rules import cel_rules, rule_kind
 from projectops.v1.error_pb2 import ErrorResponse
@@ -396,13 +396,12 @@ def mapping_problems(
     return found
 
 
-_CODES = frozenset(code.value for code in Code)
 #: (code, status) of every response the contract allows: the table's, and the transport
 #: responses of projectops.error_cases with a status of their own (the 405 of a wrong method).
-_ALLOWED_ERRORS = frozenset(
-    {(code.value, status) for code, status in HTTP_STATUS_BY_CODE.items()}
-    | {(str(case.code), case.http_status) for case in ERROR_CASES}
-)
+#: A Code is a StrEnum: its wire name finds it.
+_ALLOWED_ERRORS = frozenset(HTTP_STATUS_BY_CODE.items()) | {
+    (case.code, case.http_status) for case in ERROR_CASES
+}
 
 
 def error_problem(status: int, error: ErrorResponse | None) -> Problem | None:
@@ -410,7 +409,7 @@ def error_problem(status: int, error: ErrorResponse | None) -> Problem | None:
     an ErrorResponse), docs/contract.md §5.1-§5.4; ``None`` when nothing is."""
     if error is None:
         return Problem(None, "not an ErrorResponse")
-    if error.code not in _CODES:
+    if error.code not in HTTP_STATUS_BY_CODE:  # every code has its status in the table
         return Problem(None, f"unknown code {cut_to_width(repr(error.code))}")
     if (error.code, status) not in _ALLOWED_ERRORS:
         return Problem(None, f"the code {error.code} is not answered with {status}")
@@ -479,7 +478,7 @@ def _decode(data: Any, response_type: type[Message], *, strict: bool) -> Message
     decoder's whole intermediate tree never stands beside the parsed answer (for 31.9 MiB of
     small elements, 310 MiB less at the peak). The same message, or the same error: that of the
     whole decode. Raises InvalidArgument."""
-    by_json = _by_json_name(cast(Descriptor, response_type.DESCRIPTOR))
+    by_json = _by_json_name(response_type.DESCRIPTOR)
     long = []
     if isinstance(data, dict):
         for key, value in data.items():

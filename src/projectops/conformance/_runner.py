@@ -410,7 +410,7 @@ class _OperationRun:
     def run(self) -> list[CheckResult]:
         sample = to_json(self._good[0][0]).encode()
         # Each step's outcome, or the outcomes of the checks it judges (by check id).
-        steps: tuple[tuple[str, Callable[[], _Outcome | dict[str, _Outcome]]], ...] = (
+        steps = (
             ("auth.no-key", lambda: self._unauthorized(sample, key="none")),
             ("auth.wrong-key", lambda: self._unauthorized(sample, key="wrong")),
             ("auth.before-body", lambda: self._unauthorized(b"{", key="none")),
