@@ -1,4 +1,4 @@
-"""The code budget: at most 68,000 tokens of code under src/, written as one idea a line,
+"""The code budget: at most 68,400 tokens of code under src/, written as one idea a line,
 counted and gauged by scripts/code_size.py (``scripts/code-size`` prints the figures, and with
 ``--places`` each place a gate flags). Documentation is not code: docstrings, comments and
 blank lines are not counted, nor are the generated files.
@@ -22,7 +22,7 @@ FIGURES = code_size.measure()
 
 def test_src_holds_at_most_the_budget_of_code() -> None:
     assert FIGURES.generated_tokens > 0  # the generated files were found, and left out
-    assert FIGURES.tokens <= code_size.BUDGET == 68_000, f"{FIGURES.tokens} tokens under src/"
+    assert FIGURES.tokens <= code_size.BUDGET == 68_400, f"{FIGURES.tokens} tokens under src/"
 
 
 def test_src_holds_at_most_7_tokens_a_line_of_code() -> None:
@@ -131,7 +131,7 @@ def test_the_script_prints_each_figure_and_fails_with_a_gate(
     monkeypatch.setattr(code_size, "measure", lambda: FIGURES)  # measured once, above
     status = code_size.main(["--places"])
     out = capsys.readouterr().out
-    assert f"{FIGURES.tokens} tokens of code written by hand under src/ (budget 68000)" in out
+    assert f"{FIGURES.tokens} tokens of code written by hand under src/ (budget 68400)" in out
     assert f"{FIGURES.tokens_per_line:.2f} tokens per line of code (at most 7.0)" in out
     assert f"{len(FIGURES.chained_assignments)} chained assignments (0)" in out
     assert all(f"  {place}\n" in out for place in FIGURES.parallel_assignments)

@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 
 import projectops
 import projectops.json_schema
+from projectops.mock import generate
 from projectops.validation import BLANK, is_blank, violations
 from tests.hypothesis_profiles import FULL_EXAMPLES, examples
 from tests.synthetic import with_required_string
@@ -24,8 +25,10 @@ OP, FIELD = with_required_string()
 
 
 def request(text: str) -> Message:
-    """`OP`'s request with `FIELD` set to `text`."""
-    return OP.request_type(**{FIELD.name: text})
+    """A valid request of `OP` (its other REQUIRED fields set) with `FIELD` set to `text`."""
+    message = generate(OP.request_type, "valid", minimal=True)
+    setattr(message, FIELD.name, text)
+    return message
 
 
 @pytest.mark.parametrize("text", ["", " ", "\t\n "])
