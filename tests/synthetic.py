@@ -12,6 +12,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from projectops.registry import Operation, operation_of, operations
+from projectops.rules import zero_breaks_rule
 from projectops.validation import is_required
 
 
@@ -50,13 +51,16 @@ def required_string(op: Operation) -> FieldDescriptor | None:
 def with_required_string(
     also: Callable[[Operation], bool] = lambda op: True,
 ) -> tuple[Operation, FieldDescriptor]:
-    """The first operation of the registry whose request has a REQUIRED string field (and that
-    `also` holds for: a test's other needs), and that field."""
+    """The first operation of the registry whose request has a REQUIRED string field and
+    requires no other (so that a request of that field alone is whole: tests send one), and
+    that `also` holds for (a test's other needs); and that field."""
     for op in operations():
         fd = required_string(op)
-        if fd is not None and also(op):
+        fields = op.request_type.DESCRIPTOR.fields
+        others = [f for f in fields if f is not fd and (is_required(f) or zero_breaks_rule(f))]
+        if fd is not None and not others and also(op):
             return op, fd
-    raise LookupError("no operation of the registry has a REQUIRED string request field")
+    raise LookupError("no operation of the registry requires one REQUIRED string field alone")
 
 
 def reaches(message: Descriptor, test: Callable[[FieldDescriptor], bool]) -> bool:
