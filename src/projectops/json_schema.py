@@ -307,8 +307,8 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
         count = kind == "int64" and rule == "gte" and value == 0
         if target is not None and keyword:
             _merge(target, keyword, value)
-        if target is not None and keyword and kind in ("float", "double"):
-            _drop_words(target, rule)
+            if kind == "double":
+                _drop_words(target, rule)
         elif target is not None and count:
             target["pattern"] = NON_NEGATIVE_INT64_PATTERN  # a count, written as a string
             _merge(target, "minimum", 0)
@@ -318,7 +318,7 @@ def _apply_rules(fd: FieldDescriptor, schema: dict[str, Any]) -> list[str]:
 
 
 def _drop_words(schema: dict[str, Any], bound: str) -> None:
-    """Take out of a float's `schema` (a number or a word, value_form's) the words its `bound`
+    """Take out of a double's `schema` (a number or a word, value_form's) the words its `bound`
     (``gte``, ``lt``...) refuses: NaN, which no bound holds, and the infinity beyond it."""
     if "anyOf" not in schema:  # rules_in_words' stand-in
         return

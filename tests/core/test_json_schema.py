@@ -489,3 +489,17 @@ def test_a_oneof_set_twice_by_any_names_is_refused_by_the_schema_and_the_decoder
             one = {a_name: given[a_name], b_name: None}  # null sets none
             assert check.is_valid(one), one
             projectops.from_json(one, message_type)
+
+
+def test_a_rule_a_keyword_states_is_not_said_in_words_and_a_float_bound_is() -> None:
+    from tests.kinds.v1 import kinds_pb2
+
+    fields = kinds_pb2.Scalars.DESCRIPTOR.fields_by_name
+    schema = json_schema.message_schema(kinds_pb2.Scalars, "input")["properties"]
+    assert json_schema.rules_in_words(fields["f_int32"]) == []  # minimum, maximum
+    assert {"minimum": 1} in schema["fInt32"]["allOf"]  # beside the type's own minimum
+    assert "Rule:" not in schema["fInt32"].get("description", "")
+    assert json_schema.rules_in_words(fields["f_double"]) == []
+    # A float's bound holds of the value rounded to 32 bits (999999.97 is 1e6): in words.
+    assert json_schema.rules_in_words(fields["f_float"]) == ["float.lt"]
+    assert "Rule: float.lt" in schema["fFloat"]["description"]
