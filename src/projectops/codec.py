@@ -27,7 +27,7 @@ from functools import cache
 from typing import Any, Final, TypeVar, cast
 
 from google.protobuf import message_factory
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, OneofDescriptor
 from google.protobuf.message import Message
 
 from projectops import _fastcodec
@@ -383,6 +383,7 @@ def _raise_if_misplaced(
     for f in descriptor.fields:
         fields[f.name] = f
         fields[f.json_name] = f
+    held: dict[OneofDescriptor, str] = {}  # a oneof -> the name its member was set by
     for key, item in value.items():
         fd = fields.get(key)
         if fd is None:
@@ -397,6 +398,12 @@ def _raise_if_misplaced(
         if item is None:  # null means "default" in the protobuf JSON mapping
             continue
         field_path = join(path, fd.json_name)
+        oneof = fd.containing_oneof
+        if oneof in held:  # json_format names the oneof only, and no field
+            expected = f"no value beside {held[oneof]} (the oneof {oneof.name})"
+            raise _invalid(field_path, expected, describe_value(item))
+        if oneof is not None:
+            held[oneof] = key
         kind = shape(fd)
         if kind == "map" and not isinstance(item, Mapping):
             raise _invalid(field_path, "a JSON object", describe_value(item))

@@ -481,11 +481,14 @@ def test_a_oneof_set_twice_by_any_names_is_refused_by_the_schema_and_the_decoder
                 made = [projectops.to_dict(generate(member, "member"))]
             taken = [v for v in [*_probes(fd), *made] if check.is_valid({name: v})]
             given[name] = next(v for v in taken if v is not None)
-        for (_, a_name), (_, b_name) in itertools.combinations(named, 2):
+        for (_, a_name), (b, b_name) in itertools.combinations(named, 2):
             both = {a_name: given[a_name], b_name: given[b_name]}
             assert not check.is_valid(both), both
-            with pytest.raises(projectops.InvalidArgument):
+            with pytest.raises(projectops.InvalidArgument) as refused:
                 projectops.from_json(both, message_type)
+            # The violation names the second member set, and the first.
+            (violation,) = refused.value.violations
+            assert violation.field == b.json_name and a_name in violation.description
             one = {a_name: given[a_name], b_name: None}  # null sets none
             assert check.is_valid(one), one
             projectops.from_json(one, message_type)
