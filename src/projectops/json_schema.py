@@ -53,8 +53,8 @@ def message_schema(
             ``$ref`` of its definition; the result then has no ``$schema`` and no ``$defs``.
             ``None`` (the default): nested messages go into ``$defs``, keyed by full name.
         allow_unknown: on input, take what the default server reads (§3.3, §3.6): properties
-            the message does not have, fields by their proto names, an enum's unknown names
-            and numbers; ``False`` (the default) forbids them, as strict decoding does.
+            the message does not have, an enum's unknown names and numbers; ``False`` (the
+            default) forbids them, as strict decoding does.
         required_values: also exclude the values :func:`projectops.validate` counts as missing
             from REQUIRED fields (blank strings, empty lists, §4.2); ``False`` by default.
 
@@ -129,18 +129,11 @@ class _Builder:
         text = rules.described(description(message), phrases)
         if text:
             schema["description"] = text
-        properties = {fd.json_name: self.field_schema(fd) for fd in message.fields}
-        if not self.closed and self.direction == "input":
-            # json_format reads a field by its name in the proto too (the JSON mapping's rule):
-            # what the lenient server takes under that name is no unknown property.
-            aliased = [fd for fd in message.fields if fd.name != fd.json_name]
-            properties.update({fd.name: copy.deepcopy(properties[fd.json_name]) for fd in aliased})
-        schema["properties"] = properties
-        # Two members of a oneof, by any of their names, are refused; null sets none (§3).
+        schema["properties"] = {fd.json_name: self.field_schema(fd) for fd in message.fields}
+        # Two members of a oneof are refused; null sets none (§3).
         pairs = []
         for oneof in message.oneofs:
-            named = (name for fd in oneof.fields for name in (fd.json_name, fd.name))
-            names = [name for name in dict.fromkeys(named) if name in properties]
+            names = [fd.json_name for fd in oneof.fields]
             for a, b in itertools.combinations(names, 2):
                 not_null = {name: {"not": {"type": "null"}} for name in (a, b)}
                 pairs.append({"required": [a, b], "properties": not_null})

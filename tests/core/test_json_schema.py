@@ -465,7 +465,7 @@ def test_what_an_input_schema_takes_of_a_field_decodes_and_breaks_only_rules_in_
 
 
 @pytest.mark.parametrize("message", _kinds_messages(), ids=lambda m: m.name)
-def test_a_oneof_set_twice_by_any_names_is_refused_by_the_schema_and_the_decoder(
+def test_a_oneof_set_twice_is_refused_by_the_schema_and_by_any_names_by_the_decoder(
     message: Any,
 ) -> None:
     message_type = message_factory.GetMessageClass(message)
@@ -479,11 +479,12 @@ def test_a_oneof_set_twice_by_any_names_is_refused_by_the_schema_and_the_decoder
             if fd.message_type is not None:
                 member = message_factory.GetMessageClass(fd.message_type)
                 made = [projectops.to_dict(generate(member, "member"))]
-            taken = [v for v in [*_probes(fd), *made] if check.is_valid({name: v})]
+            taken = [v for v in [*_probes(fd), *made] if check.is_valid({fd.json_name: v})]
             given[name] = next(v for v in taken if v is not None)
-        for (_, a_name), (b, b_name) in itertools.combinations(named, 2):
+        for (a, a_name), (b, b_name) in itertools.combinations(named, 2):
             both = {a_name: given[a_name], b_name: given[b_name]}
-            assert not check.is_valid(both), both
+            if {a_name, b_name} == {a.json_name, b.json_name}:  # the names the schema lists
+                assert not check.is_valid(both), both
             with pytest.raises(projectops.InvalidArgument) as refused:
                 projectops.from_json(both, message_type)
             # The violation names the second member set, and the first.

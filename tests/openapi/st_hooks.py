@@ -6,7 +6,7 @@ requests: no schema can say which versions exist. This check takes back the rest
 leniency: a 400 to valid data must be ``failed_precondition``, never ``invalid_argument`` (that
 would mean the document accepts what the server calls malformed), but for a request that breaks
 only rules the document says in words (``json_schema.rules_in_words``: a bound of a 64-bit
-integer, a CEL rule), which no keyword can refuse.
+integer, a CEL rule), which no keyword can refuse, or names a field by its proto name.
 """
 
 from __future__ import annotations
@@ -46,6 +46,10 @@ def _breaks_only_rules_in_words(case: Any) -> bool:
         body = {}
     if not isinstance(body, dict):
         return False
+    if _proto_names(op.request_type.DESCRIPTOR) & _keys(body):
+        # A field by its proto name, which json_format reads (docs/contract.md §3.2): the
+        # document names fields by their JSON names and takes any other property.
+        return True
     try:
         broken = rule_violations(projectops.from_json(json.dumps(body), op.request_type))
     except projectops.InvalidArgument:
@@ -54,3 +58,24 @@ def _breaks_only_rules_in_words(case: Any) -> bool:
     names = rules_in_words(op.request_type.DESCRIPTOR)
     in_words = {name.removeprefix("cel[").removesuffix("]") for name in names}
     return bool(broken) and all(v.rule in in_words for v in broken)
+
+
+def _proto_names(message: Any) -> set[str]:
+    """The proto names, other than the JSON names, of the fields of `message` and below it."""
+    names, pending = set(), [message]
+    for descriptor in pending:  # it grows as it goes: each message below once
+        for fd in descriptor.fields:
+            if fd.name != fd.json_name:
+                names.add(fd.name)
+            if fd.message_type is not None and fd.message_type not in pending:
+                pending.append(fd.message_type)
+    return names
+
+
+def _keys(value: Any) -> set[str]:
+    """Every key of every JSON object in `value`."""
+    if isinstance(value, dict):
+        return set(value).union(*map(_keys, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(_keys, value))
+    return set()
