@@ -349,15 +349,19 @@ def test_answers_require_every_field_without_presence_and_requests_do_not() -> N
             ]
             assert schemas[name].get("required", []) == wanted, name
             # What the codec writes of the empty message is a response exactly when the empty
-            # message keeps the rules the schema states (no REQUIRED message field missing, no
-            # minimum unmet); without a field the codec writes it is not. A response schema is
-            # the codec's form: of a REQUIRED scalar it states that the key is there, not which
-            # value counts as missing (the input schemas do), so such responses are left out.
+            # message keeps the rules the schema states as keywords (no REQUIRED message field
+            # missing, no minimum unmet; a rule said in words it may break); without a field
+            # the codec writes it is not. A response schema is the codec's form: of a REQUIRED
+            # scalar it states that the key is there, not which value counts as missing (the
+            # input schemas do), so such responses are left out.
             scalars = [fd for fd in fields if is_required(fd) and not fd.message_type]
             if answer and wanted and not scalars:
                 validator = component_validator(DOC, ref)
                 empty = to_dict(message())
-                keeps = rule_violations(message()) == []
+                said = json_schema.rules_in_words(message.DESCRIPTOR)
+                in_words = {rule.removeprefix("cel[").removesuffix("]") for rule in said}
+                broken = [v.rule for v in rule_violations(message())]
+                keeps = all(rule in in_words for rule in broken)
                 assert validator.is_valid(empty) == keeps, name
                 if keeps:
                     del empty[wanted[-1]]
