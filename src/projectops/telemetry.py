@@ -259,8 +259,7 @@ class ServerTelemetry(_Telemetry):
 
     async def __call__(self, request: Any, context: Any, call_next: Any) -> Any:
         """Run one call inside a SERVER span, child of the caller's trace context, measured (a
-            server
-        interceptor).
+        server interceptor).
 
         Args:
             request: the decoded request message.

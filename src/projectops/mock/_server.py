@@ -102,8 +102,7 @@ class MockServer:
         partial: bool | None = None,
     ) -> None:
         """Script a response of an operation, as a fixtures file's answer does; it replaces one
-            scripted
-        before for the same request and partiality.
+        scripted before for the same request and partiality.
 
         Args:
             operation_key: the operation: a name, tool name, path, or an
