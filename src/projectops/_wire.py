@@ -17,6 +17,8 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 __all__ = [
+    "FLOAT_MAX",
+    "FLOAT_TYPES",
     "NONZERO_INT32_PATTERN",
     "Shape",
     "ValueForm",
@@ -26,6 +28,7 @@ __all__ = [
     "map_key_names",
     "scalar_type",
     "shape",
+    "value_field",
     "value_form",
 ]
 
@@ -98,6 +101,8 @@ INT_TYPES_64 = {
     _T.TYPE_UINT64: _UNSIGNED_64,
     _T.TYPE_FIXED64: _UNSIGNED_64,
 }
+#: The floating-point types: json_format reads a boolean for them (true as 1.0), §3 does not.
+FLOAT_TYPES = (_T.TYPE_FLOAT, _T.TYPE_DOUBLE)
 _SIGNED_32 = ((-(2**31), 2**31 - 1), "a 32-bit integer")
 _UNSIGNED_32 = ((0, 2**32 - 1), "an unsigned 32-bit integer")
 INT_TYPES_32 = {
@@ -225,14 +230,21 @@ def elements(
         yield path, None, value
 
 
+def value_field(fd: FieldDescriptor) -> FieldDescriptor:
+    """The field that holds one value of `fd`: a map's value field, a wrapper's ``value`` field
+    (a wrapper has its value's JSON form), else `fd` itself."""
+    if is_map(fd):
+        fd = fd.message_type.fields_by_name["value"]  # type: ignore[union-attr]  # is_map
+    if fd.message_type is not None and fd.message_type.file.name == _WRAPPERS:
+        return fd.message_type.fields_by_name["value"]
+    return fd
+
+
 @cache
 def value_form(fd: FieldDescriptor) -> ValueForm:
     """The JSON form of one value of `fd` (of a map value); cached: copy its schemas to change."""
-    if is_map(fd):
-        fd = fd.message_type.fields_by_name["value"]  # type: ignore[union-attr]  # is_map
+    fd = value_field(fd)
     kind = fd.type
-    if fd.message_type is not None and fd.message_type.file.name == _WRAPPERS:
-        return value_form(fd.message_type.fields_by_name["value"])  # a wrapper: its value's form
     if fd.message_type is not None:
         known = _WELL_KNOWN.get(fd.message_type.full_name)
         if known is not None:

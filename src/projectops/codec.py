@@ -33,7 +33,7 @@ from google.protobuf.message import Message
 from projectops import _fastcodec
 from projectops._fastcodec._plans import NOT_FOR_ORJSON, OPAQUE, holds
 from projectops._text import cut_to_width
-from projectops._wire import elements, join, shape, value_form
+from projectops._wire import FLOAT_TYPES, elements, join, shape, value_field, value_form
 from projectops.errors import ApiError, FieldViolation, InvalidArgument
 from projectops.v1.error_pb2 import ErrorResponse
 
@@ -442,6 +442,10 @@ def _check_value(
         named = isinstance(value, str) and value in enum.values_by_name
         if not named:
             raise _invalid(path, form.expected, describe_value(value))
+    # json_format reads true as 1.0 for a float or a double (an integer it refuses): §3 and the
+    # schemas take a number.
+    if isinstance(value, bool) and value_field(fd).type in FLOAT_TYPES:
+        raise _invalid(path, form.expected, describe_value(value))
     # json_format reads "5" as a 32-bit integer too; strict mode takes what the input schemas
     # say (a JSON number), which their minimum and maximum can bind.
     if strict and form.input_schema.get("type") == "integer" and isinstance(value, str):

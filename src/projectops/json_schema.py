@@ -207,15 +207,13 @@ class _Builder:
 
 #: An enum's value besides its names, as the lenient server reads it (see value_schema).
 _INT32_RANGE = {"exclusiveMinimum": -(2**31) - 1, "exclusiveMaximum": 2**31}
-_LENIENT_ENUM: tuple[dict[str, Any], ...] = (
-    {"type": ["string", "number", "boolean"], **_INT32_RANGE},
-)
+_LENIENT_ENUM = [{"type": ["string", "number", "boolean"], **_INT32_RANGE}]
 #: ... and of those, what does not read as 0.
-_LENIENT_ENUM_PRESENT = (
+_LENIENT_ENUM_PRESENT: list[Any] = [
     {"type": "string", "pattern": NONZERO_INT32_PATTERN},
     {"const": True},
     {"type": "number", **_INT32_RANGE, "not": {"exclusiveMinimum": -1, "exclusiveMaximum": 1}},
-)
+]
 
 
 def _present(fd: FieldDescriptor) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from projectops import _fastcodec
+from projectops import InvalidArgument, _fastcodec, codec
 from projectops._wire import is_map, value_form
 from projectops.v1 import error_pb2, operations_pb2, release_pb2, rum_environment_pb2
 from tests import golden
@@ -1058,8 +1058,28 @@ def test_a_float_for_an_integer_field_is_json_format_s_to_read() -> None:
 def test_null_for_a_repeated_value_field_is_refused_as_json_format_refuses_it() -> None:
     # json_format fails on it (it sets null_value on the list); the fast path leaves it to
     # json_format, and the codec reports the failure as any refused input, never a traceback.
-    from projectops import InvalidArgument, codec
-
     assert check_decode({"values": None}, WKTS_TYPE, False) is REJECTED
     with pytest.raises(InvalidArgument, match="Wkts"):
         codec.from_json('{"values": null}', WKTS_TYPE)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_boolean_for_a_float_is_refused_as_for_an_integer(strict: bool) -> None:
+    # json_format reads true as 1.0 for a float or a double (an integer's it refuses); the JSON
+    # mapping and the schemas take a number. Schemathesis found the server taking `false` for a
+    # FloatValue that its document said is a number.
+    from tests.kinds.v1 import kinds_pb2
+
+    cases = [
+        (kinds_pb2.Scalars, {"fFloat": True}, "fFloat"),
+        (kinds_pb2.Scalars, {"fDouble": False}, "fDouble"),
+        (kinds_pb2.Nested, {"ratios": [1.5, True]}, "ratios[1]"),
+        (kinds_pb2.Item, {"wFloat": False}, "wFloat"),
+        (kinds_pb2.Item, {"wDouble": True}, "wDouble"),
+        (kinds_pb2.Maps, {"bySint32": {"1": False}}, 'bySint32["1"]'),
+    ]
+    for message_type, data, path in cases:
+        with pytest.raises(InvalidArgument) as refused:
+            codec.from_json(data, message_type, strict=strict)
+        assert [v.field for v in refused.value.violations] == [path]
+        assert "got the boolean" in refused.value.message

@@ -42,13 +42,12 @@ from projectops._fastcodec._plans import (
     ready_plan,
 )
 from projectops._fastcodec._timefmt import parse_duration, parse_timestamp
-from projectops._wire import INT_TYPES_32
+from projectops._wire import FLOAT_MAX, FLOAT_TYPES, INT_TYPES_32
 
 __all__ = ["compile_decoder", "decoding_plan", "from_dict"]
 
 M = TypeVar("M", bound=Message)
 
-_FLOAT_MAX: Final = 3.4028234663852886e38  # the largest finite float32 (json_format's bound)
 _SPECIAL_FLOATS: Final = {
     "NaN": math.nan,
     "Infinity": math.inf,
@@ -304,7 +303,7 @@ def _decode_value(
     elif kind == DOUBLE or kind == FLOAT:
         number = _decode_float(value, kind_of_value)
         # json_format refuses a float beyond float32's range (where upb would store infinity)
-        if kind == DOUBLE or number - number != 0 or -_FLOAT_MAX <= number <= _FLOAT_MAX:
+        if kind == DOUBLE or number - number != 0 or -FLOAT_MAX <= number <= FLOAT_MAX:
             return number
     elif kind == BYTES:
         if kind_of_value is str:
@@ -403,6 +402,10 @@ def _decode_wkt(
         wrapped = cls.DESCRIPTOR.fields_by_name.get("value")  # a wrapper's value
         if wrapped is not None and wrapped.type in INT_TYPES_32:  # "5" for an Int32Value
             raise Unsupported  # the codec's strict walk refuses it
+    elif type(value) is bool:
+        wrapped = cls.DESCRIPTOR.fields_by_name.get("value")
+        if wrapped is not None and wrapped.type in FLOAT_TYPES:  # true for a FloatValue
+            raise Unsupported  # the codec's walk refuses it
     from google.protobuf import json_format  # imported by the rare input that needs it
 
     message = cls()
