@@ -93,10 +93,13 @@ def known_request(op: Operation) -> Message:
     return next(a.request for a in answers if a.error is None and not a.partial)
 
 
-def without_request_fields() -> Operation:
-    """The first operation of the registry whose request has no fields (the body ``{}``)."""
+def without_request_fields(
+    also: Callable[[Operation], bool] = lambda op: True,
+) -> Operation:
+    """The first operation of the registry whose request has no fields (the body ``{}``), and
+    that `also` holds for (a test's other needs)."""
     for op in operations():
-        if not op.request_type.DESCRIPTOR.fields:
+        if not op.request_type.DESCRIPTOR.fields and also(op):
             return op
     raise LookupError("no operation of the registry has a request without fields")
 

@@ -32,7 +32,7 @@ from tests.synthetic import (
 # other requests of it: failed_precondition), that field, and its value in a fixture's request.
 GET, FIELD = with_required_string(has_fixtures)
 KNOWN = getattr(known_request(GET), FIELD.name)
-LIST = without_request_fields()  # an operation whose request is {}
+LIST = without_request_fields(has_fixtures)  # a request of {} the default fixtures answer
 FLAG = "--" + FIELD.name.replace("_", "-")
 
 

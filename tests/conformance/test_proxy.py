@@ -341,9 +341,9 @@ def test_an_unknown_request_field_is_no_drift_a_missing_required_one_is() -> Non
     if op is None:
         pytest.skip("no operation's request has a REQUIRED field")
     drifts = _call(_mock(), [_post(op, b"{}")])[2]
-    assert [(d.side, d.check, d.field) for d in drifts] == [
-        ("request", "request.required", fd.json_name) for fd in required_fields(op)
-    ]
+    # {} may break other rules too (a field whose default breaks one): those are other checks.
+    missing = [(d.side, d.field) for d in drifts if d.check == "request.required"]
+    assert missing == [("request", fd.json_name) for fd in required_fields(op)]
 
 
 def _has_pattern(fd: FieldDescriptor) -> bool:
