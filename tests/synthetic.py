@@ -179,3 +179,13 @@ def _orjson_schema() -> descriptor_pool.DescriptorPool:
 ORJSON_POOL = _orjson_schema()
 NODE = message_factory.GetMessageClass(ORJSON_POOL.FindMessageTypeByName("oj.Node"))
 HOST = message_factory.GetMessageClass(ORJSON_POOL.FindMessageTypeByName("oj.Host"))
+
+
+def rules_in_words(of: FieldDescriptor | Descriptor) -> frozenset[str]:
+    """``json_schema.rules_in_words(of)`` as violations name the rules (``RuleViolation.rule``):
+    a CEL rule by its id, any other by its name."""
+    from projectops import json_schema
+
+    return frozenset(
+        name.removeprefix("cel[").removesuffix("]") for name in json_schema.rules_in_words(of)
+    )

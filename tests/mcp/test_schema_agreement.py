@@ -28,6 +28,7 @@ from projectops.client import InvalidRequest, prepare_request
 from projectops.validation import rule_violations
 from tests.hypothesis_profiles import examples
 from tests.kinds.v1 import kinds_client
+from tests.synthetic import rules_in_words
 
 OPS = (*projectops.operations(), *kinds_client.REGISTRY.operations())
 
@@ -56,15 +57,10 @@ def _validator(op: projectops.Operation) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json_schema.input_schema(op))
 
 
-def _rule_name(name: str) -> str:
-    """A rule as a violation names it: a CEL rule by its id, any other by its name."""
-    return name.removeprefix("cel[").removesuffix("]")
-
-
 @cache
 def _in_words(message: Descriptor) -> frozenset[str]:
     """The rules under `message` that the schema says in words only, as violations name them."""
-    return frozenset(map(_rule_name, json_schema.rules_in_words(message)))
+    return rules_in_words(message)
 
 
 def _agree(op: projectops.Operation, arguments: Any) -> None:

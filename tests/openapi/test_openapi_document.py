@@ -22,7 +22,7 @@ from projectops.registry import REGISTRY, SERVICE, Operation
 from projectops.rules import zero_breaks_rule
 from projectops.v1.error_pb2 import ErrorResponse
 from projectops.validation import BLANK, NOT_BLANK_PATTERN, is_required, rule_violations
-from tests.synthetic import rpc_with
+from tests.synthetic import rpc_with, rules_in_words
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CONTRACT = (Path(__file__).resolve().parents[2] / "docs" / "contract.md").read_text()
@@ -358,8 +358,7 @@ def test_answers_require_every_field_without_presence_and_requests_do_not() -> N
             if answer and wanted and not scalars:
                 validator = component_validator(DOC, ref)
                 empty = to_dict(message())
-                said = json_schema.rules_in_words(message.DESCRIPTOR)
-                in_words = {rule.removeprefix("cel[").removesuffix("]") for rule in said}
+                in_words = rules_in_words(message.DESCRIPTOR)
                 broken = [v.rule for v in rule_violations(message())]
                 keeps = all(rule in in_words for rule in broken)
                 assert validator.is_valid(empty) == keeps, name

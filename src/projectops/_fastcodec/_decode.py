@@ -398,14 +398,13 @@ def _decode_wkt(
         if not lenient:
             raise Unsupported  # the codec's strict walk judges an Any's keys as fields of Any
         value = copy.deepcopy(value)  # json_format moves "@type" to the end of the object
-    elif not lenient and type(value) is str:
-        wrapped = cls.DESCRIPTOR.fields_by_name.get("value")  # a wrapper's value
-        if wrapped is not None and wrapped.type in INT_TYPES_32:  # "5" for an Int32Value
-            raise Unsupported  # the codec's strict walk refuses it
-    elif type(value) is bool:
-        wrapped = cls.DESCRIPTOR.fields_by_name.get("value")
-        if wrapped is not None and wrapped.type in FLOAT_TYPES:  # true for a FloatValue
-            raise Unsupported  # the codec's walk refuses it
+    elif cls.DESCRIPTOR.fields_by_name.get("value") is not None:  # a wrapper
+        wrapped = cls.DESCRIPTOR.fields_by_name["value"].type
+        # What the codec's walk refuses: true for a FloatValue, "5" for an Int32Value (strict).
+        if type(value) is bool and wrapped in FLOAT_TYPES:
+            raise Unsupported
+        if not lenient and type(value) is str and wrapped in INT_TYPES_32:
+            raise Unsupported
     from google.protobuf import json_format  # imported by the rare input that needs it
 
     message = cls()
